@@ -1,0 +1,29 @@
+#ifndef CONVSTATE_SERVICES_COMMON_LOG_H_
+#define CONVSTATE_SERVICES_COMMON_LOG_H_
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace convstate {
+
+enum class LogLevel { kInfo, kWarning, kError };
+
+// Writes one line to stderr: UTC time, level, message. Thread-safe.
+void LogLine(LogLevel level, absl::string_view message);
+
+template <typename... Args>
+void LogInfo(const Args&... args) {
+  LogLine(LogLevel::kInfo, absl::StrCat(args...));
+}
+template <typename... Args>
+void LogWarning(const Args&... args) {
+  LogLine(LogLevel::kWarning, absl::StrCat(args...));
+}
+template <typename... Args>
+void LogError(const Args&... args) {
+  LogLine(LogLevel::kError, absl::StrCat(args...));
+}
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_COMMON_LOG_H_

@@ -1,0 +1,164 @@
+#ifndef CONVSTATE_SERVICES_CORE_TYPES_H_
+#define CONVSTATE_SERVICES_CORE_TYPES_H_
+
+// The conversation model shared by storage, the compaction core and the API
+// layer. Plain values: no gRPC, no SQL, no protobuf.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace convstate {
+
+// Numbering matches convstate.v1.Role.
+enum class Role { kSystem = 1, kUser = 2, kAssistant = 3, kTool = 4 };
+
+// Numbering matches convstate.v1.ItemKind.
+enum class ItemKind {
+  kMessage = 1,
+  kToolCall = 2,
+  kToolResult = 3,
+  kReasoning = 4,
+  kSummaryMarker = 5,
+};
+
+// Stable lowercase names, used in storage and messages ("user", "tool_call").
+absl::string_view RoleName(Role role);
+absl::string_view ItemKindName(ItemKind kind);
+std::optional<Role> RoleFromName(absl::string_view name);
+std::optional<ItemKind> ItemKindFromName(absl::string_view name);
+
+using Metadata = std::map<std::string, std::string>;
+
+// Identifies a conversation within its tenant.
+struct ConversationKey {
+  std::string tenant_id;
+  std::string conversation_id;
+};
+
+// Per-conversation changes to the model profile; unset means "the
+// profile's value".
+struct ProfileOverrides {
+  std::optional<int64_t> context_window;
+  std::optional<int64_t> output_reserve;
+  std::optional<double> soft_threshold;
+  std::optional<double> hard_threshold;
+  std::optional<double> emergency_threshold;
+  std::optional<int64_t> token_floor;
+  std::optional<int32_t> recent_turns;
+  std::optional<int64_t> recent_tokens;
+
+  friend bool operator==(const ProfileOverrides&, const ProfileOverrides&) = default;
+};
+
+struct NewConversation {
+  ConversationKey key;
+  std::string model;
+  std::string system_prompt;
+  std::string pinned_instructions;
+  Metadata metadata;
+  ProfileOverrides overrides;
+};
+
+struct Conversation {
+  ConversationKey key;
+  std::string model;
+  std::string system_prompt;
+  std::string pinned_instructions;
+  Metadata metadata;
+  ProfileOverrides overrides;
+  // Increases by one with every change (append, compaction).
+  int64_t version = 0;
+  int64_t item_count = 0;
+  int64_t last_sequence = 0;
+  int64_t last_turn_index = 0;
+  // Sequence of the latest summary marker; the view starts after it. 0 when
+  // nothing has been summarized.
+  int64_t marker_sequence = 0;
+  absl::Time create_time;
+  absl::Time update_time;
+};
+
+// An item as written by a client, with its token count computed at append.
+struct ItemData {
+  Role role = Role::kUser;
+  ItemKind kind = ItemKind::kMessage;
+  std::string content;
+  std::string tool_name;
+  std::string tool_call_id;
+  bool pinned = false;
+  Metadata metadata;
+  int64_t token_count = 0;
+
+  friend bool operator==(const ItemData&, const ItemData&) = default;
+};
+
+// A stored item.
+struct Item {
+  ItemData data;
+  int64_t sequence = 0;
+  int64_t turn_index = 0;
+  // For summary markers: the chunk the marker stands for.
+  int64_t summary_chunk_id = 0;
+  absl::Time create_time;
+};
+
+// True if `item` opens a new turn: a user message.
+inline bool StartsTurn(const ItemData& item) {
+  return item.role == Role::kUser && item.kind == ItemKind::kMessage;
+}
+
+// A stored summary of the items [from_sequence, through_sequence].
+struct SummaryChunk {
+  int64_t chunk_id = 0;
+  int64_t from_sequence = 0;
+  int64_t through_sequence = 0;
+  std::string text;
+  int64_t token_count = 0;
+  std::string summarizer_model;
+  std::string prompt_version;
+  int64_t tokens_in = 0;
+  int64_t tokens_out = 0;
+  int64_t latency_ms = 0;
+  // 0 unless a fold merged this chunk into another.
+  int64_t superseded_by = 0;
+  absl::Time create_time;
+};
+
+struct AppendRequest {
+  ConversationKey key;
+  // Stored in this order; at least one.
+  std::vector<ItemData> items;
+  // Empty for no idempotency.
+  std::string idempotency_key;
+  // Fingerprint of the request, compared when the key was seen before.
+  std::string request_fingerprint;
+  std::optional<int64_t> expected_version;
+};
+
+struct AppendResult {
+  std::vector<Item> items;
+  int64_t version = 0;
+  // True when the key had been used and these are the original items.
+  bool replayed = false;
+};
+
+// What BuildContext needs, read consistently in one snapshot.
+struct ContextSnapshot {
+  Conversation conversation;
+  // Chunks not superseded, oldest first.
+  std::vector<SummaryChunk> active_chunks;
+  // Pinned items at or before the marker (they survive summarization).
+  std::vector<Item> pinned_items;
+  // Items after the latest marker, in sequence order.
+  std::vector<Item> live_items;
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_CORE_TYPES_H_

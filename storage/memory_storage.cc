@@ -1,0 +1,215 @@
+#include "storage/memory_storage.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "services/common/status_macros.h"
+
+namespace convstate {
+namespace {
+
+struct IdempotencyRecord {
+  std::string fingerprint;
+  int64_t first_sequence = 0;
+  int64_t last_sequence = 0;
+  int64_t version = 0;
+};
+
+struct ConversationState {
+  Conversation conversation;
+  std::vector<Item> items;  // items[i].sequence == i + 1
+  std::vector<SummaryChunk> chunks;
+  std::map<std::string, IdempotencyRecord> idempotency;
+};
+
+absl::Status NotFound(const ConversationKey& key) {
+  return absl::NotFoundError(
+      absl::StrCat("conversation '", key.conversation_id, "' not found"));
+}
+
+class MemoryStorage final : public Storage {
+ public:
+  absl::StatusOr<Conversation> CreateConversation(
+      const CallContext& ctx, const NewConversation& nc) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    auto& tenant = tenants_[nc.key.tenant_id];
+    if (tenant.contains(nc.key.conversation_id)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "conversation '", nc.key.conversation_id, "' already exists"));
+    }
+    ConversationState state;
+    Conversation& c = state.conversation;
+    c.key = nc.key;
+    c.model = nc.model;
+    c.system_prompt = nc.system_prompt;
+    c.pinned_instructions = nc.pinned_instructions;
+    c.metadata = nc.metadata;
+    c.overrides = nc.overrides;
+    c.create_time = c.update_time = Now();
+    Conversation result = c;
+    tenant.emplace(nc.key.conversation_id, std::move(state));
+    return result;
+  }
+
+  absl::StatusOr<Conversation> GetConversation(
+      const CallContext& ctx, const ConversationKey& key) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    return state->conversation;
+  }
+
+  absl::StatusOr<std::vector<Conversation>> ListConversations(
+      const CallContext& ctx, const std::string& tenant_id,
+      const std::string& after_id, int limit) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    std::vector<Conversation> out;
+    auto tenant = tenants_.find(tenant_id);
+    if (tenant == tenants_.end()) return out;
+    for (auto it = tenant->second.upper_bound(after_id);
+         it != tenant->second.end() && static_cast<int>(out.size()) < limit; ++it) {
+      out.push_back(it->second.conversation);
+    }
+    return out;
+  }
+
+  absl::StatusOr<int64_t> DeleteConversation(const CallContext& ctx,
+                                             const ConversationKey& key) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    int64_t items = state->conversation.item_count;
+    tenants_[key.tenant_id].erase(key.conversation_id);
+    return items;
+  }
+
+  absl::StatusOr<AppendResult> AppendItems(const CallContext& ctx,
+                                           const AppendRequest& request) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    if (request.items.empty()) {
+      return absl::InvalidArgumentError("items: at least one item is required");
+    }
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(request.key));
+    Conversation& c = state->conversation;
+    if (!request.idempotency_key.empty()) {
+      auto seen = state->idempotency.find(request.idempotency_key);
+      if (seen != state->idempotency.end()) {
+        const IdempotencyRecord& rec = seen->second;
+        if (rec.fingerprint != request.request_fingerprint) {
+          return absl::AlreadyExistsError(
+              "idempotency_key: already used for a different request");
+        }
+        AppendResult replay;
+        replay.items.assign(state->items.begin() + (rec.first_sequence - 1),
+                            state->items.begin() + rec.last_sequence);
+        replay.version = rec.version;
+        replay.replayed = true;
+        return replay;
+      }
+    }
+    if (request.expected_version.has_value() &&
+        *request.expected_version != c.version) {
+      return absl::AbortedError(absl::StrCat("expected_version ", *request.expected_version,
+                                             " but the conversation is at version ",
+                                             c.version));
+    }
+    AppendResult result;
+    const absl::Time now = Now();
+    int64_t turn = c.last_turn_index;
+    for (const ItemData& data : request.items) {
+      if (StartsTurn(data)) ++turn;
+      Item item;
+      item.data = data;
+      item.sequence = c.last_sequence + 1 + static_cast<int64_t>(result.items.size());
+      item.turn_index = turn;
+      item.create_time = now;
+      result.items.push_back(item);
+    }
+    state->items.insert(state->items.end(), result.items.begin(), result.items.end());
+    c.last_sequence = state->items.back().sequence;
+    c.last_turn_index = turn;
+    c.item_count += static_cast<int64_t>(result.items.size());
+    c.version += 1;
+    c.update_time = now;
+    result.version = c.version;
+    if (!request.idempotency_key.empty()) {
+      state->idempotency[request.idempotency_key] = IdempotencyRecord{
+          request.request_fingerprint, result.items.front().sequence,
+          result.items.back().sequence, c.version};
+    }
+    return result;
+  }
+
+  absl::StatusOr<std::vector<Item>> ListItems(const CallContext& ctx,
+                                              const ConversationKey& key,
+                                              int64_t after_sequence,
+                                              int limit) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    std::vector<Item> out;
+    const int64_t size = static_cast<int64_t>(state->items.size());
+    for (int64_t i = std::max<int64_t>(after_sequence, 0);
+         i < size && static_cast<int>(out.size()) < limit; ++i) {
+      out.push_back(state->items[i]);
+    }
+    return out;
+  }
+
+  absl::StatusOr<ContextSnapshot> LoadContext(const CallContext& ctx,
+                                              const ConversationKey& key) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    ContextSnapshot snap;
+    snap.conversation = state->conversation;
+    for (const SummaryChunk& chunk : state->chunks) {
+      if (chunk.superseded_by == 0) snap.active_chunks.push_back(chunk);
+    }
+    const int64_t marker = state->conversation.marker_sequence;
+    for (const Item& item : state->items) {
+      if (item.sequence > marker) {
+        snap.live_items.push_back(item);
+      } else if (item.data.pinned) {
+        snap.pinned_items.push_back(item);
+      }
+    }
+    return snap;
+  }
+
+ private:
+  // Stored times are truncated to microseconds, as PostgreSQL keeps them.
+  static absl::Time Now() {
+    return absl::FromUnixMicros(absl::ToUnixMicros(absl::Now()));
+  }
+
+  absl::StatusOr<ConversationState*> Find(const ConversationKey& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto tenant = tenants_.find(key.tenant_id);
+    if (tenant == tenants_.end()) return NotFound(key);
+    auto it = tenant->second.find(key.conversation_id);
+    if (it == tenant->second.end()) return NotFound(key);
+    return &it->second;
+  }
+
+  absl::Mutex mu_;
+  // tenant id -> conversation id -> state.
+  std::map<std::string, std::map<std::string, ConversationState>> tenants_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+std::unique_ptr<Storage> NewMemoryStorage() { return std::make_unique<MemoryStorage>(); }
+
+}  // namespace convstate

@@ -1,0 +1,17 @@
+#ifndef CONVSTATE_STORAGE_MEMORY_STORAGE_H_
+#define CONVSTATE_STORAGE_MEMORY_STORAGE_H_
+
+#include <memory>
+
+#include "storage/storage.h"
+
+namespace convstate {
+
+// A Storage held in process memory, for unit tests and `--storage=memory`.
+// Passes the same conformance suite as the PostgreSQL backend; loses
+// everything when the process exits.
+std::unique_ptr<Storage> NewMemoryStorage();
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_STORAGE_MEMORY_STORAGE_H_

@@ -1,0 +1,66 @@
+#include "storage/pg_util.h"
+
+#include <algorithm>
+
+#include <pqxx/pqxx>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "services/common/log.h"
+
+namespace convstate::pg {
+
+absl::Status ExceptionToStatus(const std::exception& e, absl::string_view operation) {
+  if (dynamic_cast<const pqxx::in_doubt_error*>(&e) != nullptr) {
+    LogWarning(operation, ": commit outcome unknown: ", e.what());
+    return absl::UnavailableError(absl::StrCat(
+        operation, ": the database connection broke during commit; the outcome is "
+                   "unknown (retry with the same idempotency key)"));
+  }
+  if (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr) {
+    LogWarning(operation, ": database unreachable: ", e.what());
+    return absl::UnavailableError(absl::StrCat(operation, ": database unavailable"));
+  }
+  if (dynamic_cast<const pqxx::unique_violation*>(&e) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat(operation, ": already exists"));
+  }
+  if (dynamic_cast<const pqxx::transaction_rollback*>(&e) != nullptr) {
+    return absl::AbortedError(
+        absl::StrCat(operation, ": conflict with a concurrent change; retry"));
+  }
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
+    const std::string& state = sql->sqlstate();
+    if (state == "57014") {  // query_canceled: our statement_timeout fired.
+      return absl::DeadlineExceededError(
+          absl::StrCat(operation, ": deadline exceeded in the database"));
+    }
+    // 08: connection exceptions; 57P0x: shutdown, cannot connect now;
+    // 53300: too many connections.
+    if (absl::StartsWith(state, "08") || absl::StartsWith(state, "57P") ||
+        state == "53300") {
+      LogWarning(operation, ": database unavailable (", state, "): ", e.what());
+      return absl::UnavailableError(absl::StrCat(operation, ": database unavailable"));
+    }
+    LogError(operation, ": SQL error ", state, ": ", e.what());
+    return absl::InternalError(absl::StrCat(operation, ": database error ", state));
+  }
+  LogError(operation, ": ", e.what());
+  return absl::InternalError(absl::StrCat(operation, ": internal storage error"));
+}
+
+std::string WithConnectTimeout(const std::string& url, absl::Duration timeout) {
+  if (absl::StrContains(url, "connect_timeout=")) return url;
+  const int64_t seconds = std::max<int64_t>(1, absl::ToInt64Seconds(timeout));
+  const bool is_uri = absl::StartsWith(url, "postgresql://") || absl::StartsWith(url, "postgres://");
+  if (!is_uri) return absl::StrCat(url, " connect_timeout=", seconds);
+  return absl::StrCat(url, absl::StrContains(url, "?") ? "&" : "?", "connect_timeout=",
+                      seconds);
+}
+
+int64_t TimeoutMillis(absl::Time deadline, absl::Duration fallback) {
+  if (deadline == absl::InfiniteFuture()) return absl::ToInt64Milliseconds(fallback);
+  return std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));
+}
+
+}  // namespace convstate::pg

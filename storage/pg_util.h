@@ -1,0 +1,33 @@
+#ifndef CONVSTATE_STORAGE_PG_UTIL_H_
+#define CONVSTATE_STORAGE_PG_UTIL_H_
+
+// Helpers shared by the PostgreSQL backend and the migrator. Internal to
+// storage/.
+
+#include <exception>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace convstate::pg {
+
+// Maps an exception thrown by libpqxx to a status a client can act on:
+// broken connection -> UNAVAILABLE, unique violation -> ALREADY_EXISTS,
+// serialization failure or deadlock -> ABORTED, statement timeout ->
+// DEADLINE_EXCEEDED, anything else -> INTERNAL. The message says what
+// `operation` was and never carries SQL or driver text; the driver's text
+// is logged here instead.
+absl::Status ExceptionToStatus(const std::exception& e, absl::string_view operation);
+
+// `url` with libpq's connect_timeout set unless it already has one.
+std::string WithConnectTimeout(const std::string& url, absl::Duration timeout);
+
+// Milliseconds left until `deadline`, at least 1; `fallback` when the
+// deadline is infinite.
+int64_t TimeoutMillis(absl::Time deadline, absl::Duration fallback);
+
+}  // namespace convstate::pg
+
+#endif  // CONVSTATE_STORAGE_PG_UTIL_H_

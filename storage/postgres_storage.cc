@@ -1,0 +1,514 @@
+#include "storage/postgres_storage.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "services/common/log.h"
+#include "services/common/status_macros.h"
+#include "storage/pg_util.h"
+
+namespace convstate {
+namespace {
+
+using Json = nlohmann::json;
+
+// ---------------------------------------------------------------------------
+// Statements. Every one is prepared once per connection and parameterized.
+
+constexpr char kConversationColumns[] =
+    "conv_key, tenant_id, conversation_id, model, system_prompt, "
+    "pinned_instructions, metadata::text, profile_overrides::text, version, "
+    "item_count, last_sequence, last_turn_index, marker_sequence, "
+    "floor(extract(epoch FROM created_at) * 1000000)::bigint, "
+    "floor(extract(epoch FROM updated_at) * 1000000)::bigint";
+
+constexpr char kItemColumns[] =
+    "sequence, turn_index, role, kind, content, tool_name, tool_call_id, pinned, "
+    "metadata::text, token_count, coalesce(summary_chunk_id, 0), "
+    "floor(extract(epoch FROM created_at) * 1000000)::bigint";
+
+constexpr char kChunkColumns[] =
+    "chunk_id, from_sequence, through_sequence, text, token_count, "
+    "summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
+    "coalesce(superseded_by, 0), "
+    "floor(extract(epoch FROM created_at) * 1000000)::bigint";
+
+struct Statement {
+  const char* name;
+  std::string sql;
+};
+
+const std::vector<Statement>& Statements() {
+  static const auto* const kStatements = new std::vector<Statement>{
+      {"set_timeout", "SELECT set_config('statement_timeout', $1, true)"},
+      {"create_conversation",
+       absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
+                    "system_prompt, pinned_instructions, metadata, profile_overrides) "
+                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) RETURNING ",
+                    kConversationColumns)},
+      {"get_conversation",
+       absl::StrCat("SELECT ", kConversationColumns,
+                    " FROM conversations WHERE tenant_id = $1 AND conversation_id = $2")},
+      {"lock_conversation",
+       absl::StrCat("SELECT ", kConversationColumns,
+                    " FROM conversations WHERE tenant_id = $1 AND conversation_id = $2 "
+                    "FOR UPDATE")},
+      {"list_conversations",
+       absl::StrCat("SELECT ", kConversationColumns,
+                    " FROM conversations WHERE tenant_id = $1 AND conversation_id > $2 "
+                    "ORDER BY conversation_id LIMIT $3")},
+      {"delete_conversation",
+       "DELETE FROM conversations WHERE tenant_id = $1 AND conversation_id = $2 "
+       "RETURNING item_count"},
+      {"find_idempotency_key",
+       "SELECT request_fingerprint, first_sequence, last_sequence, version "
+       "FROM idempotency_keys WHERE conv_key = $1 AND idempotency_key = $2"},
+      {"insert_idempotency_key",
+       "INSERT INTO idempotency_keys (conv_key, idempotency_key, request_fingerprint, "
+       "first_sequence, last_sequence, version) VALUES ($1, $2, $3, $4, $5, $6)"},
+      {"insert_item",
+       "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
+       "tool_name, tool_call_id, pinned, metadata, token_count) "
+       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11)"},
+      {"bump_conversation",
+       "UPDATE conversations SET version = version + 1, item_count = item_count + $2, "
+       "last_sequence = $3, last_turn_index = $4, updated_at = now() "
+       "WHERE conv_key = $1 "
+       "RETURNING version, floor(extract(epoch FROM now()) * 1000000)::bigint"},
+      {"items_range",
+       absl::StrCat("SELECT ", kItemColumns,
+                    " FROM items WHERE conv_key = $1 AND sequence BETWEEN $2 AND $3 "
+                    "ORDER BY sequence")},
+      {"list_items",
+       absl::StrCat("SELECT ", kItemColumns,
+                    " FROM items WHERE conv_key = $1 AND sequence > $2 "
+                    "ORDER BY sequence LIMIT $3")},
+      {"context_items",
+       absl::StrCat("SELECT ", kItemColumns,
+                    " FROM items WHERE conv_key = $1 AND (sequence > $2 OR pinned) "
+                    "ORDER BY sequence")},
+      {"active_chunks",
+       absl::StrCat("SELECT ", kChunkColumns,
+                    " FROM summary_chunks WHERE conv_key = $1 AND superseded_by IS NULL "
+                    "ORDER BY chunk_id")},
+  };
+  return *kStatements;
+}
+
+// ---------------------------------------------------------------------------
+// Row mapping.
+
+std::string MetadataToJson(const Metadata& metadata) { return Json(metadata).dump(); }
+
+Metadata MetadataFromJson(const std::string& text) {
+  return Json::parse(text).get<Metadata>();
+}
+
+std::string OverridesToJson(const ProfileOverrides& o) {
+  Json j = Json::object();
+  if (o.context_window) j["context_window"] = *o.context_window;
+  if (o.output_reserve) j["output_reserve"] = *o.output_reserve;
+  if (o.soft_threshold) j["soft_threshold"] = *o.soft_threshold;
+  if (o.hard_threshold) j["hard_threshold"] = *o.hard_threshold;
+  if (o.emergency_threshold) j["emergency_threshold"] = *o.emergency_threshold;
+  if (o.token_floor) j["token_floor"] = *o.token_floor;
+  if (o.recent_turns) j["recent_turns"] = *o.recent_turns;
+  if (o.recent_tokens) j["recent_tokens"] = *o.recent_tokens;
+  return j.dump();
+}
+
+template <typename T>
+void ReadOptional(const Json& j, const char* name, std::optional<T>& out) {
+  if (j.contains(name)) out = j.at(name).get<T>();
+}
+
+ProfileOverrides OverridesFromJson(const std::string& text) {
+  const Json j = Json::parse(text);
+  ProfileOverrides o;
+  ReadOptional(j, "context_window", o.context_window);
+  ReadOptional(j, "output_reserve", o.output_reserve);
+  ReadOptional(j, "soft_threshold", o.soft_threshold);
+  ReadOptional(j, "hard_threshold", o.hard_threshold);
+  ReadOptional(j, "emergency_threshold", o.emergency_threshold);
+  ReadOptional(j, "token_floor", o.token_floor);
+  ReadOptional(j, "recent_turns", o.recent_turns);
+  ReadOptional(j, "recent_tokens", o.recent_tokens);
+  return o;
+}
+
+struct ConversationRow {
+  int64_t conv_key = 0;
+  Conversation conversation;
+};
+
+ConversationRow ParseConversation(const pqxx::row& r) {
+  ConversationRow out;
+  out.conv_key = r[0].as<int64_t>();
+  Conversation& c = out.conversation;
+  c.key.tenant_id = r[1].as<std::string>();
+  c.key.conversation_id = r[2].as<std::string>();
+  c.model = r[3].as<std::string>();
+  c.system_prompt = r[4].as<std::string>();
+  c.pinned_instructions = r[5].as<std::string>();
+  c.metadata = MetadataFromJson(r[6].as<std::string>());
+  c.overrides = OverridesFromJson(r[7].as<std::string>());
+  c.version = r[8].as<int64_t>();
+  c.item_count = r[9].as<int64_t>();
+  c.last_sequence = r[10].as<int64_t>();
+  c.last_turn_index = r[11].as<int64_t>();
+  c.marker_sequence = r[12].as<int64_t>();
+  c.create_time = absl::FromUnixMicros(r[13].as<int64_t>());
+  c.update_time = absl::FromUnixMicros(r[14].as<int64_t>());
+  return out;
+}
+
+Item ParseItem(const pqxx::row& r) {
+  Item item;
+  item.sequence = r[0].as<int64_t>();
+  item.turn_index = r[1].as<int64_t>();
+  // The schema's CHECK constraints admit only known names.
+  item.data.role = RoleFromName(r[2].as<std::string>()).value_or(Role::kUser);
+  item.data.kind = ItemKindFromName(r[3].as<std::string>()).value_or(ItemKind::kMessage);
+  item.data.content = r[4].as<std::string>();
+  item.data.tool_name = r[5].as<std::string>();
+  item.data.tool_call_id = r[6].as<std::string>();
+  item.data.pinned = r[7].as<bool>();
+  item.data.metadata = MetadataFromJson(r[8].as<std::string>());
+  item.data.token_count = r[9].as<int64_t>();
+  item.summary_chunk_id = r[10].as<int64_t>();
+  item.create_time = absl::FromUnixMicros(r[11].as<int64_t>());
+  return item;
+}
+
+std::vector<Item> ParseItems(const pqxx::result& result) {
+  std::vector<Item> items;
+  items.reserve(result.size());
+  for (const auto& row : result) items.push_back(ParseItem(row));
+  return items;
+}
+
+SummaryChunk ParseChunk(const pqxx::row& r) {
+  SummaryChunk c;
+  c.chunk_id = r[0].as<int64_t>();
+  c.from_sequence = r[1].as<int64_t>();
+  c.through_sequence = r[2].as<int64_t>();
+  c.text = r[3].as<std::string>();
+  c.token_count = r[4].as<int64_t>();
+  c.summarizer_model = r[5].as<std::string>();
+  c.prompt_version = r[6].as<std::string>();
+  c.tokens_in = r[7].as<int64_t>();
+  c.tokens_out = r[8].as<int64_t>();
+  c.latency_ms = r[9].as<int64_t>();
+  c.superseded_by = r[10].as<int64_t>();
+  c.create_time = absl::FromUnixMicros(r[11].as<int64_t>());
+  return c;
+}
+
+absl::Status NotFound(const ConversationKey& key) {
+  return absl::NotFoundError(
+      absl::StrCat("conversation '", key.conversation_id, "' not found"));
+}
+
+// ---------------------------------------------------------------------------
+// Connection pool.
+
+class ConnectionPool {
+ public:
+  explicit ConnectionPool(const PostgresOptions& options)
+      : url_(pg::WithConnectTimeout(options.database_url, options.connect_timeout)),
+        max_size_(options.pool_size < 1 ? 1 : options.pool_size) {}
+
+  // Takes an idle connection, or opens one if fewer than the maximum are
+  // open, or waits for one until `deadline`.
+  absl::StatusOr<std::unique_ptr<pqxx::connection>> Acquire(absl::Time deadline) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !idle_.empty() || open_ < max_size_;
+      };
+      if (!mu_.AwaitWithDeadline(absl::Condition(&available), deadline)) {
+        return absl::DeadlineExceededError(
+            "deadline passed while waiting for a database connection");
+      }
+      if (!idle_.empty()) {
+        auto conn = std::move(idle_.back());
+        idle_.pop_back();
+        return conn;
+      }
+      ++open_;  // Reserve the slot; the connection opens outside the lock.
+    }
+    try {
+      auto conn = std::make_unique<pqxx::connection>(url_);
+      for (const Statement& s : Statements()) conn->prepare(s.name, s.sql);
+      return conn;
+    } catch (const std::exception& e) {
+      Release(nullptr);
+      return pg::ExceptionToStatus(e, "connect");
+    }
+  }
+
+  // Returns `conn` to the pool; a null or closed connection frees its slot.
+  void Release(std::unique_ptr<pqxx::connection> conn) {
+    absl::MutexLock lock(&mu_);
+    if (conn != nullptr && conn->is_open()) {
+      idle_.push_back(std::move(conn));
+    } else {
+      --open_;
+    }
+  }
+
+ private:
+  const std::string url_;
+  const int max_size_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
+  int open_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// ---------------------------------------------------------------------------
+
+class PostgresStorage final : public Storage {
+ public:
+  explicit PostgresStorage(const PostgresOptions& options)
+      : options_(options), pool_(options) {}
+
+  absl::Status Ping() {
+    return Run<bool>(CallContext{absl::Now() + options_.connect_timeout}, "ping",
+                     [](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+                       tx.exec("SELECT 1");
+                       return true;
+                     })
+        .status();
+  }
+
+  absl::StatusOr<Conversation> CreateConversation(const CallContext& ctx,
+                                                  const NewConversation& nc) override {
+    auto result = Run<Conversation>(ctx, "create conversation",
+                                    [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
+      pqxx::result r = tx.exec_prepared(
+          "create_conversation", nc.key.tenant_id, nc.key.conversation_id, nc.model,
+          nc.system_prompt, nc.pinned_instructions, MetadataToJson(nc.metadata),
+          OverridesToJson(nc.overrides));
+      tx.commit();
+      return ParseConversation(r[0]).conversation;
+    });
+    if (absl::IsAlreadyExists(result.status())) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "conversation '", nc.key.conversation_id, "' already exists"));
+    }
+    return result;
+  }
+
+  absl::StatusOr<Conversation> GetConversation(const CallContext& ctx,
+                                               const ConversationKey& key) override {
+    return Run<Conversation>(ctx, "get conversation",
+                             [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
+      pqxx::result r = tx.exec_prepared("get_conversation", key.tenant_id,
+                                        key.conversation_id);
+      if (r.empty()) return NotFound(key);
+      return ParseConversation(r[0]).conversation;
+    });
+  }
+
+  absl::StatusOr<std::vector<Conversation>> ListConversations(
+      const CallContext& ctx, const std::string& tenant_id,
+      const std::string& after_id, int limit) override {
+    return Run<std::vector<Conversation>>(
+        ctx, "list conversations",
+        [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Conversation>> {
+          pqxx::result r =
+              tx.exec_prepared("list_conversations", tenant_id, after_id, limit);
+          std::vector<Conversation> out;
+          out.reserve(r.size());
+          for (const auto& row : r) out.push_back(ParseConversation(row).conversation);
+          return out;
+        });
+  }
+
+  absl::StatusOr<int64_t> DeleteConversation(const CallContext& ctx,
+                                             const ConversationKey& key) override {
+    return Run<int64_t>(ctx, "delete conversation",
+                        [&](pqxx::transaction_base& tx) -> absl::StatusOr<int64_t> {
+      pqxx::result r = tx.exec_prepared("delete_conversation", key.tenant_id,
+                                        key.conversation_id);
+      if (r.empty()) return NotFound(key);
+      tx.commit();
+      return r[0][0].as<int64_t>();
+    });
+  }
+
+  absl::StatusOr<AppendResult> AppendItems(const CallContext& ctx,
+                                           const AppendRequest& request) override {
+    if (request.items.empty()) {
+      return absl::InvalidArgumentError("items: at least one item is required");
+    }
+    return Run<AppendResult>(ctx, "append items",
+                             [&](pqxx::transaction_base& tx) -> absl::StatusOr<AppendResult> {
+      // The row lock serializes appends to one conversation: sequence numbers
+      // come from the locked row, so they stay gap-free and ordered.
+      pqxx::result locked = tx.exec_prepared("lock_conversation", request.key.tenant_id,
+                                             request.key.conversation_id);
+      if (locked.empty()) return NotFound(request.key);
+      const ConversationRow row = ParseConversation(locked[0]);
+      const Conversation& c = row.conversation;
+
+      if (!request.idempotency_key.empty()) {
+        pqxx::result seen = tx.exec_prepared("find_idempotency_key", row.conv_key,
+                                             request.idempotency_key);
+        if (!seen.empty()) {
+          if (seen[0][0].as<std::string>() != request.request_fingerprint) {
+            return absl::AlreadyExistsError(
+                "idempotency_key: already used for a different request");
+          }
+          AppendResult replay;
+          replay.items = ParseItems(tx.exec_prepared(
+              "items_range", row.conv_key, seen[0][1].as<int64_t>(),
+              seen[0][2].as<int64_t>()));
+          replay.version = seen[0][3].as<int64_t>();
+          replay.replayed = true;
+          return replay;
+        }
+      }
+      if (request.expected_version.has_value() && *request.expected_version != c.version) {
+        return absl::AbortedError(absl::StrCat("expected_version ",
+                                               *request.expected_version,
+                                               " but the conversation is at version ",
+                                               c.version));
+      }
+
+      AppendResult result;
+      int64_t turn = c.last_turn_index;
+      int64_t sequence = c.last_sequence;
+      for (const ItemData& data : request.items) {
+        if (StartsTurn(data)) ++turn;
+        ++sequence;
+        tx.exec_prepared("insert_item", row.conv_key, sequence, turn,
+                         std::string(RoleName(data.role)),
+                         std::string(ItemKindName(data.kind)), data.content,
+                         data.tool_name, data.tool_call_id, data.pinned,
+                         MetadataToJson(data.metadata), data.token_count);
+        Item item;
+        item.data = data;
+        item.sequence = sequence;
+        item.turn_index = turn;
+        result.items.push_back(std::move(item));
+      }
+      pqxx::result bumped =
+          tx.exec_prepared("bump_conversation", row.conv_key,
+                           static_cast<int64_t>(request.items.size()), sequence, turn);
+      result.version = bumped[0][0].as<int64_t>();
+      // Items take the transaction's now(), like updated_at.
+      const absl::Time now = absl::FromUnixMicros(bumped[0][1].as<int64_t>());
+      for (Item& item : result.items) item.create_time = now;
+      if (!request.idempotency_key.empty()) {
+        tx.exec_prepared("insert_idempotency_key", row.conv_key, request.idempotency_key,
+                         request.request_fingerprint, result.items.front().sequence,
+                         sequence, result.version);
+      }
+      tx.commit();
+      return result;
+    });
+  }
+
+  absl::StatusOr<std::vector<Item>> ListItems(const CallContext& ctx,
+                                              const ConversationKey& key,
+                                              int64_t after_sequence,
+                                              int limit) override {
+    return Run<std::vector<Item>>(ctx, "list items",
+                                  [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Item>> {
+      pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
+                                           key.conversation_id);
+      if (conv.empty()) return NotFound(key);
+      const int64_t conv_key = conv[0][0].as<int64_t>();
+      return ParseItems(tx.exec_prepared("list_items", conv_key, after_sequence, limit));
+    });
+  }
+
+  absl::StatusOr<ContextSnapshot> LoadContext(const CallContext& ctx,
+                                              const ConversationKey& key) override {
+    // REPEATABLE READ: the conversation row, chunks and items come from one
+    // snapshot, so a concurrent compaction is seen entirely or not at all.
+    using SnapshotTx = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
+    return Run<ContextSnapshot, SnapshotTx>(
+        ctx, "load context", [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextSnapshot> {
+      pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
+                                           key.conversation_id);
+      if (conv.empty()) return NotFound(key);
+      ConversationRow row = ParseConversation(conv[0]);
+      ContextSnapshot snap;
+      snap.conversation = std::move(row.conversation);
+      for (const auto& r : tx.exec_prepared("active_chunks", row.conv_key)) {
+        snap.active_chunks.push_back(ParseChunk(r));
+      }
+      const int64_t marker = snap.conversation.marker_sequence;
+      for (Item& item :
+           ParseItems(tx.exec_prepared("context_items", row.conv_key, marker))) {
+        if (item.sequence > marker) {
+          snap.live_items.push_back(std::move(item));
+        } else {
+          snap.pinned_items.push_back(std::move(item));
+        }
+      }
+      return snap;
+    });
+  }
+
+ private:
+  // Runs `fn` in a transaction on a pooled connection with the statement
+  // timeout set from the deadline, and maps exceptions to statuses. A
+  // connection found broken before anything was committed is replaced and
+  // the call tried once more: that is what lets the storage ride through a
+  // database restart.
+  template <typename T, typename Tx = pqxx::work, typename Fn>
+  absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn) {
+    for (int attempt = 0;; ++attempt) {
+      RETURN_IF_ERROR(CheckDeadline(ctx));
+      ASSIGN_OR_RETURN(std::unique_ptr<pqxx::connection> conn,
+                       pool_.Acquire(ctx.deadline));
+      absl::StatusOr<T> result = absl::InternalError("unreachable");
+      bool retry = false;
+      try {
+        Tx tx(*conn);
+        tx.exec_prepared("set_timeout",
+                         std::to_string(pg::TimeoutMillis(ctx.deadline,
+                                                          options_.default_timeout)));
+        result = fn(tx);
+      } catch (const pqxx::in_doubt_error& e) {
+        result = pg::ExceptionToStatus(e, operation);
+      } catch (const pqxx::broken_connection& e) {
+        retry = attempt == 0;
+        result = pg::ExceptionToStatus(e, operation);
+      } catch (const std::exception& e) {
+        result = pg::ExceptionToStatus(e, operation);
+      }
+      pool_.Release(std::move(conn));
+      if (!retry) return result;
+    }
+  }
+
+  const PostgresOptions options_;
+  ConnectionPool pool_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Storage>> NewPostgresStorage(const PostgresOptions& options) {
+  if (options.database_url.empty()) {
+    return absl::InvalidArgumentError("database_url: required for PostgreSQL storage");
+  }
+  auto storage = std::make_unique<PostgresStorage>(options);
+  RETURN_IF_ERROR(Annotate(storage->Ping(), "connecting to PostgreSQL"));
+  return storage;
+}
+
+}  // namespace convstate

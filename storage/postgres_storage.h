@@ -1,0 +1,34 @@
+#ifndef CONVSTATE_STORAGE_POSTGRES_STORAGE_H_
+#define CONVSTATE_STORAGE_POSTGRES_STORAGE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "storage/storage.h"
+
+namespace convstate {
+
+struct PostgresOptions {
+  // A libpq connection URL, e.g. "postgresql://user@127.0.0.1:5432/convstate".
+  std::string database_url;
+  // Connections kept open at most. Calls wait (up to their deadline) for a
+  // free one.
+  int pool_size = 8;
+  // How long opening one connection may take.
+  absl::Duration connect_timeout = absl::Seconds(5);
+  // Statement timeout for calls that have no deadline.
+  absl::Duration default_timeout = absl::Seconds(30);
+};
+
+// A Storage on PostgreSQL with the schema of migrations/ (apply it first,
+// see migrator.h). Opens one connection to check the database is reachable:
+// UNAVAILABLE if it is not. A connection that breaks is replaced on the next
+// call, so the storage recovers by itself when the database comes back.
+absl::StatusOr<std::unique_ptr<Storage>> NewPostgresStorage(
+    const PostgresOptions& options);
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_STORAGE_POSTGRES_STORAGE_H_

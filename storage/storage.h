@@ -1,0 +1,84 @@
+#ifndef CONVSTATE_STORAGE_STORAGE_H_
+#define CONVSTATE_STORAGE_STORAGE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "services/core/types.h"
+
+namespace convstate {
+
+// Per-call settings every storage operation honours.
+struct CallContext {
+  // The operation fails with DEADLINE_EXCEEDED rather than run past this.
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+// DEADLINE_EXCEEDED if `ctx.deadline` has passed, else OK.
+inline absl::Status CheckDeadline(const CallContext& ctx) {
+  if (absl::Now() >= ctx.deadline) {
+    return absl::DeadlineExceededError("deadline passed before storage was reached");
+  }
+  return absl::OkStatus();
+}
+
+// Where conversations live. Implementations are thread-safe; every method
+// is atomic: it either applies fully or not at all.
+//
+// Errors common to every method: DEADLINE_EXCEEDED when `ctx.deadline`
+// passes; UNAVAILABLE when the backend cannot be reached (safe to retry);
+// ABORTED when a concurrent change won a race (retry the operation).
+class Storage {
+ public:
+  virtual ~Storage() = default;
+
+  // Stores a new conversation at version 0. ALREADY_EXISTS if the tenant
+  // already has that id.
+  virtual absl::StatusOr<Conversation> CreateConversation(
+      const CallContext& ctx, const NewConversation& conversation) = 0;
+
+  // NOT_FOUND if the tenant has no such conversation.
+  virtual absl::StatusOr<Conversation> GetConversation(
+      const CallContext& ctx, const ConversationKey& key) = 0;
+
+  // The tenant's conversations with ids greater than `after_id`, ordered by
+  // id, at most `limit`.
+  virtual absl::StatusOr<std::vector<Conversation>> ListConversations(
+      const CallContext& ctx, const std::string& tenant_id,
+      const std::string& after_id, int limit) = 0;
+
+  // Removes the conversation and everything under it; returns how many items
+  // it had. NOT_FOUND if the tenant has no such conversation.
+  virtual absl::StatusOr<int64_t> DeleteConversation(
+      const CallContext& ctx, const ConversationKey& key) = 0;
+
+  // Appends `request.items` with the next sequence numbers (gap-free, in
+  // order, even under concurrent appends), assigns turn indexes, and bumps
+  // the version by one. With an idempotency key seen before: returns the
+  // original result with `replayed` set if the fingerprint matches, and
+  // ALREADY_EXISTS if it does not. NOT_FOUND for an unknown conversation;
+  // ABORTED if `expected_version` is set and differs.
+  virtual absl::StatusOr<AppendResult> AppendItems(
+      const CallContext& ctx, const AppendRequest& request) = 0;
+
+  // Items with sequence greater than `after_sequence`, in order, at most
+  // `limit`. NOT_FOUND for an unknown conversation.
+  virtual absl::StatusOr<std::vector<Item>> ListItems(
+      const CallContext& ctx, const ConversationKey& key,
+      int64_t after_sequence, int limit) = 0;
+
+  // The conversation, its active summary chunks, pinned items behind the
+  // latest marker and the live items after it, from one consistent
+  // snapshot. NOT_FOUND for an unknown conversation.
+  virtual absl::StatusOr<ContextSnapshot> LoadContext(
+      const CallContext& ctx, const ConversationKey& key) = 0;
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_STORAGE_STORAGE_H_

@@ -1,0 +1,454 @@
+#include "storage/storage_conformance.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+
+namespace convstate {
+
+void StorageConformanceTest::SetUp() {
+  storage_ = GetParam().make();
+  ASSERT_NE(storage_, nullptr);
+  std::random_device rd;
+  tenant_ = absl::StrCat("tenant-", rd(), "-", rd());
+}
+
+ConversationKey StorageConformanceTest::Key(const std::string& id) const {
+  return ConversationKey{tenant_, id};
+}
+
+Conversation StorageConformanceTest::Create(const std::string& id) {
+  NewConversation nc;
+  nc.key = Key(id);
+  nc.model = "test-model";
+  auto c = storage_->CreateConversation(ctx_, nc);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *c : Conversation{};
+}
+
+AppendResult StorageConformanceTest::AppendText(const ConversationKey& key,
+                                                const std::string& text) {
+  AppendRequest req;
+  req.key = key;
+  req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage, text, "", "", false, {}, 3});
+  auto r = storage_->AppendItems(ctx_, req);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : AppendResult{};
+}
+
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::SizeIs;
+
+ItemData Message(Role role, const std::string& text) {
+  ItemData d;
+  d.role = role;
+  d.kind = ItemKind::kMessage;
+  d.content = text;
+  d.token_count = static_cast<int64_t>(text.size() / 4 + 1);
+  return d;
+}
+
+std::vector<int64_t> Sequences(const std::vector<Item>& items) {
+  std::vector<int64_t> out;
+  for (const Item& i : items) out.push_back(i.sequence);
+  return out;
+}
+
+TEST_P(StorageConformanceTest, CreateThenGetReturnsEveryField) {
+  NewConversation nc;
+  nc.key = Key("conv-1");
+  nc.model = "gpt-4o";
+  nc.system_prompt = "You are terse.";
+  nc.pinned_instructions = "Answer in French.";
+  nc.metadata = {{"team", "search"}, {"emoji", "\xF0\x9F\x98\x80"}};
+  nc.overrides.context_window = 4096;
+  nc.overrides.soft_threshold = 0.5;
+  nc.overrides.recent_turns = 2;
+  auto created = storage_->CreateConversation(ctx_, nc);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->version, 0);
+  EXPECT_EQ(created->item_count, 0);
+  EXPECT_EQ(created->last_sequence, 0);
+  EXPECT_GT(created->create_time, absl::Now() - absl::Minutes(5));
+
+  auto got = storage_->GetConversation(ctx_, nc.key);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->key.tenant_id, tenant_);
+  EXPECT_EQ(got->key.conversation_id, "conv-1");
+  EXPECT_EQ(got->model, "gpt-4o");
+  EXPECT_EQ(got->system_prompt, "You are terse.");
+  EXPECT_EQ(got->pinned_instructions, "Answer in French.");
+  EXPECT_EQ(got->metadata, nc.metadata);
+  EXPECT_EQ(got->overrides, nc.overrides);
+  EXPECT_EQ(got->create_time, created->create_time);
+}
+
+TEST_P(StorageConformanceTest, CreateWithTakenIdIsAlreadyExists) {
+  Create("dup");
+  NewConversation again;
+  again.key = Key("dup");
+  again.model = "other";
+  auto r = storage_->CreateConversation(ctx_, again);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAlreadyExists) << r.status();
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("dup"))->model, "test-model");
+}
+
+TEST_P(StorageConformanceTest, TenantsDoNotSeeEachOther) {
+  Create("shared-id");
+  AppendText(Key("shared-id"), "hello");
+  ConversationKey other{tenant_ + "-other", "shared-id"};
+  EXPECT_EQ(storage_->GetConversation(ctx_, other).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->ListItems(ctx_, other, 0, 10).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->DeleteConversation(ctx_, other).status().code(),
+            absl::StatusCode::kNotFound);
+  AppendRequest req;
+  req.key = other;
+  req.items.push_back(Message(Role::kUser, "intruder"));
+  EXPECT_EQ(storage_->AppendItems(ctx_, req).status().code(), absl::StatusCode::kNotFound);
+  // The same id is free in the other tenant.
+  NewConversation nc;
+  nc.key = other;
+  nc.model = "m";
+  EXPECT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("shared-id"))->item_count, 1);
+}
+
+TEST_P(StorageConformanceTest, UnknownConversationIsNotFound) {
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("missing")).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->LoadContext(ctx_, Key("missing")).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->ListItems(ctx_, Key("missing"), 0, 10).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_P(StorageConformanceTest, ListConversationsPaginatesInIdOrder) {
+  for (const char* id : {"c", "a", "e", "b", "d"}) Create(id);
+  auto first = storage_->ListConversations(ctx_, tenant_, "", 2);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_THAT(*first, SizeIs(2));
+  EXPECT_EQ((*first)[0].key.conversation_id, "a");
+  EXPECT_EQ((*first)[1].key.conversation_id, "b");
+  auto rest = storage_->ListConversations(ctx_, tenant_, "b", 10);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  ASSERT_THAT(*rest, SizeIs(3));
+  EXPECT_EQ((*rest)[2].key.conversation_id, "e");
+  auto none = storage_->ListConversations(ctx_, tenant_ + "-empty", "", 10);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_P(StorageConformanceTest, DeleteRemovesConversationAndItems) {
+  Create("doomed");
+  AppendText(Key("doomed"), "one");
+  AppendText(Key("doomed"), "two");
+  auto deleted = storage_->DeleteConversation(ctx_, Key("doomed"));
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 2);
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("doomed")).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->ListItems(ctx_, Key("doomed"), 0, 10).status().code(),
+            absl::StatusCode::kNotFound);
+  // The id can be used again, and starts empty.
+  Conversation again = Create("doomed");
+  EXPECT_EQ(again.last_sequence, 0);
+  auto items = storage_->ListItems(ctx_, Key("doomed"), 0, 10);
+  ASSERT_TRUE(items.ok());
+  EXPECT_TRUE(items->empty());
+}
+
+TEST_P(StorageConformanceTest, AppendAssignsSequencesTurnsAndVersion) {
+  Create("conv");
+  AppendRequest req;
+  req.key = Key("conv");
+  req.items.push_back(Message(Role::kSystem, "setup"));
+  req.items.push_back(Message(Role::kUser, "what is 2+2?"));
+  ItemData call;
+  call.role = Role::kAssistant;
+  call.kind = ItemKind::kToolCall;
+  call.content = R"({"expr":"2+2"})";
+  call.tool_name = "calc";
+  call.tool_call_id = "call-1";
+  call.metadata = {{"latency_ms", "12"}};
+  call.token_count = 9;
+  req.items.push_back(call);
+  ItemData result;
+  result.role = Role::kTool;
+  result.kind = ItemKind::kToolResult;
+  result.content = "4";
+  result.tool_name = "calc";
+  result.tool_call_id = "call-1";
+  result.token_count = 1;
+  req.items.push_back(result);
+  auto first = storage_->AppendItems(ctx_, req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->replayed);
+  EXPECT_EQ(first->version, 1);
+  EXPECT_THAT(Sequences(first->items), ElementsAre(1, 2, 3, 4));
+  EXPECT_EQ(first->items[0].turn_index, 0);
+  EXPECT_EQ(first->items[1].turn_index, 1);
+  EXPECT_EQ(first->items[3].turn_index, 1);
+
+  AppendRequest next;
+  next.key = Key("conv");
+  next.items.push_back(Message(Role::kAssistant, "It is 4."));
+  next.items.push_back(Message(Role::kUser, "thanks"));
+  auto second = storage_->AppendItems(ctx_, next);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->version, 2);
+  EXPECT_THAT(Sequences(second->items), ElementsAre(5, 6));
+  EXPECT_EQ(second->items[0].turn_index, 1);
+  EXPECT_EQ(second->items[1].turn_index, 2);
+
+  auto conv = storage_->GetConversation(ctx_, Key("conv"));
+  ASSERT_TRUE(conv.ok());
+  EXPECT_EQ(conv->item_count, 6);
+  EXPECT_EQ(conv->last_sequence, 6);
+  EXPECT_EQ(conv->last_turn_index, 2);
+  EXPECT_EQ(conv->version, 2);
+  EXPECT_GE(conv->update_time, conv->create_time);
+
+  auto items = storage_->ListItems(ctx_, Key("conv"), 0, 100);
+  ASSERT_TRUE(items.ok());
+  ASSERT_THAT(*items, SizeIs(6));
+  EXPECT_EQ((*items)[2].data, call);
+  EXPECT_EQ((*items)[3].data, result);
+  EXPECT_EQ((*items)[2].create_time, first->items[2].create_time);
+}
+
+TEST_P(StorageConformanceTest, AppendWithSameKeyIsIdempotent) {
+  Create("conv");
+  AppendRequest req;
+  req.key = Key("conv");
+  req.items.push_back(Message(Role::kUser, "only once"));
+  req.items.push_back(Message(Role::kAssistant, "sure"));
+  req.idempotency_key = "key-1";
+  req.request_fingerprint = "fp-1";
+  auto first = storage_->AppendItems(ctx_, req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  AppendText(Key("conv"), "later");  // The key's answer must not move.
+  auto retry = storage_->AppendItems(ctx_, req);
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_TRUE(retry->replayed);
+  EXPECT_EQ(retry->version, first->version);
+  EXPECT_THAT(Sequences(retry->items), ElementsAre(1, 2));
+  EXPECT_EQ(retry->items[0].data, first->items[0].data);
+  EXPECT_EQ(retry->items[1].create_time, first->items[1].create_time);
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("conv"))->item_count, 3);
+}
+
+TEST_P(StorageConformanceTest, SameKeyForDifferentRequestIsAlreadyExists) {
+  Create("conv");
+  AppendRequest req;
+  req.key = Key("conv");
+  req.items.push_back(Message(Role::kUser, "a"));
+  req.idempotency_key = "key-1";
+  req.request_fingerprint = "fp-a";
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  req.items[0].content = "b";
+  req.request_fingerprint = "fp-b";
+  auto r = storage_->AppendItems(ctx_, req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAlreadyExists) << r.status();
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("conv"))->item_count, 1);
+}
+
+TEST_P(StorageConformanceTest, IdempotencyKeysAreScopedToTheConversation) {
+  Create("one");
+  Create("two");
+  AppendRequest req;
+  req.key = Key("one");
+  req.items.push_back(Message(Role::kUser, "hi"));
+  req.idempotency_key = "k";
+  req.request_fingerprint = "fp";
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  req.key = Key("two");
+  auto r = storage_->AppendItems(ctx_, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->replayed);
+}
+
+TEST_P(StorageConformanceTest, StaleExpectedVersionIsAbortedAndWritesNothing) {
+  Create("conv");
+  AppendText(Key("conv"), "first");
+  AppendRequest req;
+  req.key = Key("conv");
+  req.items.push_back(Message(Role::kUser, "second"));
+  req.expected_version = 0;
+  auto r = storage_->AppendItems(ctx_, req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted) << r.status();
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("conv"))->item_count, 1);
+  req.expected_version = 1;
+  auto ok = storage_->AppendItems(ctx_, req);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->version, 2);
+}
+
+TEST_P(StorageConformanceTest, ListItemsPaginates) {
+  Create("conv");
+  for (int i = 0; i < 7; ++i) AppendText(Key("conv"), absl::StrCat("m", i));
+  auto page1 = storage_->ListItems(ctx_, Key("conv"), 0, 3);
+  ASSERT_TRUE(page1.ok()) << page1.status();
+  EXPECT_THAT(Sequences(*page1), ElementsAre(1, 2, 3));
+  auto page3 = storage_->ListItems(ctx_, Key("conv"), 6, 3);
+  ASSERT_TRUE(page3.ok());
+  EXPECT_THAT(Sequences(*page3), ElementsAre(7));
+  EXPECT_EQ((*page3)[0].data.content, "m6");
+  auto past = storage_->ListItems(ctx_, Key("conv"), 7, 3);
+  ASSERT_TRUE(past.ok());
+  EXPECT_TRUE(past->empty());
+}
+
+TEST_P(StorageConformanceTest, LoadContextReturnsEverythingInOrder) {
+  NewConversation nc;
+  nc.key = Key("conv");
+  nc.model = "m";
+  nc.system_prompt = "sys";
+  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  AppendRequest req;
+  req.key = nc.key;
+  ItemData pinned = Message(Role::kUser, "always remember: port 8443");
+  pinned.pinned = true;
+  req.items = {pinned, Message(Role::kAssistant, "noted")};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  AppendText(nc.key, "next");
+  auto snap = storage_->LoadContext(ctx_, nc.key);
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(snap->conversation.system_prompt, "sys");
+  EXPECT_EQ(snap->conversation.marker_sequence, 0);
+  EXPECT_TRUE(snap->active_chunks.empty());
+  // Nothing is summarized yet, so pinned items are live like the rest.
+  EXPECT_TRUE(snap->pinned_items.empty());
+  EXPECT_THAT(Sequences(snap->live_items), ElementsAre(1, 2, 3));
+  EXPECT_TRUE(snap->live_items[0].data.pinned);
+  EXPECT_EQ(snap->live_items[0].data.token_count, pinned.token_count);
+}
+
+TEST_P(StorageConformanceTest, UnicodeRoundTripsByteForByte) {
+  Create("conv");
+  const std::string text =
+      "Grüße, \xE4\xBD\xA0\xE5\xA5\xBD, \xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 "
+      "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB e\xCC\x81 'quotes' \"dq\" \\ $1 \t\n";
+  AppendText(Key("conv"), text);
+  auto items = storage_->ListItems(ctx_, Key("conv"), 0, 1);
+  ASSERT_TRUE(items.ok());
+  ASSERT_THAT(*items, SizeIs(1));
+  EXPECT_EQ((*items)[0].data.content, text);
+}
+
+TEST_P(StorageConformanceTest, PassedDeadlineIsDeadlineExceeded) {
+  Create("conv");
+  CallContext late{absl::Now() - absl::Seconds(1)};
+  EXPECT_EQ(storage_->GetConversation(late, Key("conv")).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  AppendRequest req;
+  req.key = Key("conv");
+  req.items.push_back(Message(Role::kUser, "late"));
+  EXPECT_EQ(storage_->AppendItems(late, req).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("conv"))->item_count, 0);
+}
+
+// Eight writers append to one conversation at once: every acknowledged item
+// is stored exactly once, sequence numbers are 1..N with no gap, and each
+// append's items are contiguous and in the order sent.
+TEST_P(StorageConformanceTest, ConcurrentAppendsAreGapFreeAndLoseNothing) {
+  Create("hot");
+  constexpr int kThreads = 8;
+  constexpr int kAppendsPerThread = 25;
+  std::atomic<int> failures{0};
+  std::vector<std::vector<AppendResult>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kAppendsPerThread; ++i) {
+        AppendRequest req;
+        req.key = Key("hot");
+        req.items.push_back(Message(Role::kUser, absl::StrCat("t", t, "-", i, "-q")));
+        req.items.push_back(Message(Role::kAssistant, absl::StrCat("t", t, "-", i, "-a")));
+        auto r = storage_->AppendItems(ctx_, req);
+        if (!r.ok()) {
+          ADD_FAILURE() << r.status();
+          ++failures;
+          continue;
+        }
+        results[t].push_back(*r);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(failures.load(), 0);
+
+  constexpr int kTotal = kThreads * kAppendsPerThread * 2;
+  auto conv = storage_->GetConversation(ctx_, Key("hot"));
+  ASSERT_TRUE(conv.ok());
+  EXPECT_EQ(conv->item_count, kTotal);
+  EXPECT_EQ(conv->last_sequence, kTotal);
+  EXPECT_EQ(conv->version, kThreads * kAppendsPerThread);
+
+  auto items = storage_->ListItems(ctx_, Key("hot"), 0, kTotal + 10);
+  ASSERT_TRUE(items.ok()) << items.status();
+  ASSERT_THAT(*items, SizeIs(kTotal));
+  std::map<int64_t, std::string> by_sequence;
+  for (size_t i = 0; i < items->size(); ++i) {
+    EXPECT_EQ((*items)[i].sequence, static_cast<int64_t>(i + 1));
+    by_sequence[(*items)[i].sequence] = (*items)[i].data.content;
+  }
+  std::set<int64_t> versions;
+  for (int t = 0; t < kThreads; ++t) {
+    int64_t previous = 0;
+    for (int i = 0; i < kAppendsPerThread; ++i) {
+      const AppendResult& r = results[t][i];
+      ASSERT_THAT(r.items, SizeIs(2));
+      EXPECT_EQ(r.items[1].sequence, r.items[0].sequence + 1);
+      EXPECT_GT(r.items[0].sequence, previous);  // A writer's order is kept.
+      previous = r.items[0].sequence;
+      EXPECT_EQ(by_sequence[r.items[0].sequence], absl::StrCat("t", t, "-", i, "-q"));
+      EXPECT_EQ(by_sequence[r.items[1].sequence], absl::StrCat("t", t, "-", i, "-a"));
+      EXPECT_TRUE(versions.insert(r.version).second) << "version reused: " << r.version;
+    }
+  }
+}
+
+// A client that times out and retries from several places at once: the
+// items are stored once, and every caller gets the same answer.
+TEST_P(StorageConformanceTest, ConcurrentRetriesWithOneKeyStoreOnce) {
+  Create("conv");
+  constexpr int kThreads = 8;
+  std::vector<absl::StatusOr<AppendResult>> results(kThreads, absl::UnknownError("unset"));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      AppendRequest req;
+      req.key = Key("conv");
+      req.items.push_back(Message(Role::kUser, "once"));
+      req.idempotency_key = "retry-key";
+      req.request_fingerprint = "fp";
+      results[t] = storage_->AppendItems(ctx_, req);
+    });
+  }
+  for (auto& th : threads) th.join();
+  int originals = 0;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (!r->replayed) ++originals;
+    EXPECT_THAT(Sequences(r->items), ElementsAre(1));
+    EXPECT_EQ(r->version, 1);
+  }
+  EXPECT_EQ(originals, 1);
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("conv"))->item_count, 1);
+}
+
+}  // namespace
+}  // namespace convstate

@@ -1,0 +1,12 @@
+"""Re-exports Bazel's native C++ rules under the rules_cc names."""
+
+cc_binary = native.cc_binary
+cc_import = native.cc_import
+cc_library = native.cc_library
+cc_proto_library = native.cc_proto_library
+cc_test = native.cc_test
+cc_toolchain = native.cc_toolchain
+cc_toolchain_suite = native.cc_toolchain_suite
+fdo_prefetch_hints = native.fdo_prefetch_hints
+fdo_profile = native.fdo_profile
+objc_library = native.objc_library
