@@ -12,6 +12,10 @@ out="$1"; shift
   echo '  static const auto* const kMigrations = new std::vector<Migration>{'
   for f in "$@"; do
     name=$(basename "$f" .sql)
+    case "$name" in
+      [0-9][0-9][0-9][0-9]_*) ;;
+      *) echo "migration $f is not named NNNN_name.sql" >&2; exit 1 ;;
+    esac
     version=$(echo "$name" | sed 's/^0*\([0-9][0-9]*\)_.*/\1/')
     if grep -q ')convstate_sql"' "$f"; then
       echo "migration $f contains the raw string delimiter" >&2; exit 1

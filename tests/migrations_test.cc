@@ -1,0 +1,119 @@
+// Migrations against a real PostgreSQL: in order, recorded, safe to apply
+// twice and from several processes at once, and edits are refused.
+
+#include "storage/migrator.h"
+
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "migrations/embedded_migrations.h"
+#include "tests/pg_harness.h"
+
+namespace convstate {
+namespace {
+
+using testing::ScratchDatabase;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+std::vector<int> AllVersions() {
+  std::vector<int> v;
+  for (const Migration& m : EmbeddedMigrations()) v.push_back(m.version);
+  return v;
+}
+
+TEST(MigrationsTest, EmbeddedMigrationsAreNumberedFromOne) {
+  ASSERT_FALSE(EmbeddedMigrations().empty());
+  EXPECT_EQ(EmbeddedMigrations().front().version, 1);
+  EXPECT_EQ(EmbeddedMigrations().front().name, "0001_initial_schema");
+  for (size_t i = 1; i < EmbeddedMigrations().size(); ++i) {
+    EXPECT_EQ(EmbeddedMigrations()[i].version, EmbeddedMigrations()[i - 1].version + 1);
+  }
+}
+
+TEST(MigrationsTest, ApplyingTwiceAppliesOnce) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto first = ApplyMigrations((*db)->url(), EmbeddedMigrations());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->applied, AllVersions());
+  EXPECT_THAT(first->already_applied, IsEmpty());
+
+  auto second = ApplyMigrations((*db)->url(), EmbeddedMigrations());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_THAT(second->applied, IsEmpty());
+  EXPECT_EQ(second->already_applied, AllVersions());
+
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM schema_migrations"),
+            std::to_string(AllVersions().size()));
+  for (const char* table :
+       {"conversations", "items", "summary_chunks", "compaction_events", "idempotency_keys"}) {
+    EXPECT_EQ(*(*db)->QueryValue(std::string("SELECT to_regclass('") + table + "') IS NOT NULL"),
+              "t")
+        << table;
+  }
+}
+
+TEST(MigrationsTest, ConcurrentRunnersApplyEachMigrationOnce) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  constexpr int kRunners = 4;
+  std::vector<absl::StatusOr<MigrationReport>> reports(kRunners,
+                                                       absl::UnknownError("unset"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRunners; ++i) {
+    threads.emplace_back(
+        [&, i] { reports[i] = ApplyMigrations((*db)->url(), EmbeddedMigrations()); });
+  }
+  for (auto& t : threads) t.join();
+  int applied = 0;
+  for (const auto& r : reports) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    applied += static_cast<int>(r->applied.size());
+  }
+  EXPECT_EQ(applied, static_cast<int>(AllVersions().size()));
+}
+
+TEST(MigrationsTest, EditedMigrationIsRefused) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::vector<Migration> edited = EmbeddedMigrations();
+  edited[0].sql += "\n-- edited after shipping\n";
+  auto r = ApplyMigrations((*db)->url(), edited);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+}
+
+TEST(MigrationsTest, NewMigrationIsAppliedOnTopOfOldOnes) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::vector<Migration> more = EmbeddedMigrations();
+  const int next = more.back().version + 1;
+  more.push_back({next, "9999_test_extra", "CREATE TABLE test_extra (id int);"});
+  auto r = ApplyMigrations((*db)->url(), more);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->applied, ElementsAre(next));
+}
+
+TEST(MigrationsTest, FailingMigrationLeavesNothingHalfApplied) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::vector<Migration> more = EmbeddedMigrations();
+  more.push_back({more.back().version + 1, "9999_broken",
+                  "CREATE TABLE half_done (id int); SELECT no_such_function();"});
+  auto r = ApplyMigrations((*db)->url(), more);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal) << r.status();
+  EXPECT_EQ(*(*db)->QueryValue("SELECT to_regclass('half_done') IS NULL"), "t");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT max(version) FROM schema_migrations"),
+            std::to_string(AllVersions().back()));
+}
+
+TEST(MigrationsTest, UnreachableDatabaseIsUnavailable) {
+  auto r = ApplyMigrations("postgresql://postgres@127.0.0.1:1/none", EmbeddedMigrations(),
+                           absl::Seconds(2));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+}
+
+}  // namespace
+}  // namespace convstate

@@ -1,0 +1,103 @@
+# Shared by tools/run, tools/test and tools/bench. Source it; do not run it.
+# Installs what a fresh machine lacks and manages a project-local PostgreSQL.
+
+CONVSTATE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+
+log() { printf '[convstate] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Debian packages the build, the tests and the server need.
+CONVSTATE_PACKAGES=(
+  bazel-bootstrap bazel-platforms bazel-skylib bazel-rules-java bazel-rules-proto
+  g++ libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libpqxx-dev libpq-dev postgresql-15
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcurl4-openssl-dev
+)
+
+# Installs whichever of CONVSTATE_PACKAGES is missing. Needs root (or sudo)
+# only when something is missing.
+ensure_packages() {
+  local missing=()
+  local p
+  for p in "${CONVSTATE_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q >&2 || die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+    "${missing[@]}" >&2 || die "apt-get install failed"
+}
+
+# Runs a command as the PostgreSQL owner: initdb and postgres refuse root.
+as_pg_owner() {
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Prints a loopback TCP port nobody listens on.
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$(( 20000 + RANDOM % 30000 ))
+    port_in_use "$p" || { echo "$p"; return 0; }
+  done
+  die "no free port found"
+}
+
+# pg_start DIR [fast]: initializes (once) and starts a PostgreSQL whose data,
+# socket and log live under DIR, on a free loopback port. Sets PG_PORT and
+# PG_URL (without database name). "fast" trades durability for speed (tests).
+pg_start() {
+  local dir="$1" mode="${2:-}"
+  mkdir -p "$dir"
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    log "initializing PostgreSQL in $dir/data"
+    as_pg_owner "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 \
+      --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+  fi
+  local opts="-c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c max_connections=200"
+  if [ "$mode" = fast ]; then
+    opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  fi
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    PG_PORT=$(free_port)
+    if as_pg_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+        -o "-p $PG_PORT $opts" start >/dev/null 2>&1; then
+      PG_URL="postgresql://postgres@127.0.0.1:$PG_PORT"
+      log "PostgreSQL running on 127.0.0.1:$PG_PORT (data in $dir/data)"
+      return 0
+    fi
+    log "PostgreSQL did not start on port $PG_PORT (attempt $attempt); see $dir/postgres.log"
+  done
+  tail -20 "$dir/postgres.log" >&2
+  die "could not start PostgreSQL"
+}
+
+pg_stop() {
+  local dir="$1"
+  [ -f "$dir/data/postmaster.pid" ] || return 0
+  as_pg_owner "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# pg_create_db NAME: creates database NAME on the running server if absent.
+pg_create_db() {
+  local name="$1"
+  if ! psql "$PG_URL/postgres" -tAc "SELECT 1 FROM pg_database WHERE datname = '$name'" | grep -q 1; then
+    psql "$PG_URL/postgres" -qc "CREATE DATABASE \"$name\"" >/dev/null || die "could not create database $name"
+  fi
+}
+
+bazel_cmd() {
+  (cd "$CONVSTATE_ROOT" && bazel "$@")
+}
