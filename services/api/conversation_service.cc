@@ -1,0 +1,385 @@
+#include "services/api/conversation_service.h"
+
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
+#include "services/common/fingerprint.h"
+#include "services/common/status_macros.h"
+#include "services/compaction/context_view.h"
+
+namespace convstate {
+namespace {
+
+constexpr int kDefaultConversationPage = 50;
+constexpr int kDefaultItemPage = 100;
+constexpr int kMaxPage = 1000;
+constexpr int kMaxIdempotencyKeyBytes = 128;
+
+// ---------------------------------------------------------------------------
+// Conversions between the wire and the domain model.
+
+void SetTimestamp(absl::Time t, google::protobuf::Timestamp* out) {
+  const int64_t seconds = absl::ToUnixSeconds(t);
+  out->set_seconds(seconds);
+  out->set_nanos(static_cast<int32_t>(
+      absl::ToInt64Nanoseconds(t - absl::FromUnixSeconds(seconds))));
+}
+
+Metadata ToMetadata(const google::protobuf::Map<std::string, std::string>& in) {
+  return Metadata(in.begin(), in.end());
+}
+
+void FromMetadata(const Metadata& in, google::protobuf::Map<std::string, std::string>* out) {
+  for (const auto& [k, v] : in) (*out)[k] = v;
+}
+
+ProfileOverrides ToOverrides(const v1::ProfileOverrides& in) {
+  ProfileOverrides o;
+  if (in.has_context_window()) o.context_window = in.context_window();
+  if (in.has_output_reserve()) o.output_reserve = in.output_reserve();
+  if (in.has_soft_threshold()) o.soft_threshold = in.soft_threshold();
+  if (in.has_hard_threshold()) o.hard_threshold = in.hard_threshold();
+  if (in.has_emergency_threshold()) o.emergency_threshold = in.emergency_threshold();
+  if (in.has_token_floor()) o.token_floor = in.token_floor();
+  if (in.has_recent_turns()) o.recent_turns = in.recent_turns();
+  if (in.has_recent_tokens()) o.recent_tokens = in.recent_tokens();
+  return o;
+}
+
+void FromOverrides(const ProfileOverrides& o, v1::ProfileOverrides* out) {
+  if (o.context_window) out->set_context_window(*o.context_window);
+  if (o.output_reserve) out->set_output_reserve(*o.output_reserve);
+  if (o.soft_threshold) out->set_soft_threshold(*o.soft_threshold);
+  if (o.hard_threshold) out->set_hard_threshold(*o.hard_threshold);
+  if (o.emergency_threshold) out->set_emergency_threshold(*o.emergency_threshold);
+  if (o.token_floor) out->set_token_floor(*o.token_floor);
+  if (o.recent_turns) out->set_recent_turns(*o.recent_turns);
+  if (o.recent_tokens) out->set_recent_tokens(*o.recent_tokens);
+}
+
+v1::Conversation ToProto(const Conversation& c) {
+  v1::Conversation out;
+  out.set_conversation_id(c.key.conversation_id);
+  out.set_tenant_id(c.key.tenant_id);
+  out.set_model(c.model);
+  out.set_system_prompt(c.system_prompt);
+  out.set_pinned_instructions(c.pinned_instructions);
+  FromMetadata(c.metadata, out.mutable_metadata());
+  FromOverrides(c.overrides, out.mutable_profile_overrides());
+  out.set_version(c.version);
+  out.set_item_count(c.item_count);
+  out.set_last_sequence(c.last_sequence);
+  out.set_last_turn_index(c.last_turn_index);
+  SetTimestamp(c.create_time, out.mutable_create_time());
+  SetTimestamp(c.update_time, out.mutable_update_time());
+  return out;
+}
+
+void ToProto(const Item& item, v1::Item* out) {
+  out->set_sequence(item.sequence);
+  out->set_turn_index(item.turn_index);
+  out->set_role(static_cast<v1::Role>(item.data.role));
+  out->set_kind(static_cast<v1::ItemKind>(item.data.kind));
+  out->set_content(item.data.content);
+  out->set_tool_name(item.data.tool_name);
+  out->set_tool_call_id(item.data.tool_call_id);
+  out->set_pinned(item.data.pinned);
+  FromMetadata(item.data.metadata, out->mutable_metadata());
+  out->set_token_count(item.data.token_count);
+  out->set_summary_chunk_id(item.summary_chunk_id);
+  SetTimestamp(item.create_time, out->mutable_create_time());
+}
+
+void ToProto(const ContextView& view, v1::BuildContextResponse* out) {
+  out->set_version(view.version);
+  out->mutable_entries()->Reserve(static_cast<int>(view.entries.size()));
+  for (const ViewEntry& e : view.entries) {
+    v1::ContextEntry* pe = out->add_entries();
+    pe->set_section(static_cast<v1::Section>(e.section));
+    pe->set_role(static_cast<v1::Role>(e.role));
+    pe->set_kind(static_cast<v1::ItemKind>(e.kind));
+    pe->set_content(e.content);
+    pe->set_tool_name(e.tool_name);
+    pe->set_tool_call_id(e.tool_call_id);
+    pe->set_sequence(e.sequence);
+    pe->set_token_count(e.token_count);
+    pe->set_pruned(e.pruned);
+    pe->set_summary_chunk_id(e.summary_chunk_id);
+  }
+  const TokenBreakdown& t = view.tokens;
+  v1::TokenBreakdown* pt = out->mutable_tokens();
+  pt->set_system(t.system);
+  pt->set_pinned(t.pinned);
+  pt->set_summaries(t.summaries);
+  pt->set_live(t.live);
+  pt->set_pending(t.pending);
+  pt->set_output_reserve(t.output_reserve);
+  pt->set_total(t.total);
+  pt->set_context_window(t.context_window);
+  pt->set_approximate(t.approximate);
+  out->set_context_status(static_cast<v1::ContextStatus>(view.status));
+}
+
+// ---------------------------------------------------------------------------
+// Requests.
+
+absl::StatusOr<ConversationKey> ToKey(const std::string& tenant_id,
+                                      const std::string& conversation_id) {
+  ConversationKey key;
+  ASSIGN_OR_RETURN(key.tenant_id, NormalizeTenant(tenant_id));
+  RETURN_IF_ERROR(ValidateId("conversation_id", conversation_id));
+  key.conversation_id = conversation_id;
+  return key;
+}
+
+absl::StatusOr<int> PageSize(int32_t requested, int default_size) {
+  if (requested < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must not be negative, got ", requested));
+  }
+  if (requested == 0) return default_size;
+  return std::min<int>(requested, kMaxPage);
+}
+
+// Page tokens are opaque to clients: base64 of "<kind>:<position>".
+std::string EncodePageToken(absl::string_view kind, absl::string_view position) {
+  return absl::WebSafeBase64Escape(absl::StrCat(kind, ":", position));
+}
+
+absl::StatusOr<std::string> DecodePageToken(absl::string_view kind, absl::string_view token) {
+  std::string raw;
+  const std::string prefix = absl::StrCat(kind, ":");
+  if (!absl::WebSafeBase64Unescape(token, &raw) || !absl::StartsWith(raw, prefix)) {
+    return absl::InvalidArgumentError(
+        "page_token: not a token from a previous response of this method");
+  }
+  return raw.substr(prefix.size());
+}
+
+std::string NewConversationId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return absl::StrFormat("conv_%016x%016x", rng(), rng());
+}
+
+std::string Fingerprint(const std::vector<ItemData>& items) {
+  Fingerprinter fp;
+  fp.Add(static_cast<int64_t>(items.size()));
+  for (const ItemData& item : items) {
+    fp.Add(static_cast<int64_t>(item.role)).Add(static_cast<int64_t>(item.kind));
+    fp.Add(item.content).Add(item.tool_name).Add(item.tool_call_id);
+    fp.Add(static_cast<int64_t>(item.pinned));
+    fp.Add(static_cast<int64_t>(item.metadata.size()));
+    for (const auto& [k, v] : item.metadata) fp.Add(k).Add(v);
+  }
+  return fp.Hex();
+}
+
+}  // namespace
+
+ConversationService::ConversationService(Options options, Storage* storage)
+    : options_(std::move(options)), storage_(storage), tokenizer_(NewApproximateTokenizer()) {}
+
+absl::StatusOr<ItemData> ConversationService::ToItemData(const v1::NewItem& item) const {
+  ItemData data;
+  data.role = static_cast<Role>(item.role());
+  data.kind = static_cast<ItemKind>(item.kind());
+  data.content = item.content();
+  data.tool_name = item.tool_name();
+  data.tool_call_id = item.tool_call_id();
+  data.pinned = item.pinned();
+  data.metadata = ToMetadata(item.metadata());
+  data.token_count = CountItemTokens(*tokenizer_, data);
+  return data;
+}
+
+absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
+    const CallContext& ctx, const v1::CreateConversationRequest& req) {
+  NewConversation nc;
+  ASSIGN_OR_RETURN(nc.key.tenant_id, NormalizeTenant(req.tenant_id()));
+  nc.key.conversation_id = req.conversation_id().empty() ? NewConversationId()
+                                                         : req.conversation_id();
+  RETURN_IF_ERROR(ValidateId("conversation_id", nc.key.conversation_id));
+  RETURN_IF_ERROR(ValidateModelName("model", req.model()));
+  const Limits& limits = options_.limits;
+  RETURN_IF_ERROR(
+      ValidateText("system_prompt", req.system_prompt(), limits.max_system_prompt_bytes));
+  RETURN_IF_ERROR(ValidateText("pinned_instructions", req.pinned_instructions(),
+                               limits.max_system_prompt_bytes));
+  RETURN_IF_ERROR(ValidateMetadata("metadata", req.metadata(), limits));
+  nc.overrides = ToOverrides(req.profile_overrides());
+  RETURN_IF_ERROR(ValidateProfile(ApplyOverrides(options_.default_profile, nc.overrides),
+                                  "profile_overrides."));
+  nc.model = req.model();
+  nc.system_prompt = req.system_prompt();
+  nc.pinned_instructions = req.pinned_instructions();
+  nc.metadata = ToMetadata(req.metadata());
+  ASSIGN_OR_RETURN(Conversation created, storage_->CreateConversation(ctx, nc));
+  return ToProto(created);
+}
+
+absl::StatusOr<v1::Conversation> ConversationService::GetConversation(
+    const CallContext& ctx, const v1::GetConversationRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  ASSIGN_OR_RETURN(Conversation c, storage_->GetConversation(ctx, key));
+  return ToProto(c);
+}
+
+absl::StatusOr<v1::ListConversationsResponse> ConversationService::ListConversations(
+    const CallContext& ctx, const v1::ListConversationsRequest& req) {
+  ASSIGN_OR_RETURN(std::string tenant, NormalizeTenant(req.tenant_id()));
+  ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultConversationPage));
+  std::string after;
+  if (!req.page_token().empty()) {
+    ASSIGN_OR_RETURN(after, DecodePageToken("c", req.page_token()));
+  }
+  // One more than asked tells whether another page exists.
+  ASSIGN_OR_RETURN(std::vector<Conversation> found,
+                   storage_->ListConversations(ctx, tenant, after, page_size + 1));
+  v1::ListConversationsResponse out;
+  const bool more = static_cast<int>(found.size()) > page_size;
+  if (more) found.resize(page_size);
+  for (const Conversation& c : found) *out.add_conversations() = ToProto(c);
+  if (more) out.set_next_page_token(EncodePageToken("c", found.back().key.conversation_id));
+  return out;
+}
+
+absl::StatusOr<v1::DeleteConversationResponse> ConversationService::DeleteConversation(
+    const CallContext& ctx, const v1::DeleteConversationRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  ASSIGN_OR_RETURN(int64_t items, storage_->DeleteConversation(ctx, key));
+  v1::DeleteConversationResponse out;
+  out.set_items_deleted(items);
+  return out;
+}
+
+absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
+    const CallContext& ctx, const v1::AppendTurnRequest& req) {
+  AppendRequest append;
+  ASSIGN_OR_RETURN(append.key, ToKey(req.tenant_id(), req.conversation_id()));
+  const Limits& limits = options_.limits;
+  if (req.items().empty()) return absl::InvalidArgumentError("items: at least one is required");
+  if (req.items_size() > limits.max_items_per_append) {
+    return absl::InvalidArgumentError(absl::StrCat("items: ", req.items_size(),
+                                                   " items exceeds the limit of ",
+                                                   limits.max_items_per_append));
+  }
+  int64_t content_bytes = 0;
+  for (int i = 0; i < req.items_size(); ++i) {
+    RETURN_IF_ERROR(ValidateNewItem(absl::StrCat("items[", i, "]"), req.items(i), limits));
+    content_bytes += static_cast<int64_t>(req.items(i).content().size());
+  }
+  if (content_bytes > limits.max_request_content_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("items: ", content_bytes,
+                                                   " bytes of content exceeds the limit of ",
+                                                   limits.max_request_content_bytes));
+  }
+  if (req.idempotency_key().size() > kMaxIdempotencyKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "idempotency_key: longer than ", kMaxIdempotencyKeyBytes, " bytes"));
+  }
+  RETURN_IF_ERROR(ValidateText("idempotency_key", req.idempotency_key(),
+                               kMaxIdempotencyKeyBytes));
+  if (req.has_expected_version() && req.expected_version() < 0) {
+    return absl::InvalidArgumentError("expected_version: must not be negative");
+  }
+  const v1::ProviderUsage& usage = req.usage();
+  if (usage.input_tokens() < 0 || usage.output_tokens() < 0 ||
+      usage.cached_input_tokens() < 0 || usage.reasoning_tokens() < 0) {
+    return absl::InvalidArgumentError("usage: token counts must not be negative");
+  }
+  for (const v1::NewItem& item : req.items()) {
+    ASSIGN_OR_RETURN(ItemData data, ToItemData(item));
+    append.items.push_back(std::move(data));
+  }
+  append.idempotency_key = req.idempotency_key();
+  append.request_fingerprint = Fingerprint(append.items);
+  if (req.has_expected_version()) append.expected_version = req.expected_version();
+
+  ASSIGN_OR_RETURN(AppendResult result, storage_->AppendItems(ctx, append));
+  v1::AppendTurnResponse out;
+  for (const Item& item : result.items) ToProto(item, out.add_items());
+  out.set_version(result.version);
+  out.set_replayed(result.replayed);
+  return out;
+}
+
+absl::StatusOr<v1::ListItemsResponse> ConversationService::ListItems(
+    const CallContext& ctx, const v1::ListItemsRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultItemPage));
+  int64_t after = 0;
+  if (!req.page_token().empty()) {
+    ASSIGN_OR_RETURN(std::string position, DecodePageToken("i", req.page_token()));
+    if (!absl::SimpleAtoi(position, &after) || after < 0) {
+      return absl::InvalidArgumentError(
+          "page_token: not a token from a previous response of this method");
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<Item> items,
+                   storage_->ListItems(ctx, key, after, page_size + 1));
+  v1::ListItemsResponse out;
+  const bool more = static_cast<int>(items.size()) > page_size;
+  if (more) items.resize(page_size);
+  for (const Item& item : items) ToProto(item, out.add_items());
+  if (more) out.set_next_page_token(EncodePageToken("i", absl::StrCat(items.back().sequence)));
+  return out;
+}
+
+absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
+    const CallContext& ctx, const v1::BuildContextRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  const Limits& limits = options_.limits;
+  if (req.pending_input_size() > limits.max_pending_items) {
+    return absl::InvalidArgumentError(absl::StrCat("pending_input: ", req.pending_input_size(),
+                                                   " items exceeds the limit of ",
+                                                   limits.max_pending_items));
+  }
+  std::vector<ItemData> pending;
+  int64_t pending_bytes = 0;
+  for (int i = 0; i < req.pending_input_size(); ++i) {
+    RETURN_IF_ERROR(
+        ValidateNewItem(absl::StrCat("pending_input[", i, "]"), req.pending_input(i), limits));
+    pending_bytes += static_cast<int64_t>(req.pending_input(i).content().size());
+    ASSIGN_OR_RETURN(ItemData data, ToItemData(req.pending_input(i)));
+    pending.push_back(std::move(data));
+  }
+  if (pending_bytes > limits.max_request_content_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("pending_input: ", pending_bytes,
+                                                   " bytes of content exceeds the limit of ",
+                                                   limits.max_request_content_bytes));
+  }
+  ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
+  const ModelProfile profile =
+      ApplyOverrides(options_.default_profile, snapshot.conversation.overrides);
+  const ContextView view = AssembleView(snapshot, profile, *tokenizer_, pending);
+  v1::BuildContextResponse out;
+  out.set_conversation_id(key.conversation_id);
+  ToProto(view, &out);
+  return out;
+}
+
+absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
+    const CallContext&, const v1::InspectContextRequest&) {
+  return absl::UnimplementedError(
+      "InspectContext is not implemented yet: it arrives with compaction planning");
+}
+
+absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallContext&,
+                                                                 const v1::CompactRequest&) {
+  return absl::UnimplementedError("Compact is not implemented yet: it arrives with compaction");
+}
+
+absl::StatusOr<v1::ListSummariesResponse> ConversationService::ListSummaries(
+    const CallContext&, const v1::ListSummariesRequest&) {
+  return absl::UnimplementedError(
+      "ListSummaries is not implemented yet: it arrives with compaction");
+}
+
+}  // namespace convstate

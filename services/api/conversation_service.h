@@ -1,0 +1,61 @@
+#ifndef CONVSTATE_SERVICES_API_CONVERSATION_SERVICE_H_
+#define CONVSTATE_SERVICES_API_CONVERSATION_SERVICE_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "convstate/v1/convstate.pb.h"
+#include "services/api/validation.h"
+#include "services/compaction/profile.h"
+#include "services/compaction/tokens.h"
+#include "storage/storage.h"
+
+namespace convstate {
+
+// The convstate.v1 API as plain calls: validates requests, talks to Storage
+// and the compaction core, and builds responses. Knows protobuf messages but
+// nothing of gRPC; the gRPC adapter calls it and maps the status. Thread-safe.
+class ConversationService {
+ public:
+  struct Options {
+    Limits limits;
+    // The profile used for every model until model profiles are configured.
+    ModelProfile default_profile;
+  };
+
+  // `storage` must outlive the service.
+  ConversationService(Options options, Storage* storage);
+
+  absl::StatusOr<v1::Conversation> CreateConversation(const CallContext& ctx,
+                                                      const v1::CreateConversationRequest& req);
+  absl::StatusOr<v1::Conversation> GetConversation(const CallContext& ctx,
+                                                   const v1::GetConversationRequest& req);
+  absl::StatusOr<v1::ListConversationsResponse> ListConversations(
+      const CallContext& ctx, const v1::ListConversationsRequest& req);
+  absl::StatusOr<v1::DeleteConversationResponse> DeleteConversation(
+      const CallContext& ctx, const v1::DeleteConversationRequest& req);
+  absl::StatusOr<v1::AppendTurnResponse> AppendTurn(const CallContext& ctx,
+                                                    const v1::AppendTurnRequest& req);
+  absl::StatusOr<v1::ListItemsResponse> ListItems(const CallContext& ctx,
+                                                  const v1::ListItemsRequest& req);
+  absl::StatusOr<v1::BuildContextResponse> BuildContext(const CallContext& ctx,
+                                                        const v1::BuildContextRequest& req);
+  // Not built yet: UNIMPLEMENTED.
+  absl::StatusOr<v1::InspectContextResponse> InspectContext(
+      const CallContext& ctx, const v1::InspectContextRequest& req);
+  absl::StatusOr<v1::CompactResponse> Compact(const CallContext& ctx,
+                                              const v1::CompactRequest& req);
+  absl::StatusOr<v1::ListSummariesResponse> ListSummaries(const CallContext& ctx,
+                                                          const v1::ListSummariesRequest& req);
+
+ private:
+  absl::StatusOr<ItemData> ToItemData(const v1::NewItem& item) const;
+
+  const Options options_;
+  Storage* const storage_;
+  const std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_API_CONVERSATION_SERVICE_H_

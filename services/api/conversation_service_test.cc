@@ -1,0 +1,302 @@
+#include "services/api/conversation_service.h"
+
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "storage/memory_storage.h"
+
+namespace convstate {
+namespace {
+
+class ConversationServiceTest : public ::testing::Test {
+ protected:
+  ConversationServiceTest()
+      : storage_(NewMemoryStorage()), service_(ConversationService::Options{}, storage_.get()) {}
+
+  v1::Conversation Create(const std::string& id, const std::string& system_prompt = "") {
+    v1::CreateConversationRequest req;
+    req.set_conversation_id(id);
+    req.set_model("gpt-4o");
+    req.set_system_prompt(system_prompt);
+    auto c = service_.CreateConversation(ctx_, req);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *c : v1::Conversation{};
+  }
+
+  static v1::NewItem Message(v1::Role role, const std::string& text) {
+    v1::NewItem item;
+    item.set_role(role);
+    item.set_kind(v1::ITEM_KIND_MESSAGE);
+    item.set_content(text);
+    return item;
+  }
+
+  v1::AppendTurnRequest Append(const std::string& id, const std::string& text) {
+    v1::AppendTurnRequest req;
+    req.set_conversation_id(id);
+    *req.add_items() = Message(v1::ROLE_USER, text);
+    return req;
+  }
+
+  std::unique_ptr<Storage> storage_;
+  ConversationService service_;
+  CallContext ctx_;
+};
+
+TEST_F(ConversationServiceTest, CreateFillsDefaultsAndGeneratesIds) {
+  v1::CreateConversationRequest req;
+  req.set_model("self-hosted/llama-3.3-70b");
+  auto c = service_.CreateConversation(ctx_, req);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tenant_id(), "default");
+  EXPECT_EQ(c->conversation_id().rfind("conv_", 0), 0u) << c->conversation_id();
+  EXPECT_EQ(c->conversation_id().size(), 5u + 32u);
+  auto other = service_.CreateConversation(ctx_, req);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->conversation_id(), c->conversation_id());
+}
+
+TEST_F(ConversationServiceTest, CreateRejectsBadInputNamingTheField) {
+  struct Case {
+    std::function<void(v1::CreateConversationRequest&)> mutate;
+    std::string message_prefix;
+  };
+  const std::vector<Case> cases = {
+      {[](auto& r) { r.clear_model(); }, "model: required"},
+      {[](auto& r) { r.set_model("has space"); }, "model: "},
+      {[](auto& r) { r.set_conversation_id("bad/id"); }, "conversation_id: "},
+      {[](auto& r) { r.set_tenant_id("bad tenant"); }, "tenant_id: "},
+      {[](auto& r) { r.set_system_prompt("\xFF"); }, "system_prompt: not valid UTF-8"},
+      {[](auto& r) { r.set_pinned_instructions(std::string("a\0", 2)); },
+       "pinned_instructions: contains a NUL"},
+      {[](auto& r) { r.mutable_profile_overrides()->set_context_window(0); },
+       "profile_overrides.context_window: "},
+      {[](auto& r) { r.mutable_profile_overrides()->set_hard_threshold(0.5); },
+       "profile_overrides.soft_threshold: "},
+  };
+  for (const Case& c : cases) {
+    v1::CreateConversationRequest req;
+    req.set_conversation_id("ok");
+    req.set_model("gpt-4o");
+    c.mutate(req);
+    auto r = service_.CreateConversation(ctx_, req);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.message_prefix;
+    EXPECT_EQ(std::string(r.status().message()).rfind(c.message_prefix, 0), 0u)
+        << r.status() << " wanted prefix " << c.message_prefix;
+  }
+  // Nothing was stored by any of them.
+  auto list = service_.ListConversations(ctx_, v1::ListConversationsRequest{});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->conversations_size(), 0);
+}
+
+TEST_F(ConversationServiceTest, ReusedIdIsAlreadyExists) {
+  Create("c1");
+  v1::CreateConversationRequest req;
+  req.set_conversation_id("c1");
+  req.set_model("gpt-4o");
+  EXPECT_EQ(service_.CreateConversation(ctx_, req).status().code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(ConversationServiceTest, AppendReturnsSequencesCountsAndVersion) {
+  Create("c1");
+  v1::AppendTurnRequest req;
+  req.set_conversation_id("c1");
+  *req.add_items() = Message(v1::ROLE_USER, "Find the failing test.");
+  v1::NewItem call;
+  call.set_role(v1::ROLE_ASSISTANT);
+  call.set_kind(v1::ITEM_KIND_TOOL_CALL);
+  call.set_tool_name("bash");
+  call.set_tool_call_id("call_1");
+  call.set_content(R"({"cmd":"make test"})");
+  *req.add_items() = call;
+  auto r = service_.AppendTurn(ctx_, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->items_size(), 2);
+  EXPECT_EQ(r->items(0).sequence(), 1);
+  EXPECT_EQ(r->items(1).sequence(), 2);
+  EXPECT_EQ(r->items(0).turn_index(), 1);
+  EXPECT_GT(r->items(0).token_count(), 0);
+  EXPECT_EQ(r->items(1).tool_call_id(), "call_1");
+  EXPECT_EQ(r->version(), 1);
+  EXPECT_FALSE(r->replayed());
+}
+
+TEST_F(ConversationServiceTest, AppendRejectsBadInputAndStoresNothing) {
+  Create("c1");
+  v1::AppendTurnRequest empty;
+  empty.set_conversation_id("c1");
+  EXPECT_EQ(service_.AppendTurn(ctx_, empty).status().message(),
+            "items: at least one is required");
+
+  v1::AppendTurnRequest mixed = Append("c1", "good");
+  *mixed.add_items() = Message(v1::ROLE_USER, "bad \xC3\x28");
+  auto r = service_.AppendTurn(ctx_, mixed);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "items[1].content: not valid UTF-8");
+
+  v1::AppendTurnRequest negative = Append("c1", "x");
+  negative.mutable_usage()->set_input_tokens(-1);
+  EXPECT_EQ(service_.AppendTurn(ctx_, negative).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  EXPECT_EQ(service_.AppendTurn(ctx_, Append("", "x")).status().message(),
+            "conversation_id: required");
+  EXPECT_EQ(service_.AppendTurn(ctx_, Append("nope", "x")).status().code(),
+            absl::StatusCode::kNotFound);
+
+  v1::GetConversationRequest get;
+  get.set_conversation_id("c1");
+  EXPECT_EQ(service_.GetConversation(ctx_, get)->item_count(), 0);
+}
+
+TEST_F(ConversationServiceTest, RequestLimitsAreEnforced) {
+  ConversationService::Options options;
+  options.limits.max_items_per_append = 2;
+  options.limits.max_request_content_bytes = 10;
+  ConversationService small(options, storage_.get());
+  Create("c1");
+  v1::AppendTurnRequest three = Append("c1", "a");
+  *three.add_items() = Message(v1::ROLE_ASSISTANT, "b");
+  *three.add_items() = Message(v1::ROLE_USER, "c");
+  EXPECT_EQ(small.AppendTurn(ctx_, three).status().message(),
+            "items: 3 items exceeds the limit of 2");
+  v1::AppendTurnRequest heavy = Append("c1", "123456");
+  *heavy.add_items() = Message(v1::ROLE_ASSISTANT, "7890a");
+  EXPECT_EQ(small.AppendTurn(ctx_, heavy).status().message(),
+            "items: 11 bytes of content exceeds the limit of 10");
+}
+
+TEST_F(ConversationServiceTest, IdempotencyKeyComparesTheItems) {
+  Create("c1");
+  v1::AppendTurnRequest req = Append("c1", "once");
+  req.set_idempotency_key("k1");
+  auto first = service_.AppendTurn(ctx_, req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto again = service_.AppendTurn(ctx_, req);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->replayed());
+  EXPECT_EQ(again->items(0).sequence(), first->items(0).sequence());
+  EXPECT_EQ(again->version(), first->version());
+
+  req.mutable_items(0)->set_pinned(true);  // Same key, different request.
+  auto clash = service_.AppendTurn(ctx_, req);
+  EXPECT_EQ(clash.status().code(), absl::StatusCode::kAlreadyExists) << clash.status();
+}
+
+TEST_F(ConversationServiceTest, ListItemsPagesWithOpaqueTokens) {
+  Create("c1");
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(service_.AppendTurn(ctx_, Append("c1", "m")).ok());
+  v1::ListItemsRequest req;
+  req.set_conversation_id("c1");
+  req.set_page_size(2);
+  std::vector<int64_t> seen;
+  for (int pages = 0; pages < 10; ++pages) {
+    auto page = service_.ListItems(ctx_, req);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const auto& item : page->items()) seen.push_back(item.sequence());
+    if (page->next_page_token().empty()) break;
+    req.set_page_token(page->next_page_token());
+  }
+  EXPECT_EQ(seen, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+
+  req.set_page_token("not-a-token");
+  EXPECT_EQ(service_.ListItems(ctx_, req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.clear_page_token();
+  req.set_page_size(-1);
+  EXPECT_EQ(service_.ListItems(ctx_, req).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ConversationServiceTest, ListConversationsPages) {
+  for (const char* id : {"a", "b", "c"}) Create(id);
+  v1::ListConversationsRequest req;
+  req.set_page_size(2);
+  auto first = service_.ListConversations(ctx_, req);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->conversations_size(), 2);
+  ASSERT_FALSE(first->next_page_token().empty());
+  req.set_page_token(first->next_page_token());
+  auto second = service_.ListConversations(ctx_, req);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->conversations_size(), 1);
+  EXPECT_EQ(second->conversations(0).conversation_id(), "c");
+  EXPECT_TRUE(second->next_page_token().empty());
+  // A token from another method is refused.
+  v1::ListItemsRequest items;
+  items.set_conversation_id("a");
+  items.set_page_token(first->next_page_token());
+  EXPECT_EQ(service_.ListItems(ctx_, items).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ConversationServiceTest, BuildContextShowsEverythingWithCounts) {
+  Create("c1", "You are a careful engineer.");
+  v1::AppendTurnRequest req = Append("c1", "Why does the build fail?");
+  *req.add_items() = Message(v1::ROLE_ASSISTANT, "The linker cannot find -lpq.");
+  auto appended = service_.AppendTurn(ctx_, req);
+  ASSERT_TRUE(appended.ok());
+
+  v1::BuildContextRequest build;
+  build.set_conversation_id("c1");
+  *build.add_pending_input() = Message(v1::ROLE_USER, "How do I fix it?");
+  auto ctx = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  EXPECT_EQ(ctx->conversation_id(), "c1");
+  EXPECT_EQ(ctx->version(), 1);
+  EXPECT_EQ(ctx->context_status(), v1::CONTEXT_STATUS_FULL);
+  ASSERT_EQ(ctx->entries_size(), 4);
+  EXPECT_EQ(ctx->entries(0).section(), v1::SECTION_SYSTEM);
+  EXPECT_EQ(ctx->entries(1).content(), "Why does the build fail?");
+  EXPECT_EQ(ctx->entries(2).sequence(), 2);
+  EXPECT_EQ(ctx->entries(3).section(), v1::SECTION_PENDING);
+  const v1::TokenBreakdown& t = ctx->tokens();
+  EXPECT_EQ(t.live(), appended->items(0).token_count() + appended->items(1).token_count());
+  EXPECT_EQ(t.total(),
+            t.system() + t.pinned() + t.summaries() + t.live() + t.pending() + t.output_reserve());
+  EXPECT_TRUE(t.approximate());
+
+  v1::BuildContextRequest bad;
+  bad.set_conversation_id("c1");
+  *bad.add_pending_input() = Message(v1::ROLE_UNSPECIFIED, "x");
+  EXPECT_EQ(service_.BuildContext(ctx_, bad).status().message(),
+            "pending_input[0].role: required");
+  bad.set_conversation_id("missing");
+  bad.clear_pending_input();
+  EXPECT_EQ(service_.BuildContext(ctx_, bad).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ConversationServiceTest, TenantsAreIsolated) {
+  Create("shared");
+  v1::GetConversationRequest get;
+  get.set_conversation_id("shared");
+  get.set_tenant_id("other");
+  EXPECT_EQ(service_.GetConversation(ctx_, get).status().code(), absl::StatusCode::kNotFound);
+  v1::DeleteConversationRequest del;
+  del.set_conversation_id("shared");
+  del.set_tenant_id("other");
+  EXPECT_EQ(service_.DeleteConversation(ctx_, del).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ConversationServiceTest, DeleteReportsItemsRemoved) {
+  Create("c1");
+  ASSERT_TRUE(service_.AppendTurn(ctx_, Append("c1", "x")).ok());
+  v1::DeleteConversationRequest del;
+  del.set_conversation_id("c1");
+  auto r = service_.DeleteConversation(ctx_, del);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->items_deleted(), 1);
+  EXPECT_EQ(service_.DeleteConversation(ctx_, del).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ConversationServiceTest, UnbuiltMethodsSayUnimplemented) {
+  EXPECT_EQ(service_.Compact(ctx_, v1::CompactRequest{}).status().code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(service_.InspectContext(ctx_, v1::InspectContextRequest{}).status().code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(service_.ListSummaries(ctx_, v1::ListSummariesRequest{}).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace convstate

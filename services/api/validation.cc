@@ -1,0 +1,176 @@
+#include "services/api/validation.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace convstate {
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", why));
+}
+
+bool IdChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '.' || c == '_' || c == ':' || c == '-';
+}
+
+bool ModelChar(char c) { return IdChar(c) || c == '/' || c == '@' || c == '+'; }
+
+constexpr int kMaxToolFieldBytes = 256;
+
+}  // namespace
+
+bool IsValidUtf8(absl::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int len;
+    uint32_t min;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2, min = 0x80, cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, min = 0x800, cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, min = 0x10000, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i < static_cast<size_t>(len)) return false;
+    for (int k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+absl::Status ValidateText(absl::string_view field, absl::string_view text, int64_t max_bytes) {
+  if (static_cast<int64_t>(text.size()) > max_bytes) {
+    return Invalid(field, absl::StrCat(text.size(), " bytes exceeds the limit of ", max_bytes));
+  }
+  if (!IsValidUtf8(text)) return Invalid(field, "not valid UTF-8");
+  if (text.find('\0') != absl::string_view::npos) {
+    return Invalid(field, "contains a NUL character");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateId(absl::string_view field, absl::string_view id) {
+  if (id.empty()) return Invalid(field, "required");
+  if (id.size() > 128) return Invalid(field, "longer than 128 characters");
+  for (char c : id) {
+    if (!IdChar(c)) return Invalid(field, "only letters, digits and . _ : - are allowed");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> NormalizeTenant(absl::string_view tenant_id) {
+  if (tenant_id.empty()) return std::string("default");
+  if (absl::Status s = ValidateId("tenant_id", tenant_id); !s.ok()) return s;
+  return std::string(tenant_id);
+}
+
+absl::Status ValidateModelName(absl::string_view field, absl::string_view model) {
+  if (model.empty()) return Invalid(field, "required");
+  if (model.size() > 256) return Invalid(field, "longer than 256 characters");
+  for (char c : model) {
+    if (!ModelChar(c)) {
+      return Invalid(field, "only letters, digits and . _ : - / @ + are allowed");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMetadata(absl::string_view field,
+                              const google::protobuf::Map<std::string, std::string>& metadata,
+                              const Limits& limits) {
+  if (static_cast<int>(metadata.size()) > limits.max_metadata_entries) {
+    return Invalid(field, absl::StrCat(metadata.size(), " entries exceeds the limit of ",
+                                       limits.max_metadata_entries));
+  }
+  for (const auto& [key, value] : metadata) {
+    const std::string path = absl::StrCat(field, "[\"", key, "\"]");
+    if (key.empty()) return Invalid(field, "keys must not be empty");
+    if (absl::Status s = ValidateText(absl::StrCat(field, " key"), key,
+                                      limits.max_metadata_key_bytes);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ValidateText(path, value, limits.max_metadata_value_bytes); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateNewItem(absl::string_view field, const v1::NewItem& item,
+                             const Limits& limits) {
+  const std::string f(field);
+  if (item.role() == v1::ROLE_UNSPECIFIED) return Invalid(f + ".role", "required");
+  if (!v1::Role_IsValid(item.role())) {
+    return Invalid(f + ".role", absl::StrCat("unknown role ", item.role()));
+  }
+  if (item.kind() == v1::ITEM_KIND_UNSPECIFIED) return Invalid(f + ".kind", "required");
+  if (!v1::ItemKind_IsValid(item.kind())) {
+    return Invalid(f + ".kind", absl::StrCat("unknown kind ", item.kind()));
+  }
+  const bool is_tool_item =
+      item.kind() == v1::ITEM_KIND_TOOL_CALL || item.kind() == v1::ITEM_KIND_TOOL_RESULT;
+  switch (item.kind()) {
+    case v1::ITEM_KIND_SUMMARY_MARKER:
+      return Invalid(f + ".kind", "summary markers are written by the service, not by clients");
+    case v1::ITEM_KIND_TOOL_CALL:
+      if (item.role() != v1::ROLE_ASSISTANT) {
+        return Invalid(f + ".role", "a tool call must come from the assistant");
+      }
+      if (item.tool_name().empty()) return Invalid(f + ".tool_name", "required for a tool call");
+      break;
+    case v1::ITEM_KIND_TOOL_RESULT:
+      if (item.role() != v1::ROLE_TOOL) {
+        return Invalid(f + ".role", "a tool result must have role ROLE_TOOL");
+      }
+      break;
+    case v1::ITEM_KIND_REASONING:
+      if (item.role() != v1::ROLE_ASSISTANT) {
+        return Invalid(f + ".role", "reasoning must come from the assistant");
+      }
+      break;
+    default:  // A message.
+      if (item.role() == v1::ROLE_TOOL) {
+        return Invalid(f + ".kind", "an item with role ROLE_TOOL must be a tool result");
+      }
+      break;
+  }
+  if (is_tool_item && item.tool_call_id().empty()) {
+    return Invalid(f + ".tool_call_id", "required for tool calls and tool results");
+  }
+  if (!is_tool_item && (!item.tool_call_id().empty() || !item.tool_name().empty())) {
+    return Invalid(f + (item.tool_name().empty() ? ".tool_call_id" : ".tool_name"),
+                   "only tool calls and tool results carry tool fields");
+  }
+  if (absl::Status s = ValidateText(f + ".content", item.content(), limits.max_item_bytes);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateText(f + ".tool_name", item.tool_name(), kMaxToolFieldBytes);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateText(f + ".tool_call_id", item.tool_call_id(), kMaxToolFieldBytes);
+      !s.ok()) {
+    return s;
+  }
+  return ValidateMetadata(f + ".metadata", item.metadata(), limits);
+}
+
+}  // namespace convstate

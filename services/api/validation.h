@@ -1,0 +1,66 @@
+#ifndef CONVSTATE_SERVICES_API_VALIDATION_H_
+#define CONVSTATE_SERVICES_API_VALIDATION_H_
+
+// Checks on what clients send. Every error is INVALID_ARGUMENT and starts
+// with the offending field's path, e.g. "items[2].content: ...".
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "convstate/v1/convstate.pb.h"
+
+namespace convstate {
+
+// Limits on what one request may carry. Defaults suit models with windows
+// of up to a few million tokens.
+struct Limits {
+  // Bytes of one item's content.
+  int64_t max_item_bytes = 1 << 20;
+  // Items in one AppendTurn.
+  int max_items_per_append = 256;
+  // Bytes of content across one AppendTurn or one pending input.
+  int64_t max_request_content_bytes = 8 << 20;
+  // Bytes of a system prompt, and of pinned instructions.
+  int64_t max_system_prompt_bytes = 1 << 20;
+  // Metadata entries on one conversation or item, and their sizes.
+  int max_metadata_entries = 64;
+  int max_metadata_key_bytes = 128;
+  int max_metadata_value_bytes = 4096;
+  // Items in BuildContext's pending input.
+  int max_pending_items = 64;
+};
+
+// True if `text` is well-formed UTF-8 (no overlong forms, no surrogates,
+// nothing above U+10FFFF).
+bool IsValidUtf8(absl::string_view text);
+
+// Checks text that will be stored: valid UTF-8, no NUL character (which
+// PostgreSQL text cannot hold), at most `max_bytes`.
+absl::Status ValidateText(absl::string_view field, absl::string_view text, int64_t max_bytes);
+
+// Ids: 1 to 128 characters of [A-Za-z0-9._:-].
+absl::Status ValidateId(absl::string_view field, absl::string_view id);
+
+// An empty tenant is the tenant "default"; otherwise an id as above.
+absl::StatusOr<std::string> NormalizeTenant(absl::string_view tenant_id);
+
+// Model names: 1 to 256 characters of [A-Za-z0-9._:/@+-].
+absl::Status ValidateModelName(absl::string_view field, absl::string_view model);
+
+absl::Status ValidateMetadata(absl::string_view field,
+                              const google::protobuf::Map<std::string, std::string>& metadata,
+                              const Limits& limits);
+
+// One item a client writes: known role and kind (never a summary marker), a
+// kind that fits the role, tool fields where the kind needs them and not
+// elsewhere, text and metadata within limits. `field` is its path, e.g.
+// "items[3]".
+absl::Status ValidateNewItem(absl::string_view field, const v1::NewItem& item,
+                             const Limits& limits);
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_API_VALIDATION_H_

@@ -1,0 +1,122 @@
+#include "services/api/validation.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace convstate {
+namespace {
+
+TEST(Utf8Test, AcceptsWellFormedText) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("plain ascii"));
+  EXPECT_TRUE(IsValidUtf8("Gr\xC3\xBC\xC3\x9F" "e"));                 // Grüße
+  EXPECT_TRUE(IsValidUtf8("\xE4\xBD\xA0\xE5\xA5\xBD"));               // 你好
+  EXPECT_TRUE(IsValidUtf8("\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB"));  // ZWJ emoji
+  EXPECT_TRUE(IsValidUtf8("\xF4\x8F\xBF\xBF"));                        // U+10FFFF
+}
+
+TEST(Utf8Test, RejectsMalformedText) {
+  EXPECT_FALSE(IsValidUtf8("\xFF"));
+  EXPECT_FALSE(IsValidUtf8("\x80"));                  // Lone continuation byte.
+  EXPECT_FALSE(IsValidUtf8("\xC3"));                  // Truncated sequence.
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));              // Overlong '/'.
+  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));          // Overlong, 3 bytes.
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));          // Surrogate U+D800.
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));      // Above U+10FFFF.
+  EXPECT_FALSE(IsValidUtf8("ok\xE4\xBD"));            // Cut mid-character.
+}
+
+TEST(ValidateTextTest, NamesFieldAndReason) {
+  absl::Status s = ValidateText("items[0].content", "a\xFF", 100);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "items[0].content: not valid UTF-8");
+  s = ValidateText("x", std::string("a\0b", 3), 100);
+  EXPECT_EQ(s.message(), "x: contains a NUL character");
+  s = ValidateText("x", "12345", 4);
+  EXPECT_EQ(s.message(), "x: 5 bytes exceeds the limit of 4");
+  EXPECT_TRUE(ValidateText("x", "1234", 4).ok());
+}
+
+TEST(ValidateIdTest, AcceptsOnlyTheDocumentedAlphabet) {
+  EXPECT_TRUE(ValidateId("id", "conv_1.a:b-c").ok());
+  EXPECT_EQ(ValidateId("id", "").message(), "id: required");
+  EXPECT_FALSE(ValidateId("id", "has space").ok());
+  EXPECT_FALSE(ValidateId("id", "slash/no").ok());
+  EXPECT_FALSE(ValidateId("id", std::string(129, 'a')).ok());
+  EXPECT_TRUE(ValidateId("id", std::string(128, 'a')).ok());
+}
+
+TEST(NormalizeTenantTest, EmptyIsDefault) {
+  EXPECT_EQ(*NormalizeTenant(""), "default");
+  EXPECT_EQ(*NormalizeTenant("acme"), "acme");
+  EXPECT_EQ(NormalizeTenant("bad tenant").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+v1::NewItem Item(v1::Role role, v1::ItemKind kind) {
+  v1::NewItem item;
+  item.set_role(role);
+  item.set_kind(kind);
+  item.set_content("x");
+  return item;
+}
+
+std::string Error(const v1::NewItem& item, const Limits& limits = Limits{}) {
+  return std::string(ValidateNewItem("items[1]", item, limits).message());
+}
+
+TEST(ValidateNewItemTest, AcceptsEveryWellFormedKind) {
+  Limits limits;
+  EXPECT_TRUE(ValidateNewItem("i", Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE), limits).ok());
+  EXPECT_TRUE(ValidateNewItem("i", Item(v1::ROLE_SYSTEM, v1::ITEM_KIND_MESSAGE), limits).ok());
+  EXPECT_TRUE(
+      ValidateNewItem("i", Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_REASONING), limits).ok());
+  v1::NewItem call = Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL);
+  call.set_tool_name("grep");
+  call.set_tool_call_id("c1");
+  EXPECT_TRUE(ValidateNewItem("i", call, limits).ok());
+  v1::NewItem result = Item(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT);
+  result.set_tool_call_id("c1");
+  EXPECT_TRUE(ValidateNewItem("i", result, limits).ok());
+}
+
+TEST(ValidateNewItemTest, RejectsMalformedItemsNamingTheField) {
+  EXPECT_EQ(Error(Item(v1::ROLE_UNSPECIFIED, v1::ITEM_KIND_MESSAGE)), "items[1].role: required");
+  EXPECT_EQ(Error(Item(static_cast<v1::Role>(42), v1::ITEM_KIND_MESSAGE)),
+            "items[1].role: unknown role 42");
+  EXPECT_EQ(Error(Item(v1::ROLE_USER, v1::ITEM_KIND_UNSPECIFIED)), "items[1].kind: required");
+  EXPECT_EQ(Error(Item(v1::ROLE_USER, static_cast<v1::ItemKind>(9))),
+            "items[1].kind: unknown kind 9");
+  EXPECT_EQ(Error(Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_SUMMARY_MARKER)),
+            "items[1].kind: summary markers are written by the service, not by clients");
+  EXPECT_EQ(Error(Item(v1::ROLE_USER, v1::ITEM_KIND_TOOL_CALL)),
+            "items[1].role: a tool call must come from the assistant");
+  EXPECT_EQ(Error(Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL)),
+            "items[1].tool_name: required for a tool call");
+  v1::NewItem no_id = Item(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT);
+  EXPECT_EQ(Error(no_id), "items[1].tool_call_id: required for tool calls and tool results");
+  EXPECT_EQ(Error(Item(v1::ROLE_TOOL, v1::ITEM_KIND_MESSAGE)),
+            "items[1].kind: an item with role ROLE_TOOL must be a tool result");
+  v1::NewItem stray = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE);
+  stray.set_tool_call_id("c9");
+  EXPECT_EQ(Error(stray), "items[1].tool_call_id: only tool calls and tool results carry tool fields");
+  v1::NewItem bad_text = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE);
+  bad_text.set_content("\xC3\x28");
+  EXPECT_EQ(Error(bad_text), "items[1].content: not valid UTF-8");
+}
+
+TEST(ValidateNewItemTest, EnforcesLimits) {
+  Limits limits;
+  limits.max_item_bytes = 10;
+  limits.max_metadata_entries = 1;
+  v1::NewItem big = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE);
+  big.set_content(std::string(11, 'a'));
+  EXPECT_EQ(Error(big, limits), "items[1].content: 11 bytes exceeds the limit of 10");
+  v1::NewItem meta = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE);
+  (*meta.mutable_metadata())["a"] = "1";
+  (*meta.mutable_metadata())["b"] = "2";
+  EXPECT_EQ(Error(meta, limits), "items[1].metadata: 2 entries exceeds the limit of 1");
+}
+
+}  // namespace
+}  // namespace convstate

@@ -1,0 +1,124 @@
+#include "services/compaction/context_view.h"
+
+#include "gtest/gtest.h"
+
+namespace convstate {
+namespace {
+
+Item MakeItem(int64_t seq, Role role, ItemKind kind, const std::string& text, int64_t tokens,
+              bool pinned = false) {
+  Item item;
+  item.sequence = seq;
+  item.data.role = role;
+  item.data.kind = kind;
+  item.data.content = text;
+  item.data.token_count = tokens;
+  item.data.pinned = pinned;
+  return item;
+}
+
+TEST(AssembleViewTest, OrdersSectionsAndSumsStoredCounts) {
+  auto tokenizer = NewApproximateTokenizer(4.0);
+  ContextSnapshot snap;
+  snap.conversation.version = 7;
+  snap.conversation.system_prompt = "12345678";        // 2 tokens + overhead
+  snap.conversation.pinned_instructions = "abcd";      // 1 token + overhead
+  snap.pinned_items.push_back(MakeItem(1, Role::kUser, ItemKind::kMessage, "pin", 11, true));
+  SummaryChunk chunk;
+  chunk.chunk_id = 3;
+  chunk.text = "summary";
+  chunk.token_count = 20;
+  snap.active_chunks.push_back(chunk);
+  snap.live_items.push_back(MakeItem(5, Role::kUser, ItemKind::kSummaryMarker, "", 0));
+  // Stored counts are used as they are: 100 is not what "hi" would count.
+  snap.live_items.push_back(MakeItem(6, Role::kUser, ItemKind::kMessage, "hi", 100));
+  snap.live_items.push_back(MakeItem(7, Role::kAssistant, ItemKind::kMessage, "yo", 50));
+  ItemData pending;
+  pending.role = Role::kUser;
+  pending.content = "next";
+  pending.token_count = 9;
+  ModelProfile profile;
+  profile.context_window = 1000;
+  profile.output_reserve = 30;
+
+  ContextView view = AssembleView(snap, profile, *tokenizer, {pending});
+  EXPECT_EQ(view.version, 7);
+  ASSERT_EQ(view.entries.size(), 7u);
+  EXPECT_EQ(view.entries[0].section, Section::kSystem);
+  EXPECT_EQ(view.entries[1].section, Section::kPinned);
+  EXPECT_EQ(view.entries[1].content, "abcd");
+  EXPECT_EQ(view.entries[2].sequence, 1);
+  EXPECT_EQ(view.entries[3].section, Section::kSummary);
+  EXPECT_EQ(view.entries[3].summary_chunk_id, 3);
+  EXPECT_EQ(view.entries[4].sequence, 6);
+  EXPECT_EQ(view.entries[5].sequence, 7);
+  EXPECT_EQ(view.entries[6].section, Section::kPending);
+
+  EXPECT_EQ(view.tokens.system, 2 + kPerMessageOverhead);
+  EXPECT_EQ(view.tokens.pinned, 1 + kPerMessageOverhead + 11);
+  EXPECT_EQ(view.tokens.summaries, 20);
+  EXPECT_EQ(view.tokens.live, 150);
+  EXPECT_EQ(view.tokens.pending, 9);
+  EXPECT_EQ(view.tokens.output_reserve, 30);
+  EXPECT_EQ(view.tokens.context_window, 1000);
+  EXPECT_EQ(view.tokens.total, 6 + 16 + 20 + 150 + 9 + 30);
+  EXPECT_TRUE(view.tokens.approximate);
+  EXPECT_EQ(view.status, ContextStatus::kSummarized);
+}
+
+TEST(AssembleViewTest, EmptyConversationIsFullAndCostsOnlyTheReserve) {
+  auto tokenizer = NewApproximateTokenizer();
+  ModelProfile profile;
+  ContextView view = AssembleView(ContextSnapshot{}, profile, *tokenizer, {});
+  EXPECT_TRUE(view.entries.empty());
+  EXPECT_EQ(view.status, ContextStatus::kFull);
+  EXPECT_EQ(view.tokens.total, profile.output_reserve);
+}
+
+TEST(TokensTest, ApproximateCountRoundsUp) {
+  auto tokenizer = NewApproximateTokenizer(4.0);
+  EXPECT_EQ(tokenizer->CountTokens(""), 0);
+  EXPECT_EQ(tokenizer->CountTokens("a"), 1);
+  EXPECT_EQ(tokenizer->CountTokens("abcd"), 1);
+  EXPECT_EQ(tokenizer->CountTokens("abcde"), 2);
+  ItemData call;
+  call.content = "abcdefgh";
+  call.tool_name = "grep";
+  call.tool_call_id = "c1";
+  EXPECT_EQ(CountItemTokens(*tokenizer, call), kPerMessageOverhead + 2 + 1 + 1);
+}
+
+TEST(ProfileTest, OverridesReplaceOnlyWhatIsSet) {
+  ProfileOverrides o;
+  o.context_window = 4096;
+  o.output_reserve = 512;
+  o.recent_turns = 2;
+  ModelProfile p = ApplyOverrides(ModelProfile{}, o);
+  EXPECT_EQ(p.context_window, 4096);
+  EXPECT_EQ(p.output_reserve, 512);
+  EXPECT_EQ(p.recent_turns, 2);
+  EXPECT_EQ(p.soft_threshold, ModelProfile{}.soft_threshold);
+  EXPECT_EQ(p.recent_tokens, ModelProfile{}.recent_tokens);
+  EXPECT_TRUE(ValidateProfile(p, "").ok());
+}
+
+TEST(ProfileTest, InconsistentProfilesNameTheField) {
+  ModelProfile p;
+  p.output_reserve = p.context_window;
+  absl::Status s = ValidateProfile(p, "profile_overrides.");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("profile_overrides.output_reserve"), absl::string_view::npos) << s;
+
+  p = ModelProfile{};
+  p.soft_threshold = 0.9;
+  s = ValidateProfile(p, "");
+  EXPECT_NE(s.message().find("soft_threshold"), absl::string_view::npos) << s;
+
+  p = ModelProfile{};
+  p.emergency_threshold = 1.5;
+  s = ValidateProfile(p, "");
+  EXPECT_NE(s.message().find("emergency_threshold"), absl::string_view::npos) << s;
+}
+
+}  // namespace
+}  // namespace convstate

@@ -1,0 +1,52 @@
+#include "services/compaction/profile.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace convstate {
+
+ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
+  if (o.context_window) p.context_window = *o.context_window;
+  if (o.output_reserve) p.output_reserve = *o.output_reserve;
+  if (o.soft_threshold) p.soft_threshold = *o.soft_threshold;
+  if (o.hard_threshold) p.hard_threshold = *o.hard_threshold;
+  if (o.emergency_threshold) p.emergency_threshold = *o.emergency_threshold;
+  if (o.token_floor) p.token_floor = *o.token_floor;
+  if (o.recent_turns) p.recent_turns = *o.recent_turns;
+  if (o.recent_tokens) p.recent_tokens = *o.recent_tokens;
+  return p;
+}
+
+absl::Status ValidateProfile(const ModelProfile& p, const std::string& prefix) {
+  auto bad = [&](const char* field, const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(prefix, field, ": ", why));
+  };
+  constexpr int64_t kMaxWindow = 100'000'000;
+  if (p.context_window <= 0 || p.context_window > kMaxWindow) {
+    return bad("context_window", absl::StrCat("must be in 1..", kMaxWindow, ", got ",
+                                              p.context_window));
+  }
+  if (p.output_reserve < 0 || p.output_reserve >= p.context_window) {
+    return bad("output_reserve",
+               absl::StrCat("must be at least 0 and less than the context window (",
+                            p.context_window, "), got ", p.output_reserve));
+  }
+  for (auto [name, value] : {std::pair{"soft_threshold", p.soft_threshold},
+                             std::pair{"hard_threshold", p.hard_threshold},
+                             std::pair{"emergency_threshold", p.emergency_threshold}}) {
+    if (!(value > 0.0 && value <= 1.0)) {
+      return bad(name, absl::StrCat("must be in (0, 1], got ", value));
+    }
+  }
+  if (p.soft_threshold > p.hard_threshold) {
+    return bad("soft_threshold", "must not exceed hard_threshold");
+  }
+  if (p.hard_threshold > p.emergency_threshold) {
+    return bad("hard_threshold", "must not exceed emergency_threshold");
+  }
+  if (p.token_floor < 0) return bad("token_floor", "must not be negative");
+  if (p.recent_turns < 0) return bad("recent_turns", "must not be negative");
+  if (p.recent_tokens < 0) return bad("recent_tokens", "must not be negative");
+  return absl::OkStatus();
+}
+
+}  // namespace convstate

@@ -1,0 +1,41 @@
+#ifndef CONVSTATE_SERVICES_COMPACTION_PROFILE_H_
+#define CONVSTATE_SERVICES_COMPACTION_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "services/core/types.h"
+
+namespace convstate {
+
+// The settings of one model that the context window is built against.
+struct ModelProfile {
+  std::string name = "default";
+  // Total tokens the model accepts, prompt and output together.
+  int64_t context_window = 128000;
+  // Tokens kept free for the model's answer.
+  int64_t output_reserve = 4096;
+  // Bands, as fractions of the context window.
+  double soft_threshold = 0.70;
+  double hard_threshold = 0.80;
+  double emergency_threshold = 0.95;
+  // Below this many tokens nothing triggers.
+  int64_t token_floor = 2000;
+  // The recent buffer kept verbatim: last N turns, at most T tokens.
+  int32_t recent_turns = 4;
+  int64_t recent_tokens = 8000;
+};
+
+// `base` with the conversation's overrides applied.
+ModelProfile ApplyOverrides(ModelProfile base, const ProfileOverrides& overrides);
+
+// INVALID_ARGUMENT naming the field if `profile` is inconsistent: a window
+// that is not positive, a reserve that leaves no room, thresholds outside
+// (0, 1] or out of order, negative sizes. `field_prefix` is prepended to
+// field names (e.g. "profile_overrides.").
+absl::Status ValidateProfile(const ModelProfile& profile, const std::string& field_prefix);
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_COMPACTION_PROFILE_H_
