@@ -14,7 +14,12 @@ void LogLine(LogLevel level, absl::string_view message) {
                                                   : "ERROR";
   std::string line = absl::StrCat(
       absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
-      " ", tag, " ", message, "\n");
+      " ", tag, " ", message);
+  // One event, one line: driver messages carry newlines and tabs.
+  for (char& c : line) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  line.push_back('\n');
   // One fwrite per line: stdio locks the stream, so lines never interleave.
   std::fwrite(line.data(), 1, line.size(), stderr);
 }

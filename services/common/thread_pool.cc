@@ -1,0 +1,46 @@
+#include "services/common/thread_pool.h"
+
+#include <utility>
+
+namespace convstate {
+
+ThreadPool::ThreadPool(int threads, size_t max_queued) : max_queued_(max_queued) {
+  if (threads < 1) threads = 1;
+  threads_.reserve(threads);
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  for (std::thread& t : threads_) t.join();
+}
+
+bool ThreadPool::Schedule(std::function<void()> task) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_ || queue_.size() >= max_queued_) return false;
+  queue_.push_back(std::move(task));
+  return true;
+}
+
+void ThreadPool::Work() {
+  while (true) {
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](ThreadPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+            return p->stopping_ || !p->queue_.empty();
+          },
+          this));
+      if (queue_.empty()) return;  // Stopping, and nothing left to run.
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+}  // namespace convstate

@@ -1,0 +1,185 @@
+#include "services/grpc/grpc_service.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "services/api/wire_check.h"
+#include "services/common/log.h"
+#include "services/grpc/status.h"
+
+namespace convstate {
+namespace {
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext& ctx) {
+  const std::chrono::system_clock::time_point deadline = ctx.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+// Parses `buffer` into `message`. A request protobuf refuses is
+// INVALID_ARGUMENT, naming the field when it is a string with invalid UTF-8.
+absl::Status ParseRequest(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return absl::InvalidArgumentError("unreadable request");
+  std::string wire;
+  wire.reserve(buffer.Length());
+  for (const grpc::Slice& s : slices) {
+    wire.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  if (message->ParseFromString(wire)) return absl::OkStatus();
+  if (auto field = FindInvalidUtf8(message->GetDescriptor(), wire)) {
+    return absl::InvalidArgumentError(absl::StrCat(*field, ": not valid UTF-8"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("request is not a valid ", message->GetDescriptor()->full_name()));
+}
+
+grpc::ByteBuffer Serialize(const google::protobuf::Message& message) {
+  std::string wire = message.SerializeAsString();
+  grpc::Slice slice(std::move(wire));
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// Logged here, where the error is handed to the client: failures that are
+// the server's or the database's, not the caller's.
+void LogServerError(const char* method, const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kDataLoss:
+      LogWarning(method, " failed: ", status.ToString());
+      break;
+    default:
+      break;
+  }
+}
+
+const grpc::Status kOverloaded(grpc::StatusCode::UNAVAILABLE,
+                               "server overloaded or shutting down; retry with backoff");
+
+// Sends a single BuildContextEvent, then the status.
+class SingleEventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  void Send(grpc::ByteBuffer event) {
+    event_ = std::move(event);
+    StartWriteAndFinish(&event_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::ByteBuffer event_;
+};
+
+}  // namespace
+
+GrpcService::GrpcService(ConversationService* service, ThreadPool* workers)
+    : service_(service), workers_(workers) {}
+
+template <typename Req, typename Resp>
+GrpcService::Reactor* GrpcService::Unary(
+    const char* method_name, Context* ctx, const ByteBuffer* request, ByteBuffer* response,
+    absl::StatusOr<Resp> (ConversationService::*method)(const CallContext&, const Req&)) {
+  Reactor* reactor = ctx->DefaultReactor();
+  auto req = std::make_shared<Req>();
+  if (absl::Status parsed = ParseRequest(*request, req.get()); !parsed.ok()) {
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  const CallContext call{DeadlineOf(*ctx)};
+  const bool queued = workers_->Schedule([this, method_name, method, call, req, response,
+                                          reactor] {
+    absl::StatusOr<Resp> result = (service_->*method)(call, *req);
+    if (result.ok()) {
+      *response = Serialize(*result);
+    } else {
+      LogServerError(method_name, result.status());
+    }
+    reactor->Finish(ToGrpcStatus(result.status()));
+  });
+  if (!queued) reactor->Finish(kOverloaded);
+  return reactor;
+}
+
+GrpcService::Reactor* GrpcService::CreateConversation(Context* ctx, const ByteBuffer* req,
+                                                      ByteBuffer* resp) {
+  return Unary("CreateConversation", ctx, req, resp, &ConversationService::CreateConversation);
+}
+
+GrpcService::Reactor* GrpcService::GetConversation(Context* ctx, const ByteBuffer* req,
+                                                   ByteBuffer* resp) {
+  return Unary("GetConversation", ctx, req, resp, &ConversationService::GetConversation);
+}
+
+GrpcService::Reactor* GrpcService::ListConversations(Context* ctx, const ByteBuffer* req,
+                                                     ByteBuffer* resp) {
+  return Unary("ListConversations", ctx, req, resp, &ConversationService::ListConversations);
+}
+
+GrpcService::Reactor* GrpcService::DeleteConversation(Context* ctx, const ByteBuffer* req,
+                                                      ByteBuffer* resp) {
+  return Unary("DeleteConversation", ctx, req, resp, &ConversationService::DeleteConversation);
+}
+
+GrpcService::Reactor* GrpcService::AppendTurn(Context* ctx, const ByteBuffer* req,
+                                              ByteBuffer* resp) {
+  return Unary("AppendTurn", ctx, req, resp, &ConversationService::AppendTurn);
+}
+
+GrpcService::Reactor* GrpcService::ListItems(Context* ctx, const ByteBuffer* req,
+                                             ByteBuffer* resp) {
+  return Unary("ListItems", ctx, req, resp, &ConversationService::ListItems);
+}
+
+GrpcService::Reactor* GrpcService::BuildContext(Context* ctx, const ByteBuffer* req,
+                                                ByteBuffer* resp) {
+  return Unary("BuildContext", ctx, req, resp, &ConversationService::BuildContext);
+}
+
+GrpcService::Reactor* GrpcService::InspectContext(Context* ctx, const ByteBuffer* req,
+                                                  ByteBuffer* resp) {
+  return Unary("InspectContext", ctx, req, resp, &ConversationService::InspectContext);
+}
+
+GrpcService::Reactor* GrpcService::Compact(Context* ctx, const ByteBuffer* req,
+                                           ByteBuffer* resp) {
+  return Unary("Compact", ctx, req, resp, &ConversationService::Compact);
+}
+
+GrpcService::Reactor* GrpcService::ListSummaries(Context* ctx, const ByteBuffer* req,
+                                                 ByteBuffer* resp) {
+  return Unary("ListSummaries", ctx, req, resp, &ConversationService::ListSummaries);
+}
+
+// Until compaction exists nothing happens before the view is ready, so the
+// stream carries exactly one event: the context.
+grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(
+    Context* ctx, const ByteBuffer* request) {
+  auto* writer = new SingleEventWriter();
+  auto req = std::make_shared<v1::BuildContextRequest>();
+  if (absl::Status parsed = ParseRequest(*request, req.get()); !parsed.ok()) {
+    writer->Finish(ToGrpcStatus(parsed));
+    return writer;
+  }
+  const CallContext call{DeadlineOf(*ctx)};
+  const bool queued = workers_->Schedule([this, call, req, writer] {
+    absl::StatusOr<v1::BuildContextResponse> result = service_->BuildContext(call, *req);
+    if (!result.ok()) {
+      LogServerError("StreamBuildContext", result.status());
+      writer->Finish(ToGrpcStatus(result.status()));
+      return;
+    }
+    v1::BuildContextEvent event;
+    *event.mutable_context() = std::move(*result);
+    writer->Send(Serialize(event));
+  });
+  if (!queued) writer->Finish(kOverloaded);
+  return writer;
+}
+
+}  // namespace convstate

@@ -1,0 +1,209 @@
+#include "services/server/config.h"
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "services/common/status_macros.h"
+
+namespace convstate {
+namespace {
+
+struct Flag {
+  const char* name;
+  const char* help;
+  std::function<absl::Status(ServerConfig&, const std::string&)> set;
+};
+
+// Setter for an integer field reached through `field`, bounded to [min, max].
+template <typename T>
+std::function<absl::Status(ServerConfig&, const std::string&)> IntField(
+    std::function<T&(ServerConfig&)> field, int64_t min, int64_t max) {
+  return [field, min, max](ServerConfig& c, const std::string& v) -> absl::Status {
+    int64_t n;
+    if (!absl::SimpleAtoi(v, &n) || n < min || n > max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected a whole number in ", min, "..", max, ", got '", v, "'"));
+    }
+    field(c) = static_cast<T>(n);
+    return absl::OkStatus();
+  };
+}
+
+std::function<absl::Status(ServerConfig&, const std::string&)> BoolField(
+    std::function<bool&(ServerConfig&)> field) {
+  return [field](ServerConfig& c, const std::string& v) -> absl::Status {
+    const std::string lower = absl::AsciiStrToLower(v);
+    if (lower == "true" || lower == "1" || lower == "yes" || lower.empty()) {
+      field(c) = true;
+    } else if (lower == "false" || lower == "0" || lower == "no") {
+      field(c) = false;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("expected true or false, got '", v, "'"));
+    }
+    return absl::OkStatus();
+  };
+}
+
+std::function<absl::Status(ServerConfig&, const std::string&)> MillisField(
+    std::function<absl::Duration&(ServerConfig&)> field) {
+  return [field](ServerConfig& c, const std::string& v) -> absl::Status {
+    int64_t ms;
+    if (!absl::SimpleAtoi(v, &ms) || ms < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("expected milliseconds, got '", v, "'"));
+    }
+    field(c) = absl::Milliseconds(ms);
+    return absl::OkStatus();
+  };
+}
+
+constexpr int64_t kIntMax = 2147483647;
+
+const std::vector<Flag>& Flags() {
+  static const auto* const kFlags = new std::vector<Flag>{
+      {"host", "address to listen on (default 0.0.0.0)",
+       [](ServerConfig& c, const std::string& v) {
+         c.server.host = v;
+         return v.empty() ? absl::InvalidArgumentError("must not be empty") : absl::OkStatus();
+       }},
+      {"port", "port to listen on; 0 picks a free one (default 50051)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.server.port; }, 0, 65535)},
+      {"storage", "postgres or memory (default postgres; memory loses data at exit)",
+       [](ServerConfig& c, const std::string& v) {
+         if (v != "postgres" && v != "memory") {
+           return absl::InvalidArgumentError(absl::StrCat("expected postgres or memory, got '", v, "'"));
+         }
+         c.storage = v;
+         return absl::OkStatus();
+       }},
+      {"database_url", "libpq URL of the PostgreSQL database (or CONVSTATE_DATABASE_URL)",
+       [](ServerConfig& c, const std::string& v) {
+         c.postgres.database_url = v;
+         return absl::OkStatus();
+       }},
+      {"db_pool_size", "database connections at most (default 8)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.postgres.pool_size; }, 1, 1000)},
+      {"db_connect_timeout_ms", "time to open one database connection (default 5000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.postgres.connect_timeout; })},
+      {"db_default_timeout_ms", "statement timeout for calls without a deadline (default 30000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.postgres.default_timeout; })},
+      {"migrate", "apply pending migrations at start-up (default true)",
+       BoolField([](ServerConfig& c) -> bool& { return c.migrate; })},
+      {"migrate_only", "apply pending migrations and exit (default false)",
+       BoolField([](ServerConfig& c) -> bool& { return c.migrate_only; })},
+      {"worker_threads", "threads that run calls (default 16)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.server.worker_threads; }, 1, 1024)},
+      {"max_queued_calls", "calls waiting for a worker before UNAVAILABLE (default 10000)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.server.max_queued_calls; }, 1,
+                     kIntMax)},
+      {"max_message_bytes", "largest gRPC message (default 16777216)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.server.max_message_bytes; }, 1024,
+                     kIntMax)},
+      {"max_item_bytes", "largest item content (default 1048576)",
+       IntField<int64_t>(
+           [](ServerConfig& c) -> int64_t& { return c.server.service.limits.max_item_bytes; }, 1,
+           kIntMax)},
+      {"max_items_per_append", "items in one AppendTurn (default 256)",
+       IntField<int>(
+           [](ServerConfig& c) -> int& { return c.server.service.limits.max_items_per_append; },
+           1, 100000)},
+      {"max_request_content_bytes", "content bytes in one request (default 8388608)",
+       IntField<int64_t>(
+           [](ServerConfig& c) -> int64_t& {
+             return c.server.service.limits.max_request_content_bytes;
+           },
+           1, kIntMax)},
+      {"max_system_prompt_bytes", "system prompt / pinned instructions size (default 1048576)",
+       IntField<int64_t>(
+           [](ServerConfig& c) -> int64_t& {
+             return c.server.service.limits.max_system_prompt_bytes;
+           },
+           0, kIntMax)},
+      {"max_pending_items", "items in BuildContext's pending input (default 64)",
+       IntField<int>(
+           [](ServerConfig& c) -> int& { return c.server.service.limits.max_pending_items; }, 0,
+           100000)},
+      {"max_metadata_entries", "metadata entries per conversation or item (default 64)",
+       IntField<int>(
+           [](ServerConfig& c) -> int& { return c.server.service.limits.max_metadata_entries; },
+           0, 100000)},
+      {"shutdown_grace_ms", "how long calls in flight may finish at shutdown (default 10000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.shutdown_grace; })},
+  };
+  return *kFlags;
+}
+
+absl::Status Set(ServerConfig& config, const std::string& name, const std::string& value,
+                 const std::string& where) {
+  for (const Flag& f : Flags()) {
+    if (name == f.name) {
+      return Annotate(f.set(config, value), absl::StrCat(where, name));
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(where, name, ": unknown setting"));
+}
+
+absl::Status ReadFile(ServerConfig& config, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("config: cannot read ", path));
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || absl::StartsWith(text, "#")) continue;
+    const size_t eq = text.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", number, ": expected name = value"));
+    }
+    const std::string name(absl::StripAsciiWhitespace(text.substr(0, eq)));
+    const std::string value(absl::StripAsciiWhitespace(text.substr(eq + 1)));
+    RETURN_IF_ERROR(Set(config, name, value, absl::StrCat(path, ":", number, ": ")));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args,
+                                        const char* database_url_env) {
+  ServerConfig config;
+  if (database_url_env != nullptr) config.postgres.database_url = database_url_env;
+  std::vector<std::pair<std::string, std::string>> flags;
+  for (const std::string& arg : args) {
+    absl::string_view a = arg;
+    if (a == "--help" || a == "-h") {
+      config.help = true;
+      continue;
+    }
+    if (!absl::ConsumePrefix(&a, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+    const size_t eq = a.find('=');
+    std::string name(a.substr(0, eq));
+    std::string value = eq == absl::string_view::npos ? "" : std::string(a.substr(eq + 1));
+    if (name == "config") {
+      RETURN_IF_ERROR(ReadFile(config, value));
+    } else {
+      flags.emplace_back(std::move(name), std::move(value));
+    }
+  }
+  for (const auto& [name, value] : flags) RETURN_IF_ERROR(Set(config, name, value, "--"));
+  return config;
+}
+
+std::string ConfigUsage() {
+  std::string out =
+      "usage: convstate_server [--config=FILE] [--name=value ...]\n"
+      "A FILE holds `name = value` lines with the same names; flags win over it.\n\n";
+  for (const Flag& f : Flags()) absl::StrAppend(&out, "  --", f.name, "\n      ", f.help, "\n");
+  return out;
+}
+
+}  // namespace convstate

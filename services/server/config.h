@@ -1,0 +1,40 @@
+#ifndef CONVSTATE_SERVICES_SERVER_CONFIG_H_
+#define CONVSTATE_SERVICES_SERVER_CONFIG_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/server/server.h"
+#include "storage/postgres_storage.h"
+
+namespace convstate {
+
+// Everything convstate_server can be told.
+struct ServerConfig {
+  ServerOptions server;
+  // "postgres" or "memory".
+  std::string storage = "postgres";
+  PostgresOptions postgres;
+  // Apply pending migrations at start-up.
+  bool migrate = true;
+  // Apply pending migrations, then exit.
+  bool migrate_only = false;
+  absl::Duration shutdown_grace = absl::Seconds(10);
+  bool help = false;
+};
+
+// Builds the configuration from, in increasing priority: defaults, the
+// environment (CONVSTATE_DATABASE_URL), a file named by --config= (lines of
+// `name = value`, `#` comments), and --name=value flags. INVALID_ARGUMENT
+// naming the flag for an unknown name or a bad value.
+absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args,
+                                        const char* database_url_env);
+
+// One line per flag: name, default, meaning.
+std::string ConfigUsage();
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_SERVER_CONFIG_H_

@@ -1,0 +1,69 @@
+#ifndef CONVSTATE_SERVICES_SERVER_SERVER_H_
+#define CONVSTATE_SERVICES_SERVER_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/api/conversation_service.h"
+#include "storage/storage.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace convstate {
+
+class GrpcService;
+class ThreadPool;
+
+struct ServerOptions {
+  // Address to listen on; port 0 picks a free port (see Server::port()).
+  std::string host = "0.0.0.0";
+  int port = 50051;
+  // Largest request or response gRPC accepts, in bytes; larger requests are
+  // RESOURCE_EXHAUSTED before they reach the service.
+  int max_message_bytes = 16 << 20;
+  // Threads that run calls (they block on the database).
+  int worker_threads = 16;
+  // Calls waiting for a worker at most; beyond that calls are UNAVAILABLE.
+  int max_queued_calls = 10000;
+  ConversationService::Options service;
+};
+
+// The convstate gRPC server: ConversationState, the standard health service
+// and server reflection, on one port.
+class Server {
+ public:
+  // Starts serving `storage`. FAILED_PRECONDITION if the address cannot be
+  // bound.
+  static absl::StatusOr<std::unique_ptr<Server>> BuildAndStart(
+      const ServerOptions& options, std::unique_ptr<Storage> storage);
+  ~Server();
+
+  // The port actually bound.
+  int port() const { return port_; }
+  // "host:port" as bound.
+  const std::string& address() const { return address_; }
+
+  // Stops taking calls, marks health NOT_SERVING, lets calls in flight finish
+  // for up to `grace`, then cancels the rest. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  Server() = default;
+
+  std::unique_ptr<Storage> storage_;
+  std::unique_ptr<ConversationService> service_;
+  std::unique_ptr<ThreadPool> workers_;
+  std::unique_ptr<GrpcService> grpc_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string address_;
+  bool shut_down_ = false;
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_SERVER_SERVER_H_
