@@ -39,6 +39,20 @@ std::unique_ptr<Storage> MakePostgres() {
   return storage.ok() ? std::move(*storage) : nullptr;
 }
 
+// Creates conversation `key` in `storage`; appends one user message with
+// `text` unless it is empty.
+void CreateWithMessage(Storage& storage, const ConversationKey& key, const std::string& text) {
+  NewConversation nc;
+  nc.key = key;
+  nc.model = "m";
+  ASSERT_TRUE(storage.CreateConversation(CallContext{}, nc).ok());
+  if (text.empty()) return;
+  AppendRequest req;
+  req.key = key;
+  req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage, text, "", "", false, {}, 2});
+  ASSERT_TRUE(storage.AppendItems(CallContext{}, req).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Postgres, StorageConformanceTest,
                          ::testing::Values(StorageFactory{"postgres", MakePostgres}),
                          StorageFactoryName);
@@ -64,14 +78,11 @@ TEST(PostgresStorageTest, RecoversWhenConnectionsAreDropped) {
   auto storage = MakePostgres();
   ASSERT_NE(storage, nullptr);
   CallContext ctx;
-  NewConversation nc;
-  nc.key = {"tenant-reconnect", "conv"};
-  nc.model = "m";
-  ASSERT_TRUE(storage->CreateConversation(ctx, nc).ok());
+  const ConversationKey key{"tenant-reconnect", "conv"};
+  CreateWithMessage(*storage, key, "before");
   AppendRequest req;
-  req.key = nc.key;
-  req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage, "before", "", "", false, {}, 2});
-  ASSERT_TRUE(storage->AppendItems(ctx, req).ok());
+  req.key = key;
+  req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage, "", "", "", false, {}, 2});
 
   const ScratchDatabase& db = SharedDatabase();
   ASSERT_TRUE(db.Exec(absl::StrCat("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -83,7 +94,7 @@ TEST(PostgresStorageTest, RecoversWhenConnectionsAreDropped) {
     auto r = storage->AppendItems(ctx, req);
     ASSERT_TRUE(r.ok()) << r.status();
   }
-  auto conv = storage->GetConversation(ctx, nc.key);
+  auto conv = storage->GetConversation(ctx, key);
   ASSERT_TRUE(conv.ok()) << conv.status();
   EXPECT_EQ(conv->item_count, 4);
 }
@@ -92,11 +103,8 @@ TEST(PostgresStorageTest, RecoversWhenConnectionsAreDropped) {
 TEST(PostgresStorageTest, DeadlineBoundsWaitingOnALockedConversation) {
   auto storage = MakePostgres();
   ASSERT_NE(storage, nullptr);
-  CallContext ctx;
-  NewConversation nc;
-  nc.key = {"tenant-deadline", "conv"};
-  nc.model = "m";
-  ASSERT_TRUE(storage->CreateConversation(ctx, nc).ok());
+  const ConversationKey key{"tenant-deadline", "conv"};
+  CreateWithMessage(*storage, key, "");
 
   // Another session holds the conversation's row lock.
   pqxx::connection holder(SharedDatabase().url());
@@ -104,30 +112,23 @@ TEST(PostgresStorageTest, DeadlineBoundsWaitingOnALockedConversation) {
   tx.exec("SELECT 1 FROM conversations WHERE tenant_id = 'tenant-deadline' FOR UPDATE");
 
   AppendRequest req;
-  req.key = nc.key;
+  req.key = key;
   req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage, "blocked", "", "", false, {}, 2});
   auto r = storage->AppendItems(CallContext{absl::Now() + absl::Milliseconds(300)}, req);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
   tx.abort();
-  EXPECT_EQ(storage->GetConversation(ctx, nc.key)->item_count, 0);
+  EXPECT_EQ(storage->GetConversation(CallContext{}, key)->item_count, 0);
 }
 
 TEST(PostgresStorageTest, StoredItemsCannotBeUpdated) {
   auto storage = MakePostgres();
   ASSERT_NE(storage, nullptr);
-  CallContext ctx;
-  NewConversation nc;
-  nc.key = {"tenant-append-only", "conv"};
-  nc.model = "m";
-  ASSERT_TRUE(storage->CreateConversation(ctx, nc).ok());
-  AppendRequest req;
-  req.key = nc.key;
-  req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage, "original", "", "", false, {}, 2});
-  ASSERT_TRUE(storage->AppendItems(ctx, req).ok());
+  const ConversationKey key{"tenant-append-only", "conv"};
+  CreateWithMessage(*storage, key, "original");
   absl::Status update = SharedDatabase().Exec("UPDATE items SET content = 'tampered'");
   EXPECT_FALSE(update.ok());
   EXPECT_NE(std::string(update.message()).find("append-only"), std::string::npos) << update;
-  EXPECT_EQ(storage->ListItems(ctx, nc.key, 0, 1)->at(0).data.content, "original");
+  EXPECT_EQ(storage->ListItems(CallContext{}, key, 0, 1)->at(0).data.content, "original");
 }
 
 }  // namespace
