@@ -53,6 +53,8 @@ class MemoryStorage final : public Storage {
     c.pinned_instructions = nc.pinned_instructions;
     c.metadata = nc.metadata;
     c.overrides = nc.overrides;
+    c.system_prompt_tokens = nc.system_prompt_tokens;
+    c.pinned_instructions_tokens = nc.pinned_instructions_tokens;
     c.create_time = c.update_time = Now();
     Conversation result = c;
     tenant.emplace(nc.key.conversation_id, std::move(state));
@@ -123,10 +125,14 @@ class MemoryStorage final : public Storage {
                                              " but the conversation is at version ",
                                              c.version));
     }
+    std::vector<ItemData> items = request.items;
+    std::optional<UsageReport> usage = request.usage;
+    if (request.prepare) RETURN_IF_ERROR(request.prepare(c, items, usage));
     AppendResult result;
     const absl::Time now = Now();
     int64_t turn = c.last_turn_index;
-    for (const ItemData& data : request.items) {
+    for (const ItemData& data : items) {
+      c.item_tokens += data.token_count;
       if (StartsTurn(data)) ++turn;
       Item item;
       item.data = data;
@@ -141,6 +147,10 @@ class MemoryStorage final : public Storage {
     c.item_count += static_cast<int64_t>(result.items.size());
     c.version += 1;
     c.update_time = now;
+    if (usage.has_value() && usage->correct) {
+      c.token_correction = UpdateCorrection(c.token_correction, usage->input_tokens,
+                                            usage->estimated_input_tokens);
+    }
     result.version = c.version;
     if (!request.idempotency_key.empty()) {
       state->idempotency[request.idempotency_key] = IdempotencyRecord{

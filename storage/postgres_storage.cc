@@ -30,7 +30,8 @@ constexpr char kConversationColumns[] =
     "pinned_instructions, metadata::text, profile_overrides::text, version, "
     "item_count, last_sequence, last_turn_index, marker_sequence, "
     "floor(extract(epoch FROM created_at) * 1000000)::bigint, "
-    "floor(extract(epoch FROM updated_at) * 1000000)::bigint";
+    "floor(extract(epoch FROM updated_at) * 1000000)::bigint, "
+    "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction";
 
 constexpr char kItemColumns[] =
     "sequence, turn_index, role, kind, content, tool_name, tool_call_id, pinned, "
@@ -53,8 +54,9 @@ const std::vector<Statement>& Statements() {
       {"set_timeout", "SELECT set_config('statement_timeout', $1, true)"},
       {"create_conversation",
        absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
-                    "system_prompt, pinned_instructions, metadata, profile_overrides) "
-                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) RETURNING ",
+                    "system_prompt, pinned_instructions, metadata, profile_overrides, "
+                    "system_prompt_tokens, pinned_instructions_tokens) "
+                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9) RETURNING ",
                     kConversationColumns)},
       {"get_conversation",
        absl::StrCat("SELECT ", kConversationColumns,
@@ -82,9 +84,14 @@ const std::vector<Statement>& Statements() {
        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11)"},
       {"bump_conversation",
        "UPDATE conversations SET version = version + 1, item_count = item_count + $2, "
-       "last_sequence = $3, last_turn_index = $4, updated_at = now() "
+       "last_sequence = $3, last_turn_index = $4, item_tokens = item_tokens + $5, "
+       "token_correction = $6, updated_at = now() "
        "WHERE conv_key = $1 "
        "RETURNING version, floor(extract(epoch FROM now()) * 1000000)::bigint"},
+      {"insert_usage",
+       "INSERT INTO provider_usage (conv_key, sequence, input_tokens, output_tokens, "
+       "cached_input_tokens, reasoning_tokens, estimated_input, correction_after) "
+       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
       {"items_range",
        absl::StrCat("SELECT ", kItemColumns,
                     " FROM items WHERE conv_key = $1 AND sequence BETWEEN $2 AND $3 "
@@ -169,6 +176,10 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.marker_sequence = r[12].as<int64_t>();
   c.create_time = absl::FromUnixMicros(r[13].as<int64_t>());
   c.update_time = absl::FromUnixMicros(r[14].as<int64_t>());
+  c.system_prompt_tokens = r[15].as<int64_t>();
+  c.pinned_instructions_tokens = r[16].as<int64_t>();
+  c.item_tokens = r[17].as<int64_t>();
+  c.token_correction = r[18].as<double>();
   return out;
 }
 
@@ -298,7 +309,8 @@ class PostgresStorage final : public Storage {
       pqxx::result r = tx.exec_prepared(
           "create_conversation", nc.key.tenant_id, nc.key.conversation_id, nc.model,
           nc.system_prompt, nc.pinned_instructions, MetadataToJson(nc.metadata),
-          OverridesToJson(nc.overrides));
+          OverridesToJson(nc.overrides), nc.system_prompt_tokens,
+          nc.pinned_instructions_tokens);
       tx.commit();
       return ParseConversation(r[0]).conversation;
     });
@@ -386,10 +398,15 @@ class PostgresStorage final : public Storage {
                                                c.version));
       }
 
+      std::vector<ItemData> items = request.items;
+      std::optional<UsageReport> usage = request.usage;
+      if (request.prepare) RETURN_IF_ERROR(request.prepare(c, items, usage));
       AppendResult result;
       int64_t turn = c.last_turn_index;
       int64_t sequence = c.last_sequence;
-      for (const ItemData& data : request.items) {
+      int64_t tokens = 0;
+      for (const ItemData& data : items) {
+        tokens += data.token_count;
         if (StartsTurn(data)) ++turn;
         ++sequence;
         tx.exec_prepared("insert_item", row.conv_key, sequence, turn,
@@ -403,9 +420,20 @@ class PostgresStorage final : public Storage {
         item.turn_index = turn;
         result.items.push_back(std::move(item));
       }
-      pqxx::result bumped =
-          tx.exec_prepared("bump_conversation", row.conv_key,
-                           static_cast<int64_t>(request.items.size()), sequence, turn);
+      double correction = c.token_correction;
+      if (usage.has_value() && usage->correct) {
+        correction = UpdateCorrection(correction, usage->input_tokens,
+                                      usage->estimated_input_tokens);
+      }
+      pqxx::result bumped = tx.exec_prepared(
+          "bump_conversation", row.conv_key, static_cast<int64_t>(items.size()),
+          sequence, turn, tokens, correction);
+      if (usage.has_value()) {
+        const UsageReport& u = *usage;
+        tx.exec_prepared("insert_usage", row.conv_key, sequence, u.input_tokens,
+                         u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
+                         u.estimated_input_tokens, correction);
+      }
       result.version = bumped[0][0].as<int64_t>();
       // Items take the transaction's now(), like updated_at.
       const absl::Time now = absl::FromUnixMicros(bumped[0][1].as<int64_t>());

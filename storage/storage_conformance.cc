@@ -360,6 +360,48 @@ TEST_P(StorageConformanceTest, PassedDeadlineIsDeadlineExceeded) {
   EXPECT_EQ(storage_->GetConversation(ctx_, Key("conv"))->item_count, 0);
 }
 
+TEST_P(StorageConformanceTest, TokenCountsAndCorrectionAreKept) {
+  NewConversation nc;
+  nc.key = Key("counted");
+  nc.model = "m";
+  nc.system_prompt = "sys";
+  nc.system_prompt_tokens = 10;
+  nc.pinned_instructions_tokens = 5;
+  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  AppendRequest req;
+  req.key = nc.key;
+  req.items = {Message(Role::kUser, "a"), Message(Role::kAssistant, "b")};
+  req.items[0].token_count = 30;
+  req.items[1].token_count = 70;
+  // The provider counted twice what was estimated: the factor moves a third
+  // of the way (UpdateCorrection's weight) from 1 towards 2.
+  req.usage = UsageReport{200, 20, 0, 0, 100, /*correct=*/true};
+  req.idempotency_key = "k";
+  req.request_fingerprint = "fp";
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  auto c = storage_->GetConversation(ctx_, nc.key);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->system_prompt_tokens, 10);
+  EXPECT_EQ(c->pinned_instructions_tokens, 5);
+  EXPECT_EQ(c->item_tokens, 100);
+  EXPECT_DOUBLE_EQ(c->token_correction, UpdateCorrection(1.0, 200, 100));
+  EXPECT_GT(c->token_correction, 1.0);
+
+  // A replay changes nothing; a report for an exact tokenizer is recorded
+  // but moves nothing.
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  req.idempotency_key = "k2";
+  req.usage->correct = false;
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  c = storage_->GetConversation(ctx_, nc.key);
+  EXPECT_EQ(c->item_tokens, 200);
+  EXPECT_DOUBLE_EQ(c->token_correction, UpdateCorrection(1.0, 200, 100));
+  auto snap = storage_->LoadContext(ctx_, nc.key);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->conversation.system_prompt_tokens, 10);
+  EXPECT_DOUBLE_EQ(snap->conversation.token_correction, c->token_correction);
+}
+
 // Eight writers append to one conversation at once: every acknowledged item
 // is stored exactly once, sequence numbers are 1..N with no gap, and each
 // append's items are contiguous and in the order sent.

@@ -23,6 +23,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "migrations/embedded_migrations.h"
 #include "tests/pg_harness.h"
 #include "tests/server_process.h"
 
@@ -273,6 +274,9 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
     ASSERT_TRUE(stub_->BuildContext(&ctx, build, &view).ok());
     EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_FULL);
     EXPECT_EQ(view.version(), 2);
+    // gpt-4o has an exact tokenizer (o200k_base) in the built-in profiles.
+    EXPECT_FALSE(view.tokens().approximate());
+    EXPECT_EQ(view.tokens().context_window(), 128000);
     ASSERT_EQ(view.entries_size(), 6);  // system + 4 live + pending
     EXPECT_EQ(view.entries(0).section(), v1::SECTION_SYSTEM);
     EXPECT_EQ(view.entries(3).content(), "Error: ImagePullBackOff for registry.local/api:v1.4");
@@ -425,7 +429,8 @@ TEST_F(ServerE2eTest, SigtermFinishesCallsInFlightAndDataSurvivesRestart) {
 
   StartServer();
   EXPECT_EQ(ItemCount("busy"), 1);
-  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM schema_migrations"), "1");
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM schema_migrations"),
+            std::to_string(EmbeddedMigrations().size()));
 }
 
 TEST_F(ServerE2eTest, ConcurrentClientsGetGapFreeSequences) {
@@ -462,7 +467,8 @@ TEST_F(ServerE2eTest, MigrateOnlyAppliesAndExits) {
   auto code = ServerProcess::RunToExit({"--database_url=" + db_->url(), "--migrate_only"});
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 0);
-  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM schema_migrations"), "1");
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM schema_migrations"),
+            std::to_string(EmbeddedMigrations().size()));
 }
 
 TEST_F(ServerE2eTest, UnreachableDatabaseStopsStartupWithAnError) {

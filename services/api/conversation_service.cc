@@ -181,12 +181,7 @@ std::string Fingerprint(const std::vector<ItemData>& items) {
   return fp.Hex();
 }
 
-}  // namespace
-
-ConversationService::ConversationService(Options options, Storage* storage)
-    : options_(std::move(options)), storage_(storage), tokenizer_(NewApproximateTokenizer()) {}
-
-absl::StatusOr<ItemData> ConversationService::ToItemData(const v1::NewItem& item) const {
+ItemData ToItemData(const v1::NewItem& item) {
   ItemData data;
   data.role = static_cast<Role>(item.role());
   data.kind = static_cast<ItemKind>(item.kind());
@@ -195,8 +190,25 @@ absl::StatusOr<ItemData> ConversationService::ToItemData(const v1::NewItem& item
   data.tool_call_id = item.tool_call_id();
   data.pinned = item.pinned();
   data.metadata = ToMetadata(item.metadata());
-  data.token_count = CountItemTokens(*tokenizer_, data);
   return data;
+}
+
+}  // namespace
+
+ConversationService::ConversationService(Options options, const ModelRegistry* models,
+                                         Storage* storage)
+    : options_(std::move(options)), models_(models), storage_(storage) {}
+
+absl::StatusOr<ResolvedProfile> ConversationService::ProfileOf(const Conversation& c) const {
+  absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(c.model);
+  if (!resolved.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", c.model, "' of conversation '", c.key.conversation_id,
+        "' has no profile in the current configuration"));
+  }
+  ResolvedProfile out = **resolved;
+  out.profile = ApplyOverrides(out.profile, c.overrides);
+  return out;
 }
 
 absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
@@ -213,13 +225,23 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
   RETURN_IF_ERROR(ValidateText("pinned_instructions", req.pinned_instructions(),
                                limits.max_system_prompt_bytes));
   RETURN_IF_ERROR(ValidateMetadata("metadata", req.metadata(), limits));
+  absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(req.model());
+  if (!resolved.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("model: ", resolved.status().message()));
+  }
   nc.overrides = ToOverrides(req.profile_overrides());
-  RETURN_IF_ERROR(ValidateProfile(ApplyOverrides(options_.default_profile, nc.overrides),
-                                  "profile_overrides."));
+  const ModelProfile profile = ApplyOverrides((*resolved)->profile, nc.overrides);
+  RETURN_IF_ERROR(ValidateProfile(profile, "profile_overrides."));
   nc.model = req.model();
   nc.system_prompt = req.system_prompt();
   nc.pinned_instructions = req.pinned_instructions();
   nc.metadata = ToMetadata(req.metadata());
+  // Counted once, here; every BuildContext reuses these counts.
+  const Tokenizer& tokenizer = *(*resolved)->tokenizer;
+  nc.system_prompt_tokens =
+      CountSystemTokens(tokenizer, nc.system_prompt, profile.per_message_tokens);
+  nc.pinned_instructions_tokens =
+      CountSystemTokens(tokenizer, nc.pinned_instructions, profile.per_message_tokens);
   ASSIGN_OR_RETURN(Conversation created, storage_->CreateConversation(ctx, nc));
   return ToProto(created);
 }
@@ -294,13 +316,33 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
       usage.cached_input_tokens() < 0 || usage.reasoning_tokens() < 0) {
     return absl::InvalidArgumentError("usage: token counts must not be negative");
   }
-  for (const v1::NewItem& item : req.items()) {
-    ASSIGN_OR_RETURN(ItemData data, ToItemData(item));
-    append.items.push_back(std::move(data));
-  }
+  for (const v1::NewItem& item : req.items()) append.items.push_back(ToItemData(item));
   append.idempotency_key = req.idempotency_key();
   append.request_fingerprint = Fingerprint(append.items);
   if (req.has_expected_version()) append.expected_version = req.expected_version();
+  // Counting happens with the conversation's own profile, inside the append:
+  // each item's count is computed here once and stored with it.
+  append.prepare = [this, &usage](const Conversation& c, std::vector<ItemData>& items,
+                                  std::optional<UsageReport>& report) -> absl::Status {
+    ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(c));
+    // The prompt of the call that produced these items: the conversation as
+    // stored so far, plus the items of this append that came before the
+    // assistant's output (typically the user's message).
+    int64_t prompt = c.system_prompt_tokens + c.pinned_instructions_tokens + c.item_tokens;
+    bool before_output = true;
+    for (ItemData& item : items) {
+      item.token_count =
+          CountItemTokens(*resolved.tokenizer, item, resolved.profile.per_message_tokens);
+      if (item.role == Role::kAssistant) before_output = false;
+      if (before_output) prompt += item.token_count;
+    }
+    if (usage.input_tokens() > 0 || usage.output_tokens() > 0) {
+      report = UsageReport{usage.input_tokens(),        usage.output_tokens(),
+                           usage.cached_input_tokens(), usage.reasoning_tokens(),
+                           prompt,                      resolved.tokenizer->approximate()};
+    }
+    return absl::OkStatus();
+  };
 
   ASSIGN_OR_RETURN(AppendResult result, storage_->AppendItems(ctx, append));
   v1::AppendTurnResponse out;
@@ -347,8 +389,7 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
     RETURN_IF_ERROR(
         ValidateNewItem(absl::StrCat("pending_input[", i, "]"), req.pending_input(i), limits));
     pending_bytes += static_cast<int64_t>(req.pending_input(i).content().size());
-    ASSIGN_OR_RETURN(ItemData data, ToItemData(req.pending_input(i)));
-    pending.push_back(std::move(data));
+    pending.push_back(ToItemData(req.pending_input(i)));
   }
   if (pending_bytes > limits.max_request_content_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("pending_input: ", pending_bytes,
@@ -356,9 +397,14 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
                                                    limits.max_request_content_bytes));
   }
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
-  const ModelProfile profile =
-      ApplyOverrides(options_.default_profile, snapshot.conversation.overrides);
-  const ContextView view = AssembleView(snapshot, profile, *tokenizer_, pending);
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
+  // Pending input is not stored yet, so it is the only text counted here.
+  for (ItemData& item : pending) {
+    item.token_count =
+        CountItemTokens(*resolved.tokenizer, item, resolved.profile.per_message_tokens);
+  }
+  const ContextView view = AssembleView(snapshot, resolved.profile,
+                                        resolved.tokenizer->approximate(), pending);
   v1::BuildContextResponse out;
   out.set_conversation_id(key.conversation_id);
   ToProto(view, &out);

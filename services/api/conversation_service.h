@@ -6,8 +6,7 @@
 #include "absl/status/statusor.h"
 #include "convstate/v1/convstate.pb.h"
 #include "services/api/validation.h"
-#include "services/compaction/profile.h"
-#include "services/compaction/tokens.h"
+#include "services/compaction/model_registry.h"
 #include "storage/storage.h"
 
 namespace convstate {
@@ -19,12 +18,10 @@ class ConversationService {
  public:
   struct Options {
     Limits limits;
-    // The profile used for every model until model profiles are configured.
-    ModelProfile default_profile;
   };
 
-  // `storage` must outlive the service.
-  ConversationService(Options options, Storage* storage);
+  // `models` and `storage` must outlive the service.
+  ConversationService(Options options, const ModelRegistry* models, Storage* storage);
 
   absl::StatusOr<v1::Conversation> CreateConversation(const CallContext& ctx,
                                                       const v1::CreateConversationRequest& req);
@@ -49,11 +46,13 @@ class ConversationService {
                                                           const v1::ListSummariesRequest& req);
 
  private:
-  absl::StatusOr<ItemData> ToItemData(const v1::NewItem& item) const;
+  // The conversation's profile (its model's, with its overrides) and
+  // tokenizer. FAILED_PRECONDITION if the model no longer has a profile.
+  absl::StatusOr<ResolvedProfile> ProfileOf(const Conversation& conversation) const;
 
   const Options options_;
+  const ModelRegistry* const models_;
   Storage* const storage_;
-  const std::unique_ptr<Tokenizer> tokenizer_;
 };
 
 }  // namespace convstate

@@ -1,18 +1,47 @@
 #include "services/api/conversation_service.h"
 
 #include <memory>
+#include <cmath>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "storage/memory_storage.h"
 
 namespace convstate {
 namespace {
 
+constexpr char kProfiles[] = R"pb(
+  default_profile: "default"
+  profiles {
+    name: "default"
+    context_window: 128000
+    output_reserve: 4096
+    tokenizer { encoding: "approximate" bytes_per_token: 4.0 }
+  }
+  profiles {
+    name: "small"
+    patterns: "small-*"
+    context_window: 4096
+    output_reserve: 512
+    tokenizer { encoding: "approximate" bytes_per_token: 2.0 }
+    per_message_tokens: 0
+  }
+)pb";
+
+std::unique_ptr<ModelRegistry> Registry(const char* text) {
+  auto r = ModelRegistry::FromText(text, "");
+  EXPECT_TRUE(r.ok()) << r.status();
+  return std::move(*r);
+}
+
 class ConversationServiceTest : public ::testing::Test {
  protected:
   ConversationServiceTest()
-      : storage_(NewMemoryStorage()), service_(ConversationService::Options{}, storage_.get()) {}
+      : models_(Registry(kProfiles)),
+        storage_(NewMemoryStorage()),
+        service_(ConversationService::Options{}, models_.get(), storage_.get()) {}
 
   v1::Conversation Create(const std::string& id, const std::string& system_prompt = "") {
     v1::CreateConversationRequest req;
@@ -39,6 +68,7 @@ class ConversationServiceTest : public ::testing::Test {
     return req;
   }
 
+  std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<Storage> storage_;
   ConversationService service_;
   CallContext ctx_;
@@ -156,7 +186,7 @@ TEST_F(ConversationServiceTest, RequestLimitsAreEnforced) {
   ConversationService::Options options;
   options.limits.max_items_per_append = 2;
   options.limits.max_request_content_bytes = 10;
-  ConversationService small(options, storage_.get());
+  ConversationService small(options, models_.get(), storage_.get());
   Create("c1");
   v1::AppendTurnRequest three = Append("c1", "a");
   *three.add_items() = Message(v1::ROLE_ASSISTANT, "b");
@@ -287,6 +317,96 @@ TEST_F(ConversationServiceTest, DeleteReportsItemsRemoved) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->items_deleted(), 1);
   EXPECT_EQ(service_.DeleteConversation(ctx_, del).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ConversationServiceTest, CountsUseTheModelsProfileOnceAtWriteTime) {
+  v1::CreateConversationRequest req;
+  req.set_conversation_id("small");
+  req.set_model("small-1");  // 2 bytes per token, no per-message overhead.
+  req.set_system_prompt("12345678");
+  ASSERT_TRUE(service_.CreateConversation(ctx_, req).ok());
+  auto appended = service_.AppendTurn(ctx_, Append("small", "abcdefghij"));
+  ASSERT_TRUE(appended.ok());
+  EXPECT_EQ(appended->items(0).token_count(), 5);
+  v1::BuildContextRequest build;
+  build.set_conversation_id("small");
+  *build.add_pending_input() = Message(v1::ROLE_USER, "abcd");
+  auto view = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->tokens().system(), 4);
+  EXPECT_EQ(view->tokens().live(), 5);
+  EXPECT_EQ(view->tokens().pending(), 2);
+  EXPECT_EQ(view->tokens().context_window(), 4096);
+  EXPECT_EQ(view->tokens().output_reserve(), 512);
+}
+
+TEST_F(ConversationServiceTest, UnknownModelWithoutDefaultProfileIsRefused) {
+  auto strict = Registry(R"pb(profiles { name: "only" })pb");
+  ConversationService service(ConversationService::Options{}, strict.get(), storage_.get());
+  v1::CreateConversationRequest req;
+  req.set_model("mystery-model");
+  auto r = service.CreateConversation(ctx_, req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "model: no model profile matches 'mystery-model' and no default profile is "
+            "configured");
+  req.set_model("only");
+  EXPECT_TRUE(service.CreateConversation(ctx_, req).ok());
+}
+
+// A provider that counts 30% more tokens than the approximate estimate: the
+// gateway reports its usage with every turn, and the conversation's counts
+// converge on the provider's.
+TEST_F(ConversationServiceTest, ReportedUsageCorrectsApproximateCounts) {
+  Create("chat", "You are a helpful assistant that answers in detail.");
+  constexpr double kProviderRatio = 1.3;
+  std::vector<double> errors;
+  for (int turn = 0; turn < 12; ++turn) {
+    const std::string question = absl::StrCat("Question ", turn, ": ", std::string(400, 'q'));
+    // What convstate would count, uncorrected, for the prompt the provider sees.
+    v1::BuildContextRequest build;
+    build.set_conversation_id("chat");
+    *build.add_pending_input() = Message(v1::ROLE_USER, question);
+    auto view = service_.BuildContext(ctx_, build);
+    ASSERT_TRUE(view.ok()) << view.status();
+
+    // The raw prompt: the view with this conversation's correction undone.
+    // Computed independently: system + items + the question, at 4 bytes per
+    // token plus 4 per message.
+    int64_t raw = 0;
+    for (const auto& e : view->entries()) raw += 4 + (e.content().size() + 3) / 4;
+    const int64_t provider_count = static_cast<int64_t>(kProviderRatio * raw + 0.5);
+    const double error =
+        std::abs(static_cast<double>(view->tokens().total() - view->tokens().output_reserve()) /
+                     provider_count -
+                 1.0);
+    errors.push_back(error);
+
+    v1::AppendTurnRequest append;
+    append.set_conversation_id("chat");
+    *append.add_items() = Message(v1::ROLE_USER, question);
+    *append.add_items() = Message(v1::ROLE_ASSISTANT, std::string(300, 'a'));
+    append.mutable_usage()->set_input_tokens(provider_count);
+    append.mutable_usage()->set_output_tokens(90);
+    ASSERT_TRUE(service_.AppendTurn(ctx_, append).ok());
+  }
+  // Far off at first (the estimate knows nothing of the provider), then
+  // closer with every report until rounding is all that is left.
+  EXPECT_GT(errors.front(), 0.2);
+  for (size_t i = 1; i < errors.size(); ++i) {
+    if (errors[i - 1] > 0.02) EXPECT_LT(errors[i], errors[i - 1]) << "turn " << i;
+  }
+  EXPECT_LT(errors.back(), 0.02);
+  // And the next view counts like the provider does.
+  v1::BuildContextRequest build;
+  build.set_conversation_id("chat");
+  auto view = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(view.ok());
+  int64_t raw = 0;
+  for (const auto& e : view->entries()) raw += 4 + (e.content().size() + 3) / 4;
+  const double ratio =
+      static_cast<double>(view->tokens().total() - view->tokens().output_reserve()) / raw;
+  EXPECT_NEAR(ratio, kProviderRatio, 0.03);
 }
 
 TEST_F(ConversationServiceTest, UnbuiltMethodsSayUnimplemented) {

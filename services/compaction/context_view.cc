@@ -1,5 +1,7 @@
 #include "services/compaction/context_view.h"
 
+#include <cmath>
+
 namespace convstate {
 namespace {
 
@@ -31,48 +33,47 @@ ViewEntry SystemEntry(Section section, const std::string& text, int64_t tokens) 
 }  // namespace
 
 ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& profile,
-                         const Tokenizer& tokenizer, const std::vector<ItemData>& pending) {
+                         bool approximate, const std::vector<ItemData>& pending) {
   const Conversation& c = snapshot.conversation;
+  const double correction = approximate ? c.token_correction : 1.0;
+  auto scale = [correction](int64_t n) {
+    return correction == 1.0 ? n : static_cast<int64_t>(std::ceil(n * correction));
+  };
   ContextView view;
   view.version = c.version;
   view.entries.reserve(2 + snapshot.pinned_items.size() + snapshot.active_chunks.size() +
                        snapshot.live_items.size() + pending.size());
   TokenBreakdown& t = view.tokens;
 
+  auto add = [&](ViewEntry e, int64_t& section) {
+    e.token_count = scale(e.token_count);
+    section += e.token_count;
+    view.entries.push_back(std::move(e));
+  };
   if (!c.system_prompt.empty()) {
-    const int64_t n = CountSystemTokens(tokenizer, c.system_prompt);
-    view.entries.push_back(SystemEntry(Section::kSystem, c.system_prompt, n));
-    t.system += n;
+    add(SystemEntry(Section::kSystem, c.system_prompt, c.system_prompt_tokens), t.system);
   }
   if (!c.pinned_instructions.empty()) {
-    const int64_t n = CountSystemTokens(tokenizer, c.pinned_instructions);
-    view.entries.push_back(SystemEntry(Section::kPinned, c.pinned_instructions, n));
-    t.pinned += n;
+    add(SystemEntry(Section::kPinned, c.pinned_instructions, c.pinned_instructions_tokens),
+        t.pinned);
   }
   for (const Item& item : snapshot.pinned_items) {
-    view.entries.push_back(FromItem(Section::kPinned, item.data, item.sequence, 0));
-    t.pinned += item.data.token_count;
+    add(FromItem(Section::kPinned, item.data, item.sequence, 0), t.pinned);
   }
   for (const SummaryChunk& chunk : snapshot.active_chunks) {
     ViewEntry e = SystemEntry(Section::kSummary, chunk.text, chunk.token_count);
     e.summary_chunk_id = chunk.chunk_id;
-    view.entries.push_back(std::move(e));
-    t.summaries += chunk.token_count;
+    add(std::move(e), t.summaries);
   }
   for (const Item& item : snapshot.live_items) {
     // Markers record where a summary begins; the chunk itself is shown above.
     if (item.data.kind == ItemKind::kSummaryMarker) continue;
-    view.entries.push_back(
-        FromItem(Section::kLive, item.data, item.sequence, item.summary_chunk_id));
-    t.live += item.data.token_count;
+    add(FromItem(Section::kLive, item.data, item.sequence, item.summary_chunk_id), t.live);
   }
-  for (const ItemData& data : pending) {
-    view.entries.push_back(FromItem(Section::kPending, data, 0, 0));
-    t.pending += data.token_count;
-  }
+  for (const ItemData& data : pending) add(FromItem(Section::kPending, data, 0, 0), t.pending);
   t.output_reserve = profile.output_reserve;
   t.context_window = profile.context_window;
-  t.approximate = tokenizer.approximate();
+  t.approximate = approximate;
   t.total = t.system + t.pinned + t.summaries + t.live + t.pending + t.output_reserve;
   view.status = snapshot.active_chunks.empty() ? ContextStatus::kFull : ContextStatus::kSummarized;
   return view;

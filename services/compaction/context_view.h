@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "services/compaction/profile.h"
-#include "services/compaction/tokens.h"
 #include "services/core/types.h"
 
 namespace convstate {
@@ -53,12 +52,13 @@ struct ContextView {
 
 // Assembles the view of `snapshot` as it stands: system prompt, pinned
 // instructions and pinned items, active summary chunks, live items, then
-// `pending` (whose token counts must already be set). Stored counts are
-// summed, never recounted; only the system prompt and pinned instructions
-// are counted with `tokenizer`. Status is SUMMARIZED when chunks are in use,
-// else FULL. Decides nothing about compaction.
+// `pending` (whose token counts must already be set). Nothing is tokenized:
+// stored counts are summed. For an approximate tokenizer every count is
+// scaled by the conversation's correction factor (rounded up), so totals
+// track what the provider counts. Status is SUMMARIZED when chunks are in
+// use, else FULL. Decides nothing about compaction.
 ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& profile,
-                         const Tokenizer& tokenizer, const std::vector<ItemData>& pending);
+                         bool approximate, const std::vector<ItemData>& pending);
 
 }  // namespace convstate
 

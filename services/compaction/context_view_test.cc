@@ -1,5 +1,7 @@
 #include "services/compaction/context_view.h"
 
+#include "services/compaction/tokens.h"
+
 #include "gtest/gtest.h"
 
 namespace convstate {
@@ -18,11 +20,12 @@ Item MakeItem(int64_t seq, Role role, ItemKind kind, const std::string& text, in
 }
 
 TEST(AssembleViewTest, OrdersSectionsAndSumsStoredCounts) {
-  auto tokenizer = NewApproximateTokenizer(4.0);
   ContextSnapshot snap;
   snap.conversation.version = 7;
-  snap.conversation.system_prompt = "12345678";        // 2 tokens + overhead
-  snap.conversation.pinned_instructions = "abcd";      // 1 token + overhead
+  snap.conversation.system_prompt = "12345678";
+  snap.conversation.system_prompt_tokens = 6;  // Stored at creation, not recounted.
+  snap.conversation.pinned_instructions = "abcd";
+  snap.conversation.pinned_instructions_tokens = 5;
   snap.pinned_items.push_back(MakeItem(1, Role::kUser, ItemKind::kMessage, "pin", 11, true));
   SummaryChunk chunk;
   chunk.chunk_id = 3;
@@ -41,7 +44,7 @@ TEST(AssembleViewTest, OrdersSectionsAndSumsStoredCounts) {
   profile.context_window = 1000;
   profile.output_reserve = 30;
 
-  ContextView view = AssembleView(snap, profile, *tokenizer, {pending});
+  ContextView view = AssembleView(snap, profile, /*approximate=*/true, {pending});
   EXPECT_EQ(view.version, 7);
   ASSERT_EQ(view.entries.size(), 7u);
   EXPECT_EQ(view.entries[0].section, Section::kSystem);
@@ -54,8 +57,8 @@ TEST(AssembleViewTest, OrdersSectionsAndSumsStoredCounts) {
   EXPECT_EQ(view.entries[5].sequence, 7);
   EXPECT_EQ(view.entries[6].section, Section::kPending);
 
-  EXPECT_EQ(view.tokens.system, 2 + kPerMessageOverhead);
-  EXPECT_EQ(view.tokens.pinned, 1 + kPerMessageOverhead + 11);
+  EXPECT_EQ(view.tokens.system, 6);
+  EXPECT_EQ(view.tokens.pinned, 5 + 11);
   EXPECT_EQ(view.tokens.summaries, 20);
   EXPECT_EQ(view.tokens.live, 150);
   EXPECT_EQ(view.tokens.pending, 9);
@@ -66,10 +69,27 @@ TEST(AssembleViewTest, OrdersSectionsAndSumsStoredCounts) {
   EXPECT_EQ(view.status, ContextStatus::kSummarized);
 }
 
-TEST(AssembleViewTest, EmptyConversationIsFullAndCostsOnlyTheReserve) {
-  auto tokenizer = NewApproximateTokenizer();
+TEST(AssembleViewTest, ApproximateCountsFollowTheCorrectionFactor) {
+  ContextSnapshot snap;
+  snap.conversation.token_correction = 1.5;
+  snap.live_items.push_back(MakeItem(1, Role::kUser, ItemKind::kMessage, "a", 10));
+  snap.live_items.push_back(MakeItem(2, Role::kAssistant, ItemKind::kMessage, "b", 3));
   ModelProfile profile;
-  ContextView view = AssembleView(ContextSnapshot{}, profile, *tokenizer, {});
+  profile.output_reserve = 100;
+  ContextView approx = AssembleView(snap, profile, /*approximate=*/true, {});
+  EXPECT_EQ(approx.entries[0].token_count, 15);
+  EXPECT_EQ(approx.entries[1].token_count, 5);  // 4.5 rounds up.
+  EXPECT_EQ(approx.tokens.live, 20);
+  EXPECT_EQ(approx.tokens.total, 120);  // The reserve is not an estimate.
+  // Exact tokenizers are never scaled.
+  ContextView exact = AssembleView(snap, profile, /*approximate=*/false, {});
+  EXPECT_EQ(exact.tokens.live, 13);
+  EXPECT_FALSE(exact.tokens.approximate);
+}
+
+TEST(AssembleViewTest, EmptyConversationIsFullAndCostsOnlyTheReserve) {
+  ModelProfile profile;
+  ContextView view = AssembleView(ContextSnapshot{}, profile, /*approximate=*/true, {});
   EXPECT_TRUE(view.entries.empty());
   EXPECT_EQ(view.status, ContextStatus::kFull);
   EXPECT_EQ(view.tokens.total, profile.output_reserve);
@@ -85,7 +105,9 @@ TEST(TokensTest, ApproximateCountRoundsUp) {
   call.content = "abcdefgh";
   call.tool_name = "grep";
   call.tool_call_id = "c1";
-  EXPECT_EQ(CountItemTokens(*tokenizer, call), kPerMessageOverhead + 2 + 1 + 1);
+  EXPECT_EQ(CountItemTokens(*tokenizer, call, /*per_message=*/3), 3 + 2 + 1 + 1);
+  EXPECT_EQ(CountSystemTokens(*tokenizer, "", 3), 0);
+  EXPECT_EQ(CountSystemTokens(*tokenizer, "abcd", 3), 4);
 }
 
 TEST(ProfileTest, OverridesReplaceOnlyWhatIsSet) {

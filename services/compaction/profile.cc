@@ -46,6 +46,24 @@ absl::Status ValidateProfile(const ModelProfile& p, const std::string& prefix) {
   if (p.token_floor < 0) return bad("token_floor", "must not be negative");
   if (p.recent_turns < 0) return bad("recent_turns", "must not be negative");
   if (p.recent_tokens < 0) return bad("recent_tokens", "must not be negative");
+  if (p.encoding != "cl100k_base" && p.encoding != "o200k_base" && p.encoding != "approximate") {
+    return bad("tokenizer.encoding", absl::StrCat("unknown encoding '", p.encoding,
+                                                  "' (cl100k_base, o200k_base or approximate)"));
+  }
+  if (!(p.bytes_per_token > 0.0 && p.bytes_per_token <= 64.0)) {
+    return bad("tokenizer.bytes_per_token", absl::StrCat("must be in (0, 64], got ", p.bytes_per_token));
+  }
+  if (p.per_message_tokens < 0) return bad("per_message_tokens", "must not be negative");
+  if (p.tool_pruning.trigger_tokens < 0 || p.tool_pruning.keep_recent < 0 ||
+      p.tool_pruning.min_savings_tokens < 0) {
+    return bad("tool_pruning", "sizes must not be negative");
+  }
+  if (p.summarizer.max_chunk_tokens <= 0) {
+    return bad("summarizer.max_chunk_tokens", "must be positive");
+  }
+  if (!(p.summarizer.chunk_budget_fraction > 0.0 && p.summarizer.chunk_budget_fraction < 1.0)) {
+    return bad("summarizer.chunk_budget_fraction", "must be in (0, 1)");
+  }
   return absl::OkStatus();
 }
 

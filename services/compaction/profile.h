@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "services/core/types.h"
@@ -25,6 +26,27 @@ struct ModelProfile {
   // The recent buffer kept verbatim: last N turns, at most T tokens.
   int32_t recent_turns = 4;
   int64_t recent_tokens = 8000;
+
+  // "cl100k_base", "o200k_base", or "approximate".
+  std::string encoding = "approximate";
+  // For "approximate": UTF-8 bytes per token.
+  double bytes_per_token = 4.0;
+  // Tokens the chat format adds per message.
+  int32_t per_message_tokens = 4;
+
+  struct ToolPruning {
+    int64_t trigger_tokens = 20000;
+    int32_t keep_recent = 3;
+    std::vector<std::string> keep_tools;
+    int64_t min_savings_tokens = 2000;
+  } tool_pruning;
+
+  struct Summarizer {
+    // Empty: the built-in extractive summarizer.
+    std::string model;
+    int64_t max_chunk_tokens = 2000;
+    double chunk_budget_fraction = 0.15;
+  } summarizer;
 };
 
 // `base` with the conversation's overrides applied.

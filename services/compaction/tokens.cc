@@ -25,14 +25,15 @@ std::unique_ptr<Tokenizer> NewApproximateTokenizer(double bytes_per_token) {
   return std::make_unique<ApproximateTokenizer>(bytes_per_token);
 }
 
-int64_t CountItemTokens(const Tokenizer& tokenizer, const ItemData& item) {
-  return kPerMessageOverhead + tokenizer.CountTokens(item.content) +
+int64_t CountItemTokens(const Tokenizer& tokenizer, const ItemData& item, int64_t per_message) {
+  return per_message + tokenizer.CountTokens(item.content) +
          tokenizer.CountTokens(item.tool_name) + tokenizer.CountTokens(item.tool_call_id);
 }
 
-int64_t CountSystemTokens(const Tokenizer& tokenizer, absl::string_view text) {
+int64_t CountSystemTokens(const Tokenizer& tokenizer, absl::string_view text,
+                          int64_t per_message) {
   if (text.empty()) return 0;
-  return kPerMessageOverhead + tokenizer.CountTokens(text);
+  return per_message + tokenizer.CountTokens(text);
 }
 
 }  // namespace convstate

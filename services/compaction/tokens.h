@@ -24,15 +24,13 @@ class Tokenizer {
 // English text with BPE vocabularies.
 std::unique_ptr<Tokenizer> NewApproximateTokenizer(double bytes_per_token = 4.0);
 
-// Tokens a chat format adds around every message (role markers, separators).
-inline constexpr int64_t kPerMessageOverhead = 4;
-
 // What `item` costs in a model's view: its content, its tool name and call
-// id, and the per-message overhead.
-int64_t CountItemTokens(const Tokenizer& tokenizer, const ItemData& item);
+// id, and `per_message` tokens for the chat format around it.
+int64_t CountItemTokens(const Tokenizer& tokenizer, const ItemData& item, int64_t per_message);
 
-// What a plain system message with `text` costs; 0 for empty text.
-int64_t CountSystemTokens(const Tokenizer& tokenizer, absl::string_view text);
+// What a system message with `text` costs; 0 for empty text.
+int64_t CountSystemTokens(const Tokenizer& tokenizer, absl::string_view text,
+                          int64_t per_message);
 
 }  // namespace convstate
 

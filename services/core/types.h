@@ -5,11 +5,13 @@
 // layer. Plain values: no gRPC, no SQL, no protobuf.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -63,6 +65,8 @@ struct NewConversation {
   std::string pinned_instructions;
   Metadata metadata;
   ProfileOverrides overrides;
+  int64_t system_prompt_tokens = 0;
+  int64_t pinned_instructions_tokens = 0;
 };
 
 struct Conversation {
@@ -80,6 +84,13 @@ struct Conversation {
   // Sequence of the latest summary marker; the view starts after it. 0 when
   // nothing has been summarized.
   int64_t marker_sequence = 0;
+  // Counted once at creation with the conversation's tokenizer.
+  int64_t system_prompt_tokens = 0;
+  int64_t pinned_instructions_tokens = 0;
+  // Sum of the stored items' token counts.
+  int64_t item_tokens = 0;
+  // Provider tokens per estimated token; 1 until usage reports say otherwise.
+  double token_correction = 1.0;
   absl::Time create_time;
   absl::Time update_time;
 };
@@ -130,6 +141,24 @@ struct SummaryChunk {
   absl::Time create_time;
 };
 
+// Token usage a provider reported for the call that produced appended items,
+// with convstate's own (uncorrected) estimate of that call's prompt.
+struct UsageReport {
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t cached_input_tokens = 0;
+  int64_t reasoning_tokens = 0;
+  int64_t estimated_input_tokens = 0;
+  // Whether the report may move the conversation's correction factor (only
+  // for approximate tokenizers).
+  bool correct = false;
+};
+
+// The next correction factor after a provider counted `reported` tokens
+// where convstate estimated `estimated`: an exponential moving average of
+// the ratio, ignoring reports too small or too far off to be trusted.
+double UpdateCorrection(double current, int64_t reported, int64_t estimated);
+
 struct AppendRequest {
   ConversationKey key;
   // Stored in this order; at least one.
@@ -139,6 +168,13 @@ struct AppendRequest {
   // Fingerprint of the request, compared when the key was seen before.
   std::string request_fingerprint;
   std::optional<int64_t> expected_version;
+  std::optional<UsageReport> usage;
+  // If set, called once with the conversation as locked for this append,
+  // before anything is stored (never for a replay): it may fill in the
+  // items' token counts and `usage`. An error aborts the append.
+  std::function<absl::Status(const Conversation& conversation, std::vector<ItemData>& items,
+                             std::optional<UsageReport>& usage)>
+      prepare;
 };
 
 struct AppendResult {

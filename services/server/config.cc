@@ -132,6 +132,18 @@ const std::vector<Flag>& Flags() {
        IntField<int>(
            [](ServerConfig& c) -> int& { return c.server.service.limits.max_metadata_entries; },
            0, 100000)},
+      {"model_profiles", "model profiles file, text format (default: the built-in profiles)",
+       [](ServerConfig& c, const std::string& v) {
+         c.model_profiles = v;
+         return absl::OkStatus();
+       }},
+      {"vocab_dir",
+       "directory of cl100k_base.tiktoken and o200k_base.tiktoken (or CONVSTATE_VOCAB_DIR; "
+       "default ~/.cache/convstate/vocab/gpt-tokenizer-4.0.0)",
+       [](ServerConfig& c, const std::string& v) {
+         c.vocab_dir = v;
+         return absl::OkStatus();
+       }},
       {"shutdown_grace_ms", "how long calls in flight may finish at shutdown (default 10000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.shutdown_grace; })},
   };
@@ -171,10 +183,14 @@ absl::Status ReadFile(ServerConfig& config, const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args,
-                                        const char* database_url_env) {
+absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, const GetEnv& env) {
   ServerConfig config;
-  if (database_url_env != nullptr) config.postgres.database_url = database_url_env;
+  if (const char* url = env("CONVSTATE_DATABASE_URL")) config.postgres.database_url = url;
+  if (const char* vocab = env("CONVSTATE_VOCAB_DIR"); vocab != nullptr && *vocab) {
+    config.vocab_dir = vocab;
+  } else if (const char* home = env("HOME")) {
+    config.vocab_dir = absl::StrCat(home, "/.cache/convstate/vocab/gpt-tokenizer-4.0.0");
+  }
   std::vector<std::pair<std::string, std::string>> flags;
   for (const std::string& arg : args) {
     absl::string_view a = arg;

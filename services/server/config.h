@@ -1,6 +1,7 @@
 #ifndef CONVSTATE_SERVICES_SERVER_CONFIG_H_
 #define CONVSTATE_SERVICES_SERVER_CONFIG_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,15 +23,21 @@ struct ServerConfig {
   // Apply pending migrations, then exit.
   bool migrate_only = false;
   absl::Duration shutdown_grace = absl::Seconds(10);
+  // Model profiles file (text format); empty for the built-in profiles.
+  std::string model_profiles;
+  // Where the tokenizer vocabularies (*.tiktoken) are.
+  std::string vocab_dir;
   bool help = false;
 };
 
+// Reads an environment variable; null when unset.
+using GetEnv = std::function<const char*(const char*)>;
+
 // Builds the configuration from, in increasing priority: defaults, the
-// environment (CONVSTATE_DATABASE_URL), a file named by --config= (lines of
-// `name = value`, `#` comments), and --name=value flags. INVALID_ARGUMENT
-// naming the flag for an unknown name or a bad value.
-absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args,
-                                        const char* database_url_env);
+// environment (CONVSTATE_DATABASE_URL, CONVSTATE_VOCAB_DIR), a file named by
+// --config= (lines of `name = value`, `#` comments), and --name=value flags.
+// INVALID_ARGUMENT naming the flag for an unknown name or a bad value.
+absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, const GetEnv& env);
 
 // One line per flag: name, default, meaning.
 std::string ConfigUsage();

@@ -2,15 +2,27 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "gtest/gtest.h"
 
 namespace convstate {
 namespace {
 
+GetEnv Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+const GetEnv kNoEnv = Env({});
+
 TEST(LoadConfigTest, DefaultsAndEnvironment) {
-  auto c = LoadConfig({}, "postgresql://env/db");
+  auto c = LoadConfig({}, Env({{"CONVSTATE_DATABASE_URL", "postgresql://env/db"}, {"HOME", "/home/x"}}));
   ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->vocab_dir, "/home/x/.cache/convstate/vocab/gpt-tokenizer-4.0.0");
+  EXPECT_TRUE(c->model_profiles.empty());
   EXPECT_EQ(c->server.port, 50051);
   EXPECT_EQ(c->storage, "postgres");
   EXPECT_EQ(c->postgres.database_url, "postgresql://env/db");
@@ -25,31 +37,35 @@ TEST(LoadConfigTest, FlagsOverrideTheFileWhichOverridesTheEnvironment) {
     f << "# comment\n\nport = 6000\n  database_url = postgresql://file/db  \n"
          "max_item_bytes=2048\nmigrate = false\n";
   }
-  auto c = LoadConfig({"--config=" + path, "--port=7000", "--storage=memory"},
-                      "postgresql://env/db");
+  auto c = LoadConfig({"--config=" + path, "--port=7000", "--storage=memory",
+                       "--model_profiles=/etc/profiles.textproto"},
+                      Env({{"CONVSTATE_DATABASE_URL", "postgresql://env/db"},
+                           {"CONVSTATE_VOCAB_DIR", "/opt/vocab"}}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->server.port, 7000);
   EXPECT_EQ(c->postgres.database_url, "postgresql://file/db");
   EXPECT_EQ(c->server.service.limits.max_item_bytes, 2048);
   EXPECT_FALSE(c->migrate);
   EXPECT_EQ(c->storage, "memory");
+  EXPECT_EQ(c->vocab_dir, "/opt/vocab");
+  EXPECT_EQ(c->model_profiles, "/etc/profiles.textproto");
 }
 
 TEST(LoadConfigTest, BadInputNamesTheSetting) {
-  EXPECT_EQ(LoadConfig({"--port=70000"}, nullptr).status().message(),
+  EXPECT_EQ(LoadConfig({"--port=70000"}, kNoEnv).status().message(),
             "--port: expected a whole number in 0..65535, got '70000'");
-  EXPECT_EQ(LoadConfig({"--nope=1"}, nullptr).status().message(), "--nope: unknown setting");
-  EXPECT_EQ(LoadConfig({"--storage=redis"}, nullptr).status().message(),
+  EXPECT_EQ(LoadConfig({"--nope=1"}, kNoEnv).status().message(), "--nope: unknown setting");
+  EXPECT_EQ(LoadConfig({"--storage=redis"}, kNoEnv).status().message(),
             "--storage: expected postgres or memory, got 'redis'");
-  EXPECT_EQ(LoadConfig({"--migrate=maybe"}, nullptr).status().code(),
+  EXPECT_EQ(LoadConfig({"--migrate=maybe"}, kNoEnv).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(LoadConfig({"stray"}, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(LoadConfig({"--config=/nonexistent/file"}, nullptr).status().code(),
+  EXPECT_EQ(LoadConfig({"stray"}, kNoEnv).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoadConfig({"--config=/nonexistent/file"}, kNoEnv).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST(LoadConfigTest, HelpListsEverySetting) {
-  auto c = LoadConfig({"--help"}, nullptr);
+  auto c = LoadConfig({"--help"}, kNoEnv);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->help);
   const std::string usage = ConfigUsage();

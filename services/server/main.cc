@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "migrations/embedded_migrations.h"
 #include "services/common/log.h"
+#include "services/compaction/model_registry.h"
 #include "services/server/config.h"
 #include "services/server/server.h"
 #include "storage/memory_storage.h"
@@ -44,7 +45,8 @@ absl::StatusOr<std::unique_ptr<Storage>> OpenStorage(const ServerConfig& config)
 
 int Run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  absl::StatusOr<ServerConfig> config = LoadConfig(args, std::getenv("CONVSTATE_DATABASE_URL"));
+  absl::StatusOr<ServerConfig> config =
+      LoadConfig(args, [](const char* name) -> const char* { return std::getenv(name); });
   if (!config.ok()) {
     std::fprintf(stderr, "%s\n\n%s", std::string(config.status().message()).c_str(),
                  ConfigUsage().c_str());
@@ -63,6 +65,16 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  absl::StatusOr<std::unique_ptr<ModelRegistry>> models =
+      config->model_profiles.empty()
+          ? ModelRegistry::FromText(ModelRegistry::DefaultText(), config->vocab_dir)
+          : ModelRegistry::FromFile(config->model_profiles, config->vocab_dir);
+  if (!models.ok()) {
+    LogError("cannot load model profiles: ", models.status().ToString());
+    return 1;
+  }
+  LogInfo("model profiles: ", (*models)->profiles().size(), " loaded from ",
+          config->model_profiles.empty() ? "the built-in defaults" : config->model_profiles);
   absl::StatusOr<std::unique_ptr<Storage>> storage = OpenStorage(*config);
   if (!storage.ok()) {
     LogError("cannot open storage: ", storage.status().ToString());
@@ -73,7 +85,7 @@ int Run(int argc, char** argv) {
     return 0;
   }
   absl::StatusOr<std::unique_ptr<Server>> server =
-      Server::BuildAndStart(config->server, std::move(*storage));
+      Server::BuildAndStart(config->server, std::move(*models), std::move(*storage));
   if (!server.ok()) {
     LogError("cannot start: ", server.status().ToString());
     return 1;

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "services/api/conversation_service.h"
+#include "services/compaction/model_registry.h"
 #include "storage/storage.h"
 
 namespace grpc {
@@ -39,7 +40,8 @@ class Server {
   // Starts serving `storage`. FAILED_PRECONDITION if the address cannot be
   // bound.
   static absl::StatusOr<std::unique_ptr<Server>> BuildAndStart(
-      const ServerOptions& options, std::unique_ptr<Storage> storage);
+      const ServerOptions& options, std::unique_ptr<ModelRegistry> models,
+      std::unique_ptr<Storage> storage);
   ~Server();
 
   // The port actually bound.
@@ -54,6 +56,7 @@ class Server {
  private:
   Server() = default;
 
+  std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<Storage> storage_;
   std::unique_ptr<ConversationService> service_;
   std::unique_ptr<ThreadPool> workers_;

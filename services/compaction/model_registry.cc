@@ -1,0 +1,169 @@
+#include "services/compaction/model_registry.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "convstate/config/v1/model_profiles.pb.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "services/compaction/bpe_tokenizer.h"
+
+extern const char kConvstateDefaultModelProfiles[];
+
+namespace convstate {
+namespace {
+
+// Fields left 0 in the file keep the built-in default.
+template <typename T>
+void SetIfNonZero(T value, T& field) {
+  if (value != T{}) field = value;
+}
+
+ModelProfile FromProto(const config::v1::ModelProfile& p) {
+  ModelProfile out;
+  out.name = p.name();
+  SetIfNonZero(p.context_window(), out.context_window);
+  SetIfNonZero(p.output_reserve(), out.output_reserve);
+  SetIfNonZero(p.thresholds().soft(), out.soft_threshold);
+  SetIfNonZero(p.thresholds().hard(), out.hard_threshold);
+  SetIfNonZero(p.thresholds().emergency(), out.emergency_threshold);
+  SetIfNonZero(p.token_floor(), out.token_floor);
+  SetIfNonZero(p.recent().turns(), out.recent_turns);
+  SetIfNonZero(p.recent().max_tokens(), out.recent_tokens);
+  if (!p.tokenizer().encoding().empty()) out.encoding = p.tokenizer().encoding();
+  SetIfNonZero(p.tokenizer().bytes_per_token(), out.bytes_per_token);
+  const bool openai = out.encoding != "approximate";
+  out.per_message_tokens = p.has_per_message_tokens() ? p.per_message_tokens() : (openai ? 3 : 4);
+  SetIfNonZero(p.tool_pruning().trigger_tokens(), out.tool_pruning.trigger_tokens);
+  SetIfNonZero(p.tool_pruning().keep_recent(), out.tool_pruning.keep_recent);
+  out.tool_pruning.keep_tools.assign(p.tool_pruning().keep_tools().begin(),
+                                     p.tool_pruning().keep_tools().end());
+  SetIfNonZero(p.tool_pruning().min_savings_tokens(), out.tool_pruning.min_savings_tokens);
+  out.summarizer.model = p.summarizer().model();
+  SetIfNonZero(p.summarizer().max_chunk_tokens(), out.summarizer.max_chunk_tokens);
+  SetIfNonZero(p.summarizer().chunk_budget_fraction(), out.summarizer.chunk_budget_fraction);
+  return out;
+}
+
+// Collects parse errors with their line numbers.
+class ErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (first_.empty()) first_ = absl::StrCat("line ", line + 1, ":", column + 1, ": ", message);
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+}  // namespace
+
+bool GlobMatch(absl::string_view pattern, absl::string_view text) {
+  size_t p = 0, t = 0, star = absl::string_view::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p, ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+    } else if (star != absl::string_view::npos) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+absl::string_view ModelRegistry::DefaultText() { return kConvstateDefaultModelProfiles; }
+
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::FromFile(
+    const std::string& path, const std::string& vocab_dir) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("model profiles: cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto registry = FromText(text.str(), vocab_dir);
+  if (!registry.ok()) {
+    return absl::Status(registry.status().code(),
+                        absl::StrCat(path, ": ", registry.status().message()));
+  }
+  return registry;
+}
+
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::FromText(
+    absl::string_view textproto, const std::string& vocab_dir) {
+  config::v1::ModelProfiles config;
+  google::protobuf::TextFormat::Parser parser;
+  ErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(std::string(textproto), &config)) {
+    return absl::InvalidArgumentError(absl::StrCat("model profiles: ", errors.first()));
+  }
+  std::unique_ptr<ModelRegistry> registry(new ModelRegistry());
+  std::set<std::string> names;
+  for (const config::v1::ModelProfile& p : config.profiles()) {
+    const std::string where = absl::StrCat("profile '", p.name(), "': ");
+    if (p.name().empty()) return absl::InvalidArgumentError("model profiles: a profile has no name");
+    if (!names.insert(p.name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("model profiles: ", where, "name used twice"));
+    }
+    auto resolved = std::make_unique<ResolvedProfile>();
+    resolved->profile = FromProto(p);
+    if (absl::Status s = ValidateProfile(resolved->profile, ""); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("model profiles: ", where, s.message()));
+    }
+    const ModelProfile& profile = resolved->profile;
+    if (profile.encoding == "approximate") {
+      auto& t = registry->approximate_[profile.bytes_per_token];
+      if (t == nullptr) t = NewApproximateTokenizer(profile.bytes_per_token);
+    } else if (!registry->exact_.contains(profile.encoding)) {
+      auto t = BpeTokenizer::LoadFile(profile.encoding,
+                                      absl::StrCat(vocab_dir, "/", profile.encoding, ".tiktoken"));
+      if (!t.ok()) {
+        return absl::Status(t.status().code(),
+                            absl::StrCat("model profiles: ", where, t.status().message()));
+      }
+      registry->exact_[profile.encoding] = std::move(*t);
+    }
+    resolved->tokenizer = &registry->TokenizerFor(profile);
+    registry->patterns_.emplace_back(p.patterns().begin(), p.patterns().end());
+    registry->profiles_.push_back(std::move(resolved));
+  }
+  if (!config.default_profile().empty()) {
+    for (const auto& r : registry->profiles_) {
+      if (r->profile.name == config.default_profile()) registry->default_ = r.get();
+    }
+    if (registry->default_ == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model profiles: default_profile '", config.default_profile(), "' is not defined"));
+    }
+  }
+  return registry;
+}
+
+absl::StatusOr<const ResolvedProfile*> ModelRegistry::Resolve(absl::string_view model) const {
+  for (const auto& r : profiles_) {
+    if (r->profile.name == model) return r.get();
+  }
+  for (size_t i = 0; i < profiles_.size(); ++i) {
+    for (const std::string& pattern : patterns_[i]) {
+      if (GlobMatch(pattern, model)) return profiles_[i].get();
+    }
+  }
+  if (default_ != nullptr) return default_;
+  return absl::NotFoundError(absl::StrCat("no model profile matches '", model,
+                                          "' and no default profile is configured"));
+}
+
+const Tokenizer& ModelRegistry::TokenizerFor(const ModelProfile& profile) const {
+  if (profile.encoding == "approximate") return *approximate_.at(profile.bytes_per_token);
+  return *exact_.at(profile.encoding);
+}
+
+}  // namespace convstate
