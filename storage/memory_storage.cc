@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "services/common/status_macros.h"
+#include "storage/compaction_rules.h"
 
 namespace convstate {
 namespace {
@@ -26,6 +27,7 @@ struct ConversationState {
   Conversation conversation;
   std::vector<Item> items;  // items[i].sequence == i + 1
   std::vector<SummaryChunk> chunks;
+  std::vector<CompactionEvent> events;
   std::map<std::string, IdempotencyRecord> idempotency;
 };
 
@@ -183,10 +185,8 @@ class MemoryStorage final : public Storage {
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     ContextSnapshot snap;
     snap.conversation = state->conversation;
-    for (const SummaryChunk& chunk : state->chunks) {
-      if (chunk.superseded_by == 0) snap.active_chunks.push_back(chunk);
-    }
-    const int64_t marker = state->conversation.marker_sequence;
+    snap.active_chunks = Active(*state);
+    const int64_t marker = state->conversation.summarized_through;
     for (const Item& item : state->items) {
       if (item.sequence > marker) {
         snap.live_items.push_back(item);
@@ -197,7 +197,92 @@ class MemoryStorage final : public Storage {
     return snap;
   }
 
+  absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,
+                                                    const CompactionCommit& commit) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(commit.key));
+    Conversation& c = state->conversation;
+    RETURN_IF_ERROR(CheckCompaction(c, Active(*state), commit));
+    const absl::Time now = Now();
+    CompactionResult result;
+    if (commit.chunk.has_value()) {
+      SummaryChunk chunk = *commit.chunk;
+      chunk.chunk_id = static_cast<int64_t>(state->chunks.size()) + 1;
+      chunk.superseded_by = 0;
+      chunk.create_time = now;
+      for (SummaryChunk& old : state->chunks) {
+        if (std::find(commit.supersedes.begin(), commit.supersedes.end(), old.chunk_id) !=
+            commit.supersedes.end()) {
+          old.superseded_by = chunk.chunk_id;
+        }
+      }
+      if (commit.supersedes.empty()) c.summarized_through = chunk.through_sequence;
+      Item marker;
+      marker.data = MarkerFor(chunk);
+      marker.sequence = c.last_sequence + 1;
+      marker.turn_index = c.last_turn_index;
+      marker.summary_chunk_id = chunk.chunk_id;
+      marker.create_time = now;
+      state->items.push_back(marker);
+      c.last_sequence = marker.sequence;
+      c.item_count += 1;
+      state->chunks.push_back(chunk);
+      result.chunk_id = chunk.chunk_id;
+      result.marker_sequence = marker.sequence;
+    }
+    c.prune_boundary = commit.new_prune_boundary;
+    c.version += 1;
+    c.update_time = now;
+    AddEvents(*state, commit.events, now);
+    result.version = c.version;
+    return result;
+  }
+
+  absl::Status RecordCompactionEvents(const CallContext& ctx, const ConversationKey& key,
+                                      const std::vector<CompactionEvent>& events) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    AddEvents(*state, events, Now());
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(const CallContext& ctx,
+                                                          const ConversationKey& key,
+                                                          bool include_superseded) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    return include_superseded ? state->chunks : Active(*state);
+  }
+
+  absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
+      const CallContext& ctx, const ConversationKey& key) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    return state->events;
+  }
+
  private:
+  static std::vector<SummaryChunk> Active(const ConversationState& state) {
+    std::vector<SummaryChunk> out;
+    for (const SummaryChunk& chunk : state.chunks) {
+      if (chunk.superseded_by == 0) out.push_back(chunk);
+    }
+    return out;
+  }
+
+  static void AddEvents(ConversationState& state, const std::vector<CompactionEvent>& events,
+                        absl::Time now) {
+    for (CompactionEvent e : events) {
+      e.event_id = static_cast<int64_t>(state.events.size()) + 1;
+      e.create_time = now;
+      state.events.push_back(std::move(e));
+    }
+  }
+
   // Stored times are truncated to microseconds, as PostgreSQL keeps them.
   static absl::Time Now() {
     return absl::FromUnixMicros(absl::ToUnixMicros(absl::Now()));

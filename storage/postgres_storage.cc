@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
+#include "storage/compaction_rules.h"
 #include "storage/pg_util.h"
 
 namespace convstate {
@@ -28,10 +29,11 @@ using Json = nlohmann::json;
 constexpr char kConversationColumns[] =
     "conv_key, tenant_id, conversation_id, model, system_prompt, "
     "pinned_instructions, metadata::text, profile_overrides::text, version, "
-    "item_count, last_sequence, last_turn_index, marker_sequence, "
+    "item_count, last_sequence, last_turn_index, summarized_through, "
     "floor(extract(epoch FROM created_at) * 1000000)::bigint, "
     "floor(extract(epoch FROM updated_at) * 1000000)::bigint, "
-    "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction";
+    "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction, "
+    "prune_boundary";
 
 constexpr char kItemColumns[] =
     "sequence, turn_index, role, kind, content, tool_name, tool_call_id, pinned, "
@@ -92,6 +94,32 @@ const std::vector<Statement>& Statements() {
        "INSERT INTO provider_usage (conv_key, sequence, input_tokens, output_tokens, "
        "cached_input_tokens, reasoning_tokens, estimated_input, correction_after) "
        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
+      {"next_chunk_id",
+       "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
+      {"insert_chunk",
+       "INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, through_sequence, text, "
+       "token_count, summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms) "
+       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+       "RETURNING floor(extract(epoch FROM created_at) * 1000000)::bigint"},
+      {"supersede_chunk",
+       "UPDATE summary_chunks SET superseded_by = $3 WHERE conv_key = $1 AND chunk_id = $2"},
+      {"insert_marker",
+       "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, token_count, "
+       "summary_chunk_id) VALUES ($1, $2, $3, 'system', 'summary_marker', $4, 0, $5)"},
+      {"apply_compaction",
+       "UPDATE conversations SET summarized_through = $2, prune_boundary = $3, "
+       "version = version + 1, item_count = item_count + $4, last_sequence = $5, "
+       "updated_at = now() WHERE conv_key = $1 RETURNING version"},
+      {"insert_event",
+       "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
+       "detail) VALUES ($1, $2, $3, $4, $5, $6::jsonb)"},
+      {"all_chunks",
+       absl::StrCat("SELECT ", kChunkColumns,
+                    " FROM summary_chunks WHERE conv_key = $1 ORDER BY chunk_id")},
+      {"list_events",
+       "SELECT event_id, event, tier, tokens_before, tokens_after, detail::text, "
+       "floor(extract(epoch FROM created_at) * 1000000)::bigint "
+       "FROM compaction_events WHERE conv_key = $1 ORDER BY event_id"},
       {"items_range",
        absl::StrCat("SELECT ", kItemColumns,
                     " FROM items WHERE conv_key = $1 AND sequence BETWEEN $2 AND $3 "
@@ -173,13 +201,14 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.item_count = r[9].as<int64_t>();
   c.last_sequence = r[10].as<int64_t>();
   c.last_turn_index = r[11].as<int64_t>();
-  c.marker_sequence = r[12].as<int64_t>();
+  c.summarized_through = r[12].as<int64_t>();
   c.create_time = absl::FromUnixMicros(r[13].as<int64_t>());
   c.update_time = absl::FromUnixMicros(r[14].as<int64_t>());
   c.system_prompt_tokens = r[15].as<int64_t>();
   c.pinned_instructions_tokens = r[16].as<int64_t>();
   c.item_tokens = r[17].as<int64_t>();
   c.token_correction = r[18].as<double>();
+  c.prune_boundary = r[19].as<int64_t>();
   return out;
 }
 
@@ -478,7 +507,7 @@ class PostgresStorage final : public Storage {
       for (const auto& r : tx.exec_prepared("active_chunks", row.conv_key)) {
         snap.active_chunks.push_back(ParseChunk(r));
       }
-      const int64_t marker = snap.conversation.marker_sequence;
+      const int64_t marker = snap.conversation.summarized_through;
       for (Item& item :
            ParseItems(tx.exec_prepared("context_items", row.conv_key, marker))) {
         if (item.sequence > marker) {
@@ -491,7 +520,116 @@ class PostgresStorage final : public Storage {
     });
   }
 
+  absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,
+                                                    const CompactionCommit& commit) override {
+    return Run<CompactionResult>(ctx, "commit compaction",
+                                 [&](pqxx::transaction_base& tx) -> absl::StatusOr<CompactionResult> {
+      pqxx::result locked = tx.exec_prepared("lock_conversation", commit.key.tenant_id,
+                                             commit.key.conversation_id);
+      if (locked.empty()) return NotFound(commit.key);
+      const ConversationRow row = ParseConversation(locked[0]);
+      const Conversation& c = row.conversation;
+      std::vector<SummaryChunk> active;
+      for (const auto& r : tx.exec_prepared("active_chunks", row.conv_key)) {
+        active.push_back(ParseChunk(r));
+      }
+      RETURN_IF_ERROR(CheckCompaction(c, active, commit));
+      CompactionResult result;
+      int64_t summarized_through = c.summarized_through;
+      int64_t last_sequence = c.last_sequence;
+      int64_t added_items = 0;
+      if (commit.chunk.has_value()) {
+        SummaryChunk chunk = *commit.chunk;
+        chunk.chunk_id = tx.exec_prepared1("next_chunk_id", row.conv_key)[0].as<int64_t>();
+        tx.exec_prepared("insert_chunk", row.conv_key, chunk.chunk_id, chunk.from_sequence,
+                         chunk.through_sequence, chunk.text, chunk.token_count,
+                         chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
+                         chunk.tokens_out, chunk.latency_ms);
+        for (int64_t id : commit.supersedes) {
+          tx.exec_prepared("supersede_chunk", row.conv_key, id, chunk.chunk_id);
+        }
+        if (commit.supersedes.empty()) summarized_through = chunk.through_sequence;
+        last_sequence += 1;
+        added_items = 1;
+        tx.exec_prepared("insert_marker", row.conv_key, last_sequence, c.last_turn_index,
+                         MarkerFor(chunk).content, chunk.chunk_id);
+        result.chunk_id = chunk.chunk_id;
+        result.marker_sequence = last_sequence;
+      }
+      result.version = tx.exec_prepared1("apply_compaction", row.conv_key, summarized_through,
+                                         commit.new_prune_boundary, added_items,
+                                         last_sequence)[0]
+                           .as<int64_t>();
+      InsertEvents(tx, row.conv_key, commit.events);
+      tx.commit();
+      return result;
+    });
+  }
+
+  absl::Status RecordCompactionEvents(const CallContext& ctx, const ConversationKey& key,
+                                      const std::vector<CompactionEvent>& events) override {
+    return Run<bool>(ctx, "record compaction events",
+                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+      pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
+                                           key.conversation_id);
+      if (conv.empty()) return NotFound(key);
+      InsertEvents(tx, conv[0][0].as<int64_t>(), events);
+      tx.commit();
+      return true;
+    }).status();
+  }
+
+  absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(const CallContext& ctx,
+                                                          const ConversationKey& key,
+                                                          bool include_superseded) override {
+    return Run<std::vector<SummaryChunk>>(
+        ctx, "list summaries",
+        [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<SummaryChunk>> {
+          pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
+                                               key.conversation_id);
+          if (conv.empty()) return NotFound(key);
+          std::vector<SummaryChunk> out;
+          for (const auto& r : tx.exec_prepared(include_superseded ? "all_chunks" : "active_chunks",
+                                                conv[0][0].as<int64_t>())) {
+            out.push_back(ParseChunk(r));
+          }
+          return out;
+        });
+  }
+
+  absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
+      const CallContext& ctx, const ConversationKey& key) override {
+    return Run<std::vector<CompactionEvent>>(
+        ctx, "list compaction events",
+        [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<CompactionEvent>> {
+          pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
+                                               key.conversation_id);
+          if (conv.empty()) return NotFound(key);
+          std::vector<CompactionEvent> out;
+          for (const auto& r : tx.exec_prepared("list_events", conv[0][0].as<int64_t>())) {
+            CompactionEvent e;
+            e.event_id = r[0].as<int64_t>();
+            e.event = r[1].as<std::string>();
+            e.tier = r[2].as<std::string>();
+            e.tokens_before = r[3].as<int64_t>();
+            e.tokens_after = r[4].as<int64_t>();
+            e.detail = r[5].as<std::string>();
+            e.create_time = absl::FromUnixMicros(r[6].as<int64_t>());
+            out.push_back(std::move(e));
+          }
+          return out;
+        });
+  }
+
  private:
+  static void InsertEvents(pqxx::transaction_base& tx, int64_t conv_key,
+                           const std::vector<CompactionEvent>& events) {
+    for (const CompactionEvent& e : events) {
+      tx.exec_prepared("insert_event", conv_key, e.event, e.tier, e.tokens_before,
+                       e.tokens_after, e.detail.empty() ? std::string("{}") : e.detail);
+    }
+  }
+
   // Runs `fn` in a transaction on a pooled connection with the statement
   // timeout set from the deadline, and maps exceptions to statuses. A
   // connection found broken before anything was committed is replaced and

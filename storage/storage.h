@@ -77,6 +77,31 @@ class Storage {
   // snapshot. NOT_FOUND for an unknown conversation.
   virtual absl::StatusOr<ContextSnapshot> LoadContext(
       const CallContext& ctx, const ConversationKey& key) = 0;
+
+  // Applies a compaction in one transaction: the new chunk with a marker
+  // item appended to the log, superseded chunks marked, summarized_through
+  // and prune_boundary moved, the audit events, the version bumped. ABORTED
+  // (and nothing written) if the conversation's summarized_through or
+  // prune_boundary no longer match the commit's expectations, or a chunk to
+  // supersede is not active. INVALID_ARGUMENT if the commit would move a
+  // boundary backwards or past the log. NOT_FOUND for an unknown
+  // conversation.
+  virtual absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,
+                                                            const CompactionCommit& commit) = 0;
+
+  // Appends audit events that change no state (a failed or truncating
+  // compaction). NOT_FOUND for an unknown conversation.
+  virtual absl::Status RecordCompactionEvents(const CallContext& ctx,
+                                              const ConversationKey& key,
+                                              const std::vector<CompactionEvent>& events) = 0;
+
+  // Summary chunks, oldest first; superseded ones too if asked.
+  virtual absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(
+      const CallContext& ctx, const ConversationKey& key, bool include_superseded) = 0;
+
+  // The compaction audit trail, oldest first.
+  virtual absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
+      const CallContext& ctx, const ConversationKey& key) = 0;
 };
 
 }  // namespace convstate

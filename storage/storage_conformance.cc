@@ -326,7 +326,7 @@ TEST_P(StorageConformanceTest, LoadContextReturnsEverythingInOrder) {
   auto snap = storage_->LoadContext(ctx_, nc.key);
   ASSERT_TRUE(snap.ok()) << snap.status();
   EXPECT_EQ(snap->conversation.system_prompt, "sys");
-  EXPECT_EQ(snap->conversation.marker_sequence, 0);
+  EXPECT_EQ(snap->conversation.summarized_through, 0);
   EXPECT_TRUE(snap->active_chunks.empty());
   // Nothing is summarized yet, so pinned items are live like the rest.
   EXPECT_TRUE(snap->pinned_items.empty());
@@ -400,6 +400,188 @@ TEST_P(StorageConformanceTest, TokenCountsAndCorrectionAreKept) {
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->conversation.system_prompt_tokens, 10);
   EXPECT_DOUBLE_EQ(snap->conversation.token_correction, c->token_correction);
+}
+
+// Six items; item 2 pinned.
+void AppendSix(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
+  AppendRequest req;
+  req.key = key;
+  for (int i = 1; i <= 6; ++i) {
+    ItemData d = Message(i % 2 ? Role::kUser : Role::kAssistant, absl::StrCat("m", i));
+    d.pinned = i == 2;
+    req.items.push_back(d);
+  }
+  ASSERT_TRUE(storage.AppendItems(ctx, req).ok());
+}
+
+SummaryChunk Chunk(int64_t from, int64_t through, const std::string& text) {
+  SummaryChunk c;
+  c.from_sequence = from;
+  c.through_sequence = through;
+  c.text = text;
+  c.token_count = 10;
+  c.summarizer_model = "extractive";
+  c.prompt_version = "v1";
+  c.tokens_in = 40;
+  c.tokens_out = 10;
+  c.latency_ms = 3;
+  return c;
+}
+
+CompactionEvent Event(const std::string& name) {
+  CompactionEvent e;
+  e.event = name;
+  e.tier = "summarize";
+  e.tokens_before = 100;
+  e.tokens_after = 40;
+  e.detail = R"({"reason":"test"})";
+  return e;
+}
+
+TEST_P(StorageConformanceTest, CompactionWritesChunkAndMarkerAndMovesTheView) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.new_prune_boundary = 3;
+  commit.chunk = Chunk(1, 4, "summary of 1-4");
+  commit.events = {Event("started"), Event("completed")};
+  auto result = storage_->CommitCompaction(ctx_, commit);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->chunk_id, 1);
+  EXPECT_EQ(result->marker_sequence, 7);
+  EXPECT_EQ(result->version, 2);
+
+  auto snap = storage_->LoadContext(ctx_, Key("c"));
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(snap->conversation.summarized_through, 4);
+  EXPECT_EQ(snap->conversation.prune_boundary, 3);
+  EXPECT_EQ(snap->conversation.version, 2);
+  ASSERT_THAT(snap->active_chunks, SizeIs(1));
+  EXPECT_EQ(snap->active_chunks[0].text, "summary of 1-4");
+  EXPECT_EQ(snap->active_chunks[0].tokens_in, 40);
+  EXPECT_THAT(Sequences(snap->pinned_items), ElementsAre(2));
+  EXPECT_THAT(Sequences(snap->live_items), ElementsAre(5, 6, 7));
+  EXPECT_EQ(snap->live_items[2].data.kind, ItemKind::kSummaryMarker);
+  EXPECT_EQ(snap->live_items[2].summary_chunk_id, 1);
+
+  // The full history is still there, marker included.
+  auto items = storage_->ListItems(ctx_, Key("c"), 0, 100);
+  ASSERT_TRUE(items.ok());
+  EXPECT_THAT(*items, SizeIs(7));
+  auto events = storage_->ListCompactionEvents(ctx_, Key("c"));
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_THAT(*events, SizeIs(2));
+  EXPECT_EQ((*events)[0].event, "started");
+  EXPECT_EQ((*events)[1].event, "completed");
+  EXPECT_EQ((*events)[1].tokens_after, 40);
+  EXPECT_LT((*events)[0].event_id, (*events)[1].event_id);
+
+  // A second compaction adds a chunk; the first stays as it was.
+  commit.expected_summarized_through = 4;
+  commit.expected_prune_boundary = 3;
+  commit.chunk = Chunk(5, 6, "summary of 5-6");
+  commit.events.clear();
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  auto chunks = storage_->ListSummaries(ctx_, Key("c"), false);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_THAT(*chunks, SizeIs(2));
+  EXPECT_EQ((*chunks)[0].text, "summary of 1-4");
+  EXPECT_EQ((*chunks)[1].chunk_id, 2);
+}
+
+TEST_P(StorageConformanceTest, StaleCompactionIsAbortedAndWritesNothing) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.expected_summarized_through = 2;  // Not what the conversation has.
+  commit.chunk = Chunk(3, 4, "late");
+  commit.events = {Event("completed")};
+  auto r = storage_->CommitCompaction(ctx_, commit);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted) << r.status();
+  auto conv = storage_->GetConversation(ctx_, Key("c"));
+  EXPECT_EQ(conv->version, 1);
+  EXPECT_EQ(conv->item_count, 6);
+  EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
+  EXPECT_TRUE(storage_->ListCompactionEvents(ctx_, Key("c"))->empty());
+}
+
+TEST_P(StorageConformanceTest, MalformedCompactionIsInvalid) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.new_prune_boundary = 9;  // Past the log.
+  EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  commit.new_prune_boundary = 2;
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  commit.expected_prune_boundary = 2;
+  commit.new_prune_boundary = 1;  // Backwards.
+  EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  commit.new_prune_boundary = 2;
+  commit.chunk = Chunk(2, 4, "gap");  // Must start right after what is summarized.
+  EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(StorageConformanceTest, FoldSupersedesChunksAndKeepsThem) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 2, "first");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  commit.expected_summarized_through = 2;
+  commit.chunk = Chunk(3, 4, "second");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+
+  CompactionCommit fold;
+  fold.key = Key("c");
+  fold.expected_summarized_through = 4;
+  fold.supersedes = {1, 2};
+  fold.chunk = Chunk(1, 4, "first and second");
+  fold.events = {Event("folded")};
+  auto folded = storage_->CommitCompaction(ctx_, fold);
+  ASSERT_TRUE(folded.ok()) << folded.status();
+  EXPECT_EQ(folded->chunk_id, 3);
+
+  auto active = storage_->ListSummaries(ctx_, Key("c"), false);
+  ASSERT_THAT(*active, SizeIs(1));
+  EXPECT_EQ((*active)[0].text, "first and second");
+  auto all = storage_->ListSummaries(ctx_, Key("c"), true);
+  ASSERT_THAT(*all, SizeIs(3));
+  EXPECT_EQ((*all)[0].superseded_by, 3);
+  EXPECT_EQ((*all)[1].superseded_by, 3);
+  EXPECT_EQ((*all)[2].superseded_by, 0);
+  auto snap = storage_->LoadContext(ctx_, Key("c"));
+  EXPECT_EQ(snap->conversation.summarized_through, 4);
+  ASSERT_THAT(snap->active_chunks, SizeIs(1));
+
+  // Folding a chunk that is already superseded loses the race.
+  fold.supersedes = {1, 3};
+  EXPECT_EQ(storage_->CommitCompaction(ctx_, fold).status().code(), absl::StatusCode::kAborted);
+}
+
+TEST_P(StorageConformanceTest, DeleteRemovesSummariesAndEvents) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 2, "x");
+  commit.events = {Event("completed")};
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  ASSERT_TRUE(storage_->RecordCompactionEvents(ctx_, Key("c"), {Event("failed")}).ok());
+  EXPECT_THAT(*storage_->ListCompactionEvents(ctx_, Key("c")), SizeIs(2));
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("c")).ok());
+  EXPECT_EQ(storage_->ListSummaries(ctx_, Key("c"), true).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->RecordCompactionEvents(ctx_, Key("c"), {Event("x")}).code(),
+            absl::StatusCode::kNotFound);
+  Create("c");
+  EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
 }
 
 // Eight writers append to one conversation at once: every acknowledged item

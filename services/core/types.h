@@ -81,9 +81,12 @@ struct Conversation {
   int64_t item_count = 0;
   int64_t last_sequence = 0;
   int64_t last_turn_index = 0;
-  // Sequence of the latest summary marker; the view starts after it. 0 when
-  // nothing has been summarized.
-  int64_t marker_sequence = 0;
+  // The last sequence that summary chunks cover; the view's live items
+  // start after it. 0 when nothing has been summarized.
+  int64_t summarized_through = 0;
+  // Tool results at or before this sequence show as placeholders. Only
+  // moves forward.
+  int64_t prune_boundary = 0;
   // Counted once at creation with the conversation's tokenizer.
   int64_t system_prompt_tokens = 0;
   int64_t pinned_instructions_tokens = 0;
@@ -182,6 +185,47 @@ struct AppendResult {
   int64_t version = 0;
   // True when the key had been used and these are the original items.
   bool replayed = false;
+};
+
+// One audit row of the compaction trail.
+struct CompactionEvent {
+  // "threshold_hit", "started", "completed", "failed", "pruned", "folded",
+  // "truncated", "no_progress", "summary_oversize".
+  std::string event;
+  // "prune", "summarize", "fold", "truncate", or empty.
+  std::string tier;
+  int64_t tokens_before = 0;
+  int64_t tokens_after = 0;
+  // Free-form JSON object with details (reason, ranges, summarizer).
+  std::string detail = "{}";
+  int64_t event_id = 0;
+  absl::Time create_time;
+};
+
+// The result of a compaction, applied atomically if the conversation is
+// still in the state the compaction started from.
+struct CompactionCommit {
+  ConversationKey key;
+  // Compare-and-set: the commit applies only if these still hold.
+  int64_t expected_summarized_through = 0;
+  int64_t expected_prune_boundary = 0;
+  // At least expected_prune_boundary: the boundary never moves back.
+  int64_t new_prune_boundary = 0;
+  // A new chunk to store (its chunk_id is assigned by storage). With
+  // `supersedes` empty it summarizes (expected_summarized_through,
+  // chunk.through_sequence]; otherwise it is a fold that replaces those
+  // chunks.
+  std::optional<SummaryChunk> chunk;
+  std::vector<int64_t> supersedes;
+  std::vector<CompactionEvent> events;
+};
+
+struct CompactionResult {
+  int64_t version = 0;
+  // 0 when no chunk was written.
+  int64_t chunk_id = 0;
+  // Sequence of the marker item written with the chunk; 0 when none.
+  int64_t marker_sequence = 0;
 };
 
 // What BuildContext needs, read consistently in one snapshot.

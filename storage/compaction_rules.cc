@@ -1,0 +1,65 @@
+#include "storage/compaction_rules.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace convstate {
+
+absl::Status CheckCompaction(const Conversation& c, const std::vector<SummaryChunk>& active,
+                             const CompactionCommit& commit) {
+  if (c.summarized_through != commit.expected_summarized_through ||
+      c.prune_boundary != commit.expected_prune_boundary) {
+    return absl::AbortedError(
+        "the conversation was compacted concurrently; this compaction is discarded");
+  }
+  if (commit.new_prune_boundary < commit.expected_prune_boundary ||
+      commit.new_prune_boundary > c.last_sequence) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prune boundary ", commit.new_prune_boundary, " must be in ",
+        commit.expected_prune_boundary, "..", c.last_sequence));
+  }
+  if (!commit.chunk.has_value()) {
+    if (!commit.supersedes.empty()) {
+      return absl::InvalidArgumentError("superseding chunks needs a new chunk");
+    }
+    return absl::OkStatus();
+  }
+  const SummaryChunk& chunk = *commit.chunk;
+  if (chunk.text.empty()) return absl::InvalidArgumentError("summary text is empty");
+  if (commit.supersedes.empty()) {
+    if (chunk.from_sequence != c.summarized_through + 1 ||
+        chunk.through_sequence < chunk.from_sequence ||
+        chunk.through_sequence > c.last_sequence) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "summary range ", chunk.from_sequence, "..", chunk.through_sequence,
+          " must start at ", c.summarized_through + 1, " and end by ", c.last_sequence));
+    }
+    return absl::OkStatus();
+  }
+  int64_t from = INT64_MAX, through = 0;
+  for (int64_t id : commit.supersedes) {
+    auto it = std::find_if(active.begin(), active.end(),
+                           [id](const SummaryChunk& a) { return a.chunk_id == id; });
+    if (it == active.end()) {
+      return absl::AbortedError(absl::StrCat("chunk ", id, " is no longer active"));
+    }
+    from = std::min(from, it->from_sequence);
+    through = std::max(through, it->through_sequence);
+  }
+  if (chunk.from_sequence != from || chunk.through_sequence != through) {
+    return absl::InvalidArgumentError(absl::StrCat("a fold must cover ", from, "..", through));
+  }
+  return absl::OkStatus();
+}
+
+ItemData MarkerFor(const SummaryChunk& chunk) {
+  ItemData marker;
+  marker.role = Role::kSystem;
+  marker.kind = ItemKind::kSummaryMarker;
+  marker.content = absl::StrCat("summary chunk ", chunk.chunk_id, " covers items ",
+                                chunk.from_sequence, "-", chunk.through_sequence);
+  return marker;
+}
+
+}  // namespace convstate

@@ -1,0 +1,25 @@
+#ifndef CONVSTATE_STORAGE_COMPACTION_RULES_H_
+#define CONVSTATE_STORAGE_COMPACTION_RULES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "services/core/types.h"
+
+namespace convstate {
+
+// Checks `commit` against the conversation as locked for it and its active
+// chunks; every backend calls this before writing anything. ABORTED when
+// the compare-and-set expectations fail (a concurrent compaction won);
+// INVALID_ARGUMENT when the commit itself is malformed.
+absl::Status CheckCompaction(const Conversation& conversation,
+                             const std::vector<SummaryChunk>& active_chunks,
+                             const CompactionCommit& commit);
+
+// The marker item that records a chunk in the log.
+ItemData MarkerFor(const SummaryChunk& chunk);
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_STORAGE_COMPACTION_RULES_H_
