@@ -1,6 +1,9 @@
 #include "services/compaction/context_view.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "absl/strings/str_cat.h"
 
 namespace convstate {
 namespace {
@@ -32,8 +35,23 @@ ViewEntry SystemEntry(Section section, const std::string& text, int64_t tokens) 
 
 }  // namespace
 
+std::string PrunedPlaceholder(const std::string& tool_name, const std::string& call_id,
+                              int64_t tokens) {
+  return absl::StrCat("[output of tool ", tool_name.empty() ? "?" : tool_name, " (call ", call_id,
+                      ") pruned to save ", tokens, " tokens; it is still in the history]");
+}
+
+std::map<std::string, std::string> ToolNamesByCallId(const std::vector<Item>& items) {
+  std::map<std::string, std::string> names;
+  for (const Item& item : items) {
+    if (item.data.kind == ItemKind::kToolCall) names[item.data.tool_call_id] = item.data.tool_name;
+  }
+  return names;
+}
+
 ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& profile,
-                         bool approximate, const std::vector<ItemData>& pending) {
+                         bool approximate, const std::vector<ItemData>& pending,
+                         const ViewOptions& options) {
   const Conversation& c = snapshot.conversation;
   const double correction = approximate ? c.token_correction : 1.0;
   auto scale = [correction](int64_t n) {
@@ -60,22 +78,53 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
   for (const Item& item : snapshot.pinned_items) {
     add(FromItem(Section::kPinned, item.data, item.sequence, 0), t.pinned);
   }
-  for (const SummaryChunk& chunk : snapshot.active_chunks) {
+  // Chunks in the order of what they cover: a fold written after a newer
+  // chunk still comes first.
+  std::vector<SummaryChunk> chunks = snapshot.active_chunks;
+  std::sort(chunks.begin(), chunks.end(), [](const SummaryChunk& a, const SummaryChunk& b) {
+    return a.from_sequence < b.from_sequence;
+  });
+  for (const SummaryChunk& chunk : chunks) {
     ViewEntry e = SystemEntry(Section::kSummary, chunk.text, chunk.token_count);
     e.summary_chunk_id = chunk.chunk_id;
     add(std::move(e), t.summaries);
   }
+  const int64_t boundary = options.prune_boundary.value_or(c.prune_boundary);
+  const auto& keep = profile.tool_pruning.keep_tools;
+  std::map<std::string, std::string> tool_names;
+  if (boundary > 0) tool_names = ToolNamesByCallId(snapshot.live_items);
+  bool pruned_any = false;
+  bool truncated_any = false;
   for (const Item& item : snapshot.live_items) {
     // Markers record where a summary begins; the chunk itself is shown above.
     if (item.data.kind == ItemKind::kSummaryMarker) continue;
-    add(FromItem(Section::kLive, item.data, item.sequence, item.summary_chunk_id), t.live);
+    if (item.sequence < options.truncate_before && !item.data.pinned) {
+      truncated_any = true;
+      continue;
+    }
+    ViewEntry e = FromItem(Section::kLive, item.data, item.sequence, item.summary_chunk_id);
+    if (item.data.kind == ItemKind::kToolResult && item.sequence <= boundary &&
+        !item.data.pinned && options.tokenizer != nullptr) {
+      std::string name = item.data.tool_name;
+      if (name.empty()) name = tool_names[item.data.tool_call_id];
+      if (std::find(keep.begin(), keep.end(), name) == keep.end()) {
+        e.content = PrunedPlaceholder(name, item.data.tool_call_id, item.data.token_count);
+        e.token_count = CountSystemTokens(*options.tokenizer, e.content, profile.per_message_tokens);
+        e.pruned = true;
+        pruned_any = true;
+      }
+    }
+    add(std::move(e), t.live);
   }
   for (const ItemData& data : pending) add(FromItem(Section::kPending, data, 0, 0), t.pending);
   t.output_reserve = profile.output_reserve;
   t.context_window = profile.context_window;
   t.approximate = approximate;
   t.total = t.system + t.pinned + t.summaries + t.live + t.pending + t.output_reserve;
-  view.status = snapshot.active_chunks.empty() ? ContextStatus::kFull : ContextStatus::kSummarized;
+  view.status = truncated_any                     ? ContextStatus::kTruncated
+                : !snapshot.active_chunks.empty() ? ContextStatus::kSummarized
+                : pruned_any                      ? ContextStatus::kPruned
+                                                  : ContextStatus::kFull;
   return view;
 }
 

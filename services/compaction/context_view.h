@@ -2,10 +2,13 @@
 #define CONVSTATE_SERVICES_COMPACTION_CONTEXT_VIEW_H_
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "services/compaction/profile.h"
+#include "services/compaction/tokens.h"
 #include "services/core/types.h"
 
 namespace convstate {
@@ -50,15 +53,36 @@ struct ContextView {
   ContextStatus status = ContextStatus::kFull;
 };
 
-// Assembles the view of `snapshot` as it stands: system prompt, pinned
-// instructions and pinned items, active summary chunks, live items, then
-// `pending` (whose token counts must already be set). Nothing is tokenized:
-// stored counts are summed. For an approximate tokenizer every count is
-// scaled by the conversation's correction factor (rounded up), so totals
-// track what the provider counts. Status is SUMMARIZED when chunks are in
-// use, else FULL. Decides nothing about compaction.
+// How to show the live items.
+struct ViewOptions {
+  // Tool results at or before this sequence (not pinned, not of a kept
+  // tool) show as a placeholder. Defaults to the conversation's boundary.
+  std::optional<int64_t> prune_boundary;
+  // Live items before this sequence are left out of the view (emergency
+  // truncation; storage keeps them). 0 for none.
+  int64_t truncate_before = 0;
+  // Counts placeholders; required when anything may be pruned.
+  const Tokenizer* tokenizer = nullptr;
+};
+
+// Assembles the view of `snapshot`: system prompt, pinned instructions and
+// pinned items, active summary chunks, live items (pruned and truncated as
+// `options` say), then `pending` (whose token counts must already be set).
+// Nothing is tokenized but placeholders: stored counts are summed. For an
+// approximate tokenizer every count is scaled by the conversation's
+// correction factor (rounded up), so totals track what the provider counts.
+// Status: TRUNCATED if anything was truncated, else SUMMARIZED with chunks,
+// else PRUNED if a result is masked, else FULL.
 ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& profile,
-                         bool approximate, const std::vector<ItemData>& pending);
+                         bool approximate, const std::vector<ItemData>& pending,
+                         const ViewOptions& options = {});
+
+// The text shown in place of a pruned tool result.
+std::string PrunedPlaceholder(const std::string& tool_name, const std::string& call_id,
+                              int64_t tokens);
+
+// The tool name of every call id among `items` (results may omit it).
+std::map<std::string, std::string> ToolNamesByCallId(const std::vector<Item>& items);
 
 }  // namespace convstate
 

@@ -1,0 +1,218 @@
+#include "services/compaction/planner.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace convstate {
+namespace {
+
+int64_t Threshold(const ModelProfile& p, double fraction) {
+  return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
+}
+
+ContextView View(const PlanInput& in, int64_t prune_boundary, int64_t truncate_before) {
+  ViewOptions options;
+  options.prune_boundary = prune_boundary;
+  options.truncate_before = truncate_before;
+  options.tokenizer = in.tokenizer;
+  return AssembleView(*in.snapshot, in.profile, in.approximate, in.pending, options);
+}
+
+// The estimated size of a summary of `tokens` tokens.
+int64_t SummarySize(const ModelProfile& p, int64_t tokens) {
+  return std::min(p.summarizer.max_chunk_tokens, tokens / 4 + 64);
+}
+
+bool IsMarker(const Item& item) { return item.data.kind == ItemKind::kSummaryMarker; }
+
+}  // namespace
+
+Band BandOf(int64_t total, const ModelProfile& p) {
+  if (total < p.token_floor) return Band::kNormal;
+  if (total >= Threshold(p, p.emergency_threshold)) return Band::kEmergency;
+  if (total >= Threshold(p, p.hard_threshold)) return Band::kHard;
+  if (total >= Threshold(p, p.soft_threshold)) return Band::kSoft;
+  return Band::kNormal;
+}
+
+size_t SafeCut(const std::vector<Item>& live, size_t limit) {
+  limit = std::min(limit, live.size());
+  // Index of each call's result.
+  std::map<std::string, size_t> result_at;
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (live[i].data.kind == ItemKind::kToolResult) result_at[live[i].data.tool_call_id] = i;
+  }
+  // Scanning forward: the earliest call whose result lies at or after the
+  // cut forces the cut before that call.
+  size_t cut = limit;
+  for (size_t i = 0; i < limit; ++i) {
+    if (live[i].data.kind != ItemKind::kToolCall) continue;
+    auto it = result_at.find(live[i].data.tool_call_id);
+    const bool open = it == result_at.end() || it->second >= limit;
+    if (open) {
+      cut = i;
+      break;
+    }
+  }
+  return cut;
+}
+
+int64_t TruncationPoint(const PlanInput& in, int64_t prune_boundary, int64_t target) {
+  const std::vector<Item>& live = in.snapshot->live_items;
+  if (View(in, prune_boundary, 0).tokens.total < target) return 0;
+  // Try cutting before each turn start (then any safe point), oldest first.
+  for (size_t i = 1; i <= live.size(); ++i) {
+    if (i < live.size() && SafeCut(live, i) != i) continue;
+    const int64_t before = i < live.size() ? live[i].sequence : live.back().sequence + 1;
+    if (View(in, prune_boundary, before).tokens.total < target) return before;
+  }
+  return live.empty() ? 0 : live.back().sequence + 1;
+}
+
+CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
+  const ContextSnapshot& snap = *in.snapshot;
+  const ModelProfile& p = in.profile;
+  const Conversation& c = snap.conversation;
+  CompactionPlan plan;
+  plan.prune_boundary = c.prune_boundary;
+  const ContextView now = View(in, c.prune_boundary, 0);
+  plan.tokens_before = now.tokens.total;
+  plan.projected_tokens = now.tokens.total;
+  plan.band = BandOf(now.tokens.total, p);
+
+  // What can never be removed.
+  const int64_t fixed = now.tokens.system + now.tokens.pinned + now.tokens.pending +
+                        now.tokens.output_reserve;
+  if (fixed > p.context_window) {
+    const std::pair<const char*, int64_t> parts[] = {
+        {"system prompt", now.tokens.system},
+        {"pinned instructions and items", now.tokens.pinned},
+        {"pending input", now.tokens.pending},
+        {"output reserve", now.tokens.output_reserve}};
+    const auto* largest = std::max_element(
+        std::begin(parts), std::end(parts),
+        [](const auto& a, const auto& b) { return a.second < b.second; });
+    plan.cannot_fit = absl::StrCat(largest->first, " (", largest->second,
+                                   " tokens) does not fit: system, pinned, pending and reserve "
+                                   "need ", fixed, " of a ", p.context_window, "-token window");
+    return plan;
+  }
+
+  const bool act = mode != CompactionMode::kByBand || plan.band >= Band::kHard;
+  if (!act) return plan;
+  const int64_t target = Threshold(p, p.soft_threshold);
+  if (mode == CompactionMode::kTruncate) {
+    plan.truncate_before = TruncationPoint(in, c.prune_boundary, Threshold(p, p.hard_threshold));
+    if (plan.truncate_before != 0) {
+      plan.projected_tokens = View(in, c.prune_boundary, plan.truncate_before).tokens.total;
+      plan.actions.push_back(absl::StrCat("truncate the view before item ", plan.truncate_before,
+                                          " (storage keeps it)"));
+    }
+    return plan;
+  }
+
+  // Tier 1: prune old tool results.
+  std::vector<const Item*> results;
+  const auto names = ToolNamesByCallId(snap.live_items);
+  int64_t result_tokens = 0;
+  for (const Item& item : snap.live_items) {
+    if (item.data.kind != ItemKind::kToolResult || item.data.pinned) continue;
+    if (item.sequence <= c.prune_boundary) continue;  // Already pruned.
+    std::string name = item.data.tool_name;
+    if (name.empty() && names.contains(item.data.tool_call_id)) name = names.at(item.data.tool_call_id);
+    const auto& keep = p.tool_pruning.keep_tools;
+    if (std::find(keep.begin(), keep.end(), name) != keep.end()) continue;
+    results.push_back(&item);
+    result_tokens += item.data.token_count;
+  }
+  const bool prune_wanted = mode == CompactionMode::kPruneOnly ||
+                            result_tokens > p.tool_pruning.trigger_tokens ||
+                            plan.tokens_before >= target;
+  const size_t keep_recent = static_cast<size_t>(std::max(0, p.tool_pruning.keep_recent));
+  if (prune_wanted && results.size() > keep_recent) {
+    const int64_t boundary = results[results.size() - keep_recent - 1]->sequence;
+    const ContextView pruned = View(in, boundary, 0);
+    const int64_t savings = now.tokens.total - pruned.tokens.total;
+    if (savings >= p.tool_pruning.min_savings_tokens) {
+      plan.prune_boundary = boundary;
+      plan.prune_savings = savings;
+      plan.pruned_results = static_cast<int>(results.size() - keep_recent);
+      plan.projected_tokens = pruned.tokens.total;
+      plan.actions.push_back(absl::StrCat("prune ", plan.pruned_results,
+                                          " old tool results through item ", boundary, " (",
+                                          savings, " tokens)"));
+    }
+  }
+  if (mode == CompactionMode::kPruneOnly) return plan;
+
+  // Tier 2: summarize the oldest zone if still too large (or asked to).
+  if (mode == CompactionMode::kSummarize || plan.projected_tokens >= target) {
+    const ContextView view = View(in, plan.prune_boundary, 0);
+    std::map<int64_t, int64_t> tokens_of;  // sequence -> tokens in the view
+    for (const ViewEntry& e : view.entries) {
+      if (e.section == Section::kLive) tokens_of[e.sequence] = e.token_count;
+    }
+    std::vector<Item> live;
+    for (const Item& item : snap.live_items) {
+      if (!IsMarker(item)) live.push_back(item);
+    }
+    std::vector<size_t> turn_starts;
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (StartsTurn(live[i].data)) turn_starts.push_back(i);
+    }
+    // The recent buffer: last N turns, degraded while over its token cap.
+    int n = std::min<int>(p.recent_turns, static_cast<int>(turn_starts.size()));
+    auto recent_start = [&](int turns) {
+      return turns == 0 ? live.size() : turn_starts[turn_starts.size() - turns];
+    };
+    auto tokens_from = [&](size_t start) {
+      int64_t sum = 0;
+      for (size_t i = start; i < live.size(); ++i) sum += tokens_of[live[i].sequence];
+      return sum;
+    };
+    while (n > 0 && tokens_from(recent_start(n)) > p.recent_tokens) --n;
+    plan.recent_turns_kept = n;
+    const size_t cut = SafeCut(live, recent_start(n));
+    if (cut > 0) {
+      plan.summarize = true;
+      plan.summarize_through = live[cut - 1].sequence;
+      for (size_t i = 0; i < cut; ++i) {
+        if (!live[i].data.pinned) plan.summarize_tokens += tokens_of[live[i].sequence];
+      }
+      const int64_t summary = SummarySize(p, plan.summarize_tokens);
+      plan.projected_tokens = plan.projected_tokens - plan.summarize_tokens + summary;
+      plan.actions.push_back(absl::StrCat(
+          "summarize items ", c.summarized_through + 1, "-", plan.summarize_through, " (",
+          plan.summarize_tokens, " tokens) into a chunk of about ", summary,
+          " tokens, keeping the last ", n, " turns verbatim"));
+    } else {
+      plan.actions.push_back("nothing old enough to summarize: every live item is in the "
+                             "recent buffer or in an open tool call");
+    }
+  }
+
+  // Tier 3: fold chunks when they pass their budget.
+  int64_t chunk_tokens = 0;
+  for (const SummaryChunk& chunk : snap.active_chunks) chunk_tokens += chunk.token_count;
+  if (plan.summarize) chunk_tokens += SummarySize(p, plan.summarize_tokens);
+  const int64_t budget =
+      static_cast<int64_t>(p.summarizer.chunk_budget_fraction * static_cast<double>(p.context_window));
+  if (chunk_tokens > budget && snap.active_chunks.size() >= 2) {
+    int64_t folded = 0;
+    for (const SummaryChunk& chunk : snap.active_chunks) {
+      plan.fold.push_back(chunk.chunk_id);
+      folded += chunk.token_count;
+    }
+    const int64_t merged = SummarySize(p, folded);
+    plan.projected_tokens = plan.projected_tokens - folded + merged;
+    plan.actions.push_back(absl::StrCat("fold ", plan.fold.size(), " chunks (", folded,
+                                        " tokens, over the ", budget,
+                                        "-token budget) into one of about ", merged));
+  }
+  return plan;
+}
+
+}  // namespace convstate
