@@ -370,12 +370,21 @@ TEST_F(ServerE2eTest, BadInputGetsAPreciseStatusAndStoresNothing) {
   {
     v1::CompactRequest req;
     req.set_conversation_id("c1");
+    req.set_mode(static_cast<v1::CompactRequest::Mode>(42));
     v1::CompactResponse resp;
     grpc::ClientContext ctx;
     WithDeadline(ctx);
     s = stub_->Compact(&ctx, req, &resp);
-    EXPECT_EQ(s.error_code(), grpc::UNIMPLEMENTED);
-    EXPECT_NE(s.error_message().find("not implemented yet"), std::string::npos);
+    EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT);
+    EXPECT_EQ(s.error_message(), "mode: unknown mode 42");
+  }
+  {
+    v1::ListSummariesRequest req;
+    req.set_conversation_id("nobody");
+    v1::ListSummariesResponse resp;
+    grpc::ClientContext ctx;
+    WithDeadline(ctx);
+    EXPECT_EQ(stub_->ListSummaries(&ctx, req, &resp).error_code(), grpc::NOT_FOUND);
   }
   EXPECT_EQ(ItemCount("c1"), 0);
   EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM items"), "0");

@@ -13,6 +13,7 @@
 #include "services/common/fingerprint.h"
 #include "services/common/status_macros.h"
 #include "services/compaction/context_view.h"
+#include "services/compaction/planner.h"
 
 namespace convstate {
 namespace {
@@ -196,8 +197,11 @@ ItemData ToItemData(const v1::NewItem& item) {
 }  // namespace
 
 ConversationService::ConversationService(Options options, const ModelRegistry* models,
-                                         Storage* storage)
-    : options_(std::move(options)), models_(models), storage_(storage) {}
+                                         Storage* storage, Summarizer* summarizer)
+    : options_(std::move(options)),
+      models_(models),
+      storage_(storage),
+      runner_(storage, summarizer) {}
 
 absl::StatusOr<ResolvedProfile> ConversationService::ProfileOf(const Conversation& c) const {
   absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(c.model);
@@ -374,58 +378,142 @@ absl::StatusOr<v1::ListItemsResponse> ConversationService::ListItems(
   return out;
 }
 
-absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
-    const CallContext& ctx, const v1::BuildContextRequest& req) {
-  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+absl::Status ConversationService::ValidatePending(
+    const google::protobuf::RepeatedPtrField<v1::NewItem>& input) const {
   const Limits& limits = options_.limits;
-  if (req.pending_input_size() > limits.max_pending_items) {
-    return absl::InvalidArgumentError(absl::StrCat("pending_input: ", req.pending_input_size(),
+  if (input.size() > limits.max_pending_items) {
+    return absl::InvalidArgumentError(absl::StrCat("pending_input: ", input.size(),
                                                    " items exceeds the limit of ",
                                                    limits.max_pending_items));
   }
-  std::vector<ItemData> pending;
-  int64_t pending_bytes = 0;
-  for (int i = 0; i < req.pending_input_size(); ++i) {
-    RETURN_IF_ERROR(
-        ValidateNewItem(absl::StrCat("pending_input[", i, "]"), req.pending_input(i), limits));
-    pending_bytes += static_cast<int64_t>(req.pending_input(i).content().size());
-    pending.push_back(ToItemData(req.pending_input(i)));
+  int64_t bytes = 0;
+  for (int i = 0; i < input.size(); ++i) {
+    RETURN_IF_ERROR(ValidateNewItem(absl::StrCat("pending_input[", i, "]"), input[i], limits));
+    bytes += static_cast<int64_t>(input[i].content().size());
   }
-  if (pending_bytes > limits.max_request_content_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("pending_input: ", pending_bytes,
+  if (bytes > limits.max_request_content_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("pending_input: ", bytes,
                                                    " bytes of content exceeds the limit of ",
                                                    limits.max_request_content_bytes));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ItemData>> ConversationService::PendingItems(
+    const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
+    const ResolvedProfile& resolved) const {
+  // Pending input is not stored yet, so it is the only text counted here.
+  std::vector<ItemData> pending;
+  for (const v1::NewItem& item : input) {
+    ItemData data = ToItemData(item);
+    data.token_count =
+        CountItemTokens(*resolved.tokenizer, data, resolved.profile.per_message_tokens);
+    pending.push_back(std::move(data));
+  }
+  return pending;
+}
+
+absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
+    const CallContext& ctx, const v1::BuildContextRequest& req) {
+  return BuildContext(ctx, req, nullptr);
+}
+
+absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
+    const CallContext& ctx, const v1::BuildContextRequest& req, const ProgressSink& progress) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  RETURN_IF_ERROR(ValidatePending(req.pending_input()));
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
-  // Pending input is not stored yet, so it is the only text counted here.
-  for (ItemData& item : pending) {
-    item.token_count =
-        CountItemTokens(*resolved.tokenizer, item, resolved.profile.per_message_tokens);
-  }
-  const ContextView view = AssembleView(snapshot, resolved.profile,
-                                        resolved.tokenizer->approximate(), pending);
+  ASSIGN_OR_RETURN(std::vector<ItemData> pending, PendingItems(req.pending_input(), resolved));
+  ASSIGN_OR_RETURN(CompactionOutcome outcome,
+                   runner_.Run(ctx, std::move(snapshot), resolved, pending,
+                               CompactionMode::kByBand, "", progress));
   v1::BuildContextResponse out;
   out.set_conversation_id(key.conversation_id);
-  ToProto(view, &out);
+  ToProto(outcome.view, &out);
   return out;
 }
 
 absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
-    const CallContext&, const v1::InspectContextRequest&) {
-  return absl::UnimplementedError(
-      "InspectContext is not implemented yet: it arrives with compaction planning");
+    const CallContext& ctx, const v1::InspectContextRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  RETURN_IF_ERROR(ValidatePending(req.pending_input()));
+  ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
+  ASSIGN_OR_RETURN(std::vector<ItemData> pending, PendingItems(req.pending_input(), resolved));
+  PlanInput in;
+  in.snapshot = &snapshot;
+  in.profile = resolved.profile;
+  in.approximate = resolved.tokenizer->approximate();
+  in.pending = pending;
+  in.tokenizer = resolved.tokenizer;
+  const CompactionPlan plan = PlanCompaction(in, CompactionMode::kAuto);
+  ViewOptions options;
+  options.tokenizer = resolved.tokenizer;
+  const ContextView view =
+      AssembleView(snapshot, resolved.profile, in.approximate, pending, options);
+  v1::InspectContextResponse out;
+  v1::BuildContextResponse as_built;
+  ToProto(view, &as_built);
+  *out.mutable_tokens() = as_built.tokens();
+  out.set_context_status(as_built.context_status());
+  out.set_band(static_cast<v1::Band>(plan.band));
+  for (const std::string& action : plan.actions) out.add_planned_actions(action);
+  if (plan.cannot_fit.has_value()) out.add_planned_actions("cannot fit: " + *plan.cannot_fit);
+  out.set_projected_total(plan.projected_tokens);
+  return out;
 }
 
-absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallContext&,
-                                                                 const v1::CompactRequest&) {
-  return absl::UnimplementedError("Compact is not implemented yet: it arrives with compaction");
+absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallContext& ctx,
+                                                                 const v1::CompactRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  CompactionMode mode;
+  switch (req.mode()) {
+    case v1::CompactRequest::MODE_UNSPECIFIED:
+    case v1::CompactRequest::MODE_AUTO: mode = CompactionMode::kAuto; break;
+    case v1::CompactRequest::MODE_PRUNE_ONLY: mode = CompactionMode::kPruneOnly; break;
+    case v1::CompactRequest::MODE_SUMMARIZE: mode = CompactionMode::kSummarize; break;
+    case v1::CompactRequest::MODE_TRUNCATE: mode = CompactionMode::kTruncate; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("mode: unknown mode ", req.mode()));
+  }
+  RETURN_IF_ERROR(ValidateText("instructions", req.instructions(), 4096));
+  ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
+  ASSIGN_OR_RETURN(CompactionOutcome outcome,
+                   runner_.Run(ctx, std::move(snapshot), resolved, {}, mode, req.instructions(),
+                               nullptr));
+  v1::CompactResponse out;
+  out.set_tokens_before(outcome.tokens_before);
+  out.set_tokens_after(outcome.view.tokens.total);
+  out.set_context_status(static_cast<v1::ContextStatus>(outcome.view.status));
+  out.set_version(outcome.version);
+  out.set_summary_chunk_id(outcome.chunk_id);
+  return out;
 }
 
 absl::StatusOr<v1::ListSummariesResponse> ConversationService::ListSummaries(
-    const CallContext&, const v1::ListSummariesRequest&) {
-  return absl::UnimplementedError(
-      "ListSummaries is not implemented yet: it arrives with compaction");
+    const CallContext& ctx, const v1::ListSummariesRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  ASSIGN_OR_RETURN(std::vector<SummaryChunk> chunks,
+                   storage_->ListSummaries(ctx, key, req.include_superseded()));
+  v1::ListSummariesResponse out;
+  for (const SummaryChunk& c : chunks) {
+    v1::SummaryChunk* pc = out.add_chunks();
+    pc->set_chunk_id(c.chunk_id);
+    pc->set_from_sequence(c.from_sequence);
+    pc->set_through_sequence(c.through_sequence);
+    pc->set_text(c.text);
+    pc->set_token_count(c.token_count);
+    pc->set_summarizer_model(c.summarizer_model);
+    pc->set_prompt_version(c.prompt_version);
+    pc->set_tokens_in(c.tokens_in);
+    pc->set_tokens_out(c.tokens_out);
+    pc->set_latency_ms(c.latency_ms);
+    pc->set_superseded_by(c.superseded_by);
+    SetTimestamp(c.create_time, pc->mutable_create_time());
+  }
+  return out;
 }
 
 }  // namespace convstate

@@ -5,7 +5,9 @@
 
 #include "absl/status/statusor.h"
 #include "convstate/v1/convstate.pb.h"
+#include "services/api/compaction_runner.h"
 #include "services/api/validation.h"
+#include "services/compaction/summarizer.h"
 #include "services/compaction/model_registry.h"
 #include "storage/storage.h"
 
@@ -20,8 +22,9 @@ class ConversationService {
     Limits limits;
   };
 
-  // `models` and `storage` must outlive the service.
-  ConversationService(Options options, const ModelRegistry* models, Storage* storage);
+  // `models`, `storage` and `summarizer` must outlive the service.
+  ConversationService(Options options, const ModelRegistry* models, Storage* storage,
+                      Summarizer* summarizer);
 
   absl::StatusOr<v1::Conversation> CreateConversation(const CallContext& ctx,
                                                       const v1::CreateConversationRequest& req);
@@ -37,7 +40,11 @@ class ConversationService {
                                                   const v1::ListItemsRequest& req);
   absl::StatusOr<v1::BuildContextResponse> BuildContext(const CallContext& ctx,
                                                         const v1::BuildContextRequest& req);
-  // Not built yet: UNIMPLEMENTED.
+  // BuildContext that reports each compaction step to `progress` as it
+  // happens (StreamBuildContext).
+  absl::StatusOr<v1::BuildContextResponse> BuildContext(const CallContext& ctx,
+                                                        const v1::BuildContextRequest& req,
+                                                        const ProgressSink& progress);
   absl::StatusOr<v1::InspectContextResponse> InspectContext(
       const CallContext& ctx, const v1::InspectContextRequest& req);
   absl::StatusOr<v1::CompactResponse> Compact(const CallContext& ctx,
@@ -50,9 +57,16 @@ class ConversationService {
   // tokenizer. FAILED_PRECONDITION if the model no longer has a profile.
   absl::StatusOr<ResolvedProfile> ProfileOf(const Conversation& conversation) const;
 
+  // Validates and counts pending input against `profile`.
+  absl::StatusOr<std::vector<ItemData>> PendingItems(
+      const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
+      const ResolvedProfile& profile) const;
+  absl::Status ValidatePending(const google::protobuf::RepeatedPtrField<v1::NewItem>& input) const;
+
   const Options options_;
   const ModelRegistry* const models_;
   Storage* const storage_;
+  CompactionRunner runner_;
 };
 
 }  // namespace convstate

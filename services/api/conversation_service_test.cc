@@ -41,7 +41,9 @@ class ConversationServiceTest : public ::testing::Test {
   ConversationServiceTest()
       : models_(Registry(kProfiles)),
         storage_(NewMemoryStorage()),
-        service_(ConversationService::Options{}, models_.get(), storage_.get()) {}
+        summarizer_(NewExtractiveSummarizer()),
+        service_(ConversationService::Options{}, models_.get(), storage_.get(),
+                 summarizer_.get()) {}
 
   v1::Conversation Create(const std::string& id, const std::string& system_prompt = "") {
     v1::CreateConversationRequest req;
@@ -70,6 +72,7 @@ class ConversationServiceTest : public ::testing::Test {
 
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<Storage> storage_;
+  std::unique_ptr<Summarizer> summarizer_;
   ConversationService service_;
   CallContext ctx_;
 };
@@ -186,7 +189,7 @@ TEST_F(ConversationServiceTest, RequestLimitsAreEnforced) {
   ConversationService::Options options;
   options.limits.max_items_per_append = 2;
   options.limits.max_request_content_bytes = 10;
-  ConversationService small(options, models_.get(), storage_.get());
+  ConversationService small(options, models_.get(), storage_.get(), summarizer_.get());
   Create("c1");
   v1::AppendTurnRequest three = Append("c1", "a");
   *three.add_items() = Message(v1::ROLE_ASSISTANT, "b");
@@ -342,7 +345,8 @@ TEST_F(ConversationServiceTest, CountsUseTheModelsProfileOnceAtWriteTime) {
 
 TEST_F(ConversationServiceTest, UnknownModelWithoutDefaultProfileIsRefused) {
   auto strict = Registry(R"pb(profiles { name: "only" })pb");
-  ConversationService service(ConversationService::Options{}, strict.get(), storage_.get());
+  ConversationService service(ConversationService::Options{}, strict.get(), storage_.get(),
+                              summarizer_.get());
   v1::CreateConversationRequest req;
   req.set_model("mystery-model");
   auto r = service.CreateConversation(ctx_, req);
@@ -394,7 +398,9 @@ TEST_F(ConversationServiceTest, ReportedUsageCorrectsApproximateCounts) {
   // closer with every report until rounding is all that is left.
   EXPECT_GT(errors.front(), 0.2);
   for (size_t i = 1; i < errors.size(); ++i) {
-    if (errors[i - 1] > 0.02) EXPECT_LT(errors[i], errors[i - 1]) << "turn " << i;
+    if (errors[i - 1] > 0.02) {
+      EXPECT_LT(errors[i], errors[i - 1]) << "turn " << i;
+    }
   }
   EXPECT_LT(errors.back(), 0.02);
   // And the next view counts like the provider does.
@@ -407,15 +413,6 @@ TEST_F(ConversationServiceTest, ReportedUsageCorrectsApproximateCounts) {
   const double ratio =
       static_cast<double>(view->tokens().total() - view->tokens().output_reserve()) / raw;
   EXPECT_NEAR(ratio, kProviderRatio, 0.03);
-}
-
-TEST_F(ConversationServiceTest, UnbuiltMethodsSayUnimplemented) {
-  EXPECT_EQ(service_.Compact(ctx_, v1::CompactRequest{}).status().code(),
-            absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(service_.InspectContext(ctx_, v1::InspectContextRequest{}).status().code(),
-            absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(service_.ListSummaries(ctx_, v1::ListSummariesRequest{}).status().code(),
-            absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace

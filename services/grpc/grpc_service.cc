@@ -1,12 +1,15 @@
 #include "services/grpc/grpc_service.h"
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "services/api/wire_check.h"
 #include "services/common/log.h"
@@ -63,18 +66,76 @@ void LogServerError(const char* method, const absl::Status& status) {
 const grpc::Status kOverloaded(grpc::StatusCode::UNAVAILABLE,
                                "server overloaded or shutting down; retry with backoff");
 
-// Sends a single BuildContextEvent, then the status.
-class SingleEventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+// Writes events as they come, one write in flight at a time, then the
+// status once every queued event is out. Send and Close may be called from
+// any thread.
+class EventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   void Send(grpc::ByteBuffer event) {
-    event_ = std::move(event);
-    StartWriteAndFinish(&event_, grpc::WriteOptions(), grpc::Status::OK);
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(event));
+    MaybeWrite();
+  }
+  void Close(grpc::Status status) {
+    absl::MutexLock lock(&mu_);
+    closing_ = true;
+    status_ = std::move(status);
+    MaybeWrite();
+  }
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    queue_.pop_front();
+    if (!ok) {  // The client went away: nothing more can be written.
+      queue_.clear();
+      if (!closing_) {
+        closing_ = true;
+        status_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+      }
+    }
+    MaybeWrite();
   }
   void OnDone() override { delete this; }
 
  private:
-  grpc::ByteBuffer event_;
+  void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finished_) return;
+    if (!queue_.empty()) {
+      writing_ = true;
+      StartWrite(&queue_.front());
+    } else if (closing_) {
+      finished_ = true;
+      Finish(status_);
+    }
+  }
+
+  absl::Mutex mu_;
+  std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
+
+v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
+  v1::BuildContextEvent event;
+  switch (p.kind) {
+    case CompactionProgress::Kind::kStarted:
+      event.mutable_compaction_started()->set_tier(p.tier);
+      event.mutable_compaction_started()->set_tokens_before(p.tokens_before);
+      break;
+    case CompactionProgress::Kind::kCompleted:
+      event.mutable_compaction_completed()->set_tier(p.tier);
+      event.mutable_compaction_completed()->set_tokens_before(p.tokens_before);
+      event.mutable_compaction_completed()->set_tokens_after(p.tokens_after);
+      break;
+    case CompactionProgress::Kind::kFailed:
+      event.mutable_compaction_failed()->set_tier(p.tier);
+      event.mutable_compaction_failed()->set_reason(p.reason);
+      break;
+  }
+  return event;
+}
 
 }  // namespace
 
@@ -156,29 +217,31 @@ GrpcService::Reactor* GrpcService::ListSummaries(Context* ctx, const ByteBuffer*
   return Unary("ListSummaries", ctx, req, resp, &ConversationService::ListSummaries);
 }
 
-// Until compaction exists nothing happens before the view is ready, so the
-// stream carries exactly one event: the context.
+// Compaction events as they happen (compaction_started before the
+// summarizer is called), then the context as the last event.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(
     Context* ctx, const ByteBuffer* request) {
-  auto* writer = new SingleEventWriter();
+  auto* writer = new EventWriter();
   auto req = std::make_shared<v1::BuildContextRequest>();
   if (absl::Status parsed = ParseRequest(*request, req.get()); !parsed.ok()) {
-    writer->Finish(ToGrpcStatus(parsed));
+    writer->Close(ToGrpcStatus(parsed));
     return writer;
   }
   const CallContext call{DeadlineOf(*ctx)};
   const bool queued = workers_->Schedule([this, call, req, writer] {
-    absl::StatusOr<v1::BuildContextResponse> result = service_->BuildContext(call, *req);
+    absl::StatusOr<v1::BuildContextResponse> result = service_->BuildContext(
+        call, *req, [writer](const CompactionProgress& p) { writer->Send(Serialize(ToEvent(p))); });
     if (!result.ok()) {
       LogServerError("StreamBuildContext", result.status());
-      writer->Finish(ToGrpcStatus(result.status()));
+      writer->Close(ToGrpcStatus(result.status()));
       return;
     }
     v1::BuildContextEvent event;
     *event.mutable_context() = std::move(*result);
     writer->Send(Serialize(event));
+    writer->Close(grpc::Status::OK);
   });
-  if (!queued) writer->Finish(kOverloaded);
+  if (!queued) writer->Close(kOverloaded);
   return writer;
 }
 

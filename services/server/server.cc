@@ -18,12 +18,14 @@ constexpr char kServiceName[] = "convstate.v1.ConversationState";
 
 absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOptions& options,
                                                               std::unique_ptr<ModelRegistry> models,
-                                                              std::unique_ptr<Storage> storage) {
+                                                              std::unique_ptr<Storage> storage,
+                                                              std::unique_ptr<Summarizer> summarizer) {
   std::unique_ptr<Server> s(new Server());
   s->models_ = std::move(models);
   s->storage_ = std::move(storage);
+  s->summarizer_ = summarizer != nullptr ? std::move(summarizer) : NewExtractiveSummarizer();
   s->service_ = std::make_unique<ConversationService>(options.service, s->models_.get(),
-                                                      s->storage_.get());
+                                                      s->storage_.get(), s->summarizer_.get());
   s->workers_ = std::make_unique<ThreadPool>(options.worker_threads,
                                              static_cast<size_t>(options.max_queued_calls));
   s->grpc_service_ = std::make_unique<GrpcService>(s->service_.get(), s->workers_.get());

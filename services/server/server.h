@@ -39,9 +39,10 @@ class Server {
  public:
   // Starts serving `storage`. FAILED_PRECONDITION if the address cannot be
   // bound.
+  // `summarizer` writes summary chunks; null for the built-in extractive one.
   static absl::StatusOr<std::unique_ptr<Server>> BuildAndStart(
       const ServerOptions& options, std::unique_ptr<ModelRegistry> models,
-      std::unique_ptr<Storage> storage);
+      std::unique_ptr<Storage> storage, std::unique_ptr<Summarizer> summarizer = nullptr);
   ~Server();
 
   // The port actually bound.
@@ -58,6 +59,7 @@ class Server {
 
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<Storage> storage_;
+  std::unique_ptr<Summarizer> summarizer_;
   std::unique_ptr<ConversationService> service_;
   std::unique_ptr<ThreadPool> workers_;
   std::unique_ptr<GrpcService> grpc_service_;

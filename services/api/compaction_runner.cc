@@ -1,0 +1,300 @@
+#include "services/api/compaction_runner.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/log.h"
+#include "services/common/status_macros.h"
+
+namespace convstate {
+namespace {
+
+using Json = nlohmann::json;
+
+CompactionEvent Event(const std::string& event, const std::string& tier, int64_t before,
+                      int64_t after, Json detail = Json::object()) {
+  CompactionEvent e;
+  e.event = event;
+  e.tier = tier;
+  e.tokens_before = before;
+  e.tokens_after = after;
+  e.detail = detail.dump();
+  return e;
+}
+
+const char* BandName(Band band) {
+  switch (band) {
+    case Band::kNormal: return "normal";
+    case Band::kSoft: return "soft";
+    case Band::kHard: return "hard";
+    case Band::kEmergency: return "emergency";
+  }
+  return "?";
+}
+
+int64_t Threshold(const ModelProfile& p, double fraction) {
+  return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
+}
+
+}  // namespace
+
+absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
+    const CallContext& ctx, ContextSnapshot snapshot, const ResolvedProfile& resolved,
+    const std::vector<ItemData>& pending, CompactionMode mode, const std::string& instructions,
+    const ProgressSink& progress) {
+  const ModelProfile& profile = resolved.profile;
+  const Tokenizer& tokenizer = *resolved.tokenizer;
+  auto input_for = [&](const ContextSnapshot& s) {
+    PlanInput in;
+    in.snapshot = &s;
+    in.profile = profile;
+    in.approximate = tokenizer.approximate();
+    in.pending = pending;
+    in.tokenizer = &tokenizer;
+    return in;
+  };
+  auto view_of = [&](const ContextSnapshot& s, int64_t truncate_before) {
+    ViewOptions options;
+    options.tokenizer = &tokenizer;
+    options.truncate_before = truncate_before;
+    return AssembleView(s, profile, tokenizer.approximate(), pending, options);
+  };
+  auto report = [&](CompactionProgress::Kind kind, const std::string& tier, int64_t before,
+                    int64_t after, const std::string& reason) {
+    if (progress) progress(CompactionProgress{kind, tier, before, after, reason});
+  };
+  const ConversationKey key = snapshot.conversation.key;
+
+  CompactionOutcome out;
+  out.plan = PlanCompaction(input_for(snapshot), mode);
+  out.tokens_before = out.plan.tokens_before;
+  out.version = snapshot.conversation.version;
+  if (out.plan.cannot_fit.has_value()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the context cannot fit the model's window: ", *out.plan.cannot_fit));
+  }
+  const CompactionPlan& plan = out.plan;
+  std::vector<CompactionEvent> events;
+  if (!plan.empty() && mode == CompactionMode::kByBand) {
+    events.push_back(Event("threshold_hit", "", plan.tokens_before, plan.tokens_before,
+                           {{"band", BandName(plan.band)}}));
+  }
+
+  // Tiers 1 and 2, committed together.
+  bool summarizer_failed = false;
+  CompactionCommit commit;
+  commit.key = key;
+  commit.expected_summarized_through = snapshot.conversation.summarized_through;
+  commit.expected_prune_boundary = snapshot.conversation.prune_boundary;
+  commit.new_prune_boundary = plan.prune_boundary;
+  if (plan.pruned_results > 0) {
+    report(CompactionProgress::Kind::kStarted, "prune", plan.tokens_before, 0, "");
+    events.push_back(Event("pruned", "prune", plan.tokens_before,
+                           plan.tokens_before - plan.prune_savings,
+                           {{"results", plan.pruned_results}, {"boundary", plan.prune_boundary}}));
+    report(CompactionProgress::Kind::kCompleted, "prune", plan.tokens_before,
+           plan.tokens_before - plan.prune_savings, "");
+  }
+  if (plan.summarize) {
+    const int64_t before = plan.tokens_before - plan.prune_savings;
+    report(CompactionProgress::Kind::kStarted, "summarize", before, 0, "");
+    events.push_back(Event("started", "summarize", before, before,
+                           {{"from", commit.expected_summarized_through + 1},
+                            {"through", plan.summarize_through}}));
+    std::vector<Item> zone;
+    for (const Item& item : snapshot.live_items) {
+      if (item.sequence <= plan.summarize_through && !item.data.pinned &&
+          item.data.kind != ItemKind::kSummaryMarker) {
+        zone.push_back(item);
+      }
+    }
+    SummaryRequest req;
+    req.transcript = RenderTranscript(zone, ToolNamesByCallId(snapshot.live_items));
+    // A summary must be clearly smaller than what it replaces.
+    req.max_tokens = std::min(profile.summarizer.max_chunk_tokens,
+                              std::max<int64_t>(32, plan.summarize_tokens / 3));
+    req.instructions = instructions;
+    req.tokenizer = &tokenizer;
+    req.deadline = ctx.deadline;
+    absl::StatusOr<SummaryResult> summary = summarizer_->Summarize(req);
+    if (!summary.ok()) {
+      summarizer_failed = true;
+      LogWarning("summarizer failed for ", key.conversation_id, ": ", summary.status().ToString());
+      events.push_back(Event("failed", "summarize", before, before,
+                             {{"reason", std::string(summary.status().message())},
+                              {"code", absl::StatusCodeToString(summary.status().code())}}));
+      report(CompactionProgress::Kind::kFailed, "summarize", before, before,
+             std::string(summary.status().message()));
+    } else {
+      std::string text = summary->text;
+      int64_t tokens = CountSystemTokens(tokenizer, text, profile.per_message_tokens);
+      if (tokens > req.max_tokens + profile.per_message_tokens) {
+        events.push_back(Event("summary_oversize", "summarize", tokens, req.max_tokens,
+                               {{"model", summary->model}}));
+        text = CutToTokens(text, req.max_tokens, tokenizer);
+        tokens = CountSystemTokens(tokenizer, text, profile.per_message_tokens);
+      }
+      if (text.empty() || tokens >= plan.summarize_tokens) {
+        events.push_back(Event("no_progress", "summarize", plan.summarize_tokens, tokens,
+                               {{"model", summary->model}}));
+        report(CompactionProgress::Kind::kFailed, "summarize", before, before,
+               "the summary was no smaller than what it replaces");
+      } else {
+        SummaryChunk chunk;
+        chunk.from_sequence = commit.expected_summarized_through + 1;
+        chunk.through_sequence = plan.summarize_through;
+        chunk.text = std::move(text);
+        chunk.token_count = tokens;
+        chunk.summarizer_model = summary->model;
+        chunk.prompt_version = summary->prompt_version;
+        chunk.tokens_in = summary->tokens_in;
+        chunk.tokens_out = summary->tokens_out;
+        chunk.latency_ms = summary->latency_ms;
+        const int64_t after = before - plan.summarize_tokens + tokens;
+        events.push_back(Event("completed", "summarize", before, after,
+                               {{"model", chunk.summarizer_model},
+                                {"summarized_tokens", plan.summarize_tokens},
+                                {"summary_tokens", tokens},
+                                {"latency_ms", chunk.latency_ms}}));
+        commit.chunk = std::move(chunk);
+        report(CompactionProgress::Kind::kCompleted, "summarize", before, after, "");
+      }
+    }
+  }
+  commit.events = std::move(events);
+  events.clear();
+
+  auto apply = [&](const CompactionCommit& c) -> absl::Status {
+    absl::StatusOr<CompactionResult> result = storage_->CommitCompaction(ctx, c);
+    if (absl::IsAborted(result.status())) {
+      // A concurrent compaction won; its result is as good as ours.
+      LogInfo("compaction of ", key.conversation_id, " discarded: ", result.status().message());
+    } else if (!result.ok()) {
+      return result.status();
+    } else {
+      out.version = result->version;
+      if (result->chunk_id != 0) out.chunk_id = result->chunk_id;
+    }
+    ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
+    return absl::OkStatus();
+  };
+  const bool changes = commit.chunk.has_value() ||
+                       commit.new_prune_boundary != commit.expected_prune_boundary;
+  if (changes) {
+    RETURN_IF_ERROR(apply(commit));
+  } else {
+    events = std::move(commit.events);
+  }
+
+  // Tier 3: fold chunks that outgrew their budget.
+  const bool fold_wanted = changes || mode == CompactionMode::kAuto ||
+                           mode == CompactionMode::kSummarize;
+  if (!summarizer_failed && fold_wanted) {
+    const CompactionPlan again = PlanCompaction(input_for(snapshot), CompactionMode::kSummarize);
+    if (!again.fold.empty()) {
+      std::vector<SummaryChunk> folding;
+      for (const SummaryChunk& chunk : snapshot.active_chunks) {
+        if (std::find(again.fold.begin(), again.fold.end(), chunk.chunk_id) != again.fold.end()) {
+          folding.push_back(chunk);
+        }
+      }
+      std::sort(folding.begin(), folding.end(), [](const SummaryChunk& a, const SummaryChunk& b) {
+        return a.from_sequence < b.from_sequence;
+      });
+      int64_t folded_tokens = 0;
+      for (const SummaryChunk& chunk : folding) folded_tokens += chunk.token_count;
+      const int64_t before = view_of(snapshot, 0).tokens.total;
+      report(CompactionProgress::Kind::kStarted, "fold", before, 0, "");
+      SummaryRequest req;
+      req.transcript = RenderChunks(folding);
+      req.max_tokens = std::min(profile.summarizer.max_chunk_tokens,
+                                std::max<int64_t>(32, folded_tokens / 2));
+      req.instructions = instructions;
+      req.tokenizer = &tokenizer;
+      req.deadline = ctx.deadline;
+      absl::StatusOr<SummaryResult> merged = summarizer_->Summarize(req);
+      if (!merged.ok()) {
+        summarizer_failed = true;
+        events.push_back(Event("failed", "fold", before, before,
+                               {{"reason", std::string(merged.status().message())}}));
+        report(CompactionProgress::Kind::kFailed, "fold", before, before,
+               std::string(merged.status().message()));
+      } else {
+        std::string text = CutToTokens(merged->text, req.max_tokens, tokenizer);
+        const int64_t tokens = CountSystemTokens(tokenizer, text, profile.per_message_tokens);
+        if (tokens >= folded_tokens) {
+          events.push_back(Event("no_progress", "fold", folded_tokens, tokens));
+        } else {
+          CompactionCommit fold;
+          fold.key = key;
+          fold.expected_summarized_through = snapshot.conversation.summarized_through;
+          fold.expected_prune_boundary = snapshot.conversation.prune_boundary;
+          fold.new_prune_boundary = snapshot.conversation.prune_boundary;
+          SummaryChunk chunk;
+          chunk.from_sequence = folding.front().from_sequence;
+          chunk.through_sequence = folding.back().through_sequence;
+          for (const SummaryChunk& c : folding) {
+            chunk.from_sequence = std::min(chunk.from_sequence, c.from_sequence);
+            chunk.through_sequence = std::max(chunk.through_sequence, c.through_sequence);
+            fold.supersedes.push_back(c.chunk_id);
+          }
+          chunk.text = std::move(text);
+          chunk.token_count = tokens;
+          chunk.summarizer_model = merged->model;
+          chunk.prompt_version = merged->prompt_version;
+          chunk.tokens_in = merged->tokens_in;
+          chunk.tokens_out = merged->tokens_out;
+          chunk.latency_ms = merged->latency_ms;
+          fold.chunk = std::move(chunk);
+          const int64_t after = before - folded_tokens + tokens;
+          fold.events.push_back(Event("folded", "fold", before, after,
+                                      {{"chunks", fold.supersedes.size()},
+                                       {"folded_tokens", folded_tokens},
+                                       {"summary_tokens", tokens}}));
+          RETURN_IF_ERROR(apply(fold));
+          report(CompactionProgress::Kind::kCompleted, "fold", before, after, "");
+        }
+      }
+    }
+  }
+
+  // Tier 4: truncate the view (never storage) when nothing else was enough.
+  out.view = view_of(snapshot, 0);
+  const Band band = BandOf(out.view.tokens.total, profile);
+  // Prune-only and summarize do what they say; the other modes end with a
+  // view that fits, truncating as the last resort.
+  const bool may_truncate = mode == CompactionMode::kByBand || mode == CompactionMode::kAuto ||
+                            mode == CompactionMode::kTruncate;
+  const bool truncate =
+      may_truncate && (mode == CompactionMode::kTruncate || band == Band::kEmergency ||
+                       (summarizer_failed && band >= Band::kHard) ||
+                       out.view.tokens.total > profile.context_window);
+  if (truncate) {
+    const int64_t before = out.view.tokens.total;
+    const int64_t point = TruncationPoint(input_for(snapshot), snapshot.conversation.prune_boundary,
+                                          Threshold(profile, profile.hard_threshold));
+    if (point != 0) {
+      report(CompactionProgress::Kind::kStarted, "truncate", before, 0, "");
+      out.view = view_of(snapshot, point);
+      const std::string reason = mode == CompactionMode::kTruncate ? "requested"
+                                 : summarizer_failed             ? "summarizer unavailable"
+                                                                 : "still over the emergency threshold";
+      events.push_back(Event("truncated", "truncate", before, out.view.tokens.total,
+                             {{"before_sequence", point}, {"reason", reason}}));
+      report(CompactionProgress::Kind::kCompleted, "truncate", before, out.view.tokens.total, reason);
+    }
+  }
+  if (!events.empty()) {
+    // Audit rows of steps that changed nothing stored; losing them must not
+    // fail the call.
+    if (absl::Status s = storage_->RecordCompactionEvents(ctx, key, events); !s.ok()) {
+      LogWarning("could not record compaction events for ", key.conversation_id, ": ", s.ToString());
+    }
+  }
+  out.version = snapshot.conversation.version;
+  return out;
+}
+
+}  // namespace convstate

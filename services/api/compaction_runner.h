@@ -1,0 +1,69 @@
+#ifndef CONVSTATE_SERVICES_API_COMPACTION_RUNNER_H_
+#define CONVSTATE_SERVICES_API_COMPACTION_RUNNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/compaction/context_view.h"
+#include "services/compaction/model_registry.h"
+#include "services/compaction/planner.h"
+#include "services/compaction/summarizer.h"
+#include "storage/storage.h"
+
+namespace convstate {
+
+// Progress of a compaction, as StreamBuildContext reports it.
+struct CompactionProgress {
+  enum class Kind { kStarted, kCompleted, kFailed };
+  Kind kind = Kind::kStarted;
+  // "prune", "summarize", "fold" or "truncate".
+  std::string tier;
+  int64_t tokens_before = 0;
+  int64_t tokens_after = 0;
+  std::string reason;
+};
+using ProgressSink = std::function<void(const CompactionProgress&)>;
+
+struct CompactionOutcome {
+  // The view after compaction (truncated if it had to be).
+  ContextView view;
+  CompactionPlan plan;
+  int64_t tokens_before = 0;
+  // The conversation's version after the compaction.
+  int64_t version = 0;
+  // The summary chunk written, if any (the fold's if there was one).
+  int64_t chunk_id = 0;
+};
+
+// Runs compactions: plan, summarize outside any transaction, commit with a
+// compare-and-set, fold, and truncate the view as the last resort. Every
+// step writes an audit row. Thread-safe.
+class CompactionRunner {
+ public:
+  // `storage` and `summarizer` must outlive the runner.
+  CompactionRunner(Storage* storage, Summarizer* summarizer)
+      : storage_(storage), summarizer_(summarizer) {}
+
+  // Builds the view of `snapshot` for `pending`, compacting first as `mode`
+  // says. RESOURCE_EXHAUSTED when even the parts that are never removed do
+  // not fit, naming the largest. A summarizer that fails is not an error:
+  // the view is truncated instead (status TRUNCATED) and the audit says why.
+  // A compaction that loses a race to a concurrent one is discarded and the
+  // view built from the winner's result.
+  absl::StatusOr<CompactionOutcome> Run(const CallContext& ctx, ContextSnapshot snapshot,
+                                        const ResolvedProfile& profile,
+                                        const std::vector<ItemData>& pending,
+                                        CompactionMode mode, const std::string& instructions,
+                                        const ProgressSink& progress);
+
+ private:
+  Storage* const storage_;
+  Summarizer* const summarizer_;
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_API_COMPACTION_RUNNER_H_

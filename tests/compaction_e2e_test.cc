@@ -1,0 +1,369 @@
+// Compaction end to end: the real server binary, a real PostgreSQL, a small
+// 4,096-token window, and long conversations with tool calls. Prints the
+// sawtooth of view sizes and what each compaction did.
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "convstate/v1/convstate.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/pg_harness.h"
+#include "tests/server_process.h"
+
+namespace convstate {
+namespace {
+
+using testing::ScratchDatabase;
+using testing::ServerProcess;
+using v1::ConversationState;
+
+constexpr int64_t kWindow = 4096;
+
+constexpr char kProfiles[] = R"pb(
+  default_profile: "default"
+  profiles { name: "default" tokenizer { encoding: "approximate" } }
+  profiles {
+    name: "tiny"
+    patterns: "tiny-*"
+    context_window: 4096
+    output_reserve: 512
+    token_floor: 0
+    tokenizer { encoding: "o200k_base" }
+    recent { turns: 3 max_tokens: 1200 }
+    tool_pruning { trigger_tokens: 800 keep_recent: 2 min_savings_tokens: 100 }
+    summarizer { max_chunk_tokens: 250 chunk_budget_fraction: 0.15 }
+  }
+)pb";
+
+class CompactionE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = ScratchDatabase::Create(/*migrate=*/false);
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
+    const std::string profiles = std::string(std::getenv("TEST_TMPDIR")) + "/profiles.textproto";
+    std::ofstream(profiles) << kProfiles;
+    auto server = ServerProcess::Start(
+        {"--database_url=" + db_->url(), "--model_profiles=" + profiles});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    stub_ = ConversationState::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  static void Deadline(grpc::ClientContext& ctx) {
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  }
+
+  void Create(const std::string& id, const std::string& system_prompt) {
+    v1::CreateConversationRequest req;
+    req.set_conversation_id(id);
+    req.set_model("tiny-1");
+    req.set_system_prompt(system_prompt);
+    v1::Conversation out;
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    ASSERT_TRUE(stub_->CreateConversation(&ctx, req, &out).ok());
+  }
+
+  static v1::NewItem Item(v1::Role role, v1::ItemKind kind, const std::string& text,
+                          const std::string& tool = "", const std::string& id = "") {
+    v1::NewItem item;
+    item.set_role(role);
+    item.set_kind(kind);
+    item.set_content(text);
+    item.set_tool_name(tool);
+    item.set_tool_call_id(id);
+    return item;
+  }
+
+  std::unique_ptr<ScratchDatabase> db_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<ConversationState::Stub> stub_;
+};
+
+// One turn of a conversation about one of several topics.
+struct Turn {
+  std::string question, call_args, tool, output, answer;
+};
+
+Turn MakeTurn(int n, std::mt19937& rng) {
+  static const char* kTopics[][4] = {
+      {"deploy", "kubectl", "Why is the api deployment in staging-eu-1 not rolling out?",
+       "Error: ImagePullBackOff registry.local/api:v1.%d not found"},
+      {"database", "psql", "The migration 0042_add_index on orders is slow, can we speed it up?",
+       "ERROR: canceling statement due to lock timeout on relation orders (pid %d)"},
+      {"frontend", "npm", "The checkout button test fails in CI since yesterday, what changed?",
+       "FAIL src/checkout.test.tsx: expected 'Pay 42.%d EUR' but got 'Pay NaN EUR'"},
+      {"perf", "perf", "p99 latency of /search went from 80 ms to 350 ms after release 1.4.",
+       "hot: 61.%d%% in regex_search (libsearch.so), 12%% in json_parse"},
+  };
+  const auto& t = kTopics[(n / 3) % 4];  // A few turns per topic, then the next.
+  Turn turn;
+  turn.tool = t[1];
+  turn.question = absl::StrCat("[turn ", n, "] ", t[2], " I need this fixed today.");
+  turn.call_args = absl::StrCat(R"({"cmd": ")", t[1], " --context ", t[0], " --turn ", n, R"("})");
+  char line[256];
+  std::snprintf(line, sizeof(line), t[3], n);
+  std::string output;
+  const int lines = 5 + static_cast<int>(rng() % 40);
+  for (int i = 0; i < lines; ++i) {
+    absl::StrAppend(&output, "2026-11-22T03:", 10 + i % 50, ":00Z ", t[0], " worker-", rng() % 9,
+                    " processed batch ", rng() % 100000, " in ", rng() % 900, "ms\n");
+  }
+  absl::StrAppend(&output, line, "\n");
+  turn.output = output;
+  turn.answer = absl::StrCat("The ", t[0], " issue in turn ", n,
+                             " comes from the error above. We decided to roll back to the "
+                             "previous version and open a ticket; next step is to verify in "
+                             "staging-eu-1.");
+  return turn;
+}
+
+TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
+  Create("long", "You are an on-call assistant. Be precise and cite commands.");
+  // A pinned instruction early on: it must survive every compaction.
+  {
+    v1::AppendTurnRequest req;
+    req.set_conversation_id("long");
+    v1::NewItem pinned =
+        Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE,
+             "Standing rule: never restart production without asking me first.");
+    pinned.set_pinned(true);
+    *req.add_items() = pinned;
+    v1::AppendTurnResponse out;
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    ASSERT_TRUE(stub_->AppendTurn(&ctx, req, &out).ok());
+  }
+  std::mt19937 rng(60);
+  std::vector<int64_t> totals;
+  std::vector<std::string> statuses;
+  int compactions_seen = 0;
+  double compacting_ms = 0, plain_ms = 0;
+  int compacting_calls = 0, plain_calls = 0;
+  for (int n = 1; n <= 60; ++n) {
+    const Turn turn = MakeTurn(n, rng);
+    v1::BuildContextRequest build;
+    build.set_conversation_id("long");
+    *build.add_pending_input() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    const auto start = std::chrono::steady_clock::now();
+    auto reader = stub_->StreamBuildContext(&ctx, build);
+    std::vector<v1::BuildContextEvent> events;
+    v1::BuildContextEvent event;
+    while (reader->Read(&event)) events.push_back(event);
+    const grpc::Status status = reader->Finish();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_TRUE(status.ok()) << "turn " << n << ": " << status.error_message();
+    ASSERT_FALSE(events.empty());
+    ASSERT_TRUE(events.back().has_context()) << "the context is always the last event";
+    const v1::BuildContextResponse& view = events.back().context();
+    bool compacted = false;
+    bool started = false;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+      if (events[i].has_compaction_started()) started = true;
+      if (events[i].has_compaction_completed()) {
+        EXPECT_TRUE(started) << "completed before started, turn " << n;
+        compacted = true;
+      }
+      EXPECT_FALSE(events[i].has_compaction_failed())
+          << "turn " << n << ": " << events[i].compaction_failed().reason();
+    }
+    if (compacted) {
+      ++compactions_seen;
+      compacting_ms += ms;
+      ++compacting_calls;
+    } else {
+      plain_ms += ms;
+      ++plain_calls;
+    }
+    // The view never exceeds the window, and the pinned rule is always in it.
+    EXPECT_LE(view.tokens().total(), kWindow) << "turn " << n;
+    bool pinned_seen = false;
+    for (const auto& e : view.entries()) {
+      pinned_seen |= e.content().rfind("Standing rule", 0) == 0;
+    }
+    EXPECT_TRUE(pinned_seen) << "turn " << n;
+    EXPECT_FALSE(view.tokens().approximate());
+    totals.push_back(view.tokens().total());
+    statuses.push_back(v1::ContextStatus_Name(view.context_status()).substr(15));
+
+    v1::AppendTurnRequest append;
+    append.set_conversation_id("long");
+    const std::string id = absl::StrCat("call_", n);
+    *append.add_items() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *append.add_items() =
+        Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, id);
+    *append.add_items() = Item(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, id);
+    *append.add_items() = Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
+    v1::AppendTurnResponse out;
+    grpc::ClientContext actx;
+    Deadline(actx);
+    ASSERT_TRUE(stub_->AppendTurn(&actx, append, &out).ok()) << "turn " << n;
+  }
+  EXPECT_GE(compactions_seen, 3);
+
+  // The full history is intact: 1 pinned + 60 * 4 items, plus one marker per
+  // chunk written.
+  v1::ListSummariesRequest list;
+  list.set_conversation_id("long");
+  list.set_include_superseded(true);
+  v1::ListSummariesResponse chunks;
+  {
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    ASSERT_TRUE(stub_->ListSummaries(&ctx, list, &chunks).ok());
+  }
+  int64_t items = 0;
+  v1::ListItemsRequest page;
+  page.set_conversation_id("long");
+  page.set_page_size(1000);
+  v1::ListItemsResponse listed;
+  {
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    ASSERT_TRUE(stub_->ListItems(&ctx, page, &listed).ok());
+    items = listed.items_size();
+  }
+  EXPECT_EQ(items, 1 + 60 * 4 + chunks.chunks_size());
+  int superseded = 0, folds = 0;
+  for (const auto& c : chunks.chunks()) {
+    superseded += c.superseded_by() != 0;
+    // A fold covers more than one earlier chunk's range.
+    for (const auto& other : chunks.chunks()) {
+      if (other.superseded_by() == c.chunk_id()) {
+        ++folds;
+        break;
+      }
+    }
+    EXPECT_LE(c.token_count(), 250);
+    EXPECT_FALSE(c.text().empty());
+  }
+  EXPECT_GE(chunks.chunks_size(), 3) << "additive chunks";
+  EXPECT_GE(folds, 1) << "at least one fold";
+  EXPECT_GE(superseded, 2);
+  // Additive: the first chunk is still stored as it was written.
+  EXPECT_EQ(chunks.chunks(0).from_sequence(), 1);
+
+  // The sawtooth, and each compaction from the audit trail.
+  std::printf("\nview tokens before each turn (window %lld):\n", static_cast<long long>(kWindow));
+  for (size_t i = 0; i < totals.size(); ++i) {
+    std::printf("  turn %2zu: %5lld  %s\n", i + 1, static_cast<long long>(totals[i]),
+                statuses[i].c_str());
+  }
+  auto rows = db_->QueryValue(
+      "SELECT string_agg(event || ' ' || tier || ' ' || tokens_before || '->' || tokens_after || ' "
+      "' || detail::text, E'\\n' ORDER BY event_id) FROM compaction_events "
+      "WHERE event IN ('completed', 'folded', 'pruned', 'truncated', 'failed', 'no_progress')");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::printf("\ncompaction events (before->after):\n%s\n", rows->c_str());
+  std::printf("\nchunks:\n");
+  for (const auto& c : chunks.chunks()) {
+    std::printf("  chunk %lld: items %lld-%lld, %lld tokens (from %lld in), superseded by %lld\n",
+                static_cast<long long>(c.chunk_id()), static_cast<long long>(c.from_sequence()),
+                static_cast<long long>(c.through_sequence()), static_cast<long long>(c.token_count()),
+                static_cast<long long>(c.tokens_in()), static_cast<long long>(c.superseded_by()));
+  }
+  std::printf("\nStreamBuildContext mean: %.2f ms with compaction (%d calls), %.2f ms without (%d)\n",
+              compacting_calls ? compacting_ms / compacting_calls : 0.0, compacting_calls,
+              plain_calls ? plain_ms / plain_calls : 0.0, plain_calls);
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM compaction_events WHERE event = 'failed'"), "0");
+}
+
+TEST_F(CompactionE2eTest, CompactModesInspectAndCannotFit) {
+  Create("manual", "You are terse.");
+  std::mt19937 rng(7);
+  for (int n = 1; n <= 4; ++n) {
+    const Turn turn = MakeTurn(n, rng);
+    v1::AppendTurnRequest append;
+    append.set_conversation_id("manual");
+    const std::string id = absl::StrCat("c", n);
+    *append.add_items() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *append.add_items() =
+        Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, id);
+    *append.add_items() =
+        Item(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output + turn.output, turn.tool, id);
+    *append.add_items() = Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
+    v1::AppendTurnResponse out;
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    ASSERT_TRUE(stub_->AppendTurn(&ctx, append, &out).ok());
+  }
+  auto compact = [&](v1::CompactRequest::Mode mode) {
+    v1::CompactRequest req;
+    req.set_conversation_id("manual");
+    req.set_mode(mode);
+    req.set_instructions("focus on the decisions");
+    v1::CompactResponse resp;
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    const grpc::Status s = stub_->Compact(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  };
+  // Inspect first: it says what would happen and changes nothing.
+  v1::InspectContextRequest inspect;
+  inspect.set_conversation_id("manual");
+  v1::InspectContextResponse seen;
+  {
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    ASSERT_TRUE(stub_->InspectContext(&ctx, inspect, &seen).ok());
+  }
+  EXPECT_NE(seen.band(), v1::BAND_UNSPECIFIED);
+  EXPECT_GT(seen.tokens().total(), 0);
+
+  const v1::CompactResponse pruned = compact(v1::CompactRequest::MODE_PRUNE_ONLY);
+  EXPECT_LT(pruned.tokens_after(), pruned.tokens_before());
+  EXPECT_EQ(pruned.context_status(), v1::CONTEXT_STATUS_PRUNED);
+  EXPECT_EQ(pruned.summary_chunk_id(), 0);
+
+  const v1::CompactResponse summarized = compact(v1::CompactRequest::MODE_SUMMARIZE);
+  EXPECT_GT(summarized.summary_chunk_id(), 0);
+  EXPECT_EQ(summarized.context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
+  EXPECT_LT(summarized.tokens_after(), summarized.tokens_before());
+  EXPECT_GT(summarized.version(), pruned.version());
+
+  const v1::CompactResponse truncated = compact(v1::CompactRequest::MODE_TRUNCATE);
+  // Truncation is view-only: storage and version stay as they were.
+  EXPECT_EQ(truncated.version(), summarized.version());
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM items WHERE kind <> 'summary_marker'"), "16");
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM compaction_events WHERE event = 'pruned'"), "1");
+
+  // A system prompt larger than the window: a clear, typed error.
+  v1::CreateConversationRequest big;
+  big.set_conversation_id("huge");
+  big.set_model("tiny-1");
+  std::string prompt;
+  for (int i = 0; i < 2000; ++i) absl::StrAppend(&prompt, "rule ", i, " applies. ");
+  big.set_system_prompt(prompt);
+  v1::Conversation created;
+  {
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    ASSERT_TRUE(stub_->CreateConversation(&ctx, big, &created).ok());
+  }
+  v1::BuildContextRequest build;
+  build.set_conversation_id("huge");
+  v1::BuildContextResponse view;
+  grpc::ClientContext ctx;
+  Deadline(ctx);
+  const grpc::Status s = stub_->BuildContext(&ctx, build, &view);
+  EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED);
+  EXPECT_NE(s.error_message().find("system prompt ("), std::string::npos) << s.error_message();
+}
+
+}  // namespace
+}  // namespace convstate
