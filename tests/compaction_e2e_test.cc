@@ -11,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <curl/curl.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -27,6 +30,7 @@ using testing::ServerProcess;
 using v1::ConversationState;
 
 constexpr int64_t kWindow = 4096;
+constexpr char kExtractive[] = "convstate-extractive";
 
 constexpr char kProfiles[] = R"pb(
   default_profile: "default"
@@ -44,20 +48,121 @@ constexpr char kProfiles[] = R"pb(
   }
 )pb";
 
+// One turn of a conversation about one of several topics.
+struct TurnText {
+  std::string question, call_args, tool, output, answer;
+};
+
+TurnText MakeTurn(int n, std::mt19937& rng) {
+  static const char* kTopics[][4] = {
+      {"deploy", "kubectl", "Why is the api deployment in staging-eu-1 not rolling out?",
+       "Error: ImagePullBackOff registry.local/api:v1.%d not found"},
+      {"database", "psql", "The migration 0042_add_index on orders is slow, can we speed it up?",
+       "ERROR: canceling statement due to lock timeout on relation orders (pid %d)"},
+      {"frontend", "npm", "The checkout button test fails in CI since yesterday, what changed?",
+       "FAIL src/checkout.test.tsx: expected 'Pay 42.%d EUR' but got 'Pay NaN EUR'"},
+      {"perf", "perf", "p99 latency of /search went from 80 ms to 350 ms after release 1.4.",
+       "hot: 61.%d%% in regex_search (libsearch.so), 12%% in json_parse"},
+  };
+  const auto& t = kTopics[(n / 3) % 4];  // A few turns per topic, then the next.
+  TurnText turn;
+  turn.tool = t[1];
+  turn.question = absl::StrCat("[turn ", n, "] ", t[2], " I need this fixed today.");
+  turn.call_args = absl::StrCat(R"({"cmd": ")", t[1], " --context ", t[0], " --turn ", n, R"("})");
+  char line[256];
+  std::snprintf(line, sizeof(line), t[3], n);
+  std::string output;
+  const int lines = 5 + static_cast<int>(rng() % 40);
+  for (int i = 0; i < lines; ++i) {
+    absl::StrAppend(&output, "2026-11-22T03:", 10 + i % 50, ":00Z ", t[0], " worker-", rng() % 9,
+                    " processed batch ", rng() % 100000, " in ", rng() % 900, "ms\n");
+  }
+  absl::StrAppend(&output, line, "\n");
+  turn.output = output;
+  turn.answer = absl::StrCat("The ", t[0], " issue in turn ", n,
+                             " comes from the error above. We decided to roll back to the "
+                             "previous version and open a ticket; next step is to verify in "
+                             "staging-eu-1.");
+  return turn;
+}
+
+
+// Posts `json` to the fake LLM program's control endpoint.
+bool ControlFakeLlm(int port, const std::string& json) {
+  CURL* curl = curl_easy_init();
+  const std::string url = absl::StrCat("http://127.0.0.1:", port, "/control");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json.c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+  // The answer body is not needed; keep it off standard output.
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION,
+                   +[](char*, size_t size, size_t count, void*) { return size * count; });
+  const CURLcode code = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(curl);
+  return code == CURLE_OK && status == 200;
+}
+
 class CompactionE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto db = ScratchDatabase::Create(/*migrate=*/false);
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
+  }
+
+  void StartServer(std::vector<std::string> extra = {}) {
     const std::string profiles = std::string(std::getenv("TEST_TMPDIR")) + "/profiles.textproto";
     std::ofstream(profiles) << kProfiles;
-    auto server = ServerProcess::Start(
-        {"--database_url=" + db_->url(), "--model_profiles=" + profiles});
+    std::vector<std::string> flags = {"--database_url=" + db_->url(),
+                                      "--model_profiles=" + profiles};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    auto server = ServerProcess::Start(flags);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     stub_ = ConversationState::NewStub(
         grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  // One turn: BuildContext with the question pending, then append the turn.
+  // Returns the view.
+  v1::BuildContextResponse Turn(const std::string& id, int n, std::mt19937& rng) {
+    const TurnText turn = MakeTurn(n, rng);
+    v1::BuildContextRequest build;
+    build.set_conversation_id(id);
+    *build.add_pending_input() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    v1::BuildContextResponse view;
+    {
+      grpc::ClientContext ctx;
+      Deadline(ctx);
+      const grpc::Status s = stub_->BuildContext(&ctx, build, &view);
+      EXPECT_TRUE(s.ok()) << "turn " << n << ": " << s.error_message();
+    }
+    v1::AppendTurnRequest append;
+    append.set_conversation_id(id);
+    const std::string call = absl::StrCat("call_", n);
+    *append.add_items() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *append.add_items() =
+        Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, call);
+    *append.add_items() = Item(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, call);
+    *append.add_items() = Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
+    v1::AppendTurnResponse out;
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    EXPECT_TRUE(stub_->AppendTurn(&ctx, append, &out).ok());
+    return view;
+  }
+
+  std::vector<v1::SummaryChunk> Chunks(const std::string& id) {
+    v1::ListSummariesRequest req;
+    req.set_conversation_id(id);
+    req.set_include_superseded(true);
+    v1::ListSummariesResponse resp;
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    EXPECT_TRUE(stub_->ListSummaries(&ctx, req, &resp).ok());
+    return {resp.chunks().begin(), resp.chunks().end()};
   }
 
   static void Deadline(grpc::ClientContext& ctx) {
@@ -91,45 +196,8 @@ class CompactionE2eTest : public ::testing::Test {
   std::unique_ptr<ConversationState::Stub> stub_;
 };
 
-// One turn of a conversation about one of several topics.
-struct Turn {
-  std::string question, call_args, tool, output, answer;
-};
-
-Turn MakeTurn(int n, std::mt19937& rng) {
-  static const char* kTopics[][4] = {
-      {"deploy", "kubectl", "Why is the api deployment in staging-eu-1 not rolling out?",
-       "Error: ImagePullBackOff registry.local/api:v1.%d not found"},
-      {"database", "psql", "The migration 0042_add_index on orders is slow, can we speed it up?",
-       "ERROR: canceling statement due to lock timeout on relation orders (pid %d)"},
-      {"frontend", "npm", "The checkout button test fails in CI since yesterday, what changed?",
-       "FAIL src/checkout.test.tsx: expected 'Pay 42.%d EUR' but got 'Pay NaN EUR'"},
-      {"perf", "perf", "p99 latency of /search went from 80 ms to 350 ms after release 1.4.",
-       "hot: 61.%d%% in regex_search (libsearch.so), 12%% in json_parse"},
-  };
-  const auto& t = kTopics[(n / 3) % 4];  // A few turns per topic, then the next.
-  Turn turn;
-  turn.tool = t[1];
-  turn.question = absl::StrCat("[turn ", n, "] ", t[2], " I need this fixed today.");
-  turn.call_args = absl::StrCat(R"({"cmd": ")", t[1], " --context ", t[0], " --turn ", n, R"("})");
-  char line[256];
-  std::snprintf(line, sizeof(line), t[3], n);
-  std::string output;
-  const int lines = 5 + static_cast<int>(rng() % 40);
-  for (int i = 0; i < lines; ++i) {
-    absl::StrAppend(&output, "2026-11-22T03:", 10 + i % 50, ":00Z ", t[0], " worker-", rng() % 9,
-                    " processed batch ", rng() % 100000, " in ", rng() % 900, "ms\n");
-  }
-  absl::StrAppend(&output, line, "\n");
-  turn.output = output;
-  turn.answer = absl::StrCat("The ", t[0], " issue in turn ", n,
-                             " comes from the error above. We decided to roll back to the "
-                             "previous version and open a ticket; next step is to verify in "
-                             "staging-eu-1.");
-  return turn;
-}
-
 TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
+  StartServer();
   Create("long", "You are an on-call assistant. Be precise and cite commands.");
   // A pinned instruction early on: it must survive every compaction.
   {
@@ -152,7 +220,7 @@ TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
   double compacting_ms = 0, plain_ms = 0;
   int compacting_calls = 0, plain_calls = 0;
   for (int n = 1; n <= 60; ++n) {
-    const Turn turn = MakeTurn(n, rng);
+    const TurnText turn = MakeTurn(n, rng);
     v1::BuildContextRequest build;
     build.set_conversation_id("long");
     *build.add_pending_input() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
@@ -283,10 +351,11 @@ TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
 }
 
 TEST_F(CompactionE2eTest, CompactModesInspectAndCannotFit) {
+  StartServer();
   Create("manual", "You are terse.");
   std::mt19937 rng(7);
   for (int n = 1; n <= 4; ++n) {
-    const Turn turn = MakeTurn(n, rng);
+    const TurnText turn = MakeTurn(n, rng);
     v1::AppendTurnRequest append;
     append.set_conversation_id("manual");
     const std::string id = absl::StrCat("c", n);
@@ -363,6 +432,73 @@ TEST_F(CompactionE2eTest, CompactModesInspectAndCannotFit) {
   const grpc::Status s = stub_->BuildContext(&ctx, build, &view);
   EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED);
   EXPECT_NE(s.error_message().find("system prompt ("), std::string::npos) << s.error_message();
+}
+
+// The LLM summarizer through the real server, with the fake LLM program:
+// LLM summaries while it answers; when it fails, views come back TRUNCATED
+// and the audit says why; while the circuit is open the extractive
+// summarizer stands in; when the LLM recovers, LLM summaries again.
+TEST_F(CompactionE2eTest, LlmFailuresTruncateThenFallBackThenRecover) {
+  auto llm = ServerProcess::StartProgram("tests/fake_llm_server", {}, "fake llm listening on ");
+  ASSERT_TRUE(llm.ok()) << llm.status();
+  const int llm_port = (*llm)->port();
+  StartServer({absl::StrCat("--summarizer_url=http://127.0.0.1:", llm_port, "/v1"),
+               "--summarizer_model=fake-sum", "--summarizer_timeout_ms=2000",
+               "--summarizer_retries=0", "--summarizer_failure_threshold=2",
+               "--summarizer_open_ms=300"});
+  Create("llm", "You are an on-call assistant.");
+  std::mt19937 rng(11);
+  int n = 0;
+  auto models = [&] {
+    std::vector<std::string> out;
+    for (const auto& c : Chunks("llm")) out.push_back(c.summarizer_model());
+    return out;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& m) {
+    return std::find(v.begin(), v.end(), m) != v.end();
+  };
+  // 1. The LLM answers: its summaries are used.
+  while (n < 30 && !has(models(), "fake-sum")) {
+    EXPECT_LE(Turn("llm", ++n, rng).tokens().total(), kWindow);
+  }
+  ASSERT_TRUE(has(models(), "fake-sum")) << "no LLM summary after " << n << " turns";
+
+  // 2. The LLM fails: the view is truncated, never overflowing, and the
+  // audit records the failure.
+  ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "fail", "status": 500}})"));
+  bool truncated = false;
+  for (int i = 0; i < 20 && !truncated; ++i) {
+    const v1::BuildContextResponse view = Turn("llm", ++n, rng);
+    EXPECT_LE(view.tokens().total(), kWindow);
+    truncated = view.context_status() == v1::CONTEXT_STATUS_TRUNCATED;
+  }
+  EXPECT_TRUE(truncated);
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) > 0 FROM compaction_events WHERE event = 'failed' "
+                             "AND detail->>'reason' LIKE '%HTTP 500%'"),
+            "t");
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) > 0 FROM compaction_events WHERE event = "
+                             "'truncated' AND detail->>'reason' = 'summarizer unavailable'"),
+            "t");
+
+  // 3. The circuit is open: the extractive summarizer stands in.
+  for (int i = 0; i < 20 && !has(models(), kExtractive); ++i) {
+    EXPECT_LE(Turn("llm", ++n, rng).tokens().total(), kWindow);
+  }
+  EXPECT_TRUE(has(models(), kExtractive));
+
+  // 4. The LLM recovers: after the open period, LLM summaries again.
+  ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "answer"}})"));
+  const size_t before = Chunks("llm").size();
+  bool recovered = false;
+  for (int i = 0; i < 30 && !recovered; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));  // Lets the 300 ms open period pass.
+    EXPECT_LE(Turn("llm", ++n, rng).tokens().total(), kWindow);
+    const auto chunks = Chunks("llm");
+    for (size_t k = before; k < chunks.size(); ++k) {
+      recovered |= chunks[k].summarizer_model() == "fake-sum";
+    }
+  }
+  EXPECT_TRUE(recovered);
 }
 
 }  // namespace

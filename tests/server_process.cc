@@ -18,7 +18,6 @@
 namespace convstate::testing {
 namespace {
 
-constexpr char kReadyLine[] = "convstate listening on ";
 
 std::vector<char*> Argv(const std::string& binary, const std::vector<std::string>& flags) {
   std::vector<char*> argv;
@@ -48,21 +47,30 @@ absl::StatusOr<int> WaitUntil(pid_t pid, absl::Time deadline) {
 
 }  // namespace
 
-std::string ServerProcess::BinaryPath() {
+std::string ServerProcess::RunfilePath(const std::string& runfile) {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "convstate",
-                      "/services/server/convstate_server");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "convstate", "/",
+                      runfile);
 }
+
+std::string ServerProcess::BinaryPath() { return RunfilePath("services/server/convstate_server"); }
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const std::vector<std::string>& flags, absl::Duration timeout) {
-  int out[2];
-  if (pipe(out) != 0) return absl::InternalError("pipe failed");
   std::vector<std::string> all = flags;
   all.push_back("--host=127.0.0.1");
   all.push_back("--port=0");
-  const std::string binary = BinaryPath();
+  return StartProgram("services/server/convstate_server", all, "convstate listening on ",
+                      timeout);
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartProgram(
+    const std::string& runfile, const std::vector<std::string>& all,
+    const std::string& ready_prefix, absl::Duration timeout) {
+  int out[2];
+  if (pipe(out) != 0) return absl::InternalError("pipe failed");
+  const std::string binary = RunfilePath(runfile);
   std::vector<char*> argv = Argv(binary, all);
   pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
@@ -98,10 +106,11 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
           absl::StrCat("server exited before listening, code ", code.ok() ? *code : -1));
     }
     buffer.append(chunk, n);
-    const size_t at = buffer.find(kReadyLine);
+    const size_t at = buffer.find(ready_prefix);
     const size_t eol = at == std::string::npos ? at : buffer.find('\n', at);
     if (eol != std::string::npos) {
-      const std::string address = buffer.substr(at + strlen(kReadyLine), eol - at - strlen(kReadyLine));
+      const std::string address =
+          buffer.substr(at + ready_prefix.size(), eol - at - ready_prefix.size());
       const size_t colon = address.rfind(':');
       if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
         kill(pid, SIGKILL);

@@ -20,6 +20,11 @@ class ServerProcess {
   // process exits first; its stderr goes to the test log.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::vector<std::string>& flags, absl::Duration timeout = absl::Seconds(60));
+  // Any program of this workspace (`runfile`, e.g. "tests/fake_llm_server")
+  // that prints "<ready_prefix>HOST:PORT" once it listens.
+  static absl::StatusOr<std::unique_ptr<ServerProcess>> StartProgram(
+      const std::string& runfile, const std::vector<std::string>& args,
+      const std::string& ready_prefix, absl::Duration timeout = absl::Seconds(60));
   // Kills the process if it still runs.
   ~ServerProcess();
 
@@ -35,8 +40,9 @@ class ServerProcess {
   // returns its exit code.
   static absl::StatusOr<int> RunToExit(const std::vector<std::string>& flags);
 
-  // Where the binary is in the test's runfiles.
+  // Where the server binary is in the test's runfiles.
   static std::string BinaryPath();
+  static std::string RunfilePath(const std::string& runfile);
 
  private:
   ServerProcess(pid_t pid, int port) : pid_(pid), port_(port) {}

@@ -21,6 +21,8 @@ struct SummaryRequest {
   int64_t max_tokens = 0;
   // Optional, from Compact: e.g. "focus on the decisions".
   std::string instructions;
+  // The model to ask, from the profile; empty for the summarizer's default.
+  std::string model;
   // Counts tokens the way the conversation's model does.
   const Tokenizer* tokenizer = nullptr;
   absl::Time deadline = absl::InfiniteFuture();

@@ -144,6 +144,42 @@ const std::vector<Flag>& Flags() {
          c.vocab_dir = v;
          return absl::OkStatus();
        }},
+      {"summarizer_url",
+       "OpenAI-compatible API root for LLM summaries, e.g. http://127.0.0.1:8000/v1 "
+       "(default: none, the built-in extractive summarizer)",
+       [](ServerConfig& c, const std::string& v) {
+         c.summarizer.base_url = v;
+         return absl::OkStatus();
+       }},
+      {"summarizer_model", "model for summaries when the profile names none",
+       [](ServerConfig& c, const std::string& v) {
+         c.summarizer.default_model = v;
+         return absl::OkStatus();
+       }},
+      {"summarizer_api_key_env",
+       "environment variable holding the summarizer API key (default "
+       "CONVSTATE_SUMMARIZER_API_KEY)",
+       [](ServerConfig& c, const std::string& v) {
+         c.summarizer_api_key_env = v;
+         return absl::OkStatus();
+       }},
+      {"summarizer_api_key_file", "file holding the summarizer API key (wins over the variable)",
+       [](ServerConfig& c, const std::string& v) {
+         c.summarizer_api_key_file = v;
+         return absl::OkStatus();
+       }},
+      {"summarizer_timeout_ms", "per-attempt timeout of the LLM summarizer (default 20000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.summarizer.timeout; })},
+      {"summarizer_retries", "retries after a failed attempt (default 2)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.summarizer.max_retries; }, 0, 10)},
+      {"summarizer_failure_threshold", "failed calls in a row that open the circuit (default 3)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.summarizer.failure_threshold; }, 1,
+                     1000)},
+      {"summarizer_open_ms", "how long the circuit stays open (default 30000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.summarizer.open_for; })},
+      {"summarizer_fallback",
+       "while the circuit is open, summarize extractively (true) or truncate (false); default true",
+       BoolField([](ServerConfig& c) -> bool& { return c.summarizer_fallback; })},
       {"shutdown_grace_ms", "how long calls in flight may finish at shutdown (default 10000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.shutdown_grace; })},
   };
@@ -211,6 +247,18 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
     }
   }
   for (const auto& [name, value] : flags) RETURN_IF_ERROR(Set(config, name, value, "--"));
+  // The summarizer's API key: from its file, else its variable. Never logged.
+  if (!config.summarizer_api_key_file.empty()) {
+    std::ifstream in(config.summarizer_api_key_file);
+    if (!in) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--summarizer_api_key_file: cannot read ", config.summarizer_api_key_file));
+    }
+    std::getline(in, config.summarizer.api_key);
+    config.summarizer.api_key = std::string(absl::StripAsciiWhitespace(config.summarizer.api_key));
+  } else if (const char* key = env(config.summarizer_api_key_env.c_str())) {
+    config.summarizer.api_key = key;
+  }
   return config;
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "services/compaction/llm_summarizer.h"
 #include "services/server/server.h"
 #include "storage/postgres_storage.h"
 
@@ -27,6 +28,14 @@ struct ServerConfig {
   std::string model_profiles;
   // Where the tokenizer vocabularies (*.tiktoken) are.
   std::string vocab_dir;
+  // The LLM summarizer; unused while its base_url is empty (the built-in
+  // extractive summarizer is used then).
+  LlmSummarizerOptions summarizer;
+  // Where the API key comes from: this environment variable, or a file.
+  std::string summarizer_api_key_env = "CONVSTATE_SUMMARIZER_API_KEY";
+  std::string summarizer_api_key_file;
+  // While the LLM's circuit is open, summarize extractively (else truncate).
+  bool summarizer_fallback = true;
   bool help = false;
 };
 

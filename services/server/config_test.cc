@@ -51,6 +51,22 @@ TEST(LoadConfigTest, FlagsOverrideTheFileWhichOverridesTheEnvironment) {
   EXPECT_EQ(c->model_profiles, "/etc/profiles.textproto");
 }
 
+TEST(LoadConfigTest, SummarizerKeyComesFromItsVariableOrFile) {
+  auto c = LoadConfig({"--summarizer_url=http://127.0.0.1:9/v1", "--summarizer_retries=1"},
+                      Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->summarizer.base_url, "http://127.0.0.1:9/v1");
+  EXPECT_EQ(c->summarizer.api_key, "sk-env");
+  EXPECT_EQ(c->summarizer.max_retries, 1);
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/key";
+  std::ofstream(path) << "sk-file\n";
+  c = LoadConfig({"--summarizer_api_key_file=" + path}, Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->summarizer.api_key, "sk-file");
+  c = LoadConfig({"--summarizer_api_key_env=MY_KEY"}, Env({{"MY_KEY", "sk-mine"}}));
+  EXPECT_EQ(c->summarizer.api_key, "sk-mine");
+}
+
 TEST(LoadConfigTest, BadInputNamesTheSetting) {
   EXPECT_EQ(LoadConfig({"--port=70000"}, kNoEnv).status().message(),
             "--port: expected a whole number in 0..65535, got '70000'");

@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "migrations/embedded_migrations.h"
 #include "services/common/log.h"
+#include "services/common/clock.h"
+#include "services/compaction/llm_summarizer.h"
 #include "services/compaction/model_registry.h"
 #include "services/server/config.h"
 #include "services/server/server.h"
@@ -84,8 +86,19 @@ int Run(int argc, char** argv) {
     LogInfo("migrations done");
     return 0;
   }
-  absl::StatusOr<std::unique_ptr<Server>> server =
-      Server::BuildAndStart(config->server, std::move(*models), std::move(*storage));
+  std::unique_ptr<Summarizer> summarizer;
+  if (!config->summarizer.base_url.empty()) {
+    LogInfo("summarizer: ", config->summarizer.base_url, ", model ",
+            config->summarizer.default_model.empty() ? "(from profiles)"
+                                                     : config->summarizer.default_model,
+            ", API key ", config->summarizer.api_key.empty() ? "not set" : "set",
+            config->summarizer_fallback ? ", extractive while its circuit is open" : "");
+    summarizer = NewLlmSummarizer(config->summarizer,
+                                  config->summarizer_fallback ? NewExtractiveSummarizer() : nullptr,
+                                  Clock::Real());
+  }
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::BuildAndStart(
+      config->server, std::move(*models), std::move(*storage), std::move(summarizer));
   if (!server.ok()) {
     LogError("cannot start: ", server.status().ToString());
     return 1;
