@@ -69,6 +69,9 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "convstate.v1.ConversationState/AppendTurn",
       "convstate.v1.ConversationState/BuildContext",
       "convstate.v1.ConversationState/ListItems",
+      "convstate.v1.ConversationState/InspectContext",
+      "convstate.v1.ConversationState/Compact",
+      "convstate.v1.ConversationState/ListSummaries",
       "grpc.health.v1.Health/Check",
   };
   for (const std::string& m : expected) {
@@ -122,13 +125,25 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
     if (method->name() == "BuildContext") {
       v1::BuildContextResponse view;
       ASSERT_TRUE(view.ParseFromString(response_wire));
-      EXPECT_EQ(view.entries_size(), 6) << json;  // system + 4 items + pending
+      EXPECT_EQ(view.entries_size(), 8) << json;  // system + 6 items + pending
       EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_FULL);
+    }
+    if (method->name() == "Compact") {
+      v1::CompactResponse compacted;
+      ASSERT_TRUE(compacted.ParseFromString(response_wire));
+      EXPECT_GT(compacted.summary_chunk_id(), 0) << json;
+      EXPECT_LT(compacted.tokens_after(), compacted.tokens_before()) << json;
+    }
+    if (method->name() == "ListSummaries") {
+      v1::ListSummariesResponse listed;
+      ASSERT_TRUE(listed.ParseFromString(response_wire));
+      EXPECT_EQ(listed.chunks_size(), 1) << json;
     }
     if (method->name() == "AppendTurn") {
       v1::AppendTurnResponse appended;
       ASSERT_TRUE(appended.ParseFromString(response_wire));
-      EXPECT_EQ(appended.items_size(), 4) << json;
+      EXPECT_GE(appended.items_size(), 2) << json;
+      EXPECT_FALSE(appended.replayed()) << json;
     }
   }
 }
