@@ -166,6 +166,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   commit.events = std::move(events);
   events.clear();
 
+  bool reloaded = false;
   auto apply = [&](const CompactionCommit& c) -> absl::Status {
     absl::StatusOr<CompactionResult> result = storage_->CommitCompaction(ctx, c);
     if (absl::IsAborted(result.status())) {
@@ -178,6 +179,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       if (result->chunk_id != 0) out.chunk_id = result->chunk_id;
     }
     ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
+    reloaded = true;
     return absl::OkStatus();
   };
   const bool changes = commit.chunk.has_value() ||
@@ -261,7 +263,8 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   }
 
   // Tier 4: truncate the view (never storage) when nothing else was enough.
-  out.view = view_of(snapshot, 0);
+  // Unless something was committed, the planner's view is still current.
+  out.view = reloaded ? view_of(snapshot, 0) : std::move(out.plan.view_before);
   const Band band = BandOf(out.view.tokens.total, profile);
   // Prune-only and summarize do what they say; the other modes end with a
   // view that fits, truncating as the last resort.

@@ -78,7 +78,8 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
   const Conversation& c = snap.conversation;
   CompactionPlan plan;
   plan.prune_boundary = c.prune_boundary;
-  const ContextView now = View(in, c.prune_boundary, 0);
+  plan.view_before = View(in, c.prune_boundary, 0);
+  const ContextView& now = plan.view_before;
   plan.tokens_before = now.tokens.total;
   plan.projected_tokens = now.tokens.total;
   plan.band = BandOf(now.tokens.total, p);

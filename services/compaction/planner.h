@@ -46,6 +46,8 @@ struct PlanInput {
 struct CompactionPlan {
   Band band = Band::kNormal;
   int64_t tokens_before = 0;
+  // The view as it stands, before any of the plan is applied.
+  ContextView view_before;
 
   // Tier 1: the new prune boundary (the current one when not pruning).
   int64_t prune_boundary = 0;
