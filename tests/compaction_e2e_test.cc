@@ -499,6 +499,19 @@ TEST_F(CompactionE2eTest, LlmFailuresTruncateThenFallBackThenRecover) {
     }
   }
   EXPECT_TRUE(recovered);
+
+  // 5. The LLM rambles: asked again with a tighter limit, then cut to the
+  // budget, and the audit says so.
+  ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "oversize"}})"));
+  bool oversize = false;
+  for (int i = 0; i < 20 && !oversize; ++i) {
+    EXPECT_LE(Turn("llm", ++n, rng).tokens().total(), kWindow);
+    oversize = *db_->QueryValue(
+                   "SELECT count(*) > 0 FROM compaction_events WHERE event = 'summary_oversize'") ==
+               "t";
+  }
+  EXPECT_TRUE(oversize);
+  for (const auto& c : Chunks("llm")) EXPECT_LE(c.token_count(), 250) << c.chunk_id();
 }
 
 }  // namespace

@@ -34,6 +34,14 @@ const char* BandName(Band band) {
   return "?";
 }
 
+// Tokens a summary's text may have so that the chunk, with the per-message
+// overhead, stays within the profile's cap; `wanted` is the size that would
+// make the compaction worthwhile.
+int64_t TextBudget(const ModelProfile& p, int64_t wanted) {
+  const int64_t cap = p.summarizer.max_chunk_tokens - p.per_message_tokens;
+  return std::max<int64_t>(16, std::min(cap, std::max<int64_t>(32, wanted)));
+}
+
 int64_t Threshold(const ModelProfile& p, double fraction) {
   return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
 }
@@ -112,9 +120,9 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     }
     SummaryRequest req;
     req.transcript = RenderTranscript(zone, ToolNamesByCallId(snapshot.live_items));
-    // A summary must be clearly smaller than what it replaces.
-    req.max_tokens = std::min(profile.summarizer.max_chunk_tokens,
-                              std::max<int64_t>(32, plan.summarize_tokens / 3));
+    // A summary must be clearly smaller than what it replaces, and within
+    // the chunk cap once the chat format's overhead is added.
+    req.max_tokens = TextBudget(profile, plan.summarize_tokens / 3);
     req.instructions = instructions;
     req.tokenizer = &tokenizer;
     req.deadline = ctx.deadline;
@@ -211,8 +219,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       report(CompactionProgress::Kind::kStarted, "fold", before, 0, "");
       SummaryRequest req;
       req.transcript = RenderChunks(folding);
-      req.max_tokens = std::min(profile.summarizer.max_chunk_tokens,
-                                std::max<int64_t>(32, folded_tokens / 2));
+      req.max_tokens = TextBudget(profile, folded_tokens / 2);
       req.instructions = instructions;
       req.tokenizer = &tokenizer;
       req.deadline = ctx.deadline;
