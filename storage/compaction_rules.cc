@@ -8,6 +8,11 @@ namespace convstate {
 
 absl::Status CheckCompaction(const Conversation& c, const std::vector<SummaryChunk>& active,
                              const CompactionCommit& commit) {
+  if (commit.fencing_token.has_value() &&
+      (c.lease_token != *commit.fencing_token || !c.lease_active)) {
+    return absl::AbortedError(
+        "the compaction lease was lost (expired or taken over); this compaction is discarded");
+  }
   if (c.summarized_through != commit.expected_summarized_through ||
       c.prune_boundary != commit.expected_prune_boundary) {
     return absl::AbortedError(

@@ -25,6 +25,8 @@ struct IdempotencyRecord {
 
 struct ConversationState {
   Conversation conversation;
+  std::string lease_holder;
+  absl::Time lease_expires = absl::InfinitePast();
   std::vector<Item> items;  // items[i].sequence == i + 1
   std::vector<SummaryChunk> chunks;
   std::vector<CompactionEvent> events;
@@ -38,6 +40,8 @@ absl::Status NotFound(const ConversationKey& key) {
 
 class MemoryStorage final : public Storage {
  public:
+  explicit MemoryStorage(const Clock* clock) : clock_(clock) {}
+
   absl::StatusOr<Conversation> CreateConversation(
       const CallContext& ctx, const NewConversation& nc) override {
     RETURN_IF_ERROR(CheckDeadline(ctx));
@@ -239,6 +243,35 @@ class MemoryStorage final : public Storage {
     return result;
   }
 
+  absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(
+      const CallContext& ctx, const ConversationKey& key, const std::string& holder,
+      absl::Duration duration) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    if (state->conversation.lease_active) return std::optional<CompactionLease>();
+    const absl::Time now = clock_->Now();
+    state->lease_holder = holder;
+    state->lease_expires = now + duration;
+    state->conversation.lease_token += 1;
+    state->conversation.lease_active = true;
+    return std::optional<CompactionLease>(
+        CompactionLease{holder, state->conversation.lease_token, state->lease_expires});
+  }
+
+  absl::Status ReleaseCompactionLease(const CallContext& ctx, const ConversationKey& key,
+                                      const CompactionLease& lease) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    if (state->conversation.lease_token == lease.token) {
+      state->lease_holder.clear();
+      state->lease_expires = absl::InfinitePast();
+      state->conversation.lease_active = false;
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status RecordCompactionEvents(const CallContext& ctx, const ConversationKey& key,
                                       const std::vector<CompactionEvent>& events) override {
     RETURN_IF_ERROR(CheckDeadline(ctx));
@@ -294,9 +327,12 @@ class MemoryStorage final : public Storage {
     if (tenant == tenants_.end()) return NotFound(key);
     auto it = tenant->second.find(key.conversation_id);
     if (it == tenant->second.end()) return NotFound(key);
+    // Whether the lease is still unexpired, as of now.
+    it->second.conversation.lease_active = it->second.lease_expires > clock_->Now();
     return &it->second;
   }
 
+  const Clock* const clock_;
   absl::Mutex mu_;
   // tenant id -> conversation id -> state.
   std::map<std::string, std::map<std::string, ConversationState>> tenants_
@@ -305,6 +341,8 @@ class MemoryStorage final : public Storage {
 
 }  // namespace
 
-std::unique_ptr<Storage> NewMemoryStorage() { return std::make_unique<MemoryStorage>(); }
+std::unique_ptr<Storage> NewMemoryStorage(const Clock* clock) {
+  return std::make_unique<MemoryStorage>(clock);
+}
 
 }  // namespace convstate

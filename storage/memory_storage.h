@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "services/common/clock.h"
 #include "storage/storage.h"
 
 namespace convstate {
@@ -10,7 +11,8 @@ namespace convstate {
 // A Storage held in process memory, for unit tests and `--storage=memory`.
 // Passes the same conformance suite as the PostgreSQL backend; loses
 // everything when the process exits.
-std::unique_ptr<Storage> NewMemoryStorage();
+// `clock` judges lease expiry.
+std::unique_ptr<Storage> NewMemoryStorage(const Clock* clock = Clock::Real());
 
 }  // namespace convstate
 

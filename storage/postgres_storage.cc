@@ -33,7 +33,7 @@ constexpr char kConversationColumns[] =
     "floor(extract(epoch FROM created_at) * 1000000)::bigint, "
     "floor(extract(epoch FROM updated_at) * 1000000)::bigint, "
     "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction, "
-    "prune_boundary";
+    "prune_boundary, lease_token, coalesce(lease_expires_at > now(), false)";
 
 constexpr char kItemColumns[] =
     "sequence, turn_index, role, kind, content, tool_name, tool_call_id, pinned, "
@@ -94,6 +94,15 @@ const std::vector<Statement>& Statements() {
        "INSERT INTO provider_usage (conv_key, sequence, input_tokens, output_tokens, "
        "cached_input_tokens, reasoning_tokens, estimated_input, correction_after) "
        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
+      {"acquire_lease",
+       "UPDATE conversations SET lease_holder = $3, lease_token = lease_token + 1, "
+       "lease_expires_at = now() + make_interval(secs => $4) "
+       "WHERE tenant_id = $1 AND conversation_id = $2 "
+       "AND (lease_expires_at IS NULL OR lease_expires_at <= now()) "
+       "RETURNING lease_token, floor(extract(epoch FROM lease_expires_at) * 1000000)::bigint"},
+      {"release_lease",
+       "UPDATE conversations SET lease_holder = NULL, lease_expires_at = NULL "
+       "WHERE tenant_id = $1 AND conversation_id = $2 AND lease_token = $3"},
       {"next_chunk_id",
        "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
       {"insert_chunk",
@@ -209,6 +218,8 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.item_tokens = r[17].as<int64_t>();
   c.token_correction = r[18].as<double>();
   c.prune_boundary = r[19].as<int64_t>();
+  c.lease_token = r[20].as<int64_t>();
+  c.lease_active = r[21].as<bool>();
   return out;
 }
 
@@ -564,6 +575,36 @@ class PostgresStorage final : public Storage {
       tx.commit();
       return result;
     });
+  }
+
+  absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(
+      const CallContext& ctx, const ConversationKey& key, const std::string& holder,
+      absl::Duration duration) override {
+    using Result = std::optional<CompactionLease>;
+    return Run<Result>(ctx, "acquire compaction lease",
+                       [&](pqxx::transaction_base& tx) -> absl::StatusOr<Result> {
+      pqxx::result r = tx.exec_prepared("acquire_lease", key.tenant_id, key.conversation_id,
+                                        holder, absl::ToDoubleSeconds(duration));
+      if (r.empty()) {
+        if (tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id).empty()) {
+          return NotFound(key);
+        }
+        return Result();  // Someone else holds it.
+      }
+      tx.commit();
+      return Result(CompactionLease{holder, r[0][0].as<int64_t>(),
+                                    absl::FromUnixMicros(r[0][1].as<int64_t>())});
+    });
+  }
+
+  absl::Status ReleaseCompactionLease(const CallContext& ctx, const ConversationKey& key,
+                                      const CompactionLease& lease) override {
+    return Run<bool>(ctx, "release compaction lease",
+                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+      tx.exec_prepared("release_lease", key.tenant_id, key.conversation_id, lease.token);
+      tx.commit();
+      return true;
+    }).status();
   }
 
   absl::Status RecordCompactionEvents(const CallContext& ctx, const ConversationKey& key,

@@ -2,6 +2,7 @@
 #define CONVSTATE_STORAGE_STORAGE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,19 @@ class Storage {
   // conversation.
   virtual absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,
                                                             const CompactionCommit& commit) = 0;
+
+  // Takes the conversation's compaction lease for `duration` if no one
+  // holds an unexpired one; nullopt if someone does. Expiry is judged by
+  // the backend's clock (the database's for PostgreSQL), so replicas agree.
+  // NOT_FOUND for an unknown conversation.
+  virtual absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(
+      const CallContext& ctx, const ConversationKey& key, const std::string& holder,
+      absl::Duration duration) = 0;
+
+  // Gives the lease back early; nothing happens if it is no longer the
+  // latest one.
+  virtual absl::Status ReleaseCompactionLease(const CallContext& ctx, const ConversationKey& key,
+                                              const CompactionLease& lease) = 0;
 
   // Appends audit events that change no state (a failed or truncating
   // compaction). NOT_FOUND for an unknown conversation.

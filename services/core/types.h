@@ -94,6 +94,10 @@ struct Conversation {
   int64_t item_tokens = 0;
   // Provider tokens per estimated token; 1 until usage reports say otherwise.
   double token_correction = 1.0;
+  // The latest compaction lease's fencing token, and whether it is still
+  // unexpired (as of the read).
+  int64_t lease_token = 0;
+  bool lease_active = false;
   absl::Time create_time;
   absl::Time update_time;
 };
@@ -218,6 +222,17 @@ struct CompactionCommit {
   std::optional<SummaryChunk> chunk;
   std::vector<int64_t> supersedes;
   std::vector<CompactionEvent> events;
+  // If set, the commit applies only while this lease is the conversation's
+  // latest and unexpired (fencing: a holder that lost it cannot commit).
+  std::optional<int64_t> fencing_token;
+};
+
+// A granted compaction lease.
+struct CompactionLease {
+  std::string holder;
+  // Larger than every token granted before for this conversation.
+  int64_t token = 0;
+  absl::Time expires;
 };
 
 struct CompactionResult {
