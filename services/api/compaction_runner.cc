@@ -46,12 +46,31 @@ int64_t Threshold(const ModelProfile& p, double fraction) {
   return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
 }
 
+bool NeedsCommit(const CompactionPlan& plan) {
+  return plan.pruned_results > 0 || plan.summarize || !plan.fold.empty();
+}
+
 }  // namespace
+
+absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
+    const CallContext& ctx, const ConversationKey& key, bool background) {
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease,
+                     storage_->TryAcquireCompactionLease(ctx, key, options_.holder,
+                                                         options_.lease));
+    if (lease.has_value() || background) return lease;
+    if (options_.clock->Now() + options_.poll >= ctx.deadline) {
+      return absl::DeadlineExceededError(
+          "another compaction of this conversation was still running at the deadline");
+    }
+    options_.clock->SleepFor(options_.poll);
+  }
+}
 
 absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     const CallContext& ctx, ContextSnapshot snapshot, const ResolvedProfile& resolved,
     const std::vector<ItemData>& pending, CompactionMode mode, const std::string& instructions,
-    const ProgressSink& progress) {
+    const ProgressSink& progress, bool background) {
   const ModelProfile& profile = resolved.profile;
   const Tokenizer& tokenizer = *resolved.tokenizer;
   auto input_for = [&](const ContextSnapshot& s) {
@@ -77,6 +96,40 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
 
   CompactionOutcome out;
   out.plan = PlanCompaction(input_for(snapshot), mode);
+  if (out.plan.cannot_fit.has_value()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the context cannot fit the model's window: ", *out.plan.cannot_fit));
+  }
+  // One compaction per conversation at a time, across replicas.
+  std::optional<CompactionLease> lease;
+  int64_t lock_wait_ms = 0;
+  if (NeedsCommit(out.plan)) {
+    const absl::Time asked = options_.clock->Now();
+    ASSIGN_OR_RETURN(lease, AcquireLease(ctx, key, background));
+    lock_wait_ms = absl::ToInt64Milliseconds(options_.clock->Now() - asked);
+    if (!lease.has_value()) {  // Background, and someone else is at it.
+      out.tokens_before = out.plan.tokens_before;
+      out.version = snapshot.conversation.version;
+      out.view = std::move(out.plan.view_before);
+      return out;
+    }
+    // Whoever held it may have compacted meanwhile: plan again from now.
+    ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
+    out.plan = PlanCompaction(input_for(snapshot), mode);
+  }
+  struct Release {
+    Storage* storage;
+    const CallContext& ctx;
+    const ConversationKey& key;
+    const std::optional<CompactionLease>& lease;
+    ~Release() {
+      if (!lease.has_value()) return;
+      if (absl::Status s = storage->ReleaseCompactionLease(ctx, key, *lease); !s.ok()) {
+        LogWarning("could not release the compaction lease of ", key.conversation_id, ": ",
+                   s.ToString(), " (it expires by itself)");
+      }
+    }
+  } release{storage_, ctx, key, lease};
   out.tokens_before = out.plan.tokens_before;
   out.version = snapshot.conversation.version;
   if (out.plan.cannot_fit.has_value()) {
@@ -87,13 +140,14 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   std::vector<CompactionEvent> events;
   if (!plan.empty() && mode == CompactionMode::kByBand) {
     events.push_back(Event("threshold_hit", "", plan.tokens_before, plan.tokens_before,
-                           {{"band", BandName(plan.band)}}));
+                           {{"band", BandName(plan.band)}, {"lock_wait_ms", lock_wait_ms}}));
   }
 
   // Tiers 1 and 2, committed together.
   bool summarizer_failed = false;
   CompactionCommit commit;
   commit.key = key;
+  if (lease.has_value()) commit.fencing_token = lease->token;
   commit.expected_summarized_through = snapshot.conversation.summarized_through;
   commit.expected_prune_boundary = snapshot.conversation.prune_boundary;
   commit.new_prune_boundary = plan.prune_boundary;
@@ -201,7 +255,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   // Tier 3: fold chunks that outgrew their budget.
   const bool fold_wanted = changes || mode == CompactionMode::kAuto ||
                            mode == CompactionMode::kSummarize;
-  if (!summarizer_failed && fold_wanted) {
+  if (!summarizer_failed && fold_wanted && lease.has_value()) {
     const CompactionPlan again = PlanCompaction(input_for(snapshot), CompactionMode::kSummarize);
     if (!again.fold.empty()) {
       std::vector<SummaryChunk> folding;
@@ -238,6 +292,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
         } else {
           CompactionCommit fold;
           fold.key = key;
+          if (lease.has_value()) fold.fencing_token = lease->token;
           fold.expected_summarized_through = snapshot.conversation.summarized_through;
           fold.expected_prune_boundary = snapshot.conversation.prune_boundary;
           fold.new_prune_boundary = snapshot.conversation.prune_boundary;

@@ -3,10 +3,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "services/common/clock.h"
 #include "services/compaction/context_view.h"
 #include "services/compaction/model_registry.h"
 #include "services/compaction/planner.h"
@@ -43,9 +45,20 @@ struct CompactionOutcome {
 // step writes an audit row. Thread-safe.
 class CompactionRunner {
  public:
+  struct Options {
+    // Who holds the lease: this replica.
+    std::string holder = "convstate";
+    // How long a compaction may hold the conversation; a replica that dies
+    // frees it after this. Longer than a summarizer call with its retries.
+    absl::Duration lease = absl::Seconds(30);
+    // How often a waiting request checks whether the lease is free.
+    absl::Duration poll = absl::Milliseconds(20);
+    const Clock* clock = Clock::Real();
+  };
+
   // `storage` and `summarizer` must outlive the runner.
-  CompactionRunner(Storage* storage, Summarizer* summarizer)
-      : storage_(storage), summarizer_(summarizer) {}
+  CompactionRunner(Options options, Storage* storage, Summarizer* summarizer)
+      : options_(std::move(options)), storage_(storage), summarizer_(summarizer) {}
 
   // Builds the view of `snapshot` for `pending`, compacting first as `mode`
   // says. RESOURCE_EXHAUSTED when even the parts that are never removed do
@@ -53,13 +66,25 @@ class CompactionRunner {
   // the view is truncated instead (status TRUNCATED) and the audit says why.
   // A compaction that loses a race to a concurrent one is discarded and the
   // view built from the winner's result.
+  //
+  // Anything that commits first takes the conversation's compaction lease,
+  // waiting for another holder until `ctx.deadline` (then
+  // DEADLINE_EXCEEDED), and re-plans from fresh state once it has it. With
+  // `background`, a held lease means someone is already at it: nothing is
+  // done and the view returned as is.
   absl::StatusOr<CompactionOutcome> Run(const CallContext& ctx, ContextSnapshot snapshot,
                                         const ResolvedProfile& profile,
                                         const std::vector<ItemData>& pending,
                                         CompactionMode mode, const std::string& instructions,
-                                        const ProgressSink& progress);
+                                        const ProgressSink& progress, bool background = false);
 
  private:
+  // The lease, or nullopt when `background` and someone else holds it.
+  absl::StatusOr<std::optional<CompactionLease>> AcquireLease(const CallContext& ctx,
+                                                              const ConversationKey& key,
+                                                              bool background);
+
+  const Options options_;
   Storage* const storage_;
   Summarizer* const summarizer_;
 };

@@ -59,11 +59,23 @@ class CompactionRunnerTest : public ::testing::Test {
     }
   }
 
-  absl::StatusOr<CompactionOutcome> Run(CompactionMode mode) {
+  absl::StatusOr<CompactionOutcome> Run(CompactionMode mode, bool background = false,
+                                        CallContext ctx = {}) {
     auto snap = storage_->LoadContext(ctx_, {"t", "c"});
     if (!snap.ok()) return snap.status();
-    CompactionRunner runner(storage_.get(), &summarizer_);
-    return runner.Run(ctx_, *snap, profile_, {}, mode, "", nullptr);
+    CompactionRunner::Options options;
+    options.holder = "runner";
+    options.lease = absl::Seconds(10);
+    options.clock = &clock_;
+    CompactionRunner runner(options, storage_.get(), &summarizer_);
+    return runner.Run(ctx, *snap, profile_, {}, mode, "", nullptr, background);
+  }
+
+  static absl::StatusOr<SummaryResult> Short(const SummaryRequest&) {
+    SummaryResult r;
+    r.text = "short summary";
+    r.model = "scripted";
+    return r;
   }
 
   std::vector<std::string> Events() {
@@ -76,7 +88,9 @@ class CompactionRunnerTest : public ::testing::Test {
 
   std::unique_ptr<ModelRegistry> registry_;
   ResolvedProfile profile_;
-  std::unique_ptr<Storage> storage_ = NewMemoryStorage();
+  // Starts at the real time so that deadlines read by either clock agree.
+  FakeClock clock_{absl::Now()};
+  std::unique_ptr<Storage> storage_ = NewMemoryStorage(&clock_);
   ScriptedSummarizer summarizer_;
   CallContext ctx_;
 };
@@ -137,6 +151,70 @@ TEST_F(CompactionRunnerTest, SummarizerFailureTruncatesTheViewOnly) {
   // Storage keeps everything.
   EXPECT_EQ(storage_->GetConversation(ctx_, {"t", "c"})->item_count, 10);
   EXPECT_EQ(storage_->GetConversation(ctx_, {"t", "c"})->summarized_through, 0);
+}
+
+TEST_F(CompactionRunnerTest, WaitsForAnotherCompactionThenPlansAgain) {
+  AppendTurns(5, 300);
+  summarizer_.answer = Short;
+  // Another replica holds the lease for 500 ms (of the fake clock).
+  auto other = storage_->TryAcquireCompactionLease(ctx_, {"t", "c"}, "other",
+                                                   absl::Milliseconds(500));
+  ASSERT_TRUE(other.ok() && other->has_value());
+  auto out = Run(CompactionMode::kByBand, false, CallContext{clock_.Now() + absl::Seconds(5)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_GT(out->chunk_id, 0);
+  const auto events = storage_->ListCompactionEvents(ctx_, {"t", "c"});
+  ASSERT_FALSE(events->empty());
+  EXPECT_EQ(events->front().event, "threshold_hit");
+  EXPECT_NE(events->front().detail.find("\"lock_wait_ms\":5"), std::string::npos)
+      << events->front().detail;
+  // The lease is given back.
+  EXPECT_FALSE(storage_->GetConversation(ctx_, {"t", "c"})->lease_active);
+}
+
+TEST_F(CompactionRunnerTest, GivesUpAtTheDeadlineWhileAnotherCompacts) {
+  AppendTurns(5, 300);
+  summarizer_.answer = Short;
+  ASSERT_TRUE(storage_->TryAcquireCompactionLease(ctx_, {"t", "c"}, "other", absl::Seconds(60))
+                  ->has_value());
+  auto out = Run(CompactionMode::kByBand, false, CallContext{clock_.Now() + absl::Milliseconds(200)});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
+  EXPECT_EQ(summarizer_.calls, 0);
+}
+
+TEST_F(CompactionRunnerTest, BackgroundSkipsWhenSomeoneElseIsCompacting) {
+  AppendTurns(5, 300);
+  summarizer_.answer = Short;
+  ASSERT_TRUE(storage_->TryAcquireCompactionLease(ctx_, {"t", "c"}, "other", absl::Seconds(60))
+                  ->has_value());
+  const absl::Time before = clock_.Now();
+  auto out = Run(CompactionMode::kAuto, /*background=*/true);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(clock_.Now(), before);  // No waiting.
+  EXPECT_EQ(summarizer_.calls, 0);
+  EXPECT_TRUE(storage_->ListSummaries(ctx_, {"t", "c"}, true)->empty());
+}
+
+// The lease expires while the summarizer is still working and another
+// replica takes it: the first one's commit is fenced out, nothing it wrote
+// lands, and the call still answers from what is stored.
+TEST_F(CompactionRunnerTest, AHolderThatLostItsLeaseCannotCommit) {
+  AppendTurns(5, 300);
+  summarizer_.answer = [this](const SummaryRequest&) -> absl::StatusOr<SummaryResult> {
+    clock_.Advance(absl::Seconds(11));  // Past the 10 s lease.
+    auto thief = storage_->TryAcquireCompactionLease(ctx_, {"t", "c"}, "other", absl::Seconds(60));
+    EXPECT_TRUE(thief.ok() && thief->has_value());
+    SummaryResult r;
+    r.text = "too late";
+    r.model = "scripted";
+    return r;
+  };
+  auto out = Run(CompactionMode::kByBand);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(storage_->ListSummaries(ctx_, {"t", "c"}, true)->empty());
+  EXPECT_EQ(storage_->GetConversation(ctx_, {"t", "c"})->summarized_through, 0);
+  // The view still fits: it is truncated rather than overflowing.
+  EXPECT_LE(out->view.tokens.total, 2000);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
 #include "services/common/fingerprint.h"
+#include "services/common/log.h"
 #include "services/common/status_macros.h"
 #include "services/compaction/context_view.h"
 #include "services/compaction/planner.h"
@@ -201,7 +202,55 @@ ConversationService::ConversationService(Options options, const ModelRegistry* m
     : options_(std::move(options)),
       models_(models),
       storage_(storage),
-      runner_(storage, summarizer) {}
+      runner_(options_.compaction, storage, summarizer),
+      background_(std::make_unique<ThreadPool>(1, 64)) {}
+
+ConversationService::~ConversationService() {
+  {
+    absl::MutexLock lock(&background_mu_);
+    stopping_ = true;
+  }
+  background_.reset();
+}
+
+void ConversationService::CompactInBackground(const ConversationKey& key) {
+  const std::string id = absl::StrCat(key.tenant_id, "/", key.conversation_id);
+  {
+    absl::MutexLock lock(&background_mu_);
+    if (stopping_ || !background_keys_.insert(id).second) return;
+  }
+  const bool queued = background_->Schedule([this, key, id] {
+    bool stop;
+    {
+      absl::MutexLock lock(&background_mu_);
+      stop = stopping_;
+    }
+    if (!stop) {
+      // Off the request path, with a deadline of its own.
+      const CallContext ctx{absl::Now() + options_.compaction.lease};
+      absl::StatusOr<ContextSnapshot> snapshot = storage_->LoadContext(ctx, key);
+      absl::StatusOr<ResolvedProfile> resolved =
+          snapshot.ok() ? ProfileOf(snapshot->conversation)
+                        : absl::StatusOr<ResolvedProfile>(snapshot.status());
+      absl::Status status = resolved.status();
+      if (resolved.ok()) {
+        status = runner_.Run(ctx, std::move(*snapshot), *resolved, {}, CompactionMode::kAuto, "",
+                             nullptr, /*background=*/true)
+                     .status();
+      }
+      if (!status.ok() && !absl::IsNotFound(status)) {
+        LogWarning("background compaction of ", key.conversation_id, " failed: ",
+                   status.ToString());
+      }
+    }
+    absl::MutexLock lock(&background_mu_);
+    background_keys_.erase(id);
+  });
+  if (!queued) {
+    absl::MutexLock lock(&background_mu_);
+    background_keys_.erase(id);
+  }
+}
 
 absl::StatusOr<ResolvedProfile> ConversationService::ProfileOf(const Conversation& c) const {
   absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(c.model);
@@ -428,6 +477,9 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
   ASSIGN_OR_RETURN(CompactionOutcome outcome,
                    runner_.Run(ctx, std::move(snapshot), resolved, pending,
                                CompactionMode::kByBand, "", progress));
+  if (options_.background_compaction && outcome.plan.band == Band::kSoft) {
+    CompactInBackground(key);
+  }
   v1::BuildContextResponse out;
   out.set_conversation_id(key.conversation_id);
   ToProto(outcome.view, &out);

@@ -7,7 +7,10 @@
 #include "convstate/v1/convstate.pb.h"
 #include "services/api/compaction_runner.h"
 #include "services/api/validation.h"
+#include "services/common/thread_pool.h"
 #include "services/compaction/summarizer.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "services/compaction/model_registry.h"
 #include "storage/storage.h"
 
@@ -20,11 +23,18 @@ class ConversationService {
  public:
   struct Options {
     Limits limits;
+    // Lease holder name, lease length and polling for compactions.
+    CompactionRunner::Options compaction;
+    // Compact in the background when a BuildContext finds the conversation
+    // in the soft band, so that the next call finds the work done.
+    bool background_compaction = true;
   };
 
   // `models`, `storage` and `summarizer` must outlive the service.
   ConversationService(Options options, const ModelRegistry* models, Storage* storage,
                       Summarizer* summarizer);
+  // Waits for background compactions already running; drops queued ones.
+  ~ConversationService();
 
   absl::StatusOr<v1::Conversation> CreateConversation(const CallContext& ctx,
                                                       const v1::CreateConversationRequest& req);
@@ -63,10 +73,19 @@ class ConversationService {
       const ResolvedProfile& profile) const;
   absl::Status ValidatePending(const google::protobuf::RepeatedPtrField<v1::NewItem>& input) const;
 
+  // Starts a background compaction of `key` unless one is already queued or
+  // running in this process (the lease keeps it to one across replicas).
+  void CompactInBackground(const ConversationKey& key);
+
   const Options options_;
   const ModelRegistry* const models_;
   Storage* const storage_;
   CompactionRunner runner_;
+  absl::Mutex background_mu_;
+  absl::flat_hash_set<std::string> background_keys_ ABSL_GUARDED_BY(background_mu_);
+  bool stopping_ ABSL_GUARDED_BY(background_mu_) = false;
+  // Last member: destroyed first, while everything its tasks use still is.
+  std::unique_ptr<ThreadPool> background_;
 };
 
 }  // namespace convstate

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "storage/memory_storage.h"
 
@@ -341,6 +342,38 @@ TEST_F(ConversationServiceTest, CountsUseTheModelsProfileOnceAtWriteTime) {
   EXPECT_EQ(view->tokens().pending(), 2);
   EXPECT_EQ(view->tokens().context_window(), 4096);
   EXPECT_EQ(view->tokens().output_reserve(), 512);
+}
+
+// In the soft band BuildContext answers at once and compacts in the
+// background; the next BuildContext finds the work done.
+TEST_F(ConversationServiceTest, SoftBandCompactsInTheBackground) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("soft");
+  create.set_model("small-1");  // 4096 window, 512 reserve, 2 bytes per token.
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  for (int i = 0; i < 6; ++i) {
+    v1::AppendTurnRequest req = Append("soft", absl::StrCat(i, " ", std::string(400, 'q')));
+    *req.add_items() = Message(v1::ROLE_ASSISTANT, absl::StrCat(i, " ", std::string(450, 'a')));
+    ASSERT_TRUE(service_.AppendTurn(ctx_, req).ok());
+  }
+  v1::BuildContextRequest build;
+  build.set_conversation_id("soft");
+  auto first = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->context_status(), v1::CONTEXT_STATUS_FULL);  // Answered as is...
+  EXPECT_GE(first->tokens().total(), 2867);                      // ...in the soft band
+  EXPECT_LT(first->tokens().total(), 3276);                      // (0.70-0.80 of 4096).
+  // ...and the compaction happens off the request path.
+  bool done = false;
+  for (int i = 0; i < 500 && !done; ++i) {
+    done = !storage_->ListSummaries(ctx_, {"default", "soft"}, false)->empty();
+    if (!done) absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(done) << "no background compaction within 5 s";
+  auto second = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
+  EXPECT_LT(second->tokens().total(), 2867);
 }
 
 TEST_F(ConversationServiceTest, UnknownModelWithoutDefaultProfileIsRefused) {

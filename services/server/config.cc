@@ -1,5 +1,7 @@
 #include "services/server/config.h"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -180,6 +182,20 @@ const std::vector<Flag>& Flags() {
       {"summarizer_fallback",
        "while the circuit is open, summarize extractively (true) or truncate (false); default true",
        BoolField([](ServerConfig& c) -> bool& { return c.summarizer_fallback; })},
+      {"compaction_lease_ms",
+       "how long one compaction may hold a conversation; a replica that dies frees it after "
+       "this (default 30000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& {
+         return c.server.service.compaction.lease;
+       })},
+      {"background_compaction",
+       "compact in the background when a conversation enters the soft band (default true)",
+       BoolField([](ServerConfig& c) -> bool& { return c.server.service.background_compaction; })},
+      {"replica_id", "this replica's name in compaction leases (default host:pid)",
+       [](ServerConfig& c, const std::string& v) {
+         c.server.service.compaction.holder = v;
+         return v.empty() ? absl::InvalidArgumentError("must not be empty") : absl::OkStatus();
+       }},
       {"shutdown_grace_ms", "how long calls in flight may finish at shutdown (default 10000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.shutdown_grace; })},
   };
@@ -221,6 +237,11 @@ absl::Status ReadFile(ServerConfig& config, const std::string& path) {
 
 absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, const GetEnv& env) {
   ServerConfig config;
+  {
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    config.server.service.compaction.holder = absl::StrCat(host, ":", getpid());
+  }
   if (const char* url = env("CONVSTATE_DATABASE_URL")) config.postgres.database_url = url;
   if (const char* vocab = env("CONVSTATE_VOCAB_DIR"); vocab != nullptr && *vocab) {
     config.vocab_dir = vocab;
