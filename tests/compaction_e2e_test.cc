@@ -445,7 +445,10 @@ TEST_F(CompactionE2eTest, LlmFailuresTruncateThenFallBackThenRecover) {
   StartServer({absl::StrCat("--summarizer_url=http://127.0.0.1:", llm_port, "/v1"),
                "--summarizer_model=fake-sum", "--summarizer_timeout_ms=2000",
                "--summarizer_retries=0", "--summarizer_failure_threshold=2",
-               "--summarizer_open_ms=300"});
+               "--summarizer_open_ms=300",
+               // Failures must meet the calls this test makes, not a
+               // background compaction (tested on its own).
+               "--background_compaction=false"});
   Create("llm", "You are an on-call assistant.");
   std::mt19937 rng(11);
   int n = 0;
@@ -500,7 +503,24 @@ TEST_F(CompactionE2eTest, LlmFailuresTruncateThenFallBackThenRecover) {
   }
   EXPECT_TRUE(recovered);
 
-  // 5. The LLM rambles: asked again with a tighter limit, then cut to the
+  // 5. The LLM hangs: each call still answers in bounded time (the 2 s
+  // summarizer timeout) with a view that fits (truncated only if pruning
+  // was not enough), and the audit says the summarizer did not answer.
+  ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "hang"}})"));
+  bool timed_out = false;
+  for (int i = 0; i < 10 && !timed_out; ++i) {
+    const absl::Time start = absl::Now();
+    const v1::BuildContextResponse view = Turn("llm", ++n, rng);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+    EXPECT_LE(view.tokens().total(), kWindow);
+    timed_out = *db_->QueryValue("SELECT count(*) > 0 FROM compaction_events WHERE event = "
+                                 "'failed' AND detail->>'reason' LIKE '%did not answer%'") == "t";
+  }
+  EXPECT_TRUE(timed_out);
+  ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "answer"}})"));
+  absl::SleepFor(absl::Milliseconds(400));  // Past the 300 ms open period.
+
+  // 6. The LLM rambles: asked again with a tighter limit, then cut to the
   // budget, and the audit says so.
   ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "oversize"}})"));
   bool oversize = false;

@@ -87,8 +87,9 @@ free_port() {
 }
 
 # pg_start DIR [fast]: initializes (once) and starts a PostgreSQL whose data,
-# socket and log live under DIR, on a free loopback port. Sets PG_PORT and
-# PG_URL (without database name). "fast" trades durability for speed (tests).
+# socket and log live under DIR, on a free loopback port (or PG_FIXED_PORT).
+# Sets PG_PORT and PG_URL (without database name). "fast" trades durability
+# for speed (tests).
 pg_start() {
   local dir="$1" mode="${2:-}"
   mkdir -p "$dir"
@@ -104,7 +105,7 @@ pg_start() {
   fi
   local attempt
   for attempt in 1 2 3 4 5; do
-    PG_PORT=$(free_port)
+    PG_PORT=${PG_FIXED_PORT:-$(free_port)}
     if as_pg_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
         -o "-p $PG_PORT $opts" start >/dev/null 2>&1; then
       PG_URL="postgresql://postgres@127.0.0.1:$PG_PORT"

@@ -1,0 +1,349 @@
+// Faults, with real processes: replicas killed mid-compaction, two replicas
+// on one database, the database restarted under a running server. Loopback
+// only; every wait is bounded.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <curl/curl.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "convstate/v1/convstate.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/pg_harness.h"
+#include "tests/server_process.h"
+
+namespace convstate {
+namespace {
+
+using testing::ScratchDatabase;
+using testing::ServerProcess;
+using v1::ConversationState;
+
+constexpr char kProfiles[] = R"pb(
+  default_profile: "tiny"
+  profiles {
+    name: "tiny"
+    context_window: 4096
+    output_reserve: 512
+    token_floor: 0
+    tokenizer { encoding: "o200k_base" }
+    recent { turns: 2 max_tokens: 1200 }
+    tool_pruning { trigger_tokens: 100000 }
+    summarizer { max_chunk_tokens: 250 chunk_budget_fraction: 0.15 }
+  }
+)pb";
+
+std::string ProfilesFile() {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/fault_profiles.textproto";
+  std::ofstream(path) << kProfiles;
+  return path;
+}
+
+void Deadline(grpc::ClientContext& ctx, absl::Duration d = absl::Seconds(30)) {
+  ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d));
+}
+
+v1::NewItem Message(v1::Role role, const std::string& text) {
+  v1::NewItem item;
+  item.set_role(role);
+  item.set_kind(v1::ITEM_KIND_MESSAGE);
+  item.set_content(text);
+  return item;
+}
+
+std::string Words(std::mt19937& rng, int n) {
+  static const char* kWords[] = {"deploy", "error", "staging", "rollback", "latency", "index",
+                                 "cache", "timeout", "retry", "shard", "replica", "lease"};
+  std::string out;
+  for (int i = 0; i < n; ++i) absl::StrAppend(&out, kWords[rng() % 12], " ", rng() % 1000, " ");
+  return out;
+}
+
+std::unique_ptr<ConversationState::Stub> Stub(const ServerProcess& server) {
+  return ConversationState::NewStub(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+}
+
+grpc::Status Create(ConversationState::Stub& stub, const std::string& id) {
+  v1::CreateConversationRequest req;
+  req.set_conversation_id(id);
+  req.set_model("tiny");
+  v1::Conversation out;
+  grpc::ClientContext ctx;
+  Deadline(ctx);
+  return stub.CreateConversation(&ctx, req, &out);
+}
+
+grpc::Status AppendPair(ConversationState::Stub& stub, const std::string& id,
+                        const std::string& text, v1::AppendTurnResponse* out,
+                        const std::string& key = "") {
+  v1::AppendTurnRequest req;
+  req.set_conversation_id(id);
+  req.set_idempotency_key(key);
+  *req.add_items() = Message(v1::ROLE_USER, "Q " + text);
+  *req.add_items() = Message(v1::ROLE_ASSISTANT, "A " + text);
+  grpc::ClientContext ctx;
+  Deadline(ctx);
+  return stub.AppendTurn(&ctx, req, out);
+}
+
+grpc::Status Build(ConversationState::Stub& stub, const std::string& id,
+                   v1::BuildContextResponse* out, absl::Duration deadline = absl::Seconds(30)) {
+  v1::BuildContextRequest req;
+  req.set_conversation_id(id);
+  grpc::ClientContext ctx;
+  Deadline(ctx, deadline);
+  return stub.BuildContext(&ctx, req, out);
+}
+
+bool ControlFakeLlm(int port, const std::string& json) {
+  CURL* curl = curl_easy_init();
+  const std::string url = absl::StrCat("http://127.0.0.1:", port, "/control");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json.c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION,
+                   +[](char*, size_t size, size_t count, void*) { return size * count; });
+  const CURLcode code = curl_easy_perform(curl);
+  curl_easy_cleanup(curl);
+  return code == CURLE_OK;
+}
+
+// kill -9 while the summarizer call is in flight: nothing acknowledged is
+// lost, no half-written chunk or marker exists, and once the dead replica's
+// lease expires another replica compacts the conversation.
+TEST(FaultE2eTest, KillDuringCompactionLosesNothingAndCompactsAgainAfterTheLease) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto llm = ServerProcess::StartProgram("tests/fake_llm_server", {}, "fake llm listening on ");
+  ASSERT_TRUE(llm.ok()) << llm.status();
+  ASSERT_TRUE(ControlFakeLlm((*llm)->port(), R"({"default": {"kind": "hang"}})"));
+  const std::vector<std::string> flags = {
+      "--database_url=" + (*db)->url(), "--model_profiles=" + ProfilesFile(),
+      absl::StrCat("--summarizer_url=http://127.0.0.1:", (*llm)->port(), "/v1"),
+      "--summarizer_timeout_ms=60000", "--summarizer_retries=0", "--compaction_lease_ms=1500",
+      "--background_compaction=false", "--shutdown_grace_ms=100"};
+  auto a = ServerProcess::Start(flags);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto stub = Stub(**a);
+  ASSERT_TRUE(Create(*stub, "victim").ok());
+  std::mt19937 rng(9);
+  int acknowledged = 0;
+  // Enough to pass the hard band (0.8 * 4096).
+  for (int i = 0; i < 12; ++i) {
+    v1::AppendTurnResponse out;
+    ASSERT_TRUE(AppendPair(*stub, "victim", Words(rng, 60), &out).ok());
+    acknowledged += 2;
+  }
+  // This call reaches the summarizer, which hangs; the replica holds the
+  // lease when it dies.
+  std::thread doomed([&] {
+    v1::BuildContextResponse view;
+    Build(*stub, "victim", &view, absl::Seconds(20));
+  });
+  bool holding = false;
+  for (int i = 0; i < 200 && !holding; ++i) {
+    holding = *(*db)->QueryValue("SELECT coalesce(lease_expires_at > now(), false) FROM "
+                                 "conversations WHERE conversation_id = 'victim'") == "t";
+    if (!holding) absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(holding) << "the compaction never took the lease";
+  absl::SleepFor(absl::Milliseconds(200));  // Inside the summarizer call now.
+  auto killed = (*a)->Stop(SIGKILL);
+  ASSERT_TRUE(killed.ok());
+  EXPECT_EQ(*killed, 128 + SIGKILL);
+  doomed.join();
+
+  // Nothing half-written, nothing lost.
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM summary_chunks"), "0");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items WHERE kind = 'summary_marker'"), "0");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items"), std::to_string(acknowledged));
+  EXPECT_EQ(*(*db)->QueryValue("SELECT max(sequence) FROM items"), std::to_string(acknowledged));
+
+  // A new replica, and an LLM that answers: the conversation compacts again
+  // once the dead replica's lease has expired, without anyone's help.
+  ASSERT_TRUE(ControlFakeLlm((*llm)->port(), R"({"default": {"kind": "answer"}})"));
+  auto b = ServerProcess::Start(flags);
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto stub_b = Stub(**b);
+  const absl::Time start = absl::Now();
+  v1::BuildContextResponse view;
+  const grpc::Status s = Build(*stub_b, "victim", &view, absl::Seconds(20));
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM summary_chunks"), "1");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items WHERE kind = 'summary_marker'"), "1");
+}
+
+// Two replicas, eight clients, four conversations, appends and context
+// builds interleaved: every acknowledged append is present, sequences are
+// gap-free, and every compaction wrote exactly one chunk and one marker,
+// with additive chunks that neither overlap nor leave gaps.
+TEST(FaultE2eTest, TwoReplicasHammeredTogetherStayConsistent) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::vector<std::string> flags = {"--database_url=" + (*db)->url(),
+                                          "--model_profiles=" + ProfilesFile(),
+                                          "--worker_threads=8"};
+  auto r1 = ServerProcess::Start(flags);
+  auto r2 = ServerProcess::Start(flags);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  const std::vector<std::string> ids = {"h0", "h1", "h2", "h3"};
+  {
+    auto stub = Stub(**r1);
+    for (const auto& id : ids) ASSERT_TRUE(Create(*stub, id).ok());
+  }
+  constexpr int kClients = 8;
+  constexpr int kRounds = 25;
+  std::atomic<int> failures{0};
+  std::vector<std::map<std::string, std::vector<std::string>>> acked(kClients);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = Stub(c % 2 ? **r1 : **r2);
+      std::mt19937 rng(100 + c);
+      for (int round = 0; round < kRounds; ++round) {
+        const std::string& id = ids[(c + round) % ids.size()];
+        const std::string text = absl::StrCat("c", c, "r", round, " ", Words(rng, 25));
+        v1::AppendTurnResponse out;
+        grpc::Status s = AppendPair(*stub, id, text, &out, absl::StrCat("c", c, "-", round));
+        if (!s.ok()) {
+          ++failures;
+          ADD_FAILURE() << "append: " << s.error_code() << " " << s.error_message();
+          continue;
+        }
+        acked[c][id].push_back("Q " + text);
+        v1::BuildContextResponse view;
+        s = Build(*stub, id, &view);
+        if (!s.ok()) {
+          ++failures;
+          ADD_FAILURE() << "build: " << s.error_code() << " " << s.error_message();
+        } else if (view.tokens().total() > 4096) {
+          ADD_FAILURE() << "view over the window: " << view.tokens().total();
+        }
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(failures.load(), 0);
+
+  auto stub = Stub(**r2);
+  int compactions = 0;
+  for (const auto& id : ids) {
+    v1::ListItemsRequest req;
+    req.set_conversation_id(id);
+    req.set_page_size(1000);
+    v1::ListItemsResponse items;
+    grpc::ClientContext ctx;
+    Deadline(ctx);
+    ASSERT_TRUE(stub->ListItems(&ctx, req, &items).ok());
+    std::set<std::string> contents;
+    int markers = 0;
+    for (int i = 0; i < items.items_size(); ++i) {
+      EXPECT_EQ(items.items(i).sequence(), i + 1) << id;
+      contents.insert(items.items(i).content());
+      markers += items.items(i).kind() == v1::ITEM_KIND_SUMMARY_MARKER;
+    }
+    for (int c = 0; c < kClients; ++c) {
+      for (const std::string& text : acked[c][id]) {
+        EXPECT_TRUE(contents.count(text)) << "lost: " << text;
+      }
+    }
+    v1::ListSummariesRequest sreq;
+    sreq.set_conversation_id(id);
+    sreq.set_include_superseded(true);
+    v1::ListSummariesResponse chunks;
+    grpc::ClientContext sctx;
+    Deadline(sctx);
+    ASSERT_TRUE(stub->ListSummaries(&sctx, sreq, &chunks).ok());
+    EXPECT_EQ(markers, chunks.chunks_size()) << id << ": one marker per chunk";
+    // Chunks that summarize (not folds) tile the history without overlap.
+    int64_t next = 1;
+    for (const auto& chunk : chunks.chunks()) {
+      bool fold = false;
+      for (const auto& other : chunks.chunks()) fold |= other.superseded_by() == chunk.chunk_id();
+      if (fold) continue;
+      EXPECT_EQ(chunk.from_sequence(), next) << id << " chunk " << chunk.chunk_id();
+      next = chunk.through_sequence() + 1;
+      ++compactions;
+    }
+  }
+  EXPECT_GT(compactions, 0);
+  std::printf("two replicas: %d summaries written without overlap\n", compactions);
+}
+
+// Runs `script` in bash with the project's tools/lib/common.sh sourced;
+// returns its standard output, trimmed.
+std::string Shell(const std::string& script) {
+  const std::string common = ServerProcess::RunfilePath("tools/lib/common.sh");
+  // Standard error (the scripts' log lines) goes to the test log.
+  const std::string command = absl::StrCat("bash -c 'source ", common, "; ", script, "'");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "";
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  pclose(pipe);
+  return std::string(absl::StripAsciiWhitespace(out));
+}
+
+// The database goes away under a running server: calls fail with
+// UNAVAILABLE meanwhile, and succeed again once it is back, without
+// restarting the server.
+TEST(FaultE2eTest, DatabaseRestartIsUnavailableThenRecovers) {
+  const std::string dir = Shell("mktemp -d /tmp/convstate-fault-pg-XXXXXX");
+  ASSERT_EQ(dir.rfind("/tmp/convstate-fault-pg-", 0), 0u) << dir;
+  const std::string port = Shell(absl::StrCat("pg_start ", dir, " fast >/dev/null; echo $PG_PORT"));
+  ASSERT_FALSE(port.empty());
+  ASSERT_EQ(port.find_first_not_of("0123456789"), std::string::npos) << port;
+  const std::string url = absl::StrCat("postgresql://postgres@127.0.0.1:", port, "/postgres");
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { Shell(absl::StrCat("pg_stop ", dir, "; rm -rf ", dir)); }
+  } cleanup{dir};
+
+  auto server = ServerProcess::Start({"--database_url=" + url, "--model_profiles=" + ProfilesFile(),
+                                      "--db_connect_timeout_ms=1000"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = Stub(**server);
+  ASSERT_TRUE(Create(*stub, "survivor").ok());
+  v1::AppendTurnResponse out;
+  ASSERT_TRUE(AppendPair(*stub, "survivor", "before", &out).ok());
+
+  Shell(absl::StrCat("pg_stop ", dir));
+  grpc::Status down = AppendPair(*stub, "survivor", "during", &out);
+  EXPECT_EQ(down.error_code(), grpc::UNAVAILABLE) << down.error_message();
+  v1::BuildContextResponse view;
+  EXPECT_EQ(Build(*stub, "survivor", &view).error_code(), grpc::UNAVAILABLE);
+
+  Shell(absl::StrCat("PG_FIXED_PORT=", port, " pg_start ", dir, " fast >/dev/null"));
+  grpc::Status up;
+  for (int i = 0; i < 50; ++i) {  // The first call after may still find a dead connection.
+    up = AppendPair(*stub, "survivor", "after", &out);
+    if (up.ok()) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_TRUE(up.ok()) << up.error_message();
+  ASSERT_TRUE(Build(*stub, "survivor", &view).ok());
+  // "before" and "after" are there; "during" was refused, not half-stored.
+  EXPECT_EQ(view.entries_size(), 4);
+}
+
+}  // namespace
+}  // namespace convstate
