@@ -1,0 +1,347 @@
+// A load generator for convstate, for loopback targets only.
+//
+//   load --targets=127.0.0.1:50051[,127.0.0.1:50052] --scenario=build \
+//        --concurrency=8 --duration_s=10 [--max_requests=200000] \
+//        [--conversations=16] [--items=200] [--history=0] [--item_bytes=400] \
+//        [--database_url=postgresql://...]
+//
+// Scenarios:
+//   append   AppendTurn of a user/assistant pair to random conversations
+//   build    BuildContext of random conversations (of --items live items,
+//            with --history items summarized behind a marker)
+//   mixed    both, on conversations with an 8k window so that compactions
+//            happen along the way
+//   health   the standard health Check: a plain gRPC round trip
+// With --database_url it also times a primary-key SELECT on the same
+// database, one client, as the floor a BuildContext stands on.
+//
+// Prints, per RPC: calls, errors by code, calls per second, p50/p90/p99.
+// Bounded by --duration_s and --max_requests; sends nothing but to the
+// targets, which must be loopback addresses.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "convstate/v1/convstate.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace {
+
+struct Args {
+  std::vector<std::string> targets = {"127.0.0.1:50051"};
+  std::string scenario = "build";
+  int concurrency = 1;
+  int duration_s = 10;
+  int64_t max_requests = 200000;
+  int conversations = 16;
+  int items = 200;
+  int history = 0;
+  int item_bytes = 400;
+  std::string database_url;
+};
+
+bool Loopback(const std::string& target) {
+  return absl::StartsWith(target, "127.") || absl::StartsWith(target, "localhost:") ||
+         absl::StartsWith(target, "[::1]:");
+}
+
+bool Parse(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    if (!absl::StartsWith(arg, "--") || eq == std::string::npos) return false;
+    const std::string name = arg.substr(2, eq - 2), v = arg.substr(eq + 1);
+    bool ok = true;
+    if (name == "targets") {
+      a->targets = absl::StrSplit(v, ',', absl::SkipEmpty());
+    } else if (name == "scenario") {
+      a->scenario = v;
+    } else if (name == "concurrency") {
+      ok = absl::SimpleAtoi(v, &a->concurrency) && a->concurrency > 0 && a->concurrency <= 256;
+    } else if (name == "duration_s") {
+      ok = absl::SimpleAtoi(v, &a->duration_s) && a->duration_s > 0 && a->duration_s <= 600;
+    } else if (name == "max_requests") {
+      ok = absl::SimpleAtoi(v, &a->max_requests) && a->max_requests > 0;
+    } else if (name == "conversations") {
+      ok = absl::SimpleAtoi(v, &a->conversations) && a->conversations > 0;
+    } else if (name == "items") {
+      ok = absl::SimpleAtoi(v, &a->items) && a->items >= 0;
+    } else if (name == "history") {
+      ok = absl::SimpleAtoi(v, &a->history) && a->history >= 0;
+    } else if (name == "item_bytes") {
+      ok = absl::SimpleAtoi(v, &a->item_bytes) && a->item_bytes > 0;
+    } else if (name == "database_url") {
+      a->database_url = v;
+    } else {
+      return false;
+    }
+    if (!ok) return false;
+  }
+  for (const std::string& t : a->targets) {
+    if (!Loopback(t)) {
+      std::fprintf(stderr, "refusing target %s: load goes to loopback addresses only\n",
+                   t.c_str());
+      return false;
+    }
+  }
+  return a->scenario == "append" || a->scenario == "build" || a->scenario == "mixed" ||
+         a->scenario == "health";
+}
+
+using Clock = std::chrono::steady_clock;
+
+struct Stats {
+  std::vector<double> micros;
+  std::map<std::string, int64_t> errors;
+  void Merge(const Stats& o) {
+    micros.insert(micros.end(), o.micros.begin(), o.micros.end());
+    for (const auto& [k, v] : o.errors) errors[k] += v;
+  }
+};
+
+double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
+  std::nth_element(v.begin(), v.begin() + i, v.end());
+  return v[i];
+}
+
+void Report(const std::string& name, Stats& s, double seconds) {
+  int64_t errors = 0;
+  std::string codes;
+  for (const auto& [code, n] : s.errors) {
+    errors += n;
+    absl::StrAppend(&codes, " ", code, "=", n);
+  }
+  const double p50 = Percentile(s.micros, 0.50), p90 = Percentile(s.micros, 0.90),
+               p99 = Percentile(s.micros, 0.99);
+  std::printf("%-22s calls=%-8zu errors=%-4lld %9.0f/s  p50=%8.1f us  p90=%8.1f us  p99=%8.1f us%s\n",
+              name.c_str(), s.micros.size(), static_cast<long long>(errors),
+              s.micros.size() / seconds, p50, p90, p99, codes.c_str());
+}
+
+std::string Filler(int bytes, std::mt19937_64& rng) {
+  static const char* kWords[] = {"deploy", "error", "staging", "rollback", "latency", "index",
+                                 "cache", "timeout", "retry", "shard", "replica", "lease"};
+  std::string out;
+  while (static_cast<int>(out.size()) < bytes) {
+    absl::StrAppend(&out, kWords[rng() % 12], " ", rng() % 10000, " ");
+  }
+  return out.substr(0, bytes);
+}
+
+convstate::v1::NewItem Message(convstate::v1::Role role, std::string text) {
+  convstate::v1::NewItem item;
+  item.set_role(role);
+  item.set_kind(convstate::v1::ITEM_KIND_MESSAGE);
+  item.set_content(std::move(text));
+  return item;
+}
+
+class Load {
+ public:
+  explicit Load(Args args) : args_(std::move(args)) {
+    for (const std::string& t : args_.targets) {
+      channels_.push_back(grpc::CreateChannel(t, grpc::InsecureChannelCredentials()));
+    }
+    std::mt19937_64 rng{std::random_device{}()};
+    tenant_ = absl::StrFormat("load-%08x", static_cast<uint32_t>(rng()));
+  }
+
+  // Creates the conversations the scenario works on.
+  bool Setup() {
+    if (args_.scenario == "health") return true;
+    auto stub = convstate::v1::ConversationState::NewStub(channels_[0]);
+    std::mt19937_64 rng(1);
+    for (int c = 0; c < args_.conversations; ++c) {
+      const std::string id = absl::StrCat("c", c);
+      convstate::v1::CreateConversationRequest create;
+      create.set_tenant_id(tenant_);
+      create.set_conversation_id(id);
+      create.set_model("gpt-4o");
+      create.set_system_prompt("You are a load-test assistant.");
+      if (args_.scenario == "mixed") {
+        create.mutable_profile_overrides()->set_context_window(8192);
+        create.mutable_profile_overrides()->set_output_reserve(512);
+      } else {
+        // No recent buffer: Compact summarizes all of the history; the live
+        // items appended after it stay verbatim (their view is far below
+        // the soft band of gpt-4o's 128k window).
+        create.mutable_profile_overrides()->set_recent_turns(0);
+      }
+      convstate::v1::Conversation conv;
+      grpc::ClientContext ctx;
+      if (auto s = stub->CreateConversation(&ctx, create, &conv); !s.ok()) {
+        std::fprintf(stderr, "create: %s\n", s.error_message().c_str());
+        return false;
+      }
+      // History first, summarized behind a marker; then the live items.
+      if (!Fill(*stub, id, args_.history, rng)) return false;
+      if (args_.history > 0) {
+        convstate::v1::CompactRequest compact;
+        compact.set_tenant_id(tenant_);
+        compact.set_conversation_id(id);
+        compact.set_mode(convstate::v1::CompactRequest::MODE_SUMMARIZE);
+        convstate::v1::CompactResponse out;
+        grpc::ClientContext cctx;
+        const grpc::Status s = stub->Compact(&cctx, compact, &out);
+        if (!s.ok() || out.summary_chunk_id() == 0) {
+          std::fprintf(stderr, "compact: %s\n",
+                       s.ok() ? "nothing was summarized" : s.error_message().c_str());
+          return false;
+        }
+      }
+      if (!Fill(*stub, id, args_.items, rng)) return false;
+    }
+    return true;
+  }
+
+  void Run() {
+    std::vector<std::thread> threads;
+    std::vector<std::map<std::string, Stats>> per_thread(args_.concurrency);
+    const auto end = Clock::now() + std::chrono::seconds(args_.duration_s);
+    const auto start = Clock::now();
+    for (int t = 0; t < args_.concurrency; ++t) {
+      threads.emplace_back([&, t] { Work(t, end, per_thread[t]); });
+    }
+    for (auto& th : threads) th.join();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::map<std::string, Stats> merged;
+    for (auto& m : per_thread) {
+      for (auto& [name, s] : m) merged[name].Merge(s);
+    }
+    std::printf("scenario=%s targets=%zu concurrency=%d conversations=%d items=%d history=%d "
+                "duration=%.1fs\n",
+                args_.scenario.c_str(), args_.targets.size(), args_.concurrency,
+                args_.conversations, args_.items, args_.history, seconds);
+    for (auto& [name, s] : merged) Report(name, s, seconds);
+  }
+
+  // A primary-key SELECT on the same database: the floor of a BuildContext.
+  void DatabaseBaseline() {
+    if (args_.database_url.empty()) return;
+    try {
+      pqxx::connection conn(args_.database_url);
+      conn.prepare("pk", "SELECT conversation_id FROM conversations "
+                         "WHERE tenant_id = $1 AND conversation_id = $2");
+      Stats s;
+      const auto end = Clock::now() + std::chrono::seconds(std::min(args_.duration_s, 5));
+      const auto start = Clock::now();
+      while (Clock::now() < end && static_cast<int64_t>(s.micros.size()) < args_.max_requests) {
+        const auto t0 = Clock::now();
+        pqxx::nontransaction tx(conn);
+        tx.exec_prepared("pk", tenant_, "c0");
+        s.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      }
+      Report("postgres pk select", s, std::chrono::duration<double>(Clock::now() - start).count());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "database baseline: %s\n", e.what());
+    }
+  }
+
+ private:
+  bool Fill(convstate::v1::ConversationState::Stub& stub, const std::string& id, int items,
+            std::mt19937_64& rng) {
+    for (int done = 0; done < items;) {
+      convstate::v1::AppendTurnRequest req;
+      req.set_tenant_id(tenant_);
+      req.set_conversation_id(id);
+      for (int k = 0; k < 100 && done < items; ++k, ++done) {
+        *req.add_items() = Message(done % 2 ? convstate::v1::ROLE_ASSISTANT : convstate::v1::ROLE_USER,
+                                   Filler(args_.item_bytes, rng));
+      }
+      convstate::v1::AppendTurnResponse out;
+      grpc::ClientContext ctx;
+      if (auto s = stub.AppendTurn(&ctx, req, &out); !s.ok()) {
+        std::fprintf(stderr, "fill: %s\n", s.error_message().c_str());
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void Work(int t, Clock::time_point end, std::map<std::string, Stats>& stats) {
+    auto channel = channels_[t % channels_.size()];
+    auto stub = convstate::v1::ConversationState::NewStub(channel);
+    auto health = grpc::health::v1::Health::NewStub(channel);
+    std::mt19937_64 rng(1000 + t);
+    while (Clock::now() < end && requests_.fetch_add(1) < args_.max_requests) {
+      const std::string id = absl::StrCat("c", rng() % args_.conversations);
+      bool append = args_.scenario == "append" || (args_.scenario == "mixed" && rng() % 2 == 0);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      grpc::Status s;
+      std::string name;
+      const auto t0 = Clock::now();
+      if (args_.scenario == "health") {
+        name = "Health.Check";
+        grpc::health::v1::HealthCheckRequest req;
+        grpc::health::v1::HealthCheckResponse out;
+        s = health->Check(&ctx, req, &out);
+      } else if (append) {
+        name = "AppendTurn";
+        convstate::v1::AppendTurnRequest req;
+        req.set_tenant_id(tenant_);
+        req.set_conversation_id(id);
+        *req.add_items() = Message(convstate::v1::ROLE_USER, Filler(args_.item_bytes, rng));
+        *req.add_items() = Message(convstate::v1::ROLE_ASSISTANT, Filler(args_.item_bytes, rng));
+        convstate::v1::AppendTurnResponse out;
+        s = stub->AppendTurn(&ctx, req, &out);
+      } else {
+        name = "BuildContext";
+        convstate::v1::BuildContextRequest req;
+        req.set_tenant_id(tenant_);
+        req.set_conversation_id(id);
+        convstate::v1::BuildContextResponse out;
+        s = stub->BuildContext(&ctx, req, &out);
+      }
+      Stats& st = stats[name];
+      if (s.ok()) {
+        st.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      } else {
+        st.errors[std::to_string(s.error_code())]++;
+      }
+    }
+  }
+
+  const Args args_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::string tenant_;
+  std::atomic<int64_t> requests_{0};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (!Parse(argc, argv, &args)) {
+    std::fprintf(stderr,
+                 "usage: load --targets=127.0.0.1:PORT[,...] --scenario=append|build|mixed|health "
+                 "[--concurrency=1] [--duration_s=10] [--max_requests=200000] "
+                 "[--conversations=16] [--items=200] [--history=0] [--item_bytes=400] "
+                 "[--database_url=URL]\n");
+    return 2;
+  }
+  Load load(args);
+  if (!load.Setup()) return 1;
+  load.Run();
+  load.DatabaseBaseline();
+  return 0;
+}
