@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <curl/curl.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -20,12 +19,14 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
+#include "tests/fake_llm_control.h"
 #include "tests/server_process.h"
 
 namespace convstate {
 namespace {
 
 using testing::ScratchDatabase;
+using testing::ControlFakeLlm;
 using testing::ServerProcess;
 using v1::ConversationState;
 
@@ -87,22 +88,6 @@ TurnText MakeTurn(int n, std::mt19937& rng) {
 }
 
 
-// Posts `json` to the fake LLM program's control endpoint.
-bool ControlFakeLlm(int port, const std::string& json) {
-  CURL* curl = curl_easy_init();
-  const std::string url = absl::StrCat("http://127.0.0.1:", port, "/control");
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json.c_str());
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
-  // The answer body is not needed; keep it off standard output.
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION,
-                   +[](char*, size_t size, size_t count, void*) { return size * count; });
-  const CURLcode code = curl_easy_perform(curl);
-  long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_easy_cleanup(curl);
-  return code == CURLE_OK && status == 200;
-}
 
 class CompactionE2eTest : public ::testing::Test {
  protected:

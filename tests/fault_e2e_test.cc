@@ -16,7 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include <curl/curl.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -25,12 +24,14 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
+#include "tests/fake_llm_control.h"
 #include "tests/server_process.h"
 
 namespace convstate {
 namespace {
 
 using testing::ScratchDatabase;
+using testing::ControlFakeLlm;
 using testing::ServerProcess;
 using v1::ConversationState;
 
@@ -111,18 +112,6 @@ grpc::Status Build(ConversationState::Stub& stub, const std::string& id,
   return stub.BuildContext(&ctx, req, out);
 }
 
-bool ControlFakeLlm(int port, const std::string& json) {
-  CURL* curl = curl_easy_init();
-  const std::string url = absl::StrCat("http://127.0.0.1:", port, "/control");
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json.c_str());
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION,
-                   +[](char*, size_t size, size_t count, void*) { return size * count; });
-  const CURLcode code = curl_easy_perform(curl);
-  curl_easy_cleanup(curl);
-  return code == CURLE_OK;
-}
 
 // kill -9 while the summarizer call is in flight: nothing acknowledged is
 // lost, no half-written chunk or marker exists, and once the dead replica's

@@ -46,6 +46,23 @@ int64_t Threshold(const ModelProfile& p, double fraction) {
   return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
 }
 
+// A chunk of [from, through] holding `text` (`tokens` tokens) as written by
+// the summarizer that produced `result`.
+SummaryChunk ChunkOf(int64_t from, int64_t through, std::string text, int64_t tokens,
+                     const SummaryResult& result) {
+  SummaryChunk chunk;
+  chunk.from_sequence = from;
+  chunk.through_sequence = through;
+  chunk.text = std::move(text);
+  chunk.token_count = tokens;
+  chunk.summarizer_model = result.model;
+  chunk.prompt_version = result.prompt_version;
+  chunk.tokens_in = result.tokens_in;
+  chunk.tokens_out = result.tokens_out;
+  chunk.latency_ms = result.latency_ms;
+  return chunk;
+}
+
 bool NeedsCommit(const CompactionPlan& plan) {
   return plan.pruned_results > 0 || plan.summarize || !plan.fold.empty();
 }
@@ -204,16 +221,8 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
         report(CompactionProgress::Kind::kFailed, "summarize", before, before,
                "the summary was no smaller than what it replaces");
       } else {
-        SummaryChunk chunk;
-        chunk.from_sequence = commit.expected_summarized_through + 1;
-        chunk.through_sequence = plan.summarize_through;
-        chunk.text = std::move(text);
-        chunk.token_count = tokens;
-        chunk.summarizer_model = summary->model;
-        chunk.prompt_version = summary->prompt_version;
-        chunk.tokens_in = summary->tokens_in;
-        chunk.tokens_out = summary->tokens_out;
-        chunk.latency_ms = summary->latency_ms;
+        SummaryChunk chunk = ChunkOf(commit.expected_summarized_through + 1,
+                                     plan.summarize_through, std::move(text), tokens, *summary);
         const int64_t after = before - plan.summarize_tokens + tokens;
         events.push_back(Event("completed", "summarize", before, after,
                                {{"model", chunk.summarizer_model},
@@ -296,22 +305,14 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
           fold.expected_summarized_through = snapshot.conversation.summarized_through;
           fold.expected_prune_boundary = snapshot.conversation.prune_boundary;
           fold.new_prune_boundary = snapshot.conversation.prune_boundary;
-          SummaryChunk chunk;
-          chunk.from_sequence = folding.front().from_sequence;
-          chunk.through_sequence = folding.back().through_sequence;
+          int64_t from = folding.front().from_sequence;
+          int64_t through = folding.back().through_sequence;
           for (const SummaryChunk& c : folding) {
-            chunk.from_sequence = std::min(chunk.from_sequence, c.from_sequence);
-            chunk.through_sequence = std::max(chunk.through_sequence, c.through_sequence);
+            from = std::min(from, c.from_sequence);
+            through = std::max(through, c.through_sequence);
             fold.supersedes.push_back(c.chunk_id);
           }
-          chunk.text = std::move(text);
-          chunk.token_count = tokens;
-          chunk.summarizer_model = merged->model;
-          chunk.prompt_version = merged->prompt_version;
-          chunk.tokens_in = merged->tokens_in;
-          chunk.tokens_out = merged->tokens_out;
-          chunk.latency_ms = merged->latency_ms;
-          fold.chunk = std::move(chunk);
+          fold.chunk = ChunkOf(from, through, std::move(text), tokens, *merged);
           const int64_t after = before - folded_tokens + tokens;
           fold.events.push_back(Event("folded", "fold", before, after,
                                       {{"chunks", fold.supersedes.size()},
