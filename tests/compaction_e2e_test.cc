@@ -135,7 +135,9 @@ class CompactionE2eTest : public ::testing::Test {
     v1::AppendTurnResponse out;
     grpc::ClientContext ctx;
     Deadline(ctx);
-    EXPECT_TRUE(stub_->AppendTurn(&ctx, append, &out).ok());
+    const grpc::Status appended = stub_->AppendTurn(&ctx, append, &out);
+    EXPECT_TRUE(appended.ok()) << "turn " << n << ": " << appended.error_code() << " "
+                               << appended.error_message();
     return view;
   }
 
@@ -264,7 +266,9 @@ TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
     v1::AppendTurnResponse out;
     grpc::ClientContext actx;
     Deadline(actx);
-    ASSERT_TRUE(stub_->AppendTurn(&actx, append, &out).ok()) << "turn " << n;
+    const grpc::Status appended = stub_->AppendTurn(&actx, append, &out);
+    ASSERT_TRUE(appended.ok()) << "turn " << n << ": " << appended.error_code() << " "
+                               << appended.error_message();
   }
   EXPECT_GE(compactions_seen, 3);
 

@@ -68,22 +68,23 @@ const grpc::Status kOverloaded(grpc::StatusCode::UNAVAILABLE,
 
 // Writes events as they come, one write in flight at a time, then the
 // status once every queued event is out. Send and Close may be called from
-// any thread.
+// any thread. StartWrite and Finish are called with no lock held: gRPC may
+// run OnWriteDone or OnDone (which deletes this) inline from them.
 class EventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   void Send(grpc::ByteBuffer event) {
-    absl::MutexLock lock(&mu_);
+    mu_.Lock();
     queue_.push_back(std::move(event));
-    MaybeWrite();
+    Step();
   }
   void Close(grpc::Status status) {
-    absl::MutexLock lock(&mu_);
+    mu_.Lock();
     closing_ = true;
     status_ = std::move(status);
-    MaybeWrite();
+    Step();
   }
   void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
+    mu_.Lock();
     writing_ = false;
     queue_.pop_front();
     if (!ok) {  // The client went away: nothing more can be written.
@@ -93,19 +94,28 @@ class EventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         status_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
       }
     }
-    MaybeWrite();
+    Step();
   }
   void OnDone() override { delete this; }
 
  private:
-  void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_ || finished_) return;
-    if (!queue_.empty()) {
+  // Called with mu_ held: decides the next step, releases mu_, takes it.
+  void Step() ABSL_UNLOCK_FUNCTION(mu_) {
+    if (writing_ || finished_) {
+      mu_.Unlock();
+    } else if (!queue_.empty()) {
       writing_ = true;
-      StartWrite(&queue_.front());
+      // A deque keeps references valid on push_back; only OnWriteDone pops.
+      grpc::ByteBuffer* next = &queue_.front();
+      mu_.Unlock();
+      StartWrite(next);
     } else if (closing_) {
       finished_ = true;
-      Finish(status_);
+      const grpc::Status status = status_;
+      mu_.Unlock();
+      Finish(status);  // May delete this: nothing may follow.
+    } else {
+      mu_.Unlock();
     }
   }
 
