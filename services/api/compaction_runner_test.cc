@@ -217,5 +217,31 @@ TEST_F(CompactionRunnerTest, AHolderThatLostItsLeaseCannotCommit) {
   EXPECT_LE(out->view.tokens.total, 2000);
 }
 
+// An append that lands while the summarizer works is kept: the compaction
+// still commits (it covers only what it read), and the next view shows it.
+TEST_F(CompactionRunnerTest, AppendsDuringACompactionAreKeptAndShownNext) {
+  AppendTurns(5, 300);
+  summarizer_.answer = [this](const SummaryRequest&) -> absl::StatusOr<SummaryResult> {
+    AppendRequest late;
+    late.key = {"t", "c"};
+    ItemData d;
+    d.role = Role::kUser;
+    d.content = "arrived during the compaction";
+    d.token_count = 5;
+    late.items.push_back(d);
+    EXPECT_TRUE(storage_->AppendItems(ctx_, late).ok());
+    return Short(SummaryRequest{});
+  };
+  auto out = Run(CompactionMode::kByBand);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_GT(out->chunk_id, 0);
+  auto snap = storage_->LoadContext(ctx_, {"t", "c"});
+  ASSERT_TRUE(snap.ok());
+  bool shown = false;
+  for (const Item& item : snap->live_items) shown |= item.data.content == "arrived during the compaction";
+  EXPECT_TRUE(shown);
+  EXPECT_EQ(snap->conversation.item_count, 12);  // 10 items, the late one, the marker.
+}
+
 }  // namespace
 }  // namespace convstate
