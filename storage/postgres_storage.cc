@@ -155,6 +155,7 @@ const std::vector<Statement>& Statements() {
 std::string MetadataToJson(const Metadata& metadata) { return Json(metadata).dump(); }
 
 Metadata MetadataFromJson(const std::string& text) {
+  if (text == "{}") return Metadata();  // Most items have none.
   return Json::parse(text).get<Metadata>();
 }
 
