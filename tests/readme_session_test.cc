@@ -73,6 +73,7 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "convstate.v1.ConversationState/Compact",
       "convstate.v1.ConversationState/ListSummaries",
       "grpc.health.v1.Health/Check",
+      "convstate.v1.ConversationState/DeleteConversation",
   };
   for (const std::string& m : expected) {
     EXPECT_TRUE(methods.count(m)) << "the README's session no longer calls " << m;
