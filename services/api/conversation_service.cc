@@ -500,13 +500,9 @@ absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
   in.pending = pending;
   in.tokenizer = resolved.tokenizer;
   const CompactionPlan plan = PlanCompaction(in, CompactionMode::kAuto);
-  ViewOptions options;
-  options.tokenizer = resolved.tokenizer;
-  const ContextView view =
-      AssembleView(snapshot, resolved.profile, in.approximate, pending, options);
   v1::InspectContextResponse out;
   v1::BuildContextResponse as_built;
-  ToProto(view, &as_built);
+  ToProto(plan.view_before, &as_built);
   *out.mutable_tokens() = as_built.tokens();
   out.set_context_status(as_built.context_status());
   out.set_band(static_cast<v1::Band>(plan.band));

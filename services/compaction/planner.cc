@@ -60,14 +60,51 @@ size_t SafeCut(const std::vector<Item>& live, size_t limit) {
   return cut;
 }
 
+// safe[i]: a cut before live[i] (i == size: after everything) separates no
+// tool call from its result. One pass: each call makes the cuts after it
+// and up to its result (or to the end, if it has none yet) unsafe.
+std::vector<bool> SafeCuts(const std::vector<Item>& live) {
+  const size_t n = live.size();
+  std::map<std::string, size_t> result_at;
+  for (size_t i = 0; i < n; ++i) {
+    if (live[i].data.kind == ItemKind::kToolResult) result_at[live[i].data.tool_call_id] = i;
+  }
+  std::vector<int> open(n + 2, 0);  // Difference array over cut positions.
+  for (size_t c = 0; c < n; ++c) {
+    if (live[c].data.kind != ItemKind::kToolCall) continue;
+    auto it = result_at.find(live[c].data.tool_call_id);
+    // As in SafeCut: a result stored before its call closes nothing after.
+    if (it != result_at.end() && it->second < c) continue;
+    const size_t last_unsafe = it == result_at.end() ? n : it->second;
+    open[c + 1] += 1;
+    open[last_unsafe + 1] -= 1;
+  }
+  std::vector<bool> safe(n + 1);
+  int depth = 0;
+  for (size_t i = 0; i <= n; ++i) {
+    depth += open[i];
+    safe[i] = depth == 0;
+  }
+  return safe;
+}
+
 int64_t TruncationPoint(const PlanInput& in, int64_t prune_boundary, int64_t target) {
   const std::vector<Item>& live = in.snapshot->live_items;
-  if (View(in, prune_boundary, 0).tokens.total < target) return 0;
-  // Try cutting before each turn start (then any safe point), oldest first.
+  const ContextView base = View(in, prune_boundary, 0);
+  if (base.tokens.total < target) return 0;
+  // Leaving out an entry removes exactly its (scaled) count from the total,
+  // so one view is enough: subtract as the cut moves forward.
+  std::map<int64_t, int64_t> tokens_of;
+  for (const ViewEntry& e : base.entries) {
+    if (e.section == Section::kLive) tokens_of[e.sequence] = e.token_count;
+  }
+  const std::vector<bool> safe = SafeCuts(live);
+  int64_t total = base.tokens.total;
   for (size_t i = 1; i <= live.size(); ++i) {
-    if (i < live.size() && SafeCut(live, i) != i) continue;
-    const int64_t before = i < live.size() ? live[i].sequence : live.back().sequence + 1;
-    if (View(in, prune_boundary, before).tokens.total < target) return before;
+    const Item& dropped = live[i - 1];
+    if (!dropped.data.pinned) total -= tokens_of[dropped.sequence];  // Markers count 0.
+    if (!safe[i]) continue;
+    if (total < target) return i < live.size() ? live[i].sequence : live.back().sequence + 1;
   }
   return live.empty() ? 0 : live.back().sequence + 1;
 }
@@ -129,19 +166,21 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
     results.push_back(&item);
     result_tokens += item.data.token_count;
   }
+  ContextView current = plan.view_before;  // The view after any pruning.
   const bool prune_wanted = mode == CompactionMode::kPruneOnly ||
                             result_tokens > p.tool_pruning.trigger_tokens ||
                             plan.tokens_before >= target;
   const size_t keep_recent = static_cast<size_t>(std::max(0, p.tool_pruning.keep_recent));
   if (prune_wanted && results.size() > keep_recent) {
     const int64_t boundary = results[results.size() - keep_recent - 1]->sequence;
-    const ContextView pruned = View(in, boundary, 0);
+    ContextView pruned = View(in, boundary, 0);
     const int64_t savings = now.tokens.total - pruned.tokens.total;
     if (savings >= p.tool_pruning.min_savings_tokens) {
       plan.prune_boundary = boundary;
       plan.prune_savings = savings;
       plan.pruned_results = static_cast<int>(results.size() - keep_recent);
       plan.projected_tokens = pruned.tokens.total;
+      current = std::move(pruned);
       plan.actions.push_back(absl::StrCat("prune ", plan.pruned_results,
                                           " old tool results through item ", boundary, " (",
                                           savings, " tokens)"));
@@ -151,9 +190,8 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
 
   // Tier 2: summarize the oldest zone if still too large (or asked to).
   if (mode == CompactionMode::kSummarize || plan.projected_tokens >= target) {
-    const ContextView view = View(in, plan.prune_boundary, 0);
     std::map<int64_t, int64_t> tokens_of;  // sequence -> tokens in the view
-    for (const ViewEntry& e : view.entries) {
+    for (const ViewEntry& e : current.entries) {
       if (e.section == Section::kLive) tokens_of[e.sequence] = e.token_count;
     }
     std::vector<Item> live;

@@ -292,5 +292,47 @@ TEST(PlannerTest, RandomConversationsKeepEveryRule) {
   }
 }
 
+// TruncationPoint subtracts counts instead of assembling a view per cut:
+// it must pick the same, earliest safe cut as assembling views would.
+TEST(PlannerTest, TruncationPointMatchesABruteForceSearch) {
+  auto tok = NewApproximateTokenizer();
+  std::mt19937 rng(77);
+  for (int trial = 0; trial < 200; ++trial) {
+    Builder b;
+    int call = 0;
+    const int turns = 1 + rng() % 12;
+    for (int t = 0; t < turns; ++t) {
+      b.User(10 + rng() % 300, rng() % 10 == 0);
+      for (int k = rng() % 3; k > 0; --k) {
+        const std::string id = absl::StrCat("c", ++call);
+        b.Call(id, "grep", 10 + rng() % 40);
+        if (rng() % 5) b.Result(id, "grep", 10 + rng() % 800);
+      }
+      b.Assistant(10 + rng() % 300);
+    }
+    ContextSnapshot s = b.Build();
+    s.conversation.token_correction = 1.0 + (rng() % 5) / 10.0;
+    ModelProfile p = Small();
+    PlanInput in = Input(&s, p, tok.get());
+    in.approximate = rng() % 2;
+    const int64_t target = 500 + rng() % 3000;
+    // Brute force: the first safe cut whose assembled view is under target.
+    int64_t expected = -1;
+    ViewOptions options;
+    options.tokenizer = tok.get();
+    if (AssembleView(s, p, in.approximate, {}, options).tokens.total < target) expected = 0;
+    for (size_t i = 1; expected < 0 && i <= s.live_items.size(); ++i) {
+      if (i < s.live_items.size() && SafeCut(s.live_items, i) != i) continue;
+      options.truncate_before =
+          i < s.live_items.size() ? s.live_items[i].sequence : s.live_items.back().sequence + 1;
+      if (AssembleView(s, p, in.approximate, {}, options).tokens.total < target) {
+        expected = options.truncate_before;
+      }
+    }
+    if (expected < 0) expected = s.live_items.back().sequence + 1;
+    EXPECT_EQ(TruncationPoint(in, 0, target), expected) << "trial " << trial;
+  }
+}
+
 }  // namespace
 }  // namespace convstate
