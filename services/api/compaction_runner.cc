@@ -42,10 +42,6 @@ int64_t TextBudget(const ModelProfile& p, int64_t wanted) {
   return std::max<int64_t>(16, std::min(cap, std::max<int64_t>(32, wanted)));
 }
 
-int64_t Threshold(const ModelProfile& p, double fraction) {
-  return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
-}
-
 // A chunk of [from, through] holding `text` (`tokens` tokens) as written by
 // the summarizer that produced `result`.
 SummaryChunk ChunkOf(int64_t from, int64_t through, std::string text, int64_t tokens,

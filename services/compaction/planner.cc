@@ -9,9 +9,6 @@
 namespace convstate {
 namespace {
 
-int64_t Threshold(const ModelProfile& p, double fraction) {
-  return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
-}
 
 ContextView View(const PlanInput& in, int64_t prune_boundary, int64_t truncate_before) {
   ViewOptions options;
@@ -30,34 +27,16 @@ bool IsMarker(const Item& item) { return item.data.kind == ItemKind::kSummaryMar
 
 }  // namespace
 
+int64_t Threshold(const ModelProfile& p, double fraction) {
+  return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
+}
+
 Band BandOf(int64_t total, const ModelProfile& p) {
   if (total < p.token_floor) return Band::kNormal;
   if (total >= Threshold(p, p.emergency_threshold)) return Band::kEmergency;
   if (total >= Threshold(p, p.hard_threshold)) return Band::kHard;
   if (total >= Threshold(p, p.soft_threshold)) return Band::kSoft;
   return Band::kNormal;
-}
-
-size_t SafeCut(const std::vector<Item>& live, size_t limit) {
-  limit = std::min(limit, live.size());
-  // Index of each call's result.
-  std::map<std::string, size_t> result_at;
-  for (size_t i = 0; i < live.size(); ++i) {
-    if (live[i].data.kind == ItemKind::kToolResult) result_at[live[i].data.tool_call_id] = i;
-  }
-  // Scanning forward: the earliest call whose result lies at or after the
-  // cut forces the cut before that call.
-  size_t cut = limit;
-  for (size_t i = 0; i < limit; ++i) {
-    if (live[i].data.kind != ItemKind::kToolCall) continue;
-    auto it = result_at.find(live[i].data.tool_call_id);
-    const bool open = it == result_at.end() || it->second >= limit;
-    if (open) {
-      cut = i;
-      break;
-    }
-  }
-  return cut;
 }
 
 // safe[i]: a cut before live[i] (i == size: after everything) separates no
@@ -86,6 +65,13 @@ std::vector<bool> SafeCuts(const std::vector<Item>& live) {
     safe[i] = depth == 0;
   }
   return safe;
+}
+
+size_t SafeCut(const std::vector<Item>& live, size_t limit) {
+  const std::vector<bool> safe = SafeCuts(live);
+  size_t cut = std::min(limit, live.size());
+  while (!safe[cut]) --cut;  // safe[0] always holds.
+  return cut;
 }
 
 int64_t TruncationPoint(const PlanInput& in, int64_t prune_boundary, int64_t target) {

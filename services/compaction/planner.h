@@ -80,6 +80,9 @@ struct CompactionPlan {
   }
 };
 
+// `fraction` of the profile's context window, in tokens.
+int64_t Threshold(const ModelProfile& profile, double fraction);
+
 Band BandOf(int64_t total, const ModelProfile& profile);
 
 // Decides what to prune, summarize, fold and truncate. Pure: reads the
@@ -90,9 +93,9 @@ Band BandOf(int64_t total, const ModelProfile& profile);
 // boundary only moves forward.
 CompactionPlan PlanCompaction(const PlanInput& input, CompactionMode mode);
 
-// The latest safe cut in `live` (indices of non-marker items) at or before
-// `limit`: the index i such that no tool call before i has its result, or
-// is still waiting for it, at or after i. Exposed for tests.
+// The latest safe cut in `live` at or before `limit`: the largest index i
+// such that no tool call before i has its result, or is still waiting for
+// it, at or after i. Exposed for tests.
 size_t SafeCut(const std::vector<Item>& live, size_t limit);
 
 // The truncation point for `view_input`: the smallest sequence such that

@@ -88,6 +88,13 @@ TEST(SafeCutTest, NeverSplitsACallFromItsResult) {
   EXPECT_EQ(SafeCut(s.live_items, 6), 6u);
   EXPECT_EQ(SafeCut(s.live_items, 5), 3u);  // Call b's result is at index 5.
   EXPECT_EQ(SafeCut(s.live_items, 2), 1u);  // Call a's result is at index 2.
+  // Parallel calls: a before b, results a then b. No cut between a call
+  // and its result, including the one before call b.
+  const ContextSnapshot parallel =
+      Builder().User(10).Call("a", "ls").Call("b", "cat").Result("a", "ls", 5).Result("b", "cat", 5).Build();
+  EXPECT_EQ(SafeCut(parallel.live_items, 5), 5u);
+  EXPECT_EQ(SafeCut(parallel.live_items, 4), 1u);
+  EXPECT_EQ(SafeCut(parallel.live_items, 3), 1u);
   // A call still waiting for its result cannot be cut after.
   const ContextSnapshot open = Builder().User(10).Call("x", "ls").Build();
   EXPECT_EQ(SafeCut(open.live_items, 2), 1u);
@@ -213,11 +220,16 @@ TEST(PlannerTest, RandomConversationsKeepEveryRule) {
       const int steps = rng() % 4;
       for (int k = 0; k < steps; ++k) {
         if (rng() % 2) {
-          const std::string id = absl::StrCat("c", ++call);
-          const std::string tool = rng() % 3 ? "grep" : "keep_me";
-          b.Call(id, tool, 10 + rng() % 50);
-          if (!(t == turns - 1 && k == steps - 1 && rng() % 3 == 0)) {
-            b.Result(id, tool, 10 + rng() % 1500);
+          // One to three calls made in parallel, then their results.
+          std::vector<std::pair<std::string, std::string>> calls;
+          for (int p = 1 + rng() % 3; p > 0; --p) {
+            calls.emplace_back(absl::StrCat("c", ++call), rng() % 3 ? "grep" : "keep_me");
+            b.Call(calls.back().first, calls.back().second, 10 + rng() % 50);
+          }
+          for (const auto& [id, tool] : calls) {
+            if (!(t == turns - 1 && k == steps - 1 && rng() % 3 == 0)) {
+              b.Result(id, tool, 10 + rng() % 1500);
+            }
           }
         } else {
           b.Assistant(10 + rng() % 600);
