@@ -338,27 +338,8 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
     const CallContext& ctx, const v1::AppendTurnRequest& req) {
   AppendRequest append;
   ASSIGN_OR_RETURN(append.key, ToKey(req.tenant_id(), req.conversation_id()));
-  const Limits& limits = options_.limits;
   if (req.items().empty()) return absl::InvalidArgumentError("items: at least one is required");
-  if (req.items_size() > limits.max_items_per_append) {
-    return absl::InvalidArgumentError(absl::StrCat("items: ", req.items_size(),
-                                                   " items exceeds the limit of ",
-                                                   limits.max_items_per_append));
-  }
-  int64_t content_bytes = 0;
-  for (int i = 0; i < req.items_size(); ++i) {
-    RETURN_IF_ERROR(ValidateNewItem(absl::StrCat("items[", i, "]"), req.items(i), limits));
-    content_bytes += static_cast<int64_t>(req.items(i).content().size());
-  }
-  if (content_bytes > limits.max_request_content_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("items: ", content_bytes,
-                                                   " bytes of content exceeds the limit of ",
-                                                   limits.max_request_content_bytes));
-  }
-  if (req.idempotency_key().size() > kMaxIdempotencyKeyBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "idempotency_key: longer than ", kMaxIdempotencyKeyBytes, " bytes"));
-  }
+  RETURN_IF_ERROR(ValidateItems("items", req.items(), options_.limits.max_items_per_append));
   RETURN_IF_ERROR(ValidateText("idempotency_key", req.idempotency_key(),
                                kMaxIdempotencyKeyBytes));
   if (req.has_expected_version() && req.expected_version() < 0) {
@@ -427,28 +408,28 @@ absl::StatusOr<v1::ListItemsResponse> ConversationService::ListItems(
   return out;
 }
 
-absl::Status ConversationService::ValidatePending(
-    const google::protobuf::RepeatedPtrField<v1::NewItem>& input) const {
+absl::Status ConversationService::ValidateItems(
+    absl::string_view field, const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
+    int max_items) const {
   const Limits& limits = options_.limits;
-  if (input.size() > limits.max_pending_items) {
-    return absl::InvalidArgumentError(absl::StrCat("pending_input: ", input.size(),
-                                                   " items exceeds the limit of ",
-                                                   limits.max_pending_items));
+  if (input.size() > max_items) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", input.size(), " items exceeds the limit of ", max_items));
   }
   int64_t bytes = 0;
   for (int i = 0; i < input.size(); ++i) {
-    RETURN_IF_ERROR(ValidateNewItem(absl::StrCat("pending_input[", i, "]"), input[i], limits));
+    RETURN_IF_ERROR(ValidateNewItem(absl::StrCat(field, "[", i, "]"), input[i], limits));
     bytes += static_cast<int64_t>(input[i].content().size());
   }
   if (bytes > limits.max_request_content_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("pending_input: ", bytes,
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", bytes,
                                                    " bytes of content exceeds the limit of ",
                                                    limits.max_request_content_bytes));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<ItemData>> ConversationService::PendingItems(
+std::vector<ItemData> ConversationService::PendingItems(
     const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
     const ResolvedProfile& resolved) const {
   // Pending input is not stored yet, so it is the only text counted here.
@@ -470,10 +451,11 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
 absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
     const CallContext& ctx, const v1::BuildContextRequest& req, const ProgressSink& progress) {
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
-  RETURN_IF_ERROR(ValidatePending(req.pending_input()));
+  RETURN_IF_ERROR(
+      ValidateItems("pending_input", req.pending_input(), options_.limits.max_pending_items));
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
-  ASSIGN_OR_RETURN(std::vector<ItemData> pending, PendingItems(req.pending_input(), resolved));
+  const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
   ASSIGN_OR_RETURN(CompactionOutcome outcome,
                    runner_.Run(ctx, std::move(snapshot), resolved, pending,
                                CompactionMode::kByBand, "", progress));
@@ -489,10 +471,11 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
 absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
     const CallContext& ctx, const v1::InspectContextRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
-  RETURN_IF_ERROR(ValidatePending(req.pending_input()));
+  RETURN_IF_ERROR(
+      ValidateItems("pending_input", req.pending_input(), options_.limits.max_pending_items));
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
-  ASSIGN_OR_RETURN(std::vector<ItemData> pending, PendingItems(req.pending_input(), resolved));
+  const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
   PlanInput in;
   in.snapshot = &snapshot;
   in.profile = resolved.profile;

@@ -67,11 +67,14 @@ class ConversationService {
   // tokenizer. FAILED_PRECONDITION if the model no longer has a profile.
   absl::StatusOr<ResolvedProfile> ProfileOf(const Conversation& conversation) const;
 
-  // Validates and counts pending input against `profile`.
-  absl::StatusOr<std::vector<ItemData>> PendingItems(
-      const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
-      const ResolvedProfile& profile) const;
-  absl::Status ValidatePending(const google::protobuf::RepeatedPtrField<v1::NewItem>& input) const;
+  // Pending input as items, counted with `profile`'s tokenizer.
+  std::vector<ItemData> PendingItems(const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
+                                     const ResolvedProfile& profile) const;
+  // INVALID_ARGUMENT naming the field if `input` (the request's `field`) has
+  // more than `max_items` items, a malformed item, or too many bytes.
+  absl::Status ValidateItems(absl::string_view field,
+                             const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
+                             int max_items) const;
 
   // Starts a background compaction of `key` unless one is already queued or
   // running in this process (the lease keeps it to one across replicas).
