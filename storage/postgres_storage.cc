@@ -63,6 +63,8 @@ const std::vector<Statement>& Statements() {
       {"get_conversation",
        absl::StrCat("SELECT ", kConversationColumns,
                     " FROM conversations WHERE tenant_id = $1 AND conversation_id = $2")},
+      {"conv_key",
+       "SELECT conv_key FROM conversations WHERE tenant_id = $1 AND conversation_id = $2"},
       {"lock_conversation",
        absl::StrCat("SELECT ", kConversationColumns,
                     " FROM conversations WHERE tenant_id = $1 AND conversation_id = $2 "
@@ -269,6 +271,14 @@ SummaryChunk ParseChunk(const pqxx::row& r) {
 absl::Status NotFound(const ConversationKey& key) {
   return absl::NotFoundError(
       absl::StrCat("conversation '", key.conversation_id, "' not found"));
+}
+
+// The conversation's internal key; NOT_FOUND if the tenant has no such
+// conversation.
+absl::StatusOr<int64_t> ConvKeyOf(pqxx::transaction_base& tx, const ConversationKey& key) {
+  pqxx::result r = tx.exec_prepared("conv_key", key.tenant_id, key.conversation_id);
+  if (r.empty()) return NotFound(key);
+  return r[0][0].as<int64_t>();
 }
 
 // ---------------------------------------------------------------------------
@@ -495,10 +505,7 @@ class PostgresStorage final : public Storage {
                                               int limit) override {
     return Run<std::vector<Item>>(ctx, "list items",
                                   [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Item>> {
-      pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
-                                           key.conversation_id);
-      if (conv.empty()) return NotFound(key);
-      const int64_t conv_key = conv[0][0].as<int64_t>();
+      ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
       return ParseItems(tx.exec_prepared("list_items", conv_key, after_sequence, limit));
     });
   }
@@ -587,9 +594,7 @@ class PostgresStorage final : public Storage {
       pqxx::result r = tx.exec_prepared("acquire_lease", key.tenant_id, key.conversation_id,
                                         holder, absl::ToDoubleSeconds(duration));
       if (r.empty()) {
-        if (tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id).empty()) {
-          return NotFound(key);
-        }
+        RETURN_IF_ERROR(ConvKeyOf(tx, key).status());
         return Result();  // Someone else holds it.
       }
       tx.commit();
@@ -612,10 +617,8 @@ class PostgresStorage final : public Storage {
                                       const std::vector<CompactionEvent>& events) override {
     return Run<bool>(ctx, "record compaction events",
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
-      pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
-                                           key.conversation_id);
-      if (conv.empty()) return NotFound(key);
-      InsertEvents(tx, conv[0][0].as<int64_t>(), events);
+      ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
+      InsertEvents(tx, conv_key, events);
       tx.commit();
       return true;
     }).status();
@@ -627,12 +630,10 @@ class PostgresStorage final : public Storage {
     return Run<std::vector<SummaryChunk>>(
         ctx, "list summaries",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<SummaryChunk>> {
-          pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
-                                               key.conversation_id);
-          if (conv.empty()) return NotFound(key);
+          ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
           std::vector<SummaryChunk> out;
-          for (const auto& r : tx.exec_prepared(include_superseded ? "all_chunks" : "active_chunks",
-                                                conv[0][0].as<int64_t>())) {
+          for (const auto& r :
+               tx.exec_prepared(include_superseded ? "all_chunks" : "active_chunks", conv_key)) {
             out.push_back(ParseChunk(r));
           }
           return out;
@@ -644,11 +645,9 @@ class PostgresStorage final : public Storage {
     return Run<std::vector<CompactionEvent>>(
         ctx, "list compaction events",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<CompactionEvent>> {
-          pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
-                                               key.conversation_id);
-          if (conv.empty()) return NotFound(key);
+          ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
           std::vector<CompactionEvent> out;
-          for (const auto& r : tx.exec_prepared("list_events", conv[0][0].as<int64_t>())) {
+          for (const auto& r : tx.exec_prepared("list_events", conv_key)) {
             CompactionEvent e;
             e.event_id = r[0].as<int64_t>();
             e.event = r[1].as<std::string>();
