@@ -250,7 +250,7 @@ class MemoryStorage final : public Storage {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     if (state->conversation.lease_active) return std::optional<CompactionLease>();
-    const absl::Time now = clock_->Now();
+    const absl::Time now = Now();
     state->lease_holder = holder;
     state->lease_expires = now + duration;
     state->conversation.lease_token += 1;
@@ -317,8 +317,8 @@ class MemoryStorage final : public Storage {
   }
 
   // Stored times are truncated to microseconds, as PostgreSQL keeps them.
-  static absl::Time Now() {
-    return absl::FromUnixMicros(absl::ToUnixMicros(absl::Now()));
+  absl::Time Now() const {
+    return absl::FromUnixMicros(absl::ToUnixMicros(clock_->Now()));
   }
 
   absl::StatusOr<ConversationState*> Find(const ConversationKey& key)
@@ -328,7 +328,7 @@ class MemoryStorage final : public Storage {
     auto it = tenant->second.find(key.conversation_id);
     if (it == tenant->second.end()) return NotFound(key);
     // Whether the lease is still unexpired, as of now.
-    it->second.conversation.lease_active = it->second.lease_expires > clock_->Now();
+    it->second.conversation.lease_active = it->second.lease_expires > Now();
     return &it->second;
   }
 

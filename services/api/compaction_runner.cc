@@ -109,11 +109,8 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
 
   CompactionOutcome out;
   out.plan = PlanCompaction(input_for(snapshot), mode);
-  if (out.plan.cannot_fit.has_value()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the context cannot fit the model's window: ", *out.plan.cannot_fit));
-  }
-  // One compaction per conversation at a time, across replicas.
+  // One compaction per conversation at a time, across replicas. (A plan
+  // that cannot fit has no steps, so it takes no lease; see below.)
   std::optional<CompactionLease> lease;
   int64_t lock_wait_ms = 0;
   if (NeedsCommit(out.plan)) {
