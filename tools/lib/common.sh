@@ -135,3 +135,22 @@ pg_create_db() {
 bazel_cmd() {
   (cd "$CONVSTATE_ROOT" && bazel "$@")
 }
+
+# start_server DIR NAME DATABASE_URL [flags...]: starts the built server in
+# the background on a free loopback port, logging to DIR/NAME.log, and waits
+# until it listens. Sets SERVER_PID and SERVER_ADDRESS. Call it directly,
+# not in $(...): the caller's cleanup needs SERVER_PID.
+start_server() {
+  local dir="$1" name="$2" url="$3"; shift 3
+  local port; port=$(free_port)
+  "$CONVSTATE_ROOT/bazel-bin/services/server/convstate_server" --host=127.0.0.1 --port="$port" \
+    --database_url="$url" --vocab_dir="$CONVSTATE_VOCAB_DIR" "$@" \
+    >"$dir/$name.out" 2>"$dir/$name.log" &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do
+    grep -q "convstate listening on" "$dir/$name.out" 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -q "convstate listening on" "$dir/$name.out" || { cat "$dir/$name.log" >&2; die "server $name did not start"; }
+  SERVER_ADDRESS="127.0.0.1:$port"
+}
