@@ -19,6 +19,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
+#include "tests/rpc_helpers.h"
 #include "tests/fake_llm_control.h"
 #include "tests/server_process.h"
 
@@ -27,7 +28,9 @@ namespace {
 
 using testing::ScratchDatabase;
 using testing::ControlFakeLlm;
+using testing::MakeItem;
 using testing::ServerProcess;
+using testing::SetDeadline;
 using v1::ConversationState;
 
 constexpr int64_t kWindow = 4096;
@@ -116,25 +119,25 @@ class CompactionE2eTest : public ::testing::Test {
     const TurnText turn = MakeTurn(n, rng);
     v1::BuildContextRequest build;
     build.set_conversation_id(id);
-    *build.add_pending_input() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *build.add_pending_input() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
     v1::BuildContextResponse view;
     {
       grpc::ClientContext ctx;
-      Deadline(ctx);
+      SetDeadline(ctx);
       const grpc::Status s = stub_->BuildContext(&ctx, build, &view);
       EXPECT_TRUE(s.ok()) << "turn " << n << ": " << s.error_message();
     }
     v1::AppendTurnRequest append;
     append.set_conversation_id(id);
     const std::string call = absl::StrCat("call_", n);
-    *append.add_items() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *append.add_items() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
     *append.add_items() =
-        Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, call);
-    *append.add_items() = Item(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, call);
-    *append.add_items() = Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
+        MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, call);
+    *append.add_items() = MakeItem(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, call);
+    *append.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
     v1::AppendTurnResponse out;
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     const grpc::Status appended = stub_->AppendTurn(&ctx, append, &out);
     EXPECT_TRUE(appended.ok()) << "turn " << n << ": " << appended.error_code() << " "
                                << appended.error_message();
@@ -147,13 +150,9 @@ class CompactionE2eTest : public ::testing::Test {
     req.set_include_superseded(true);
     v1::ListSummariesResponse resp;
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     EXPECT_TRUE(stub_->ListSummaries(&ctx, req, &resp).ok());
     return {resp.chunks().begin(), resp.chunks().end()};
-  }
-
-  static void Deadline(grpc::ClientContext& ctx) {
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   }
 
   void Create(const std::string& id, const std::string& system_prompt) {
@@ -163,19 +162,8 @@ class CompactionE2eTest : public ::testing::Test {
     req.set_system_prompt(system_prompt);
     v1::Conversation out;
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     ASSERT_TRUE(stub_->CreateConversation(&ctx, req, &out).ok());
-  }
-
-  static v1::NewItem Item(v1::Role role, v1::ItemKind kind, const std::string& text,
-                          const std::string& tool = "", const std::string& id = "") {
-    v1::NewItem item;
-    item.set_role(role);
-    item.set_kind(kind);
-    item.set_content(text);
-    item.set_tool_name(tool);
-    item.set_tool_call_id(id);
-    return item;
   }
 
   std::unique_ptr<ScratchDatabase> db_;
@@ -191,13 +179,13 @@ TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
     v1::AppendTurnRequest req;
     req.set_conversation_id("long");
     v1::NewItem pinned =
-        Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE,
+        MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE,
              "Standing rule: never restart production without asking me first.");
     pinned.set_pinned(true);
     *req.add_items() = pinned;
     v1::AppendTurnResponse out;
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     ASSERT_TRUE(stub_->AppendTurn(&ctx, req, &out).ok());
   }
   std::mt19937 rng(60);
@@ -210,9 +198,9 @@ TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
     const TurnText turn = MakeTurn(n, rng);
     v1::BuildContextRequest build;
     build.set_conversation_id("long");
-    *build.add_pending_input() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *build.add_pending_input() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     const auto start = std::chrono::steady_clock::now();
     auto reader = stub_->StreamBuildContext(&ctx, build);
     std::vector<v1::BuildContextEvent> events;
@@ -258,14 +246,14 @@ TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
     v1::AppendTurnRequest append;
     append.set_conversation_id("long");
     const std::string id = absl::StrCat("call_", n);
-    *append.add_items() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *append.add_items() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
     *append.add_items() =
-        Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, id);
-    *append.add_items() = Item(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, id);
-    *append.add_items() = Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
+        MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, id);
+    *append.add_items() = MakeItem(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, id);
+    *append.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
     v1::AppendTurnResponse out;
     grpc::ClientContext actx;
-    Deadline(actx);
+    SetDeadline(actx);
     const grpc::Status appended = stub_->AppendTurn(&actx, append, &out);
     ASSERT_TRUE(appended.ok()) << "turn " << n << ": " << appended.error_code() << " "
                                << appended.error_message();
@@ -280,7 +268,7 @@ TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
   v1::ListSummariesResponse chunks;
   {
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     ASSERT_TRUE(stub_->ListSummaries(&ctx, list, &chunks).ok());
   }
   int64_t items = 0;
@@ -290,7 +278,7 @@ TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {
   v1::ListItemsResponse listed;
   {
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     ASSERT_TRUE(stub_->ListItems(&ctx, page, &listed).ok());
     items = listed.items_size();
   }
@@ -354,15 +342,15 @@ TEST_F(CompactionE2eTest, CompactModesInspectAndCannotFit) {
     v1::AppendTurnRequest append;
     append.set_conversation_id("manual");
     const std::string id = absl::StrCat("c", n);
-    *append.add_items() = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *append.add_items() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
     *append.add_items() =
-        Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, id);
+        MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, id);
     *append.add_items() =
-        Item(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output + turn.output, turn.tool, id);
-    *append.add_items() = Item(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
+        MakeItem(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output + turn.output, turn.tool, id);
+    *append.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
     v1::AppendTurnResponse out;
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     ASSERT_TRUE(stub_->AppendTurn(&ctx, append, &out).ok());
   }
   auto compact = [&](v1::CompactRequest::Mode mode) {
@@ -372,7 +360,7 @@ TEST_F(CompactionE2eTest, CompactModesInspectAndCannotFit) {
     req.set_instructions("focus on the decisions");
     v1::CompactResponse resp;
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     const grpc::Status s = stub_->Compact(&ctx, req, &resp);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return resp;
@@ -383,7 +371,7 @@ TEST_F(CompactionE2eTest, CompactModesInspectAndCannotFit) {
   v1::InspectContextResponse seen;
   {
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     ASSERT_TRUE(stub_->InspectContext(&ctx, inspect, &seen).ok());
   }
   EXPECT_NE(seen.band(), v1::BAND_UNSPECIFIED);
@@ -416,14 +404,14 @@ TEST_F(CompactionE2eTest, CompactModesInspectAndCannotFit) {
   v1::Conversation created;
   {
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     ASSERT_TRUE(stub_->CreateConversation(&ctx, big, &created).ok());
   }
   v1::BuildContextRequest build;
   build.set_conversation_id("huge");
   v1::BuildContextResponse view;
   grpc::ClientContext ctx;
-  Deadline(ctx);
+  SetDeadline(ctx);
   const grpc::Status s = stub_->BuildContext(&ctx, build, &view);
   EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED);
   EXPECT_NE(s.error_message().find("system prompt ("), std::string::npos) << s.error_message();

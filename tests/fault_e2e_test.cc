@@ -24,6 +24,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
+#include "tests/rpc_helpers.h"
 #include "tests/fake_llm_control.h"
 #include "tests/server_process.h"
 
@@ -32,7 +33,9 @@ namespace {
 
 using testing::ScratchDatabase;
 using testing::ControlFakeLlm;
+using testing::Message;
 using testing::ServerProcess;
+using testing::SetDeadline;
 using v1::ConversationState;
 
 constexpr char kProfiles[] = R"pb(
@@ -55,18 +58,6 @@ std::string ProfilesFile() {
   return path;
 }
 
-void Deadline(grpc::ClientContext& ctx, absl::Duration d = absl::Seconds(30)) {
-  ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d));
-}
-
-v1::NewItem Message(v1::Role role, const std::string& text) {
-  v1::NewItem item;
-  item.set_role(role);
-  item.set_kind(v1::ITEM_KIND_MESSAGE);
-  item.set_content(text);
-  return item;
-}
-
 std::string Words(std::mt19937& rng, int n) {
   static const char* kWords[] = {"deploy", "error", "staging", "rollback", "latency", "index",
                                  "cache", "timeout", "retry", "shard", "replica", "lease"};
@@ -86,7 +77,7 @@ grpc::Status Create(ConversationState::Stub& stub, const std::string& id) {
   req.set_model("tiny");
   v1::Conversation out;
   grpc::ClientContext ctx;
-  Deadline(ctx);
+  SetDeadline(ctx);
   return stub.CreateConversation(&ctx, req, &out);
 }
 
@@ -99,7 +90,7 @@ grpc::Status AppendPair(ConversationState::Stub& stub, const std::string& id,
   *req.add_items() = Message(v1::ROLE_USER, "Q " + text);
   *req.add_items() = Message(v1::ROLE_ASSISTANT, "A " + text);
   grpc::ClientContext ctx;
-  Deadline(ctx);
+  SetDeadline(ctx);
   return stub.AppendTurn(&ctx, req, out);
 }
 
@@ -108,7 +99,7 @@ grpc::Status Build(ConversationState::Stub& stub, const std::string& id,
   v1::BuildContextRequest req;
   req.set_conversation_id(id);
   grpc::ClientContext ctx;
-  Deadline(ctx, deadline);
+  SetDeadline(ctx, deadline);
   return stub.BuildContext(&ctx, req, out);
 }
 
@@ -240,7 +231,7 @@ TEST(FaultE2eTest, TwoReplicasHammeredTogetherStayConsistent) {
     req.set_page_size(1000);
     v1::ListItemsResponse items;
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    SetDeadline(ctx);
     ASSERT_TRUE(stub->ListItems(&ctx, req, &items).ok());
     std::set<std::string> contents;
     for (int i = 0; i < items.items_size(); ++i) {
@@ -257,7 +248,7 @@ TEST(FaultE2eTest, TwoReplicasHammeredTogetherStayConsistent) {
     sreq.set_include_superseded(true);
     v1::ListSummariesResponse chunks;
     grpc::ClientContext sctx;
-    Deadline(sctx);
+    SetDeadline(sctx);
     ASSERT_TRUE(stub->ListSummaries(&sctx, sreq, &chunks).ok());
     // Chunks that summarize (not folds) tile the history without overlap.
     int64_t next = 1;

@@ -25,13 +25,18 @@
 #include "gtest/gtest.h"
 #include "migrations/embedded_migrations.h"
 #include "tests/pg_harness.h"
+#include "tests/rpc_helpers.h"
 #include "tests/server_process.h"
 
 namespace convstate {
 namespace {
 
 using testing::ScratchDatabase;
+using testing::Message;
 using testing::ServerProcess;
+using testing::SetDeadline;
+
+constexpr absl::Duration kCallDeadline = absl::Seconds(20);
 using v1::ConversationState;
 
 class ServerE2eTest : public ::testing::Test {
@@ -54,10 +59,6 @@ class ServerE2eTest : public ::testing::Test {
     stub_ = ConversationState::NewStub(channel_);
   }
 
-  static void WithDeadline(grpc::ClientContext& ctx, absl::Duration d = absl::Seconds(20)) {
-    ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d));
-  }
-
   v1::Conversation Create(const std::string& id) {
     v1::CreateConversationRequest req;
     req.set_conversation_id(id);
@@ -65,18 +66,10 @@ class ServerE2eTest : public ::testing::Test {
     req.set_system_prompt("You are a release engineer.");
     v1::Conversation out;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     grpc::Status s = stub_->CreateConversation(&ctx, req, &out);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return out;
-  }
-
-  static v1::NewItem Message(v1::Role role, const std::string& text) {
-    v1::NewItem item;
-    item.set_role(role);
-    item.set_kind(v1::ITEM_KIND_MESSAGE);
-    item.set_content(text);
-    return item;
   }
 
   grpc::Status Append(const std::string& id, const std::string& text,
@@ -85,7 +78,7 @@ class ServerE2eTest : public ::testing::Test {
     req.set_conversation_id(id);
     *req.add_items() = Message(v1::ROLE_USER, text);
     grpc::ClientContext ctx;
-    WithDeadline(ctx, deadline);
+    SetDeadline(ctx, deadline);
     return stub_->AppendTurn(&ctx, req, out);
   }
 
@@ -94,7 +87,7 @@ class ServerE2eTest : public ::testing::Test {
     req.set_conversation_id(id);
     v1::Conversation out;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     grpc::Status s = stub_->GetConversation(&ctx, req, &out);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return out.item_count();
@@ -104,7 +97,7 @@ class ServerE2eTest : public ::testing::Test {
   grpc::Status RawCall(const std::string& method, const std::string& wire) {
     grpc::GenericStub generic(channel_);
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     grpc::Slice slice(wire);
     grpc::ByteBuffer request(&slice, 1);
     grpc::ByteBuffer response;
@@ -133,7 +126,7 @@ TEST_F(ServerE2eTest, ServesHealthAndReflection) {
     req.set_service(service);
     grpc::health::v1::HealthCheckResponse resp;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     grpc::Status s = health->Check(&ctx, req, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(resp.status(), grpc::health::v1::HealthCheckResponse::SERVING) << service;
@@ -142,7 +135,7 @@ TEST_F(ServerE2eTest, ServesHealthAndReflection) {
   // What `grpcurl list` and `grpcurl describe` ask.
   auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(channel_);
   grpc::ClientContext ctx;
-  WithDeadline(ctx);
+  SetDeadline(ctx, kCallDeadline);
   auto stream = reflection->ServerReflectionInfo(&ctx);
   grpc::reflection::v1alpha::ServerReflectionRequest list;
   list.set_list_services("");
@@ -203,7 +196,7 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
   v1::AppendTurnResponse appended;
   {
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     grpc::Status s = stub_->AppendTurn(&ctx, turn, &appended);
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
@@ -215,7 +208,7 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
     // The gateway retries after a timeout: same answer, nothing duplicated.
     v1::AppendTurnResponse retried;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     ASSERT_TRUE(stub_->AppendTurn(&ctx, turn, &retried).ok());
     EXPECT_TRUE(retried.replayed());
     EXPECT_EQ(retried.items(0).sequence(), 1);
@@ -230,7 +223,7 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
     req.set_conversation_id("release-42");
     v1::Conversation got;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     ASSERT_TRUE(stub_->GetConversation(&ctx, req, &got).ok());
     EXPECT_EQ(got.item_count(), 4);
     EXPECT_EQ(got.version(), 2);
@@ -242,7 +235,7 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
     req.set_page_size(1);
     v1::ListConversationsResponse page;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     ASSERT_TRUE(stub_->ListConversations(&ctx, req, &page).ok());
     ASSERT_EQ(page.conversations_size(), 1);
     EXPECT_EQ(page.conversations(0).conversation_id(), "release-42");
@@ -256,7 +249,7 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
     for (int i = 0; i < 5; ++i) {
       v1::ListItemsResponse page;
       grpc::ClientContext ctx;
-      WithDeadline(ctx);
+      SetDeadline(ctx, kCallDeadline);
       ASSERT_TRUE(stub_->ListItems(&ctx, req, &page).ok());
       for (const auto& item : page.items()) sequences.push_back(item.sequence());
       if (page.next_page_token().empty()) break;
@@ -270,7 +263,7 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
   {
     v1::BuildContextResponse view;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     ASSERT_TRUE(stub_->BuildContext(&ctx, build, &view).ok());
     EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_FULL);
     EXPECT_EQ(view.version(), 2);
@@ -292,7 +285,7 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
   {
     // The streaming variant ends with the same context.
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     auto reader = stub_->StreamBuildContext(&ctx, build);
     std::vector<v1::BuildContextEvent> events;
     v1::BuildContextEvent event;
@@ -307,7 +300,7 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
     req.set_conversation_id("release-42");
     v1::DeleteConversationResponse resp;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     ASSERT_TRUE(stub_->DeleteConversation(&ctx, req, &resp).ok());
     EXPECT_EQ(resp.items_deleted(), 4);
   }
@@ -318,7 +311,7 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
     req.set_conversation_id("release-42");
     v1::Conversation got;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     EXPECT_EQ(stub_->GetConversation(&ctx, req, &got).error_code(), grpc::NOT_FOUND);
   }
 }
@@ -362,7 +355,7 @@ TEST_F(ServerE2eTest, BadInputGetsAPreciseStatusAndStoresNothing) {
     again.set_model("gpt-4o");
     v1::Conversation conv;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     s = stub_->CreateConversation(&ctx, again, &conv);
     EXPECT_EQ(s.error_code(), grpc::ALREADY_EXISTS);
     EXPECT_EQ(s.error_message(), "conversation 'c1' already exists");
@@ -373,7 +366,7 @@ TEST_F(ServerE2eTest, BadInputGetsAPreciseStatusAndStoresNothing) {
     req.set_mode(static_cast<v1::CompactRequest::Mode>(42));
     v1::CompactResponse resp;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     s = stub_->Compact(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT);
     EXPECT_EQ(s.error_message(), "mode: unknown mode 42");
@@ -383,7 +376,7 @@ TEST_F(ServerE2eTest, BadInputGetsAPreciseStatusAndStoresNothing) {
     req.set_conversation_id("nobody");
     v1::ListSummariesResponse resp;
     grpc::ClientContext ctx;
-    WithDeadline(ctx);
+    SetDeadline(ctx, kCallDeadline);
     EXPECT_EQ(stub_->ListSummaries(&ctx, req, &resp).error_code(), grpc::NOT_FOUND);
   }
   EXPECT_EQ(ItemCount("c1"), 0);
@@ -460,7 +453,7 @@ TEST_F(ServerE2eTest, ConcurrentClientsGetGapFreeSequences) {
         *req.add_items() = Message(v1::ROLE_USER, absl::StrCat("client ", c, " turn ", i));
         v1::AppendTurnResponse out;
         grpc::ClientContext ctx;
-        WithDeadline(ctx);
+        SetDeadline(ctx, kCallDeadline);
         if (!stub->AppendTurn(&ctx, req, &out).ok()) ++failures;
       }
     });

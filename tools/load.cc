@@ -41,8 +41,11 @@
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/rpc_helpers.h"
 
 namespace {
+
+using convstate::testing::Message;
 
 struct Args {
   std::vector<std::string> targets = {"127.0.0.1:50051"};
@@ -145,14 +148,6 @@ std::string Filler(int bytes, std::mt19937_64& rng) {
     absl::StrAppend(&out, kWords[rng() % 12], " ", rng() % 10000, " ");
   }
   return out.substr(0, bytes);
-}
-
-convstate::v1::NewItem Message(convstate::v1::Role role, std::string text) {
-  convstate::v1::NewItem item;
-  item.set_role(role);
-  item.set_kind(convstate::v1::ITEM_KIND_MESSAGE);
-  item.set_content(std::move(text));
-  return item;
 }
 
 class Load {

@@ -1,0 +1,37 @@
+#ifndef CONVSTATE_TESTS_RPC_HELPERS_H_
+#define CONVSTATE_TESTS_RPC_HELPERS_H_
+
+// Small helpers for clients of convstate.v1 in tests and tools.
+
+#include <chrono>
+#include <string>
+
+#include "absl/time/time.h"
+#include "convstate/v1/convstate.pb.h"
+#include "grpcpp/client_context.h"
+
+namespace convstate::testing {
+
+// Gives the call `timeout` from now.
+inline void SetDeadline(grpc::ClientContext& ctx, absl::Duration timeout = absl::Seconds(30)) {
+  ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
+}
+
+inline v1::NewItem MakeItem(v1::Role role, v1::ItemKind kind, std::string content,
+                            std::string tool_name = "", std::string tool_call_id = "") {
+  v1::NewItem item;
+  item.set_role(role);
+  item.set_kind(kind);
+  item.set_content(std::move(content));
+  item.set_tool_name(std::move(tool_name));
+  item.set_tool_call_id(std::move(tool_call_id));
+  return item;
+}
+
+inline v1::NewItem Message(v1::Role role, std::string content) {
+  return MakeItem(role, v1::ITEM_KIND_MESSAGE, std::move(content));
+}
+
+}  // namespace convstate::testing
+
+#endif  // CONVSTATE_TESTS_RPC_HELPERS_H_
