@@ -44,7 +44,7 @@ class MemoryStorage final : public Storage {
 
   absl::StatusOr<Conversation> CreateConversation(
       const CallContext& ctx, const NewConversation& nc) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     auto& tenant = tenants_[nc.key.tenant_id];
     if (tenant.contains(nc.key.conversation_id)) {
@@ -69,7 +69,7 @@ class MemoryStorage final : public Storage {
 
   absl::StatusOr<Conversation> GetConversation(
       const CallContext& ctx, const ConversationKey& key) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     return state->conversation;
@@ -78,7 +78,7 @@ class MemoryStorage final : public Storage {
   absl::StatusOr<std::vector<Conversation>> ListConversations(
       const CallContext& ctx, const std::string& tenant_id,
       const std::string& after_id, int limit) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     std::vector<Conversation> out;
     auto tenant = tenants_.find(tenant_id);
@@ -92,7 +92,7 @@ class MemoryStorage final : public Storage {
 
   absl::StatusOr<int64_t> DeleteConversation(const CallContext& ctx,
                                              const ConversationKey& key) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     int64_t items = state->conversation.item_count;
@@ -102,7 +102,7 @@ class MemoryStorage final : public Storage {
 
   absl::StatusOr<AppendResult> AppendItems(const CallContext& ctx,
                                            const AppendRequest& request) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     if (request.items.empty()) {
       return absl::InvalidArgumentError("items: at least one item is required");
     }
@@ -170,7 +170,7 @@ class MemoryStorage final : public Storage {
                                               const ConversationKey& key,
                                               int64_t after_sequence,
                                               int limit) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     std::vector<Item> out;
@@ -184,7 +184,7 @@ class MemoryStorage final : public Storage {
 
   absl::StatusOr<ContextSnapshot> LoadContext(const CallContext& ctx,
                                               const ConversationKey& key) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     ContextSnapshot snap;
@@ -203,7 +203,7 @@ class MemoryStorage final : public Storage {
 
   absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,
                                                     const CompactionCommit& commit) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(commit.key));
     Conversation& c = state->conversation;
@@ -246,7 +246,7 @@ class MemoryStorage final : public Storage {
   absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(
       const CallContext& ctx, const ConversationKey& key, const std::string& holder,
       absl::Duration duration) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     if (state->conversation.lease_active) return std::optional<CompactionLease>();
@@ -261,7 +261,7 @@ class MemoryStorage final : public Storage {
 
   absl::Status ReleaseCompactionLease(const CallContext& ctx, const ConversationKey& key,
                                       const CompactionLease& lease) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     if (state->conversation.lease_token == lease.token) {
@@ -274,7 +274,7 @@ class MemoryStorage final : public Storage {
 
   absl::Status RecordCompactionEvents(const CallContext& ctx, const ConversationKey& key,
                                       const std::vector<CompactionEvent>& events) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     AddEvents(*state, events, Now());
@@ -284,7 +284,7 @@ class MemoryStorage final : public Storage {
   absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(const CallContext& ctx,
                                                           const ConversationKey& key,
                                                           bool include_superseded) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     return include_superseded ? state->chunks : Active(*state);
@@ -292,7 +292,7 @@ class MemoryStorage final : public Storage {
 
   absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
       const CallContext& ctx, const ConversationKey& key) override {
-    RETURN_IF_ERROR(CheckDeadline(ctx));
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     return state->events;

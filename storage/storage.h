@@ -2,6 +2,7 @@
 #define CONVSTATE_STORAGE_STORAGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,15 +19,27 @@ namespace convstate {
 struct CallContext {
   // The operation fails with DEADLINE_EXCEEDED rather than run past this.
   absl::Time deadline = absl::InfiniteFuture();
+  // True once the caller has gone away (the RPC was cancelled); unset for
+  // calls that cannot be cancelled. Long waits and summarizer calls stop
+  // when it turns true. Must stay callable for the whole operation.
+  std::function<bool()> cancelled;
 };
 
-// DEADLINE_EXCEEDED if `ctx.deadline` has passed, else OK.
-inline absl::Status CheckDeadline(const CallContext& ctx) {
-  if (absl::Now() >= ctx.deadline) {
+// True if the caller of `ctx` has cancelled.
+inline bool IsCancelled(const CallContext& ctx) { return ctx.cancelled && ctx.cancelled(); }
+
+// CANCELLED if the caller went away, DEADLINE_EXCEEDED if `ctx.deadline` is
+// not after `now`, else OK.
+inline absl::Status CheckDeadline(const CallContext& ctx, absl::Time now) {
+  if (IsCancelled(ctx)) return absl::CancelledError("the caller cancelled the call");
+  if (now >= ctx.deadline) {
     return absl::DeadlineExceededError("deadline passed before storage was reached");
   }
   return absl::OkStatus();
 }
+
+// CheckDeadline by the real clock.
+inline absl::Status CheckDeadline(const CallContext& ctx) { return CheckDeadline(ctx, absl::Now()); }
 
 // Where conversations live. Implementations are thread-safe; every method
 // is atomic: it either applies fully or not at all.

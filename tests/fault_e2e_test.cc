@@ -171,6 +171,57 @@ TEST(FaultE2eTest, KillDuringCompactionLosesNothingAndCompactsAgainAfterTheLease
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items WHERE kind = 'summary_marker'"), "1");
 }
 
+// Clients that cancel StreamBuildContext at random points of a compaction
+// (before it starts, while the summarizer works, while events are written)
+// never bring the server down, and a client that stays gets its view.
+TEST(FaultE2eTest, CancelledStreamsAtAnyPointLeaveTheServerServing) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto llm = ServerProcess::StartProgram("tests/fake_llm_server", {}, "fake llm listening on ");
+  ASSERT_TRUE(llm.ok()) << llm.status();
+  ASSERT_TRUE(ControlFakeLlm((*llm)->port(), R"({"default": {"kind": "answer", "delay_ms": 300}})"));
+  auto server = ServerProcess::Start(
+      {"--database_url=" + (*db)->url(), "--model_profiles=" + ProfilesFile(),
+       absl::StrCat("--summarizer_url=http://127.0.0.1:", (*llm)->port(), "/v1"),
+       "--summarizer_retries=0", "--background_compaction=false", "--shutdown_grace_ms=100"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = Stub(**server);
+  std::mt19937 rng(17);
+  constexpr int kRounds = 24;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string id = absl::StrCat("cancel-", round);
+    ASSERT_TRUE(Create(*stub, id).ok());
+    for (int i = 0; i < 12; ++i) {  // Past the hard band: the next build compacts.
+      v1::AppendTurnResponse out;
+      ASSERT_TRUE(AppendPair(*stub, id, Words(rng, 60), &out).ok());
+    }
+    v1::BuildContextRequest req;
+    req.set_conversation_id(id);
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, absl::Seconds(20));
+    auto reader = stub->StreamBuildContext(&ctx, req);
+    const int cancel_after_ms = static_cast<int>(rng() % 700);
+    std::thread canceller([&ctx, cancel_after_ms] {
+      absl::SleepFor(absl::Milliseconds(cancel_after_ms));
+      ctx.TryCancel();
+    });
+    v1::BuildContextEvent event;
+    while (reader->Read(&event)) {
+    }
+    canceller.join();
+    const grpc::Status s = reader->Finish();
+    EXPECT_TRUE(s.ok() || s.error_code() == grpc::StatusCode::CANCELLED) << s.error_message();
+  }
+  // Still serving: a client that does not cancel gets its summarized view.
+  v1::BuildContextResponse view;
+  const grpc::Status s = Build(*stub, "cancel-0", &view);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
+  auto stopped = (*server)->Stop(SIGTERM);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(*stopped, 0);
+}
+
 // Two replicas, eight clients, four conversations, appends and context
 // builds interleaved: every acknowledged append is present, sequences are
 // gap-free, and every compaction wrote exactly one chunk and one marker,

@@ -13,6 +13,9 @@ namespace {
 
 using Json = nlohmann::json;
 
+// How long giving a lease back may take.
+constexpr absl::Duration kReleaseTimeout = absl::Seconds(2);
+
 CompactionEvent Event(const std::string& event, const std::string& tier, int64_t before,
                       int64_t after, Json detail = Json::object()) {
   CompactionEvent e;
@@ -72,6 +75,7 @@ absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
                      storage_->TryAcquireCompactionLease(ctx, key, options_.holder,
                                                          options_.lease));
     if (lease.has_value() || background) return lease;
+    if (IsCancelled(ctx)) return absl::CancelledError("the caller cancelled while waiting");
     if (options_.clock->Now() + options_.poll >= ctx.deadline) {
       return absl::DeadlineExceededError(
           "another compaction of this conversation was still running at the deadline");
@@ -127,19 +131,23 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
     out.plan = PlanCompaction(input_for(snapshot), mode);
   }
+  // The lease is given back with a deadline of its own: the caller's has
+  // often passed by then (a summarizer that hung), and a refused release
+  // would keep the conversation locked until the lease expires.
   struct Release {
     Storage* storage;
-    const CallContext& ctx;
+    const Clock* clock;
     const ConversationKey& key;
     const std::optional<CompactionLease>& lease;
     ~Release() {
       if (!lease.has_value()) return;
-      if (absl::Status s = storage->ReleaseCompactionLease(ctx, key, *lease); !s.ok()) {
+      const CallContext own{clock->Now() + kReleaseTimeout};
+      if (absl::Status s = storage->ReleaseCompactionLease(own, key, *lease); !s.ok()) {
         LogWarning("could not release the compaction lease of ", key.conversation_id, ": ",
                    s.ToString(), " (it expires by itself)");
       }
     }
-  } release{storage_, ctx, key, lease};
+  } release{storage_, options_.clock, key, lease};
   out.tokens_before = out.plan.tokens_before;
   out.version = snapshot.conversation.version;
   if (out.plan.cannot_fit.has_value()) {

@@ -182,6 +182,37 @@ TEST_F(CompactionRunnerTest, GivesUpAtTheDeadlineWhileAnotherCompacts) {
   EXPECT_EQ(summarizer_.calls, 0);
 }
 
+TEST_F(CompactionRunnerTest, ACancelledCallStopsWaitingForTheLease) {
+  AppendTurns(5, 300);
+  summarizer_.answer = Short;
+  ASSERT_TRUE(storage_->TryAcquireCompactionLease(ctx_, {"t", "c"}, "other", absl::Seconds(60))
+                  ->has_value());
+  int polls = 0;
+  CallContext ctx{clock_.Now() + absl::Seconds(30), [&polls] { return ++polls > 3; }};
+  auto out = Run(CompactionMode::kByBand, false, ctx);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+  EXPECT_EQ(summarizer_.calls, 0);
+  // Stopped at once, not at the 30 s deadline.
+  EXPECT_LT(polls, 10);
+}
+
+TEST_F(CompactionRunnerTest, TheLeaseIsGivenBackAfterTheSummarizerOutlivedTheCaller) {
+  AppendTurns(5, 300);
+  // The summarizer hangs past the caller's deadline.
+  summarizer_.answer = [this](const SummaryRequest&) -> absl::StatusOr<SummaryResult> {
+    clock_.Advance(absl::Seconds(6));
+    return absl::DeadlineExceededError("summarizer did not answer in time");
+  };
+  auto out = Run(CompactionMode::kByBand, false, CallContext{clock_.Now() + absl::Seconds(5)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->view.status, ContextStatus::kTruncated);
+  // Well before the 10 s lease would expire, another compaction can start.
+  EXPECT_FALSE(storage_->GetConversation(ctx_, {"t", "c"})->lease_active);
+  auto again = storage_->TryAcquireCompactionLease(ctx_, {"t", "c"}, "next", absl::Seconds(1));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->has_value());
+}
+
 TEST_F(CompactionRunnerTest, BackgroundSkipsWhenSomeoneElseIsCompacting) {
   AppendTurns(5, 300);
   summarizer_.answer = Short;

@@ -48,6 +48,10 @@ class LlmSummarizer final : public Summarizer {
     absl::Status last = absl::UnavailableError("not attempted");
     int64_t limit = req.max_tokens;
     bool tightened = false;
+    // Only the backend's own failures count against it: a caller whose
+    // deadline is shorter than the summarizer's timeout says nothing about
+    // the backend's health.
+    bool backend_failed = false;
     for (int attempt = 0; attempt <= options_.max_retries;) {
       const absl::Duration left = req.deadline - clock_->Now();
       const absl::Duration timeout = std::min(options_.timeout, left);
@@ -60,6 +64,7 @@ class LlmSummarizer final : public Summarizer {
         absl::StatusOr<SummaryResult> parsed = Parse(http.body, req);
         if (!parsed.ok()) {
           last = parsed.status();
+          backend_failed = true;
           ++attempt;
           continue;
         }
@@ -78,16 +83,20 @@ class LlmSummarizer final : public Summarizer {
       if (http.timed_out) {
         last = absl::DeadlineExceededError(absl::StrCat(
             "summarizer did not answer within ", absl::FormatDuration(timeout)));
+        // Cut short by the caller's deadline: not the backend's fault.
+        backend_failed |= timeout >= options_.timeout;
       } else if (http.status == 0) {
         last = absl::UnavailableError(absl::StrCat("summarizer unreachable: ", http.transport_error));
+        backend_failed = true;
       } else {
         last = absl::UnavailableError(absl::StrCat("summarizer answered HTTP ", http.status));
+        backend_failed = true;
       }
       if (!retryable) break;
       if (++attempt > options_.max_retries) break;
       Backoff(attempt, req.deadline);
     }
-    breaker_.RecordFailure();
+    if (backend_failed) breaker_.RecordFailure();
     return last;
   }
 

@@ -121,6 +121,27 @@ TEST_F(LlmSummarizerTest, AHangingLlmTimesOut) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
 }
 
+TEST_F(LlmSummarizerTest, ACallersShortDeadlineDoesNotOpenTheCircuit) {
+  llm_->SetDefault({LlmBehavior::Kind::kHang});
+  auto summarizer = Make(/*with_fallback=*/true, absl::Seconds(5));
+  // Callers that give the summarizer 200 ms, far less than its own 5 s
+  // timeout: each call fails, but the backend is not to blame.
+  for (int i = 0; i < 3; ++i) {
+    SummaryRequest req = Request();
+    req.deadline = clock_.Now() + absl::Milliseconds(200);
+    auto r = summarizer->Summarize(req);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  }
+  const int asked = llm_->requests();
+  EXPECT_GE(asked, 3);
+  // The circuit is still closed: the next call goes to the LLM, not the fallback.
+  llm_->SetDefault({LlmBehavior::Kind::kAnswer, 200, absl::ZeroDuration(), "healthy"});
+  auto r = summarizer->Summarize(Request());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model, "summary-model");
+  EXPECT_EQ(llm_->requests(), asked + 1);
+}
+
 TEST_F(LlmSummarizerTest, OversizedSummaryIsAskedForAgainWithATighterLimit) {
   llm_->SetDefault({LlmBehavior::Kind::kOversize});
   auto r = Make(false)->Summarize(Request());

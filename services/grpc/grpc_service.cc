@@ -1,5 +1,6 @@
 #include "services/grpc/grpc_service.h"
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -69,25 +70,44 @@ const grpc::Status kOverloaded(grpc::StatusCode::UNAVAILABLE,
 // Writes events as they come, one write in flight at a time, then the
 // status once every queued event is out. Send and Close may be called from
 // any thread. StartWrite and Finish are called with no lock held: gRPC may
-// run OnWriteDone or OnDone (which deletes this) inline from them.
+// run OnWriteDone or OnDone inline from them.
+//
+// Two owners share the object: gRPC, until OnDone, and the producer (the
+// worker computing the view), until Release. It is deleted when both are
+// done, so the producer may call Send, Close or Cancelled after the client
+// went away: they turn into no-ops once the call has ended.
 class EventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   void Send(grpc::ByteBuffer event) {
     mu_.Lock();
+    if (closing_ || done_) {  // Nothing may follow Close; no one reads after OnDone.
+      mu_.Unlock();
+      return;
+    }
     queue_.push_back(std::move(event));
     Step();
   }
   void Close(grpc::Status status) {
     mu_.Lock();
+    if (closing_ || done_) {
+      mu_.Unlock();
+      return;
+    }
     closing_ = true;
     status_ = std::move(status);
     Step();
   }
+  // True once the client cancelled or the call ended.
+  bool Cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  // The producer is done with this object.
+  void Release() { Unref(); }
+
   void OnWriteDone(bool ok) override {
     mu_.Lock();
     writing_ = false;
     queue_.pop_front();
     if (!ok) {  // The client went away: nothing more can be written.
+      cancelled_.store(true, std::memory_order_release);
       queue_.clear();
       if (!closing_) {
         closing_ = true;
@@ -96,12 +116,27 @@ class EventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     Step();
   }
-  void OnDone() override { delete this; }
+  void OnCancel() override { cancelled_.store(true, std::memory_order_release); }
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      queue_.clear();
+    }
+    cancelled_.store(true, std::memory_order_release);
+    Unref();
+  }
 
  private:
+  ~EventWriter() override = default;
+
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
   // Called with mu_ held: decides the next step, releases mu_, takes it.
   void Step() ABSL_UNLOCK_FUNCTION(mu_) {
-    if (writing_ || finished_) {
+    if (writing_ || finished_ || done_) {
       mu_.Unlock();
     } else if (!queue_.empty()) {
       writing_ = true;
@@ -113,17 +148,21 @@ class EventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       finished_ = true;
       const grpc::Status status = status_;
       mu_.Unlock();
-      Finish(status);  // May delete this: nothing may follow.
+      Finish(status);  // May run OnDone inline; the producer's reference keeps this alive.
     } else {
       mu_.Unlock();
     }
   }
 
+  // gRPC's reference and the producer's.
+  std::atomic<int> refs_{2};
+  std::atomic<bool> cancelled_{false};
   absl::Mutex mu_;
   std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -162,7 +201,8 @@ GrpcService::Reactor* GrpcService::Unary(
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
-  const CallContext call{DeadlineOf(*ctx)};
+  // The context lives until Finish, which the worker calls last.
+  const CallContext call{DeadlineOf(*ctx), [ctx] { return ctx->IsCancelled(); }};
   const bool queued = workers_->Schedule([this, method_name, method, call, req, response,
                                           reactor] {
     absl::StatusOr<Resp> result = (service_->*method)(call, *req);
@@ -235,23 +275,29 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(
   auto req = std::make_shared<v1::BuildContextRequest>();
   if (absl::Status parsed = ParseRequest(*request, req.get()); !parsed.ok()) {
     writer->Close(ToGrpcStatus(parsed));
+    writer->Release();
     return writer;
   }
-  const CallContext call{DeadlineOf(*ctx)};
+  // After the call ends gRPC forgets `ctx`; the writer outlives it.
+  const CallContext call{DeadlineOf(*ctx), [writer] { return writer->Cancelled(); }};
   const bool queued = workers_->Schedule([this, call, req, writer] {
     absl::StatusOr<v1::BuildContextResponse> result = service_->BuildContext(
         call, *req, [writer](const CompactionProgress& p) { writer->Send(Serialize(ToEvent(p))); });
     if (!result.ok()) {
-      LogServerError("StreamBuildContext", result.status());
+      if (!writer->Cancelled()) LogServerError("StreamBuildContext", result.status());
       writer->Close(ToGrpcStatus(result.status()));
-      return;
+    } else {
+      v1::BuildContextEvent event;
+      *event.mutable_context() = std::move(*result);
+      writer->Send(Serialize(event));
+      writer->Close(grpc::Status::OK);
     }
-    v1::BuildContextEvent event;
-    *event.mutable_context() = std::move(*result);
-    writer->Send(Serialize(event));
-    writer->Close(grpc::Status::OK);
+    writer->Release();
   });
-  if (!queued) writer->Close(kOverloaded);
+  if (!queued) {
+    writer->Close(kOverloaded);
+    writer->Release();
+  }
   return writer;
 }
 
