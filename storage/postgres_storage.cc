@@ -44,7 +44,8 @@ constexpr char kChunkColumns[] =
     "chunk_id, from_sequence, through_sequence, text, token_count, "
     "summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
     "coalesce(superseded_by, 0), "
-    "floor(extract(epoch FROM created_at) * 1000000)::bigint";
+    "floor(extract(epoch FROM created_at) * 1000000)::bigint, structure::text, "
+    "coalesce(recall, -1)";
 
 struct Statement {
   const char* name;
@@ -109,8 +110,10 @@ const std::vector<Statement>& Statements() {
        "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
       {"insert_chunk",
        "INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, through_sequence, text, "
-       "token_count, summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms) "
-       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+       "token_count, summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
+       "structure, recall) "
+       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, "
+       "NULLIF($13::float8, -1)) "
        "RETURNING floor(extract(epoch FROM created_at) * 1000000)::bigint"},
       {"supersede_chunk",
        "UPDATE summary_chunks SET superseded_by = $3 WHERE conv_key = $1 AND chunk_id = $2"},
@@ -251,6 +254,57 @@ std::vector<Item> ParseItems(const pqxx::result& result) {
   return items;
 }
 
+// A chunk's structured content as stored: short keys, since every
+// BuildContext reads it.
+Json FactsToJson(const std::vector<LedgerFact>& facts) {
+  Json out = Json::array();
+  for (const LedgerFact& f : facts) {
+    out.push_back({{"s", f.sequence}, {"u", f.turn_index}, {"r", std::string(RoleName(f.role))},
+                   {"t", f.text}, {"n", f.token_count}});
+  }
+  return out;
+}
+
+std::vector<LedgerFact> FactsFromJson(const Json& in) {
+  std::vector<LedgerFact> out;
+  if (!in.is_array()) return out;
+  for (const Json& f : in) {
+    LedgerFact fact;
+    fact.sequence = f.value("s", int64_t{0});
+    fact.turn_index = f.value("u", int64_t{0});
+    fact.role = RoleFromName(f.value("r", std::string("user"))).value_or(Role::kUser);
+    fact.text = f.value("t", std::string());
+    fact.token_count = f.value("n", int64_t{0});
+    out.push_back(std::move(fact));
+  }
+  return out;
+}
+
+std::string StructureToJson(const SummaryChunk& chunk) {
+  Json lines = Json::array();
+  for (const SummaryLine& l : chunk.lines) {
+    lines.push_back({{"s", l.sequence}, {"w", l.speaker}, {"t", l.text}, {"k", l.score}});
+  }
+  return Json{{"lines", lines},
+              {"facts", FactsToJson(chunk.facts)},
+              {"constraints", FactsToJson(chunk.constraints)}}
+      .dump();
+}
+
+void StructureFromJson(const std::string& text, SummaryChunk& chunk) {
+  if (text == "{}") return;  // Chunks written before the ledger.
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  if (auto it = j.find("lines"); it != j.end() && it->is_array()) {
+    for (const Json& l : *it) {
+      chunk.lines.push_back(SummaryLine{l.value("s", int64_t{0}), l.value("w", std::string()),
+                                        l.value("t", std::string()), l.value("k", 0)});
+    }
+  }
+  if (auto it = j.find("facts"); it != j.end()) chunk.facts = FactsFromJson(*it);
+  if (auto it = j.find("constraints"); it != j.end()) chunk.constraints = FactsFromJson(*it);
+}
+
 SummaryChunk ParseChunk(const pqxx::row& r) {
   SummaryChunk c;
   c.chunk_id = r[0].as<int64_t>();
@@ -265,6 +319,9 @@ SummaryChunk ParseChunk(const pqxx::row& r) {
   c.latency_ms = r[9].as<int64_t>();
   c.superseded_by = r[10].as<int64_t>();
   c.create_time = absl::FromUnixMicros(r[11].as<int64_t>());
+  StructureFromJson(r[12].as<std::string>(), c);
+  const double recall = r[13].as<double>();
+  if (recall >= 0) c.recall = recall;
   return c;
 }
 
@@ -563,7 +620,8 @@ class PostgresStorage final : public Storage {
         tx.exec_prepared("insert_chunk", row.conv_key, chunk.chunk_id, chunk.from_sequence,
                          chunk.through_sequence, chunk.text, chunk.token_count,
                          chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
-                         chunk.tokens_out, chunk.latency_ms);
+                         chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
+                         chunk.recall.value_or(-1.0));
         for (int64_t id : commit.supersedes) {
           tx.exec_prepared("supersede_chunk", row.conv_key, id, chunk.chunk_id);
         }

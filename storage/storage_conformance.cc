@@ -490,6 +490,40 @@ TEST_P(StorageConformanceTest, CompactionWritesChunkAndMarkerAndMovesTheView) {
   EXPECT_EQ((*chunks)[1].chunk_id, 2);
 }
 
+TEST_P(StorageConformanceTest, ChunkStructureAndRecallRoundTrip) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  CompactionCommit commit;
+  commit.key = Key("c");
+  SummaryChunk chunk = Chunk(1, 4, "summary of 1-4");
+  chunk.lines = {SummaryLine{1, "User", "Deploy \xE2\x94\x80 the api", 7},
+                 SummaryLine{3, "Tool kubectl", "returned: 3 pods", 1}};
+  chunk.facts = {LedgerFact{1, 1, Role::kUser, "Ticket INC-4821 \"quoted\"", 12},
+                 LedgerFact{3, 2, Role::kTool, "kubectl: Error: OOMKilled", 9}};
+  chunk.constraints = {LedgerFact{1, 1, Role::kUser, "Never restart db-1 at night.", 10}};
+  chunk.recall = 0.93;
+  commit.chunk = chunk;
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  auto snap = storage_->LoadContext(ctx_, Key("c"));
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  ASSERT_THAT(snap->active_chunks, SizeIs(1));
+  const SummaryChunk& got = snap->active_chunks[0];
+  EXPECT_EQ(got.lines, chunk.lines);
+  EXPECT_EQ(got.facts, chunk.facts);
+  EXPECT_EQ(got.constraints, chunk.constraints);
+  ASSERT_TRUE(got.recall.has_value());
+  EXPECT_DOUBLE_EQ(*got.recall, 0.93);
+  // A chunk without a measured recall keeps none.
+  commit.expected_summarized_through = 4;
+  commit.chunk = Chunk(5, 6, "summary of 5-6");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  auto chunks = storage_->ListSummaries(ctx_, Key("c"), false);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_THAT(*chunks, SizeIs(2));
+  EXPECT_FALSE((*chunks)[1].recall.has_value());
+  EXPECT_TRUE((*chunks)[1].facts.empty());
+}
+
 TEST_P(StorageConformanceTest, StaleCompactionIsAbortedAndWritesNothing) {
   Create("c");
   AppendSix(*storage_, ctx_, Key("c"));

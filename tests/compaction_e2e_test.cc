@@ -47,7 +47,7 @@ constexpr char kProfiles[] = R"pb(
     token_floor: 0
     tokenizer { encoding: "o200k_base" }
     recent { turns: 3 max_tokens: 1200 }
-    tool_pruning { trigger_tokens: 800 keep_recent: 2 min_savings_tokens: 100 }
+    tool_pruning { trigger_tokens: 800 keep_recent: 2 min_savings_tokens: 100 keep_recent_fraction: 1.0 }
     summarizer { max_chunk_tokens: 250 chunk_budget_fraction: 0.15 }
   }
 )pb";

@@ -1,11 +1,16 @@
 #include "services/api/compaction_runner.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "services/common/log.h"
+#include "services/compaction/ledger.h"
 #include "services/common/status_macros.h"
 
 namespace convstate {
@@ -62,6 +67,69 @@ SummaryChunk ChunkOf(int64_t from, int64_t through, std::string text, int64_t to
   return chunk;
 }
 
+// Measures `chunk`'s recall of `span_facts` (its span's facts) against the
+// ledger the view will show once it is active beside `others`. Below the
+// profile's minimum, and if `complete`, the chunk is completed with the
+// missing facts within its cap; a chunk that still falls short is committed
+// with a "low_recall" audit row, never silently. Returns the recall, also
+// stored with the chunk.
+double GateRecall(const std::vector<SummaryChunk>& others, const std::vector<LedgerFact>& span_facts,
+                  bool complete, const ModelProfile& profile, const Tokenizer& tokenizer,
+                  SummaryChunk& chunk, std::vector<CompactionEvent>& events) {
+  std::vector<const SummaryChunk*> rest;
+  for (const SummaryChunk& c : others) rest.push_back(&c);
+  const int64_t budget = FractionOfWindow(profile, profile.ledger.budget_fraction);
+  std::vector<LedgerFact> missing;
+  double recall = MeasureRecall(span_facts, chunk, rest, budget, &missing);
+  if (complete && recall < profile.ledger.min_recall && !missing.empty()) {
+    const int64_t cap = profile.summarizer.max_chunk_tokens;
+    std::string text = chunk.text + "\nFacts:";
+    int64_t tokens = CountSystemTokens(tokenizer, text, profile.per_message_tokens);
+    int added = 0;
+    for (const LedgerFact& f : missing) {
+      const std::string line = absl::StrCat("\n", FactLine(f));
+      const int64_t cost = tokenizer.CountTokens(line);
+      if (tokens + cost > cap) continue;
+      text += line;
+      tokens += cost;
+      ++added;
+    }
+    if (added > 0) {
+      chunk.text = std::move(text);
+      chunk.token_count = CountSystemTokens(tokenizer, chunk.text, profile.per_message_tokens);
+      const double before = recall;
+      recall = MeasureRecall(span_facts, chunk, rest, budget, nullptr);
+      events.push_back(Event("recall_completed", "", 0, 0,
+                             {{"recall_before", before}, {"recall", recall}, {"facts_added", added}}));
+    }
+  }
+  if (recall < profile.ledger.min_recall) {
+    events.push_back(Event("low_recall", "", 0, 0,
+                           {{"recall", recall}, {"min_recall", profile.ledger.min_recall},
+                            {"facts", chunk.facts.size()}}));
+  }
+  chunk.recall = recall;
+  return recall;
+}
+
+// The attributed lines of chunks being folded, in order. A chunk without
+// lines (written by an LLM, or before lines were kept) contributes the
+// lines of its text, its header left out.
+std::vector<SummaryLine> MergeLines(const std::vector<SummaryChunk>& chunks) {
+  std::vector<SummaryLine> out;
+  for (const SummaryChunk& c : chunks) {
+    if (!c.lines.empty()) {
+      out.insert(out.end(), c.lines.begin(), c.lines.end());
+      continue;
+    }
+    for (absl::string_view line : absl::StrSplit(c.text, '\n', absl::SkipWhitespace())) {
+      if (absl::StartsWith(line, "Summary of ") || absl::StartsWith(line, "Facts:")) continue;
+      out.push_back(SummaryLine{c.from_sequence, "Summary", std::string(line), 1});
+    }
+  }
+  return out;
+}
+
 bool NeedsCommit(const CompactionPlan& plan) {
   return plan.pruned_results > 0 || plan.summarize || !plan.fold.empty();
 }
@@ -99,15 +167,35 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     in.tokenizer = &tokenizer;
     return in;
   };
-  auto view_of = [&](const ContextSnapshot& s, int64_t truncate_before) {
+  auto view_of = [&](const ContextSnapshot& s, const Truncation& t) {
     ViewOptions options;
     options.tokenizer = &tokenizer;
-    options.truncate_before = truncate_before;
+    options.truncate_before = t.before_sequence;
+    options.truncate_chunks = t.chunks;
+    options.ledger_budget = t.ledger_budget;
     return AssembleView(s, profile, tokenizer.approximate(), pending, options);
   };
+  // The view's total once `chunk` replaces the items it covers.
+  auto view_of_with = [&](const ContextSnapshot& s, const SummaryChunk& chunk,
+                          int64_t prune_boundary) {
+    ContextSnapshot next;
+    next.conversation = s.conversation;
+    next.conversation.prune_boundary = prune_boundary;
+    next.active_chunks = s.active_chunks;
+    next.active_chunks.push_back(chunk);
+    next.pinned_items = s.pinned_items;
+    for (const Item& item : s.live_items) {
+      if (item.sequence > chunk.through_sequence) {
+        next.live_items.push_back(item);
+      } else if (item.data.pinned) {
+        next.pinned_items.push_back(item);
+      }
+    }
+    return view_of(next, {}).tokens.total;
+  };
   auto report = [&](CompactionProgress::Kind kind, const std::string& tier, int64_t before,
-                    int64_t after, const std::string& reason) {
-    if (progress) progress(CompactionProgress{kind, tier, before, after, reason});
+                    int64_t after, const std::string& reason, double recall = 0) {
+    if (progress) progress(CompactionProgress{kind, tier, before, after, reason, recall});
   };
   const ConversationKey key = snapshot.conversation.key;
 
@@ -162,7 +250,8 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   }
 
   // Tiers 1 and 2, committed together.
-  bool summarizer_failed = false;
+  bool failed = false;  // A step failed: the view may be truncated instead.
+  std::string failure;
   CompactionCommit commit;
   commit.key = key;
   if (lease.has_value()) commit.fencing_token = lease->token;
@@ -177,6 +266,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     report(CompactionProgress::Kind::kCompleted, "prune", plan.tokens_before,
            plan.tokens_before - plan.prune_savings, "");
   }
+  double summary_recall = 1.0;
   if (plan.summarize) {
     const int64_t before = plan.tokens_before - plan.prune_savings;
     report(CompactionProgress::Kind::kStarted, "summarize", before, 0, "");
@@ -190,17 +280,26 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
         zone.push_back(item);
       }
     }
+    // What the view will keep verbatim whatever the summary says.
+    const std::map<std::string, std::string> tool_names = ToolNamesByCallId(snapshot.live_items);
+    Extraction ledger = ExtractLedger(zone, tool_names, tokenizer);
     SummaryRequest req;
-    req.transcript = RenderTranscript(zone, ToolNamesByCallId(snapshot.live_items));
+    req.transcript = RenderTranscript(zone, tool_names);
+    req.items = std::move(zone);
+    req.tool_names = tool_names;
+    for (const LedgerFact& f : ledger.facts) req.preserved.push_back(f.text);
+    for (const LedgerFact& f : ledger.constraints) req.preserved.push_back(f.text);
     // A summary must be clearly smaller than what it replaces, and within
     // the chunk cap once the chat format's overhead is added.
-    req.max_tokens = TextBudget(profile, plan.summarize_tokens / 3);
+    req.max_tokens = TextBudget(profile, plan.summarize_tokens / 5);
     req.instructions = instructions;
     req.tokenizer = &tokenizer;
     req.deadline = ctx.deadline;
-    absl::StatusOr<SummaryResult> summary = summarizer_->Summarize(req);
+    absl::StatusOr<SummaryResult> summary =
+        IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
     if (!summary.ok()) {
-      summarizer_failed = true;
+      failed = true;
+      failure = "summarizer unavailable";
       LogWarning("summarizer failed for ", key.conversation_id, ": ", summary.status().ToString());
       events.push_back(Event("failed", "summarize", before, before,
                              {{"reason", std::string(summary.status().message())},
@@ -224,72 +323,140 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       } else {
         SummaryChunk chunk = ChunkOf(commit.expected_summarized_through + 1,
                                      plan.summarize_through, std::move(text), tokens, *summary);
-        const int64_t after = before - plan.summarize_tokens + tokens;
-        events.push_back(Event("completed", "summarize", before, after,
-                               {{"model", chunk.summarizer_model},
-                                {"summarized_tokens", plan.summarize_tokens},
-                                {"summary_tokens", tokens},
-                                {"latency_ms", chunk.latency_ms}}));
-        commit.chunk = std::move(chunk);
-        report(CompactionProgress::Kind::kCompleted, "summarize", before, after, "");
+        chunk.lines = std::move(summary->lines);
+        chunk.facts = ledger.facts;
+        chunk.constraints = std::move(ledger.constraints);
+        summary_recall = GateRecall(snapshot.active_chunks, ledger.facts, /*complete=*/true,
+                                    profile, tokenizer, chunk, events);
+        int64_t after = view_of_with(snapshot, chunk, plan.prune_boundary);
+        // Facts stay verbatim, so a span made of little but facts does not
+        // shrink: its oldest facts give way until the view does, and the
+        // recall stored with the chunk says what that cost.
+        if (after >= before && !chunk.facts.empty()) {
+          int64_t excess = after - before + 1;
+          size_t drop = 0;
+          while (drop < chunk.facts.size() && excess > 0) excess -= chunk.facts[drop++].token_count;
+          chunk.facts.erase(chunk.facts.begin(), chunk.facts.begin() + static_cast<long>(drop));
+          events.push_back(Event("facts_dropped", "summarize", before, after,
+                                 {{"facts", drop}, {"reason", "the view would not shrink"}}));
+          summary_recall = GateRecall(snapshot.active_chunks, ledger.facts, /*complete=*/false,
+                                      profile, tokenizer, chunk, events);
+          after = view_of_with(snapshot, chunk, plan.prune_boundary);
+        }
+        if (after >= before) {
+          events.push_back(Event("no_progress", "summarize", before, after,
+                                 {{"model", chunk.summarizer_model}}));
+          report(CompactionProgress::Kind::kFailed, "summarize", before, before,
+                 "the summary and its facts were no smaller than what they replace");
+        } else {
+          events.push_back(Event("completed", "summarize", before, after,
+                                 {{"model", chunk.summarizer_model},
+                                  {"summarized_tokens", plan.summarize_tokens},
+                                  {"summary_tokens", chunk.token_count},
+                                  {"facts", chunk.facts.size()},
+                                  {"constraints", chunk.constraints.size()},
+                                  {"recall", summary_recall},
+                                  {"latency_ms", chunk.latency_ms}}));
+          commit.chunk = std::move(chunk);
+          report(CompactionProgress::Kind::kCompleted, "summarize", before, after, "",
+                 summary_recall);
+        }
       }
     }
   }
   commit.events = std::move(events);
   events.clear();
 
+  // Any failure to store a compaction falls back to the view as it is
+  // (truncated if it must be), with an audit row saying why: the caller
+  // gets a context, never the compaction's error.
   bool reloaded = false;
-  auto apply = [&](const CompactionCommit& c) -> absl::Status {
+  auto apply = [&](const CompactionCommit& c, const std::string& tier) -> bool {
     absl::StatusOr<CompactionResult> result = storage_->CommitCompaction(ctx, c);
     if (absl::IsAborted(result.status())) {
       // A concurrent compaction won; its result is as good as ours.
       LogInfo("compaction of ", key.conversation_id, " discarded: ", result.status().message());
     } else if (!result.ok()) {
-      return result.status();
+      LogWarning("could not store the ", tier, " of ", key.conversation_id, ": ",
+                 result.status().ToString());
+      failed = true;
+      failure = absl::StrCat(tier, " could not be stored");
+      events.push_back(Event("failed", tier, 0, 0,
+                             {{"reason", absl::StrCat("commit: ", result.status().message())},
+                              {"code", absl::StatusCodeToString(result.status().code())}}));
+      report(CompactionProgress::Kind::kFailed, tier, 0, 0, "the compaction could not be stored");
+      return false;
     } else {
       out.version = result->version;
       if (result->chunk_id != 0) out.chunk_id = result->chunk_id;
     }
-    ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
+    absl::StatusOr<ContextSnapshot> fresh = storage_->LoadContext(ctx, key);
+    if (!fresh.ok()) {
+      LogWarning("could not reload ", key.conversation_id, " after compacting: ",
+                 fresh.status().ToString());
+      return false;
+    }
+    snapshot = std::move(*fresh);
     reloaded = true;
-    return absl::OkStatus();
+    return true;
   };
   const bool changes = commit.chunk.has_value() ||
                        commit.new_prune_boundary != commit.expected_prune_boundary;
+  bool stored = false;
   if (changes) {
-    RETURN_IF_ERROR(apply(commit));
+    stored = apply(commit, plan.summarize ? "summarize" : "prune");
+    if (!stored) {
+      // Its audit rows were not stored with it: keep them with the failure.
+      events.insert(events.begin(), commit.events.begin(), commit.events.end());
+    }
   } else {
     events = std::move(commit.events);
   }
 
-  // Tier 3: fold chunks that outgrew their budget.
+  // Tier 3: fold chunks that outgrew their budget, merging their
+  // structured content: lines, facts and standing instructions.
   const bool fold_wanted = changes || mode == CompactionMode::kAuto ||
                            mode == CompactionMode::kSummarize;
-  if (!summarizer_failed && fold_wanted && lease.has_value()) {
+  if (!failed && fold_wanted && lease.has_value()) {
     const CompactionPlan again = PlanCompaction(input_for(snapshot), CompactionMode::kSummarize);
     if (!again.fold.empty()) {
       std::vector<SummaryChunk> folding;
+      std::vector<SummaryChunk> staying;
       for (const SummaryChunk& chunk : snapshot.active_chunks) {
-        if (std::find(again.fold.begin(), again.fold.end(), chunk.chunk_id) != again.fold.end()) {
-          folding.push_back(chunk);
-        }
+        const bool fold = std::find(again.fold.begin(), again.fold.end(), chunk.chunk_id) !=
+                          again.fold.end();
+        (fold ? folding : staying).push_back(chunk);
       }
       std::sort(folding.begin(), folding.end(), [](const SummaryChunk& a, const SummaryChunk& b) {
         return a.from_sequence < b.from_sequence;
       });
       int64_t folded_tokens = 0;
       for (const SummaryChunk& chunk : folding) folded_tokens += chunk.token_count;
-      const int64_t before = view_of(snapshot, 0).tokens.total;
+      const int64_t before = view_of(snapshot, {}).tokens.total;
       report(CompactionProgress::Kind::kStarted, "fold", before, 0, "");
       SummaryRequest req;
       req.transcript = RenderChunks(folding);
+      req.merge = MergeLines(folding);
+      SummaryChunk merged_content;  // Facts and instructions, each once, in order.
+      std::set<std::string> seen_facts, seen_rules;
+      for (const SummaryChunk& chunk : folding) {
+        for (const LedgerFact& f : chunk.facts) {
+          if (seen_facts.insert(FactKey(f.text)).second) merged_content.facts.push_back(f);
+        }
+        for (const LedgerFact& c : chunk.constraints) {
+          if (seen_rules.insert(FactKey(c.text)).second) merged_content.constraints.push_back(c);
+        }
+      }
+      for (const LedgerFact& f : merged_content.facts) req.preserved.push_back(f.text);
       req.max_tokens = TextBudget(profile, folded_tokens / 2);
       req.instructions = instructions;
       req.tokenizer = &tokenizer;
       req.deadline = ctx.deadline;
-      absl::StatusOr<SummaryResult> merged = summarizer_->Summarize(req);
+      absl::StatusOr<SummaryResult> merged =
+          IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
       if (!merged.ok()) {
-        summarizer_failed = true;
+        failed = true;
+        failure = "summarizer unavailable";
         events.push_back(Event("failed", "fold", before, before,
                                {{"reason", std::string(merged.status().message())}}));
         report(CompactionProgress::Kind::kFailed, "fold", before, before,
@@ -313,14 +480,25 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
             through = std::max(through, c.through_sequence);
             fold.supersedes.push_back(c.chunk_id);
           }
-          fold.chunk = ChunkOf(from, through, std::move(text), tokens, *merged);
-          const int64_t after = before - folded_tokens + tokens;
+          SummaryChunk chunk = ChunkOf(from, through, std::move(text), tokens, *merged);
+          chunk.lines = std::move(merged->lines);
+          chunk.facts = std::move(merged_content.facts);
+          chunk.constraints = std::move(merged_content.constraints);
+          const std::vector<LedgerFact> span_facts = chunk.facts;
+          const double recall = GateRecall(staying, span_facts, /*complete=*/true, profile,
+                                           tokenizer, chunk, fold.events);
+          const int64_t after = before - folded_tokens + chunk.token_count;
           fold.events.push_back(Event("folded", "fold", before, after,
                                       {{"chunks", fold.supersedes.size()},
                                        {"folded_tokens", folded_tokens},
-                                       {"summary_tokens", tokens}}));
-          RETURN_IF_ERROR(apply(fold));
-          report(CompactionProgress::Kind::kCompleted, "fold", before, after, "");
+                                       {"summary_tokens", chunk.token_count},
+                                       {"recall", recall}}));
+          fold.chunk = std::move(chunk);
+          if (apply(fold, "fold")) {
+            report(CompactionProgress::Kind::kCompleted, "fold", before, after, "", recall);
+          } else {
+            events.insert(events.end(), fold.events.begin(), fold.events.end());
+          }
         }
       }
     }
@@ -328,7 +506,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
 
   // Tier 4: truncate the view (never storage) when nothing else was enough.
   // Unless something was committed, the planner's view is still current.
-  out.view = reloaded ? view_of(snapshot, 0) : std::move(out.plan.view_before);
+  out.view = reloaded ? view_of(snapshot, {}) : std::move(out.plan.view_before);
   const Band band = BandOf(out.view.tokens.total, profile);
   // Prune-only and summarize do what they say; the other modes end with a
   // view that fits, truncating as the last resort.
@@ -336,27 +514,31 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
                             mode == CompactionMode::kTruncate;
   const bool truncate =
       may_truncate && (mode == CompactionMode::kTruncate || band == Band::kEmergency ||
-                       (summarizer_failed && band >= Band::kHard) ||
+                       (failed && band >= Band::kHard) ||
                        out.view.tokens.total > profile.context_window);
   if (truncate) {
     const int64_t before = out.view.tokens.total;
-    const int64_t point = TruncationPoint(input_for(snapshot), snapshot.conversation.prune_boundary,
-                                          Threshold(profile, profile.hard_threshold));
-    if (point != 0) {
+    const Truncation t = PlanTruncation(input_for(snapshot), snapshot.conversation.prune_boundary,
+                                        Threshold(profile, profile.hard_threshold));
+    if (t.any()) {
       report(CompactionProgress::Kind::kStarted, "truncate", before, 0, "");
-      out.view = view_of(snapshot, point);
+      out.view = view_of(snapshot, t);
       const std::string reason = mode == CompactionMode::kTruncate ? "requested"
-                                 : summarizer_failed             ? "summarizer unavailable"
+                                 : failed                        ? failure
                                                                  : "still over the emergency threshold";
       events.push_back(Event("truncated", "truncate", before, out.view.tokens.total,
-                             {{"before_sequence", point}, {"reason", reason}}));
+                             {{"before_sequence", t.before_sequence},
+                              {"summaries", t.chunks},
+                              {"ledger_dropped", t.ledger_budget.has_value()},
+                              {"reason", reason}}));
       report(CompactionProgress::Kind::kCompleted, "truncate", before, out.view.tokens.total, reason);
     }
   }
   if (!events.empty()) {
     // Audit rows of steps that changed nothing stored; losing them must not
-    // fail the call.
-    if (absl::Status s = storage_->RecordCompactionEvents(ctx, key, events); !s.ok()) {
+    // fail the call. They are written even if the caller's deadline passed.
+    const CallContext own{options_.clock->Now() + kReleaseTimeout};
+    if (absl::Status s = storage_->RecordCompactionEvents(own, key, events); !s.ok()) {
       LogWarning("could not record compaction events for ", key.conversation_id, ": ", s.ToString());
     }
   }

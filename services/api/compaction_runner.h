@@ -26,6 +26,8 @@ struct CompactionProgress {
   int64_t tokens_before = 0;
   int64_t tokens_after = 0;
   std::string reason;
+  // For a completed summary or fold: its recall of the span's facts.
+  double recall = 0;
 };
 using ProgressSink = std::function<void(const CompactionProgress&)>;
 

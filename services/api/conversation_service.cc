@@ -1,5 +1,6 @@
 #include "services/api/conversation_service.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <utility>
@@ -120,6 +121,7 @@ void ToProto(const ContextView& view, v1::BuildContextResponse* out) {
   pt->set_system(t.system);
   pt->set_pinned(t.pinned);
   pt->set_summaries(t.summaries);
+  pt->set_ledger(t.ledger);
   pt->set_live(t.live);
   pt->set_pending(t.pending);
   pt->set_output_reserve(t.output_reserve);
@@ -127,6 +129,34 @@ void ToProto(const ContextView& view, v1::BuildContextResponse* out) {
   pt->set_context_window(t.context_window);
   pt->set_approximate(t.approximate);
   out->set_context_status(static_cast<v1::ContextStatus>(view.status));
+  out->set_ledger_facts_omitted(view.ledger_facts_omitted);
+  out->set_summaries_truncated(view.summaries_truncated);
+}
+
+void ToProto(const LedgerFact& f, v1::LedgerFact* out) {
+  out->set_sequence(f.sequence);
+  out->set_turn_index(f.turn_index);
+  out->set_role(static_cast<v1::Role>(f.role));
+  out->set_text(f.text);
+  out->set_token_count(f.token_count);
+}
+
+void ToProto(const SummaryChunk& c, v1::SummaryChunk* pc) {
+  pc->set_chunk_id(c.chunk_id);
+  pc->set_from_sequence(c.from_sequence);
+  pc->set_through_sequence(c.through_sequence);
+  pc->set_text(c.text);
+  pc->set_token_count(c.token_count);
+  pc->set_summarizer_model(c.summarizer_model);
+  pc->set_prompt_version(c.prompt_version);
+  pc->set_tokens_in(c.tokens_in);
+  pc->set_tokens_out(c.tokens_out);
+  pc->set_latency_ms(c.latency_ms);
+  pc->set_superseded_by(c.superseded_by);
+  SetTimestamp(c.create_time, pc->mutable_create_time());
+  if (c.recall.has_value()) pc->set_recall(*c.recall);
+  for (const LedgerFact& f : c.facts) ToProto(f, pc->add_facts());
+  for (const LedgerFact& f : c.constraints) ToProto(f, pc->add_constraints());
 }
 
 // ---------------------------------------------------------------------------
@@ -529,20 +559,44 @@ absl::StatusOr<v1::ListSummariesResponse> ConversationService::ListSummaries(
   ASSIGN_OR_RETURN(std::vector<SummaryChunk> chunks,
                    storage_->ListSummaries(ctx, key, req.include_superseded()));
   v1::ListSummariesResponse out;
-  for (const SummaryChunk& c : chunks) {
-    v1::SummaryChunk* pc = out.add_chunks();
-    pc->set_chunk_id(c.chunk_id);
-    pc->set_from_sequence(c.from_sequence);
-    pc->set_through_sequence(c.through_sequence);
-    pc->set_text(c.text);
-    pc->set_token_count(c.token_count);
-    pc->set_summarizer_model(c.summarizer_model);
-    pc->set_prompt_version(c.prompt_version);
-    pc->set_tokens_in(c.tokens_in);
-    pc->set_tokens_out(c.tokens_out);
-    pc->set_latency_ms(c.latency_ms);
-    pc->set_superseded_by(c.superseded_by);
-    SetTimestamp(c.create_time, pc->mutable_create_time());
+  for (const SummaryChunk& c : chunks) ToProto(c, out.add_chunks());
+  return out;
+}
+
+absl::StatusOr<v1::ExpandSummaryResponse> ConversationService::ExpandSummary(
+    const CallContext& ctx, const v1::ExpandSummaryRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  if (req.chunk_id() <= 0) return absl::InvalidArgumentError("chunk_id: must be positive");
+  ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultItemPage));
+  ASSIGN_OR_RETURN(std::vector<SummaryChunk> chunks,
+                   storage_->ListSummaries(ctx, key, /*include_superseded=*/true));
+  auto chunk = std::find_if(chunks.begin(), chunks.end(),
+                            [&](const SummaryChunk& c) { return c.chunk_id == req.chunk_id(); });
+  if (chunk == chunks.end()) {
+    return absl::NotFoundError(absl::StrCat("summary chunk ", req.chunk_id(), " not found in '",
+                                            key.conversation_id, "'"));
+  }
+  int64_t after = chunk->from_sequence - 1;
+  if (!req.page_token().empty()) {
+    ASSIGN_OR_RETURN(std::string position, DecodePageToken("x", req.page_token()));
+    if (!absl::SimpleAtoi(position, &after) || after < chunk->from_sequence - 1 ||
+        after > chunk->through_sequence) {
+      return absl::InvalidArgumentError(
+          "page_token: not a token from a previous response of this method");
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<Item> items, storage_->ListItems(ctx, key, after, page_size + 1));
+  v1::ExpandSummaryResponse out;
+  ToProto(*chunk, out.mutable_chunk());
+  int taken = 0;
+  for (const Item& item : items) {
+    if (item.sequence > chunk->through_sequence || taken == page_size) break;
+    ToProto(item, out.add_items());
+    ++taken;
+  }
+  if (taken == page_size && taken < static_cast<int>(items.size()) &&
+      items[taken].sequence <= chunk->through_sequence) {
+    out.set_next_page_token(EncodePageToken("x", absl::StrCat(items[taken - 1].sequence)));
   }
   return out;
 }

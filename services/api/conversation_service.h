@@ -61,6 +61,8 @@ class ConversationService {
                                               const v1::CompactRequest& req);
   absl::StatusOr<v1::ListSummariesResponse> ListSummaries(const CallContext& ctx,
                                                           const v1::ListSummariesRequest& req);
+  absl::StatusOr<v1::ExpandSummaryResponse> ExpandSummary(const CallContext& ctx,
+                                                          const v1::ExpandSummaryRequest& req);
 
  private:
   // The conversation's profile (its model's, with its overrides) and

@@ -1,6 +1,7 @@
 #include "services/api/validation.h"
 
 #include "absl/strings/str_cat.h"
+#include "services/common/utf8.h"
 
 namespace convstate {
 namespace {
@@ -19,39 +20,6 @@ bool ModelChar(char c) { return IdChar(c) || c == '/' || c == '@' || c == '+'; }
 constexpr int kMaxToolFieldBytes = 256;
 
 }  // namespace
-
-bool IsValidUtf8(absl::string_view text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int len;
-    uint32_t min;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2, min = 0x80, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, min = 0x800, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, min = 0x10000, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (n - i < static_cast<size_t>(len)) return false;
-    for (int k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
 
 absl::Status ValidateText(absl::string_view field, absl::string_view text, int64_t max_bytes) {
   if (static_cast<int64_t>(text.size()) > max_bytes) {

@@ -33,10 +33,6 @@ struct Limits {
   int max_pending_items = 64;
 };
 
-// True if `text` is well-formed UTF-8 (no overlong forms, no surrogates,
-// nothing above U+10FFFF).
-bool IsValidUtf8(absl::string_view text);
-
 // Checks text that will be stored: valid UTF-8, no NUL character (which
 // PostgreSQL text cannot hold), at most `max_bytes`.
 absl::Status ValidateText(absl::string_view field, absl::string_view text, int64_t max_bytes);

@@ -7,26 +7,6 @@
 namespace convstate {
 namespace {
 
-TEST(Utf8Test, AcceptsWellFormedText) {
-  EXPECT_TRUE(IsValidUtf8(""));
-  EXPECT_TRUE(IsValidUtf8("plain ascii"));
-  EXPECT_TRUE(IsValidUtf8("Gr\xC3\xBC\xC3\x9F" "e"));                 // Grüße
-  EXPECT_TRUE(IsValidUtf8("\xE4\xBD\xA0\xE5\xA5\xBD"));               // 你好
-  EXPECT_TRUE(IsValidUtf8("\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB"));  // ZWJ emoji
-  EXPECT_TRUE(IsValidUtf8("\xF4\x8F\xBF\xBF"));                        // U+10FFFF
-}
-
-TEST(Utf8Test, RejectsMalformedText) {
-  EXPECT_FALSE(IsValidUtf8("\xFF"));
-  EXPECT_FALSE(IsValidUtf8("\x80"));                  // Lone continuation byte.
-  EXPECT_FALSE(IsValidUtf8("\xC3"));                  // Truncated sequence.
-  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));              // Overlong '/'.
-  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));          // Overlong, 3 bytes.
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));          // Surrogate U+D800.
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));      // Above U+10FFFF.
-  EXPECT_FALSE(IsValidUtf8("ok\xE4\xBD"));            // Cut mid-character.
-}
-
 TEST(ValidateTextTest, NamesFieldAndReason) {
   absl::Status s = ValidateText("items[0].content", "a\xFF", 100);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

@@ -6,6 +6,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "services/api/validation.h"
+#include "services/common/utf8.h"
 
 namespace convstate {
 namespace {

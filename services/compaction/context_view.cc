@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "services/compaction/ledger.h"
 
 namespace convstate {
 namespace {
@@ -80,14 +81,51 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
   }
   // Chunks in the order of what they cover: a fold written after a newer
   // chunk still comes first.
-  std::vector<SummaryChunk> chunks = snapshot.active_chunks;
-  std::sort(chunks.begin(), chunks.end(), [](const SummaryChunk& a, const SummaryChunk& b) {
-    return a.from_sequence < b.from_sequence;
+  std::vector<const SummaryChunk*> chunks;
+  for (const SummaryChunk& chunk : snapshot.active_chunks) chunks.push_back(&chunk);
+  std::sort(chunks.begin(), chunks.end(), [](const SummaryChunk* a, const SummaryChunk* b) {
+    return a->from_sequence < b->from_sequence;
   });
-  for (const SummaryChunk& chunk : chunks) {
-    ViewEntry e = SystemEntry(Section::kSummary, chunk.text, chunk.token_count);
-    e.summary_chunk_id = chunk.chunk_id;
+  // What compactions kept verbatim: standing instructions (pinned, never
+  // truncated) and facts, from every active chunk.
+  auto header_tokens = [&](const std::string& text, int64_t lines) {
+    if (options.tokenizer != nullptr) {
+      return CountSystemTokens(*options.tokenizer, text, profile.per_message_tokens);
+    }
+    return static_cast<int64_t>(text.size() / 4) + lines + profile.per_message_tokens;
+  };
+  std::vector<LedgerFact> constraints = CollectConstraints(chunks);
+  if (!constraints.empty()) {
+    // The newest that fit their budget.
+    const int64_t budget = FractionOfWindow(profile, profile.ledger.constraints_fraction);
+    int64_t used = 0;
+    size_t first = constraints.size();
+    while (first > 0 && used + constraints[first - 1].token_count <= budget) {
+      used += constraints[--first].token_count;
+    }
+    constraints.erase(constraints.begin(), constraints.begin() + first);
+  }
+  if (!constraints.empty()) {
+    int64_t tokens = 0;
+    for (const LedgerFact& c : constraints) tokens += c.token_count;
+    const std::string text = RenderConstraints(constraints);
+    add(SystemEntry(Section::kPinned, text, tokens + header_tokens(RenderConstraints({}), 0)),
+        t.pinned);
+  }
+  const size_t dropped = std::min(options.truncate_chunks, chunks.size());
+  view.summaries_truncated = static_cast<int>(dropped);
+  for (size_t i = dropped; i < chunks.size(); ++i) {
+    ViewEntry e = SystemEntry(Section::kSummary, chunks[i]->text, chunks[i]->token_count);
+    e.summary_chunk_id = chunks[i]->chunk_id;
     add(std::move(e), t.summaries);
+  }
+  const LedgerSelection ledger = SelectLedger(
+      chunks, options.ledger_budget.value_or(FractionOfWindow(profile, profile.ledger.budget_fraction)));
+  view.ledger_facts_omitted = ledger.omitted;
+  if (!ledger.shown.empty()) {
+    add(SystemEntry(Section::kLedger, RenderLedger(ledger.shown),
+                    ledger.tokens + header_tokens(RenderLedger({}), 0)),
+        t.ledger);
   }
   const int64_t boundary = options.prune_boundary.value_or(c.prune_boundary);
   const auto& keep = profile.tool_pruning.keep_tools;
@@ -120,7 +158,8 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
   t.output_reserve = profile.output_reserve;
   t.context_window = profile.context_window;
   t.approximate = approximate;
-  t.total = t.system + t.pinned + t.summaries + t.live + t.pending + t.output_reserve;
+  t.total = t.system + t.pinned + t.summaries + t.ledger + t.live + t.pending + t.output_reserve;
+  truncated_any |= dropped > 0;
   view.status = truncated_any                     ? ContextStatus::kTruncated
                 : !snapshot.active_chunks.empty() ? ContextStatus::kSummarized
                 : pruned_any                      ? ContextStatus::kPruned

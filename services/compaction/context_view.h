@@ -14,7 +14,7 @@
 namespace convstate {
 
 // Numbering matches convstate.v1.Section.
-enum class Section { kSystem = 1, kPinned = 2, kSummary = 3, kLive = 4, kPending = 5 };
+enum class Section { kSystem = 1, kPinned = 2, kSummary = 3, kLive = 4, kPending = 5, kLedger = 6 };
 
 // Numbering matches convstate.v1.ContextStatus.
 enum class ContextStatus { kFull = 1, kPruned = 2, kSummarized = 3, kTruncated = 4 };
@@ -38,6 +38,7 @@ struct TokenBreakdown {
   int64_t system = 0;
   int64_t pinned = 0;
   int64_t summaries = 0;
+  int64_t ledger = 0;
   int64_t live = 0;
   int64_t pending = 0;
   int64_t output_reserve = 0;
@@ -51,6 +52,10 @@ struct ContextView {
   std::vector<ViewEntry> entries;
   TokenBreakdown tokens;
   ContextStatus status = ContextStatus::kFull;
+  // Ledger facts that did not fit the ledger's budget.
+  int ledger_facts_omitted = 0;
+  // Summary chunks left out by truncation.
+  int summaries_truncated = 0;
 };
 
 // How to show the live items.
@@ -61,12 +66,19 @@ struct ViewOptions {
   // Live items before this sequence are left out of the view (emergency
   // truncation; storage keeps them). 0 for none.
   int64_t truncate_before = 0;
-  // Counts placeholders; required when anything may be pruned.
+  // The oldest active chunks left out of the view (emergency truncation,
+  // once every live item that may go is gone). 0 for none.
+  size_t truncate_chunks = 0;
+  // Tokens the ledger may take; unset for the profile's budget.
+  std::optional<int64_t> ledger_budget;
+  // Counts placeholders and section headers; required when anything may be
+  // pruned or the chunks carry facts.
   const Tokenizer* tokenizer = nullptr;
 };
 
-// Assembles the view of `snapshot`: system prompt, pinned instructions and
-// pinned items, active summary chunks, live items (pruned and truncated as
+// Assembles the view of `snapshot`: system prompt, pinned instructions,
+// pinned items and the standing instructions kept by compactions, active
+// summary chunks, the fact ledger, live items (pruned and truncated as
 // `options` say), then `pending` (whose token counts must already be set).
 // Nothing is tokenized but placeholders: stored counts are summed. For an
 // approximate tokenizer every count is scaled by the conversation's

@@ -120,8 +120,22 @@ TEST(ProfileTest, OverridesReplaceOnlyWhatIsSet) {
   EXPECT_EQ(p.output_reserve, 512);
   EXPECT_EQ(p.recent_turns, 2);
   EXPECT_EQ(p.soft_threshold, ModelProfile{}.soft_threshold);
-  EXPECT_EQ(p.recent_tokens, ModelProfile{}.recent_tokens);
   EXPECT_TRUE(ValidateProfile(p, "").ok());
+}
+
+TEST(ProfileTest, SizesScaleDownWithTheWindow) {
+  ProfileOverrides o;
+  o.context_window = 4096;
+  const ModelProfile small = ApplyOverrides(ModelProfile{}, o);
+  EXPECT_EQ(small.recent_tokens, 1024);                   // 0.25 of the window, not 8,000.
+  EXPECT_EQ(small.tool_pruning.trigger_tokens, 409);      // 0.10, not 20,000.
+  EXPECT_EQ(small.tool_pruning.min_savings_tokens, 81);   // 0.02, not 2,000.
+  EXPECT_EQ(small.summarizer.max_chunk_tokens, 163);      // 0.04, not 2,000.
+  // A large window keeps the absolute caps.
+  o.context_window = 1'000'000;
+  const ModelProfile large = ApplyOverrides(ModelProfile{}, o);
+  EXPECT_EQ(large.recent_tokens, ModelProfile{}.recent_tokens);
+  EXPECT_EQ(large.summarizer.max_chunk_tokens, ModelProfile{}.summarizer.max_chunk_tokens);
 }
 
 TEST(ProfileTest, InconsistentProfilesNameTheField) {

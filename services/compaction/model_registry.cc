@@ -44,6 +44,14 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
   out.summarizer.model = p.summarizer().model();
   SetIfNonZero(p.summarizer().max_chunk_tokens(), out.summarizer.max_chunk_tokens);
   SetIfNonZero(p.summarizer().chunk_budget_fraction(), out.summarizer.chunk_budget_fraction);
+  SetIfNonZero(p.recent().max_fraction(), out.recent_fraction);
+  SetIfNonZero(p.tool_pruning().trigger_fraction(), out.tool_pruning.trigger_fraction);
+  SetIfNonZero(p.tool_pruning().keep_recent_fraction(), out.tool_pruning.keep_recent_fraction);
+  SetIfNonZero(p.tool_pruning().min_savings_fraction(), out.tool_pruning.min_savings_fraction);
+  SetIfNonZero(p.summarizer().max_chunk_fraction(), out.summarizer.max_chunk_fraction);
+  SetIfNonZero(p.ledger().budget_fraction(), out.ledger.budget_fraction);
+  SetIfNonZero(p.ledger().min_recall(), out.ledger.min_recall);
+  SetIfNonZero(p.ledger().constraints_fraction(), out.ledger.constraints_fraction);
   return out;
 }
 
@@ -114,7 +122,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::FromText(
       return absl::InvalidArgumentError(absl::StrCat("model profiles: ", where, "name used twice"));
     }
     auto resolved = std::make_unique<ResolvedProfile>();
-    resolved->profile = FromProto(p);
+    // Sizes with a fractional cap scaled to the window, as for every conversation.
+    resolved->profile = ApplyOverrides(FromProto(p), {});
     if (absl::Status s = ValidateProfile(resolved->profile, ""); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("model profiles: ", where, s.message()));
     }

@@ -10,17 +10,32 @@ namespace convstate {
 namespace {
 
 
-ContextView View(const PlanInput& in, int64_t prune_boundary, int64_t truncate_before) {
+ContextView View(const PlanInput& in, int64_t prune_boundary, const Truncation& truncation = {}) {
   ViewOptions options;
   options.prune_boundary = prune_boundary;
-  options.truncate_before = truncate_before;
+  options.truncate_before = truncation.before_sequence;
+  options.truncate_chunks = truncation.chunks;
+  options.ledger_budget = truncation.ledger_budget;
   options.tokenizer = in.tokenizer;
   return AssembleView(*in.snapshot, in.profile, in.approximate, in.pending, options);
 }
 
 // The estimated size of a summary of `tokens` tokens.
 int64_t SummarySize(const ModelProfile& p, int64_t tokens) {
-  return std::min(p.summarizer.max_chunk_tokens, tokens / 4 + 64);
+  return std::min(p.summarizer.max_chunk_tokens, tokens / 5 + 48);
+}
+
+// The estimated cost of summarizing a zone of `tokens` tokens, `message_tokens`
+// of them in user and assistant messages: the chunk, and the facts it adds
+// to the ledger (at most `ledger_room`).
+int64_t SummaryCost(const ModelProfile& p, int64_t tokens, int64_t message_tokens,
+                    int64_t ledger_room) {
+  return SummarySize(p, tokens) + std::min(std::max<int64_t>(0, ledger_room), message_tokens / 2);
+}
+
+bool IsMessage(const Item& item) {
+  return item.data.kind == ItemKind::kMessage &&
+         (item.data.role == Role::kUser || item.data.role == Role::kAssistant);
 }
 
 bool IsMarker(const Item& item) { return item.data.kind == ItemKind::kSummaryMarker; }
@@ -76,7 +91,7 @@ size_t SafeCut(const std::vector<Item>& live, size_t limit) {
 
 int64_t TruncationPoint(const PlanInput& in, int64_t prune_boundary, int64_t target) {
   const std::vector<Item>& live = in.snapshot->live_items;
-  const ContextView base = View(in, prune_boundary, 0);
+  const ContextView base = View(in, prune_boundary);
   if (base.tokens.total < target) return 0;
   // Leaving out an entry removes exactly its (scaled) count from the total,
   // so one view is enough: subtract as the cut moves forward.
@@ -95,13 +110,28 @@ int64_t TruncationPoint(const PlanInput& in, int64_t prune_boundary, int64_t tar
   return live.empty() ? 0 : live.back().sequence + 1;
 }
 
+Truncation PlanTruncation(const PlanInput& in, int64_t prune_boundary, int64_t target) {
+  Truncation t;
+  t.before_sequence = TruncationPoint(in, prune_boundary, target);
+  if (View(in, prune_boundary, t).tokens.total < target) return t;
+  // Every live item that may go is gone: the oldest summaries next, then
+  // the ledger.
+  const size_t chunks = in.snapshot->active_chunks.size();
+  while (t.chunks < chunks) {
+    ++t.chunks;
+    if (View(in, prune_boundary, t).tokens.total < target) return t;
+  }
+  t.ledger_budget = 0;
+  return t;
+}
+
 CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
   const ContextSnapshot& snap = *in.snapshot;
   const ModelProfile& p = in.profile;
   const Conversation& c = snap.conversation;
   CompactionPlan plan;
   plan.prune_boundary = c.prune_boundary;
-  plan.view_before = View(in, c.prune_boundary, 0);
+  plan.view_before = View(in, c.prune_boundary);
   const ContextView& now = plan.view_before;
   plan.tokens_before = now.tokens.total;
   plan.projected_tokens = now.tokens.total;
@@ -129,11 +159,16 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
   if (!act) return plan;
   const int64_t target = Threshold(p, p.soft_threshold);
   if (mode == CompactionMode::kTruncate) {
-    plan.truncate_before = TruncationPoint(in, c.prune_boundary, Threshold(p, p.hard_threshold));
-    if (plan.truncate_before != 0) {
-      plan.projected_tokens = View(in, c.prune_boundary, plan.truncate_before).tokens.total;
+    plan.truncation = PlanTruncation(in, c.prune_boundary, Threshold(p, p.hard_threshold));
+    plan.truncate_before = plan.truncation.before_sequence;
+    if (plan.truncation.any()) {
+      plan.projected_tokens = View(in, c.prune_boundary, plan.truncation).tokens.total;
       plan.actions.push_back(absl::StrCat("truncate the view before item ", plan.truncate_before,
-                                          " (storage keeps it)"));
+                                          plan.truncation.chunks > 0
+                                              ? absl::StrCat(" and its ", plan.truncation.chunks,
+                                                             " oldest summaries")
+                                              : "",
+                                          " (storage keeps them)"));
     }
     return plan;
   }
@@ -156,10 +191,19 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
   const bool prune_wanted = mode == CompactionMode::kPruneOnly ||
                             result_tokens > p.tool_pruning.trigger_tokens ||
                             plan.tokens_before >= target;
-  const size_t keep_recent = static_cast<size_t>(std::max(0, p.tool_pruning.keep_recent));
+  // The most recent results stay: at most keep_recent of them, and only
+  // while they fit their share of the window (old tool output is bulky and
+  // mostly redundant; messages carry the facts).
+  const size_t max_keep = static_cast<size_t>(std::max(0, p.tool_pruning.keep_recent));
+  const int64_t keep_cap = FractionOfWindow(p, p.tool_pruning.keep_recent_fraction);
+  size_t keep_recent = 0;
+  for (int64_t kept = 0; keep_recent < std::min(max_keep, results.size()); ++keep_recent) {
+    kept += results[results.size() - 1 - keep_recent]->data.token_count;
+    if (kept > keep_cap) break;
+  }
   if (prune_wanted && results.size() > keep_recent) {
     const int64_t boundary = results[results.size() - keep_recent - 1]->sequence;
-    ContextView pruned = View(in, boundary, 0);
+    ContextView pruned = View(in, boundary);
     const int64_t savings = now.tokens.total - pruned.tokens.total;
     if (savings >= p.tool_pruning.min_savings_tokens) {
       plan.prune_boundary = boundary;
@@ -200,19 +244,55 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
     };
     while (n > 0 && tokens_from(recent_start(n)) > p.recent_tokens) --n;
     plan.recent_turns_kept = n;
-    const size_t cut = SafeCut(live, recent_start(n));
+    const size_t limit = SafeCut(live, recent_start(n));
+    const int64_t ledger_room =
+        FractionOfWindow(p, p.ledger.budget_fraction) - current.tokens.ledger;
+    // Summarize no more than it takes to bring the view just under the soft
+    // band with room for one more typical turn, at a turn's start: recent
+    // turns stay verbatim as long as possible. Compact(summarize) takes
+    // everything older than the recent buffer.
+    size_t cut = limit;
+    if (mode != CompactionMode::kSummarize && limit > 0) {
+      int64_t turn_tokens = 0;
+      for (size_t i = turn_starts.empty() ? live.size() : turn_starts.front(); i < live.size(); ++i) {
+        turn_tokens += tokens_of[live[i].sequence];
+      }
+      const int64_t typical_turn =
+          turn_starts.empty() ? 0
+                              : std::min<int64_t>(turn_tokens / static_cast<int64_t>(turn_starts.size()),
+                                                  FractionOfWindow(p, 0.10));
+      const int64_t goal = target - typical_turn;
+      const std::vector<bool> safe = SafeCuts(live);
+      int64_t zone = 0, messages = 0;
+      for (size_t i = 1; i <= limit; ++i) {
+        const Item& item = live[i - 1];
+        if (!item.data.pinned) {
+          zone += tokens_of[item.sequence];
+          if (IsMessage(item)) messages += tokens_of[item.sequence];
+        }
+        const bool at_turn = i == limit || StartsTurn(live[i].data);
+        if (!safe[i] || !at_turn) continue;
+        if (plan.projected_tokens - zone + SummaryCost(p, zone, messages, ledger_room) < goal) {
+          cut = i;
+          break;
+        }
+      }
+    }
     if (cut > 0) {
       plan.summarize = true;
       plan.summarize_through = live[cut - 1].sequence;
+      int64_t messages = 0;
       for (size_t i = 0; i < cut; ++i) {
-        if (!live[i].data.pinned) plan.summarize_tokens += tokens_of[live[i].sequence];
+        if (live[i].data.pinned) continue;
+        plan.summarize_tokens += tokens_of[live[i].sequence];
+        if (IsMessage(live[i])) messages += tokens_of[live[i].sequence];
       }
-      const int64_t summary = SummarySize(p, plan.summarize_tokens);
+      const int64_t summary = SummaryCost(p, plan.summarize_tokens, messages, ledger_room);
       plan.projected_tokens = plan.projected_tokens - plan.summarize_tokens + summary;
       plan.actions.push_back(absl::StrCat(
           "summarize items ", c.summarized_through + 1, "-", plan.summarize_through, " (",
-          plan.summarize_tokens, " tokens) into a chunk of about ", summary,
-          " tokens, keeping the last ", n, " turns verbatim"));
+          plan.summarize_tokens, " tokens) into a chunk and ledger facts of about ", summary,
+          " tokens, keeping ", live.size() - cut, " live items verbatim"));
     } else {
       plan.actions.push_back("nothing old enough to summarize: every live item is in the "
                              "recent buffer or in an open tool call");

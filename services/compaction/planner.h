@@ -42,6 +42,19 @@ struct PlanInput {
   const Tokenizer* tokenizer = nullptr;
 };
 
+// What emergency truncation leaves out of the view (storage keeps it all):
+// live items first, then the oldest summaries, then the ledger.
+struct Truncation {
+  // Unpinned live items before this sequence; 0 for none.
+  int64_t before_sequence = 0;
+  // The oldest active chunks.
+  size_t chunks = 0;
+  // Set (to 0) when even the ledger must go.
+  std::optional<int64_t> ledger_budget;
+
+  bool any() const { return before_sequence != 0 || chunks != 0 || ledger_budget.has_value(); }
+};
+
 // What the next compaction will do, and what the view will cost after it.
 struct CompactionPlan {
   Band band = Band::kNormal;
@@ -64,8 +77,10 @@ struct CompactionPlan {
   // Tier 3: active chunks to merge into one.
   std::vector<int64_t> fold;
 
-  // Tier 4: view-only truncation of live items before this sequence.
+  // Tier 4: view-only truncation of live items before this sequence (and,
+  // in `truncation`, of chunks and the ledger when that is not enough).
   int64_t truncate_before = 0;
+  Truncation truncation;
 
   // Projected view total after all of the above (summary sizes estimated).
   int64_t projected_tokens = 0;
@@ -103,6 +118,12 @@ size_t SafeCut(const std::vector<Item>& live, size_t limit);
 // `target` tokens, cutting only where SafeCut allows. 0 if nothing needs to
 // go; the end of the live items if everything must.
 int64_t TruncationPoint(const PlanInput& input, int64_t prune_boundary, int64_t target);
+
+// What to leave out of the view to bring it under `target`: live items as
+// TruncationPoint says, then, if that is not enough, the oldest summary
+// chunks one by one, then the ledger. The system prompt, pinned content,
+// standing instructions and pending input always stay.
+Truncation PlanTruncation(const PlanInput& input, int64_t prune_boundary, int64_t target);
 
 }  // namespace convstate
 

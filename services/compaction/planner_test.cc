@@ -59,6 +59,8 @@ ModelProfile Small() {
   p.tool_pruning.trigger_tokens = 1000;
   p.tool_pruning.keep_recent = 1;
   p.tool_pruning.min_savings_tokens = 100;
+  // These tests count results; the token share is tested on its own.
+  p.tool_pruning.keep_recent_fraction = 1.0;
   p.summarizer.max_chunk_tokens = 300;
   p.summarizer.chunk_budget_fraction = 0.15;
   return p;
@@ -139,6 +141,23 @@ TEST(PlannerTest, PrunesOldToolResultsKeepingRecentAndKeptTools) {
   EXPECT_EQ(view.status, ContextStatus::kPruned);
 }
 
+TEST(PlannerTest, RecentResultsAreKeptOnlyWithinTheirShareOfTheWindow) {
+  auto tok = NewApproximateTokenizer();
+  ModelProfile p = Small();
+  p.tool_pruning.keep_recent = 3;
+  p.tool_pruning.keep_recent_fraction = 0.2;  // 819 tokens of a 4,096 window.
+  const ContextSnapshot s = Builder()
+                                .User(10)
+                                .Call("1", "grep").Result("1", "grep", 600)
+                                .Call("2", "grep").Result("2", "grep", 600)
+                                .Call("3", "grep").Result("3", "grep", 600)
+                                .Build();
+  const CompactionPlan plan = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kPruneOnly);
+  // Three may stay by count, but only one fits the share: bulky output goes first.
+  EXPECT_EQ(plan.pruned_results, 2);
+  EXPECT_EQ(plan.prune_boundary, 5);
+}
+
 TEST(PlannerTest, PruningThatSavesTooLittleIsSkipped) {
   auto tok = NewApproximateTokenizer();
   ModelProfile p = Small();
@@ -166,6 +185,60 @@ TEST(PlannerTest, SummarizesTheOldestZoneKeepingRecentTurns) {
   EXPECT_EQ(plan.summarize_tokens, 1600);
   EXPECT_LT(plan.projected_tokens, plan.tokens_before);
   EXPECT_FALSE(plan.actions.empty());
+}
+
+TEST(PlannerTest, SummarizesOnlyWhatBringsTheViewUnderTheSoftBand) {
+  auto tok = NewApproximateTokenizer();
+  ModelProfile p = Small();
+  p.recent_turns = 1;
+  Builder b;
+  for (int t = 0; t < 12; ++t) b.User(130).Assistant(130);  // 3,120 tokens + 256 reserve.
+  const ContextSnapshot s = b.Build();
+  const CompactionPlan plan = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kByBand);
+  EXPECT_EQ(plan.band, Band::kHard);
+  ASSERT_TRUE(plan.summarize);
+  // Everything but the last turn could go; only the oldest turns do, enough
+  // to land under the soft band (2,867) with room for one more turn.
+  EXPECT_LT(plan.summarize_through, 22);
+  EXPECT_GT(plan.summarize_through, 2);
+  EXPECT_EQ(plan.summarize_through % 2, 0) << "cut inside a turn";
+  EXPECT_LT(plan.projected_tokens, Threshold(p, p.soft_threshold) - 260);
+  // Compact(summarize) takes everything older than the recent buffer.
+  const CompactionPlan all = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kSummarize);
+  EXPECT_EQ(all.summarize_through, 22);
+}
+
+TEST(PlannerTest, TruncationDropsTheOldestSummariesWhenLiveItemsAreNotEnough) {
+  auto tok = NewApproximateTokenizer();
+  ContextSnapshot s = Builder().User(100).Assistant(100).Build();
+  for (int i = 0; i < 4; ++i) {
+    SummaryChunk c;
+    c.chunk_id = i + 1;
+    c.from_sequence = i * 10 + 1;
+    c.through_sequence = i * 10 + 9;
+    c.token_count = 1100;
+    s.active_chunks.push_back(c);
+  }
+  const ModelProfile p = Small();
+  const PlanInput in = Input(&s, p, tok.get());
+  const int64_t limit = Threshold(p, p.hard_threshold);
+  const Truncation t = PlanTruncation(in, 0, limit);
+  EXPECT_EQ(t.chunks, 2u);
+  EXPECT_FALSE(t.ledger_budget.has_value());
+  ViewOptions options;
+  options.tokenizer = tok.get();
+  options.truncate_before = t.before_sequence;
+  options.truncate_chunks = t.chunks;
+  const ContextView view = AssembleView(s, p, false, {}, options);
+  EXPECT_LT(view.tokens.total, limit);
+  EXPECT_EQ(view.status, ContextStatus::kTruncated);
+  EXPECT_EQ(view.summaries_truncated, 2);
+  // The newest summaries stay.
+  int64_t first_chunk = 0;
+  for (const ViewEntry& e : view.entries) {
+    if (e.section == Section::kSummary && first_chunk == 0) first_chunk = e.summary_chunk_id;
+  }
+  EXPECT_EQ(first_chunk, 3);
 }
 
 TEST(PlannerTest, RecentBufferDegradesWhenItAloneIsTooLarge) {
@@ -240,11 +313,43 @@ TEST(PlannerTest, RandomConversationsKeepEveryRule) {
     s.conversation.system_prompt = "sys";
     s.conversation.system_prompt_tokens = rng() % 600;
     s.conversation.prune_boundary = rng() % 3 == 0 ? rng() % (s.live_items.size() + 1) : 0;
-    ModelProfile p = Small();
-    p.context_window = 2000 + rng() % 20000;
-    p.recent_turns = rng() % 5;
-    p.recent_tokens = 200 + rng() % 4000;
-    p.tool_pruning.keep_tools = {"keep_me"};
+    // Any profile validation accepts: fractions and budgets at random.
+    ModelProfile base = Small();
+    base.recent_turns = rng() % 5;
+    base.recent_tokens = 200 + rng() % 4000;
+    base.tool_pruning.keep_tools = {"keep_me"};
+    base.tool_pruning.keep_recent_fraction = 0.01 + (rng() % 100) / 100.0;
+    base.summarizer.chunk_budget_fraction = 0.01 + (rng() % 98) / 100.0;
+    base.summarizer.max_chunk_fraction = 0.01 + (rng() % 100) / 100.0;
+    base.ledger.budget_fraction = 0.01 + (rng() % 100) / 100.0;
+    base.ledger.constraints_fraction = 0.01 + (rng() % 100) / 100.0;
+    base.soft_threshold = 0.3 + (rng() % 40) / 100.0;
+    base.hard_threshold = base.soft_threshold + (rng() % 20) / 100.0;
+    base.emergency_threshold = std::min(1.0, base.hard_threshold + (rng() % 20) / 100.0);
+    ProfileOverrides o;
+    o.context_window = 2000 + rng() % 20000;
+    o.output_reserve = rng() % 1000;
+    const ModelProfile p = ApplyOverrides(base, o);
+    ASSERT_TRUE(ValidateProfile(p, "").ok()) << ValidateProfile(p, "");
+    // Summaries already active, with facts and standing instructions, some
+    // larger than their budget would allow.
+    for (int c = rng() % 4; c > 0; --c) {
+      SummaryChunk chunk;
+      chunk.chunk_id = c;
+      chunk.from_sequence = -100 * c;
+      chunk.through_sequence = -100 * c + 50;
+      chunk.token_count = 10 + rng() % 3000;
+      for (int f = rng() % 30; f > 0; --f) {
+        chunk.facts.push_back(LedgerFact{f, f, Role::kUser, absl::StrCat("fact ", c, "-", f),
+                                         static_cast<int64_t>(5 + rng() % 40)});
+      }
+      for (int f = rng() % 3; f > 0; --f) {
+        chunk.constraints.push_back(LedgerFact{f, f, Role::kUser,
+                                               absl::StrCat("never ", c, "-", f),
+                                               static_cast<int64_t>(5 + rng() % 60)});
+      }
+      s.active_chunks.push_back(chunk);
+    }
     const PlanInput in = Input(&s, p, tok.get());
     const CompactionMode mode = rng() % 2 ? CompactionMode::kAuto : CompactionMode::kByBand;
     const CompactionPlan plan = PlanCompaction(in, mode);
@@ -279,15 +384,20 @@ TEST(PlannerTest, RandomConversationsKeepEveryRule) {
         }
       }
       SummaryChunk chunk;
-      chunk.chunk_id = 1;
+      chunk.chunk_id = 100;
+      chunk.from_sequence = 1;
+      chunk.through_sequence = plan.summarize_through;
       chunk.token_count = std::min(p.summarizer.max_chunk_tokens, plan.summarize_tokens / 4 + 64);
       after.active_chunks.push_back(chunk);
     }
     PlanInput in_after = Input(&after, p, tok.get());
     const int64_t limit = static_cast<int64_t>(p.hard_threshold * p.context_window);
+    const Truncation t = PlanTruncation(in_after, after.conversation.prune_boundary, limit);
     ViewOptions options;
     options.tokenizer = tok.get();
-    options.truncate_before = TruncationPoint(in_after, after.conversation.prune_boundary, limit);
+    options.truncate_before = t.before_sequence;
+    options.truncate_chunks = t.chunks;
+    options.ledger_budget = t.ledger_budget;
     const ContextView view = AssembleView(after, p, false, {}, options);
     // Pinned items always survive.
     for (const Item& item : s.live_items) {
@@ -296,10 +406,16 @@ TEST(PlannerTest, RandomConversationsKeepEveryRule) {
       for (const ViewEntry& e : view.entries) found |= e.sequence == item.sequence;
       EXPECT_TRUE(found) << "pinned item " << item.sequence << " lost";
     }
-    const int64_t fixed = view.tokens.system + view.tokens.pinned + view.tokens.summaries +
-                          view.tokens.output_reserve;
+    // What truncation never removes: system prompt, pinned content and
+    // standing instructions, the reserve. Whenever they leave room, the
+    // view is under the hard threshold; it never exceeds the window unless
+    // they alone do (the planner's cannot-fit case).
+    const int64_t fixed = view.tokens.system + view.tokens.pinned + view.tokens.output_reserve;
     if (fixed < limit) {
       EXPECT_LT(view.tokens.total, limit);
+    }
+    if (fixed <= p.context_window) {
+      EXPECT_LE(view.tokens.total, p.context_window);
     }
   }
 }

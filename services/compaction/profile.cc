@@ -1,5 +1,7 @@
 #include "services/compaction/profile.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace convstate {
@@ -13,7 +15,18 @@ ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
   if (o.token_floor) p.token_floor = *o.token_floor;
   if (o.recent_turns) p.recent_turns = *o.recent_turns;
   if (o.recent_tokens) p.recent_tokens = *o.recent_tokens;
+  auto cap = [&p](int64_t& size, double fraction) {
+    size = std::min(size, std::max<int64_t>(1, FractionOfWindow(p, fraction)));
+  };
+  cap(p.recent_tokens, p.recent_fraction);
+  cap(p.tool_pruning.trigger_tokens, p.tool_pruning.trigger_fraction);
+  cap(p.tool_pruning.min_savings_tokens, p.tool_pruning.min_savings_fraction);
+  cap(p.summarizer.max_chunk_tokens, p.summarizer.max_chunk_fraction);
   return p;
+}
+
+int64_t FractionOfWindow(const ModelProfile& p, double fraction) {
+  return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
 }
 
 absl::Status ValidateProfile(const ModelProfile& p, const std::string& prefix) {
@@ -63,6 +76,19 @@ absl::Status ValidateProfile(const ModelProfile& p, const std::string& prefix) {
   }
   if (!(p.summarizer.chunk_budget_fraction > 0.0 && p.summarizer.chunk_budget_fraction < 1.0)) {
     return bad("summarizer.chunk_budget_fraction", "must be in (0, 1)");
+  }
+  for (auto [name, value] :
+       {std::pair{"recent.max_fraction", p.recent_fraction},
+        std::pair{"tool_pruning.trigger_fraction", p.tool_pruning.trigger_fraction},
+        std::pair{"tool_pruning.keep_recent_fraction", p.tool_pruning.keep_recent_fraction},
+        std::pair{"tool_pruning.min_savings_fraction", p.tool_pruning.min_savings_fraction},
+        std::pair{"summarizer.max_chunk_fraction", p.summarizer.max_chunk_fraction},
+        std::pair{"ledger.budget_fraction", p.ledger.budget_fraction},
+        std::pair{"ledger.constraints_fraction", p.ledger.constraints_fraction}}) {
+    if (!(value > 0.0 && value <= 1.0)) return bad(name, absl::StrCat("must be in (0, 1], got ", value));
+  }
+  if (!(p.ledger.min_recall >= 0.0 && p.ledger.min_recall <= 1.0)) {
+    return bad("ledger.min_recall", absl::StrCat("must be in [0, 1], got ", p.ledger.min_recall));
   }
   return absl::OkStatus();
 }

@@ -26,6 +26,8 @@ struct ModelProfile {
   // The recent buffer kept verbatim: last N turns, at most T tokens.
   int32_t recent_turns = 4;
   int64_t recent_tokens = 8000;
+  // The buffer's cap is also at most this fraction of the window.
+  double recent_fraction = 0.25;
 
   // "cl100k_base", "o200k_base", or "approximate".
   std::string encoding = "approximate";
@@ -39,6 +41,11 @@ struct ModelProfile {
     int32_t keep_recent = 3;
     std::vector<std::string> keep_tools;
     int64_t min_savings_tokens = 2000;
+    // Fractions of the window that cap the sizes above; the recent results
+    // kept also stay within keep_recent_fraction in tokens.
+    double trigger_fraction = 0.10;
+    double keep_recent_fraction = 0.10;
+    double min_savings_fraction = 0.02;
   } tool_pruning;
 
   struct Summarizer {
@@ -46,11 +53,23 @@ struct ModelProfile {
     std::string model;
     int64_t max_chunk_tokens = 2000;
     double chunk_budget_fraction = 0.15;
+    double max_chunk_fraction = 0.04;
   } summarizer;
+
+  struct Ledger {
+    double budget_fraction = 0.10;
+    double min_recall = 0.9;
+    double constraints_fraction = 0.05;
+  } ledger;
 };
 
-// `base` with the conversation's overrides applied.
+// `base` with the conversation's overrides applied, and every size that
+// has a fractional cap scaled down to the (possibly overridden) window, so
+// that budgets, triggers and buffers shrink with it.
 ModelProfile ApplyOverrides(ModelProfile base, const ProfileOverrides& overrides);
+
+// Tokens a fraction of the window stands for.
+int64_t FractionOfWindow(const ModelProfile& profile, double fraction);
 
 // INVALID_ARGUMENT naming the field if `profile` is inconsistent: a window
 // that is not positive, a reserve that leaves no room, thresholds outside

@@ -2,30 +2,40 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "services/common/utf8.h"
+#include "services/compaction/ledger.h"
 
 namespace convstate {
 namespace {
 
 constexpr size_t kMaxRenderedBytes = 4000;
+// One summary line of a tool call or result.
+constexpr size_t kMaxToolLineBytes = 160;
+// One sentence in a summary line.
+constexpr size_t kMaxSentenceBytes = 400;
 
+// Head and tail of a long text (errors tend to be at the end of tool
+// output), with the error lines of the middle between them.
 std::string Clip(const std::string& text) {
   if (text.size() <= kMaxRenderedBytes) return text;
-  // Head and tail: errors tend to be at the end of tool output.
-  size_t head = kMaxRenderedBytes * 2 / 3;
-  size_t tail = kMaxRenderedBytes - head;
-  while (head > 0 && (static_cast<unsigned char>(text[head]) & 0xC0) == 0x80) --head;
-  size_t tail_start = text.size() - tail;
-  while (tail_start < text.size() && (static_cast<unsigned char>(text[tail_start]) & 0xC0) == 0x80) {
-    ++tail_start;
-  }
-  return absl::StrCat(text.substr(0, head), " [... ", tail_start - head, " bytes omitted ...] ",
-                      text.substr(tail_start));
+  const absl::string_view head = Utf8Prefix(text, kMaxRenderedBytes * 2 / 3);
+  const absl::string_view tail = Utf8Suffix(text, kMaxRenderedBytes / 3);
+  const absl::string_view middle =
+      absl::string_view(text).substr(head.size(), text.size() - head.size() - tail.size());
+  std::string out = absl::StrCat(head, " [... ", middle.size(), " bytes omitted");
+  const std::vector<std::string> errors = ErrorLines(middle, 5);
+  if (!errors.empty()) absl::StrAppend(&out, "; error lines: ", absl::StrJoin(errors, " | "));
+  absl::StrAppend(&out, " ...] ", tail);
+  return out;
 }
 
 std::string OneLine(std::string text) {
@@ -35,13 +45,6 @@ std::string OneLine(std::string text) {
   return text;
 }
 
-struct Sentence {
-  size_t order;
-  std::string speaker;
-  std::string text;
-  int score = 0;
-};
-
 bool ContainsAny(absl::string_view lower, std::initializer_list<absl::string_view> words) {
   for (absl::string_view w : words) {
     if (absl::StrContains(lower, w)) return true;
@@ -49,8 +52,9 @@ bool ContainsAny(absl::string_view lower, std::initializer_list<absl::string_vie
   return false;
 }
 
-int Score(const Sentence& s, bool first_from_user) {
-  const std::string lower = absl::AsciiStrToLower(s.text);
+// How much a sentence of `speaker` matters to a summary.
+int Score(absl::string_view speaker, absl::string_view text, bool opens_turn) {
+  const std::string lower = absl::AsciiStrToLower(text);
   int score = 1;
   if (ContainsAny(lower, {"error", "fail", "exception", "traceback", "refused", "denied",
                           "timeout", "timed out", "panic", "fatal", "cannot", "can't", "unable",
@@ -62,32 +66,102 @@ int Score(const Sentence& s, bool first_from_user) {
                           "works now", "fixed"})) {
     score += 3;
   }
-  if (ContainsAny(lower, {"$ ", "`", "--", "sudo ", "git ", "kubectl", "docker", "npm ",
-                          "bazel ", "make ", "curl ", "ssh ", "called tool"})) {
-    score += 2;
-  }
   if (ContainsAny(lower, {"todo", "open question", "still", "pending", "next step", "remaining",
                           "not yet", "blocked"}) ||
-      absl::StrContains(s.text, "?")) {
+      absl::StrContains(text, "?")) {
     score += 2;
   }
-  if (s.speaker == "User" && ContainsAny(lower, {"i want", "i need", "goal", "trying to",
-                                                 "help me", "please", "how do i", "can you"})) {
-    score += 3;
+  if (speaker == "User") {
+    score += 2;  // The user's own words first.
+    if (ContainsAny(lower, {"i want", "i need", "goal", "trying to", "help me", "please",
+                            "how do i", "can you", "could you"})) {
+      score += 3;
+    }
+    if (opens_turn) score += 3;  // The request that opened the turn.
   }
-  if (first_from_user) score += 4;
-  bool digit = false, path = false, ident = false;
-  for (size_t i = 0; i < s.text.size(); ++i) {
-    const char c = s.text[i];
-    digit |= std::isdigit(static_cast<unsigned char>(c)) != 0;
-    path |= c == '/' && i + 1 < s.text.size() && std::isalnum(static_cast<unsigned char>(s.text[i + 1]));
-    ident |= (c == '_' || c == '.') && i > 0 && i + 1 < s.text.size() &&
-             std::isalnum(static_cast<unsigned char>(s.text[i - 1])) &&
-             std::isalpha(static_cast<unsigned char>(s.text[i + 1]));
-  }
-  score += digit + 2 * path + 2 * ident;
-  if (s.text.size() < 12) score -= 1;
+  // Acknowledgements and small talk ("ok.", "lol.") carry nothing.
+  if (text.size() < 12) return 0;
   return score;
+}
+
+std::string ToolName(const ItemData& d, const std::map<std::string, std::string>& names) {
+  if (!d.tool_name.empty()) return d.tool_name;
+  auto it = names.find(d.tool_call_id);
+  return it == names.end() ? "tool" : it->second;
+}
+
+// The first non-empty line of `text`, on one line, cut to `max_bytes`.
+std::string FirstLine(absl::string_view text, size_t max_bytes) {
+  for (absl::string_view line : absl::StrSplit(text, absl::ByAnyChar("\r\n"), absl::SkipEmpty())) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty()) continue;
+    if (line.size() <= max_bytes) return std::string(line);
+    return absl::StrCat(Utf8Prefix(line, max_bytes), " ...");
+  }
+  return "";
+}
+
+// The lines a summary may draw on, from the items themselves. Sentences
+// already in the ledger are left to it.
+std::vector<SummaryLine> CandidateLines(const SummaryRequest& req) {
+  std::set<std::string> preserved;
+  for (const std::string& p : req.preserved) preserved.insert(FactKey(p));
+  std::vector<SummaryLine> out;
+  for (const Item& item : req.items) {
+    const ItemData& d = item.data;
+    switch (d.kind) {
+      case ItemKind::kMessage: {
+        if (d.role != Role::kUser && d.role != Role::kAssistant) break;
+        const std::string speaker = d.role == Role::kUser ? "User" : "Assistant";
+        bool first = StartsTurn(d);
+        for (std::string& sentence : SplitSentences(d.content)) {
+          if (preserved.contains(FactKey(sentence))) {
+            first = false;
+            continue;
+          }
+          if (sentence.size() > kMaxSentenceBytes) {
+            sentence = absl::StrCat(Utf8Prefix(sentence, kMaxSentenceBytes), " ...");
+          }
+          const int score = Score(speaker, sentence, first);
+          first = false;
+          out.push_back(SummaryLine{item.sequence, speaker, std::move(sentence), score});
+        }
+        break;
+      }
+      case ItemKind::kToolCall:
+        out.push_back(SummaryLine{
+            item.sequence, "Assistant",
+            absl::StrCat("ran ", ToolName(d, req.tool_names), ": ",
+                         OneLine(FirstLine(d.content, kMaxToolLineBytes))),
+            2});
+        break;
+      case ItemKind::kToolResult: {
+        // What came back, in one line: its error lines if it has any
+        // (wherever they are), else its first line and its size.
+        const std::vector<std::string> errors = ErrorLines(d.content, 2);
+        std::string text;
+        for (const std::string& e : errors) {
+          if (preserved.contains(FactKey(absl::StrCat(ToolName(d, req.tool_names), ": ", e)))) continue;
+          absl::StrAppend(&text, text.empty() ? "" : " | ",
+                          e.size() > kMaxToolLineBytes
+                              ? absl::StrCat(Utf8Prefix(e, kMaxToolLineBytes), " ...")
+                              : e);
+        }
+        if (text.empty() && errors.empty()) {
+          const int64_t lines = std::count(d.content.begin(), d.content.end(), '\n') + 1;
+          text = absl::StrCat(FirstLine(d.content, kMaxToolLineBytes), " (", lines, " lines)");
+        }
+        if (text.empty()) break;  // Its errors are all in the ledger.
+        out.push_back(SummaryLine{item.sequence,
+                                  absl::StrCat("Tool ", ToolName(d, req.tool_names)),
+                                  absl::StrCat("returned: ", text), errors.empty() ? 1 : 4});
+        break;
+      }
+      default:
+        break;  // Reasoning is never summarized into the narrative here.
+    }
+  }
+  return out;
 }
 
 class ExtractiveSummarizer final : public Summarizer {
@@ -97,74 +171,47 @@ class ExtractiveSummarizer final : public Summarizer {
       return absl::InvalidArgumentError("extractive summarizer needs a tokenizer and a budget");
     }
     const absl::Time start = absl::Now();
-    // Units: each transcript line is "Speaker...: text"; split into sentences.
-    std::vector<Sentence> sentences;
-    bool seen_user = false;
-    for (absl::string_view line : absl::StrSplit(req.transcript, '\n', absl::SkipEmpty())) {
-      const size_t colon = line.find(": ");
-      std::string speaker = colon == absl::string_view::npos ? "" : std::string(line.substr(0, colon));
-      absl::string_view body = colon == absl::string_view::npos ? line : line.substr(colon + 2);
-      const std::string who = speaker.empty() ? "" : speaker.substr(speaker.find(' ') + 1);
-      bool first_user_line = false;
-      if (absl::StartsWith(who, "User") && !seen_user) {
-        seen_user = true;
-        first_user_line = true;
+    std::vector<SummaryLine> candidates;
+    if (!req.merge.empty()) {
+      // A fold: the chunks' own lines, each once.
+      std::set<std::string> seen;
+      for (const SummaryLine& line : req.merge) {
+        if (seen.insert(absl::StrCat(line.speaker, "\n", FactKey(line.text))).second) {
+          candidates.push_back(line);
+        }
       }
-      size_t begin = 0;
-      for (size_t i = 0; i <= body.size(); ++i) {
-        const bool end = i == body.size() ||
-                         ((body[i] == '.' || body[i] == '?' || body[i] == '!' || body[i] == ';') &&
-                          (i + 1 == body.size() || body[i + 1] == ' '));
-        if (!end) continue;
-        std::string text(absl::StripAsciiWhitespace(body.substr(begin, i - begin + (i < body.size()))));
-        begin = i + 1;
-        if (text.empty()) continue;
-        if (text.size() > 400) text = text.substr(0, 400) + " ...";
-        Sentence s{sentences.size(), speaker, text};
-        s.score = Score(Sentence{0, who, text}, first_user_line);
-        first_user_line = false;
-        sentences.push_back(std::move(s));
-      }
+    } else {
+      candidates = CandidateLines(req);
+    }
+    int64_t from = 0, through = 0;
+    if (!req.items.empty()) {
+      from = req.items.front().sequence;
+      through = req.items.back().sequence;
+    } else if (!req.merge.empty()) {
+      from = req.merge.front().sequence;
+      through = req.merge.back().sequence;
     }
     // Highest scores first (earlier first among equals), within the budget.
-    std::vector<size_t> order(sentences.size());
+    std::vector<size_t> order(candidates.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return sentences[a].score > sentences[b].score; });
-    const std::string header = "Summary of earlier conversation (extracted, in order):";
-    int64_t used = req.tokenizer->CountTokens(header);
-    std::vector<bool> keep(sentences.size(), false);
-    // First what carries a signal, best first; then, only if that left most
-    // of the budget unused, plain sentences in order as context.
-    constexpr int kSignal = 2;
-    auto take = [&](size_t i) {
-      const int64_t cost = req.tokenizer->CountTokens(sentences[i].speaker) +
-                           req.tokenizer->CountTokens(sentences[i].text) + 2;
-      if (used + cost > req.max_tokens) return;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return candidates[a].score > candidates[b].score;
+    });
+    int64_t used = req.tokenizer->CountTokens(RenderSummaryLines({}, from, through));
+    std::vector<bool> keep(candidates.size(), false);
+    for (size_t i : order) {
+      if (candidates[i].score <= 0) continue;
+      const int64_t cost = req.tokenizer->CountTokens(candidates[i].text) + 3;
+      if (used + cost > req.max_tokens) continue;
       keep[i] = true;
       used += cost;
-    };
-    for (size_t i : order) {
-      if (sentences[i].score >= kSignal) take(i);
-    }
-    if (used < req.max_tokens / 2) {
-      for (size_t i = 0; i < sentences.size(); ++i) {
-        if (sentences[i].score > 0 && !keep[i]) take(i);
-      }
-    }
-    std::string text = header;
-    std::string last_speaker;
-    for (size_t i = 0; i < sentences.size(); ++i) {
-      if (!keep[i]) continue;
-      if (sentences[i].speaker != last_speaker) {
-        absl::StrAppend(&text, "\n", sentences[i].speaker, ": ", sentences[i].text);
-        last_speaker = sentences[i].speaker;
-      } else {
-        absl::StrAppend(&text, " ", sentences[i].text);
-      }
     }
     SummaryResult result;
-    result.text = CutToTokens(text, req.max_tokens, *req.tokenizer);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (keep[i]) result.lines.push_back(std::move(candidates[i]));
+    }
+    result.text = CutToTokens(RenderSummaryLines(result.lines, from, through), req.max_tokens,
+                              *req.tokenizer);
     result.model = kExtractiveModel;
     result.prompt_version = kExtractivePromptVersion;
     result.tokens_in = req.tokenizer->CountTokens(req.transcript);
@@ -215,24 +262,49 @@ std::string RenderTranscript(const std::vector<Item>& items,
 std::string RenderChunks(const std::vector<SummaryChunk>& chunks) {
   std::string out;
   for (const SummaryChunk& c : chunks) {
-    absl::StrAppend(&out, "[#", c.from_sequence, "-", c.through_sequence, "] Summary: ",
-                    OneLine(c.text), "\n");
+    absl::StrAppend(&out, "[#", c.from_sequence, "-", c.through_sequence, "]\n");
+    if (!c.lines.empty()) {
+      for (const SummaryLine& line : c.lines) {
+        absl::StrAppend(&out, line.speaker, ": ", OneLine(line.text), "\n");
+      }
+    } else {
+      absl::StrAppend(&out, OneLine(c.text), "\n");
+    }
   }
   return out;
 }
 
+std::string RenderSummaryLines(const std::vector<SummaryLine>& lines, int64_t from_sequence,
+                               int64_t through_sequence) {
+  std::string text = absl::StrCat("Summary of items #", from_sequence, "-#", through_sequence,
+                                  " (extracted; facts and standing instructions are kept "
+                                  "verbatim in their own sections):");
+  std::string last_speaker;
+  for (const SummaryLine& line : lines) {
+    if (line.speaker != last_speaker) {
+      absl::StrAppend(&text, "\n", line.speaker, ": ", line.text);
+      last_speaker = line.speaker;
+    } else {
+      absl::StrAppend(&text, " ", line.text);
+    }
+  }
+  return text;
+}
+
 std::string CutToTokens(const std::string& text, int64_t max_tokens, const Tokenizer& tokenizer) {
   if (tokenizer.CountTokens(text) <= max_tokens) return text;
-  // Binary search on the byte length, then back off to a space or newline.
+  // Binary search over character boundaries for the longest prefix that
+  // fits with the " ..." mark, then back off to a space or newline.
   size_t lo = 0, hi = text.size();
   while (lo < hi) {
-    size_t mid = (lo + hi + 1) / 2;
-    while (mid < text.size() && (static_cast<unsigned char>(text[mid]) & 0xC0) == 0x80) ++mid;
-    if (tokenizer.CountTokens(absl::string_view(text).substr(0, mid)) + 2 <= max_tokens) {
+    const size_t mid = Utf8Ceil(text, lo + (hi - lo + 1) / 2);
+    if (mid > lo && mid <= hi &&
+        tokenizer.CountTokens(absl::string_view(text).substr(0, mid)) + 2 <= max_tokens) {
       lo = mid;
     } else {
-      hi = mid - 1;
-      while (hi > lo && (static_cast<unsigned char>(text[hi]) & 0xC0) == 0x80) --hi;
+      const size_t down = Utf8Floor(text, mid == 0 ? 0 : mid - 1);
+      if (down <= lo) break;
+      hi = down;
     }
   }
   size_t cut = lo;

@@ -15,8 +15,19 @@
 namespace convstate {
 
 struct SummaryRequest {
-  // The items to summarize, rendered with attribution (RenderTranscript).
+  // The items to summarize, rendered with attribution (RenderTranscript),
+  // for summarizers that read prose (an LLM).
   std::string transcript;
+  // The same items, for the built-in summarizer, which works on them
+  // directly. `tool_names` names results that omit their tool.
+  std::vector<Item> items;
+  std::map<std::string, std::string> tool_names;
+  // For a fold: the attributed lines of the chunks being merged, in order.
+  // Set instead of `items`.
+  std::vector<SummaryLine> merge;
+  // Facts and standing instructions the view already shows verbatim (the
+  // ledger); a summary spends its words on the rest.
+  std::vector<std::string> preserved;
   // The summary must fit in this many tokens of the conversation's model.
   int64_t max_tokens = 0;
   // Optional, from Compact: e.g. "focus on the decisions".
@@ -30,6 +41,9 @@ struct SummaryRequest {
 
 struct SummaryResult {
   std::string text;
+  // The attributed lines the text was rendered from (built-in summarizer
+  // only): what a later fold merges.
+  std::vector<SummaryLine> lines;
   std::string model;
   std::string prompt_version;
   int64_t tokens_in = 0;
@@ -53,21 +67,29 @@ class Summarizer {
 std::string RenderTranscript(const std::vector<Item>& items,
                              const std::map<std::string, std::string>& tool_names);
 
-// Renders chunks being folded, oldest first.
+// Renders chunks being folded, oldest first: their attributed lines where
+// they have them, else their text; never a summary's header.
 std::string RenderChunks(const std::vector<SummaryChunk>& chunks);
 
-// The built-in summarizer: deterministic, no network. Keeps, within the
-// budget, the sentences that carry what a conversation must not lose: the
-// user's goals, errors, commands and their outcomes, paths and identifiers,
-// numbers, decisions and open questions, each with who said it, in their
-// original order.
+// The built-in summarizer: deterministic, no network. Works on the items
+// (or, for a fold, on the merged chunks' lines) and keeps, within the
+// budget, what the ledger does not already hold: the user's requests and
+// questions first, then the assistant's answers, then one short attributed
+// line per tool call and result (what ran, its outcome, error lines found
+// anywhere in the output), never raw fragments of tool output. Each line
+// keeps who said it, in the original order.
 std::unique_ptr<Summarizer> NewExtractiveSummarizer();
 
-// Cuts `text` to at most `max_tokens` tokens, at a line or word boundary.
+// Renders summary lines under a header naming the span they cover.
+std::string RenderSummaryLines(const std::vector<SummaryLine>& lines, int64_t from_sequence,
+                               int64_t through_sequence);
+
+// Cuts `text` to at most `max_tokens` tokens, at a line or word boundary
+// (never inside a UTF-8 character).
 std::string CutToTokens(const std::string& text, int64_t max_tokens, const Tokenizer& tokenizer);
 
 inline constexpr char kExtractiveModel[] = "convstate-extractive";
-inline constexpr char kExtractivePromptVersion[] = "extractive-v1";
+inline constexpr char kExtractivePromptVersion[] = "extractive-v2";
 
 }  // namespace convstate
 

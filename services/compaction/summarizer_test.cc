@@ -1,6 +1,7 @@
 #include "services/compaction/summarizer.h"
 
 #include "gtest/gtest.h"
+#include "services/common/utf8.h"
 
 namespace convstate {
 namespace {
@@ -46,7 +47,9 @@ TEST(ExtractiveSummarizerTest, KeepsWhatMattersWithinBudgetDeterministically) {
   auto tok = NewApproximateTokenizer();
   auto summarizer = NewExtractiveSummarizer();
   SummaryRequest req;
-  req.transcript = RenderTranscript(Conversation(), {{"c1", "bash"}});
+  req.items = Conversation();
+  req.tool_names = {{"c1", "bash"}};
+  req.transcript = RenderTranscript(req.items, req.tool_names);
   req.max_tokens = 160;
   req.tokenizer = tok.get();
   auto a = summarizer->Summarize(req);
@@ -67,6 +70,48 @@ TEST(ExtractiveSummarizerTest, KeepsWhatMattersWithinBudgetDeterministically) {
   EXPECT_EQ(a->text.find("lol"), std::string::npos) << a->text;
   // Who said it stays attached, in the original order.
   EXPECT_LT(a->text.find("User: I want"), a->text.find("Tool bash"));
+  // Tool output enters as one attributed line, not as raw fragments.
+  EXPECT_EQ(a->text.find("api-7f9 0/1"), std::string::npos) << a->text;
+  EXPECT_FALSE(a->lines.empty());
+}
+
+TEST(ExtractiveSummarizerTest, LeavesWhatTheLedgerHoldsToTheLedger) {
+  auto tok = NewApproximateTokenizer();
+  SummaryRequest req;
+  req.items = Conversation();
+  req.tool_names = {{"c1", "bash"}};
+  req.preserved = {"It runs on port 8443."};
+  req.max_tokens = 400;
+  req.tokenizer = tok.get();
+  auto r = NewExtractiveSummarizer()->Summarize(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->text.find("8443"), std::string::npos) << r->text;
+  EXPECT_NE(r->text.find("I want to deploy"), std::string::npos) << r->text;
+}
+
+TEST(ExtractiveSummarizerTest, AFoldMergesLinesAndNeverNestsSummaries) {
+  auto tok = NewApproximateTokenizer();
+  auto summarizer = NewExtractiveSummarizer();
+  SummaryRequest first;
+  first.items = Conversation();
+  first.tool_names = {{"c1", "bash"}};
+  first.max_tokens = 300;
+  first.tokenizer = tok.get();
+  auto a = summarizer->Summarize(first);
+  ASSERT_TRUE(a.ok());
+  SummaryRequest fold;
+  fold.merge = a->lines;
+  fold.merge.insert(fold.merge.end(), a->lines.begin(), a->lines.end());  // Duplicates go.
+  fold.max_tokens = 300;
+  fold.tokenizer = tok.get();
+  auto f = summarizer->Summarize(fold);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->lines.size(), a->lines.size());
+  // One header, the fold's own: no summary inside a summary.
+  EXPECT_EQ(f->text.find("Summary of items"), 0u);
+  EXPECT_EQ(f->text.find("Summary of items", 1), std::string::npos) << f->text;
+  // Attribution survives the fold.
+  EXPECT_NE(f->text.find("User: I want to deploy"), std::string::npos) << f->text;
 }
 
 TEST(CutToTokensTest, CutsAtABoundaryWithinTheBudget) {
@@ -76,6 +121,34 @@ TEST(CutToTokensTest, CutsAtABoundaryWithinTheBudget) {
   const std::string cut = CutToTokens(text, 15, *tok);
   EXPECT_LE(tok->CountTokens(cut), 15);
   EXPECT_EQ(cut, "alpha beta ...");
+}
+
+TEST(CutToTokensTest, NeverCutsInsideACharacter) {
+  auto tok = NewApproximateTokenizer(1.0);
+  const std::string text =
+      "\xE2\x94\x80\xE2\x94\x80 box \xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB e\xCC\x81 "
+      "\xE4\xBD\xA0\xE5\xA5\xBD\xC3\xBC\xC3\x9F";
+  for (int64_t budget = 1; budget <= static_cast<int64_t>(text.size()) + 2; ++budget) {
+    const std::string cut = CutToTokens(text, budget, *tok);
+    EXPECT_TRUE(IsValidUtf8(cut)) << budget;
+  }
+}
+
+TEST(RenderTranscriptTest, LongOutputsKeepHeadTailAndErrorLinesInValidUtf8) {
+  std::string output;
+  for (int i = 0; i < 300; ++i) output += "\xE2\x94\x82 row " + std::to_string(i) + " fine\n";
+  output += "FATAL: disk /dev/sda1 full\n";
+  for (int i = 0; i < 300; ++i) output += "\xE2\x94\x82 row " + std::to_string(i) + " fine\n";
+  Item item;
+  item.sequence = 1;
+  item.data.role = Role::kTool;
+  item.data.kind = ItemKind::kToolResult;
+  item.data.tool_name = "df";
+  item.data.content = output;
+  const std::string t = RenderTranscript({item}, {});
+  EXPECT_TRUE(IsValidUtf8(t));
+  EXPECT_NE(t.find("FATAL: disk /dev/sda1 full"), std::string::npos);
+  EXPECT_LT(t.size(), 4500u);
 }
 
 }  // namespace

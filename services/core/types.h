@@ -131,6 +131,33 @@ inline bool StartsTurn(const ItemData& item) {
   return item.role == Role::kUser && item.kind == ItemKind::kMessage;
 }
 
+// A hard fact (an identifier, a number with its unit, a command, a path, a
+// name, a decision) or a standing instruction of the user's, kept verbatim
+// from the item it came from.
+struct LedgerFact {
+  int64_t sequence = 0;
+  int64_t turn_index = 0;
+  Role role = Role::kUser;
+  std::string text;
+  // Tokens of the fact's line as the view renders it.
+  int64_t token_count = 0;
+
+  friend bool operator==(const LedgerFact&, const LedgerFact&) = default;
+};
+
+// One attributed line of an extractive summary: the structured content that
+// a fold merges (never the rendered text of a summary).
+struct SummaryLine {
+  int64_t sequence = 0;
+  // "User", "Assistant", or "Tool <name>".
+  std::string speaker;
+  std::string text;
+  // How much the line matters; folds keep the highest first.
+  int score = 0;
+
+  friend bool operator==(const SummaryLine&, const SummaryLine&) = default;
+};
+
 // A stored summary of the items [from_sequence, through_sequence].
 struct SummaryChunk {
   int64_t chunk_id = 0;
@@ -146,6 +173,15 @@ struct SummaryChunk {
   // 0 unless a fold merged this chunk into another.
   int64_t superseded_by = 0;
   absl::Time create_time;
+  // The structured content: the summary's attributed lines (extractive
+  // summaries only), and the facts and standing instructions of the span,
+  // which the view shows verbatim in the ledger and the pinned section.
+  std::vector<SummaryLine> lines;
+  std::vector<LedgerFact> facts;
+  std::vector<LedgerFact> constraints;
+  // Share of the span's facts present in the chunk or the ledger when it
+  // was committed; unset for chunks written before recall was measured.
+  std::optional<double> recall;
 };
 
 // Token usage a provider reported for the call that produced appended items,

@@ -177,6 +177,7 @@ v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
       event.mutable_compaction_completed()->set_tier(p.tier);
       event.mutable_compaction_completed()->set_tokens_before(p.tokens_before);
       event.mutable_compaction_completed()->set_tokens_after(p.tokens_after);
+      event.mutable_compaction_completed()->set_recall(p.recall);
       break;
     case CompactionProgress::Kind::kFailed:
       event.mutable_compaction_failed()->set_tier(p.tier);
@@ -265,6 +266,11 @@ GrpcService::Reactor* GrpcService::Compact(Context* ctx, const ByteBuffer* req,
 GrpcService::Reactor* GrpcService::ListSummaries(Context* ctx, const ByteBuffer* req,
                                                  ByteBuffer* resp) {
   return Unary("ListSummaries", ctx, req, resp, &ConversationService::ListSummaries);
+}
+
+GrpcService::Reactor* GrpcService::ExpandSummary(Context* ctx, const ByteBuffer* req,
+                                                 ByteBuffer* resp) {
+  return Unary("ExpandSummary", ctx, req, resp, &ConversationService::ExpandSummary);
 }
 
 // Compaction events as they happen (compaction_started before the

@@ -1,0 +1,34 @@
+#ifndef CONVSTATE_SERVICES_COMMON_UTF8_H_
+#define CONVSTATE_SERVICES_COMMON_UTF8_H_
+
+// UTF-8 checks and cuts. Every cut the service makes of text (tool output
+// heads and tails, summary lines, token budgets) goes through these, so
+// that nothing it writes ends inside a character.
+
+#include <cstddef>
+
+#include "absl/strings/string_view.h"
+
+namespace convstate {
+
+// True if `text` is well-formed UTF-8 (no overlong forms, no surrogates,
+// nothing above U+10FFFF).
+bool IsValidUtf8(absl::string_view text);
+
+// The largest character boundary at or before `pos` (clamped to the size).
+size_t Utf8Floor(absl::string_view text, size_t pos);
+
+// The smallest character boundary at or after `pos` (clamped to the size).
+size_t Utf8Ceil(absl::string_view text, size_t pos);
+
+// The longest prefix of at most `max_bytes` that ends on a character
+// boundary.
+absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes);
+
+// The longest suffix of at most `max_bytes` that starts on a character
+// boundary.
+absl::string_view Utf8Suffix(absl::string_view text, size_t max_bytes);
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_COMMON_UTF8_H_

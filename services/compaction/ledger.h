@@ -1,0 +1,89 @@
+#ifndef CONVSTATE_SERVICES_COMPACTION_LEDGER_H_
+#define CONVSTATE_SERVICES_COMPACTION_LEDGER_H_
+
+// The fact ledger: hard facts and the user's standing instructions,
+// extracted deterministically from the items a compaction replaces and
+// shown verbatim in the view, so that no summary's paraphrase stands
+// between the model and them.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "services/compaction/tokens.h"
+#include "services/core/types.h"
+
+namespace convstate {
+
+// The sentences of `text`, trimmed: split at line breaks and after ". ",
+// "? ", "! " and "; ", with list markers ("- ", "* ", "1. ") removed.
+std::vector<std::string> SplitSentences(absl::string_view text);
+
+// True if `sentence` holds a hard fact: a token with a digit (ids,
+// versions, numbers with units, dates, times), a path or URL, an
+// identifier joined by '-', '_' or '.', a command or flag, an acronym, a
+// capitalized name inside the sentence, or a decision stated as such.
+bool HasHardFact(absl::string_view sentence);
+
+// True if `sentence` (a user's) constrains the rest of the conversation:
+// "never ...", "always ...", "do not ... until ...", "from now on ...",
+// "remember ...", "make sure ...".
+bool IsStandingInstruction(absl::string_view sentence);
+
+// Lines of tool output that report an error, trimmed, at most `max_lines`
+// of them, from anywhere in the output.
+std::vector<std::string> ErrorLines(absl::string_view output, size_t max_lines);
+
+struct Extraction {
+  // Facts from user and assistant messages, and error lines of tool
+  // results; deduplicated, in order.
+  std::vector<LedgerFact> facts;
+  // The user's standing instructions, verbatim.
+  std::vector<LedgerFact> constraints;
+};
+
+// Extracts the ledger of `items`, counting each rendered line with
+// `tokenizer`. `tool_names` names results that omit their tool.
+Extraction ExtractLedger(const std::vector<Item>& items,
+                         const std::map<std::string, std::string>& tool_names,
+                         const Tokenizer& tokenizer);
+
+// The line the view shows for `fact`, e.g. "- U#12: Ticket INC-4821 ...".
+std::string FactLine(const LedgerFact& fact);
+
+// A normalized form for deduplication (lowercase, single spaces).
+std::string FactKey(absl::string_view text);
+
+// What the ledger section shows: facts of the active chunks (given in the
+// order of what they cover), deduplicated, the newest kept when they do
+// not all fit in `budget` tokens.
+struct LedgerSelection {
+  std::vector<LedgerFact> shown;  // In conversation order.
+  int omitted = 0;
+  // Tokens of the shown facts' lines, without the header.
+  int64_t tokens = 0;
+};
+LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int64_t budget);
+
+// The standing instructions of the active chunks, deduplicated, in order.
+std::vector<LedgerFact> CollectConstraints(const std::vector<const SummaryChunk*>& chunks);
+
+// The share of `span_facts` (the facts of the span `chunk` replaces)
+// present verbatim in the chunk's text or among the facts the ledger
+// section shows once `chunk` is active beside `others` (the other active
+// chunks) with `budget` tokens; 1 when there are none. The facts found in
+// neither go to `missing`.
+double MeasureRecall(const std::vector<LedgerFact>& span_facts, const SummaryChunk& chunk,
+                     const std::vector<const SummaryChunk*>& others, int64_t budget,
+                     std::vector<LedgerFact>* missing);
+
+// The texts of the ledger section and of the standing instructions, with
+// their headers.
+std::string RenderLedger(const std::vector<LedgerFact>& facts);
+std::string RenderConstraints(const std::vector<LedgerFact>& constraints);
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_COMPACTION_LEDGER_H_
