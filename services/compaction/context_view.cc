@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "services/compaction/ledger.h"
@@ -119,8 +120,22 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
     e.summary_chunk_id = chunks[i]->chunk_id;
     add(std::move(e), t.summaries);
   }
-  const LedgerSelection ledger = SelectLedger(
-      chunks, options.ledger_budget.value_or(FractionOfWindow(profile, profile.ledger.budget_fraction)));
+  // Ids and figures the live items show verbatim anyway (only needed when
+  // the ledger is over its budget, which SelectLedger finds out).
+  std::set<std::string> live_tokens;
+  const int64_t ledger_budget =
+      options.ledger_budget.value_or(FractionOfWindow(profile, profile.ledger.budget_fraction));
+  int64_t fact_tokens = 0;
+  for (const SummaryChunk* chunk : chunks) {
+    for (const LedgerFact& f : chunk->facts) fact_tokens += f.token_count;
+  }
+  if (fact_tokens > ledger_budget) {
+    for (const Item& item : snapshot.live_items) {
+      if (item.sequence < options.truncate_before || item.data.kind == ItemKind::kToolResult) continue;
+      live_tokens.merge(SpecificTokens(item.data.content));
+    }
+  }
+  const LedgerSelection ledger = SelectLedger(chunks, ledger_budget, live_tokens);
   view.ledger_facts_omitted = ledger.omitted;
   if (!ledger.shown.empty()) {
     add(SystemEntry(Section::kLedger, RenderLedger(ledger.shown),

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
+#include <map>
 #include <set>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -18,7 +20,7 @@ namespace {
 
 // Longest fact the ledger keeps whole; longer sentences keep the clauses
 // that hold facts.
-constexpr size_t kMaxFactBytes = 280;
+constexpr size_t kMaxFactBytes = 200;
 constexpr size_t kMaxInstructionBytes = 600;
 constexpr size_t kMaxErrorLineBytes = 200;
 constexpr size_t kErrorLinesPerResult = 3;
@@ -31,6 +33,21 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool ContainsAny(absl::string_view lower, std::initializer_list<absl::string_view> words) {
   for (absl::string_view w : words) {
     if (absl::StrContains(lower, w)) return true;
+  }
+  return false;
+}
+
+// True if one of `words` stands in `lower` as a word of its own, not as
+// part of an identifier ("error:" and "ERROR" count, "errors_total" does not).
+bool ContainsWord(absl::string_view lower, std::initializer_list<absl::string_view> words) {
+  auto ident = [](char c) { return IsAlnum(c) || c == '_'; };
+  for (absl::string_view w : words) {
+    for (size_t at = lower.find(w); at != absl::string_view::npos; at = lower.find(w, at + 1)) {
+      const size_t end = at + w.size();
+      if ((at == 0 || !ident(lower[at - 1])) && (end == lower.size() || !ident(lower[end]))) {
+        return true;
+      }
+    }
   }
   return false;
 }
@@ -187,9 +204,10 @@ std::vector<std::string> ErrorLines(absl::string_view output, size_t max_lines) 
     if (out.size() >= max_lines) break;
     line = absl::StripAsciiWhitespace(line);
     const std::string lower = absl::AsciiStrToLower(line);
-    if (!ContainsAny(lower, {"error", "fatal", "exception", "failed", "failure", "panic",
-                             "denied", "refused", "timed out", "timeout", "oomkilled",
-                             "crashloopbackoff", "traceback", "segmentation fault", "unable to"})) {
+    if (!ContainsWord(lower, {"error", "fatal", "exception", "failed", "failure", "panic",
+                              "denied", "refused", "timed out", "timeout", "oomkilled",
+                              "crashloopbackoff", "traceback", "segmentation fault", "unable to",
+                              "err!"})) {
       continue;
     }
     std::string text(Utf8Prefix(line, kMaxErrorLineBytes));
@@ -237,7 +255,22 @@ Extraction ExtractLedger(const std::vector<Item>& items,
   for (const Item& item : items) {
     const ItemData& d = item.data;
     if (d.kind == ItemKind::kMessage && (d.role == Role::kUser || d.role == Role::kAssistant)) {
-      for (std::string& sentence : SplitSentences(d.content)) {
+      // Pasted blocks (between ``` fences) are data, like tool output: only
+      // their error lines are facts.
+      std::string prose;
+      bool in_block = false;
+      for (absl::string_view line : absl::StrSplit(d.content, '\n')) {
+        if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "```")) {
+          in_block = !in_block;
+          continue;
+        }
+        if (!in_block) {
+          absl::StrAppend(&prose, line, "\n");
+          continue;
+        }
+        for (std::string& e : ErrorLines(line, 1)) add(out.facts, item, d.role, std::move(e));
+      }
+      for (std::string& sentence : SplitSentences(prose)) {
         if (d.role == Role::kUser && IsStandingInstruction(sentence)) {
           add(out.constraints, item, d.role, std::string(Utf8Prefix(sentence, kMaxInstructionBytes)));
         } else if (HasHardFact(sentence)) {
@@ -258,23 +291,139 @@ Extraction ExtractLedger(const std::vector<Item>& items,
   return out;
 }
 
-LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int64_t budget) {
+bool Capitalized(absl::string_view w) {
+  if (w.size() < 2 || !IsUpper(w[0])) return false;
+  for (char c : w.substr(1)) {
+    if (!IsLower(c) && c != '-' && c != '\'') return false;
+  }
+  return true;
+}
+
+// Capitalized words that open sentences, not names.
+bool CommonOpener(absl::string_view w) {
+  static constexpr absl::string_view kOpeners[] = {
+      "The", "This", "That", "These", "Those", "We", "It", "If", "In", "On", "For", "And", "But",
+      "So", "Yes", "No", "Our", "My", "Your", "Its", "There", "Then", "When", "What", "Why",
+      "How", "Please", "Also", "Only", "Once", "After", "Before", "One", "Let", "Do", "Did",
+      "Ask", "Tell", "Check", "Set", "Run", "Use", "See", "Note", "Add", "Go", "Make", "Keep"};
+  for (absl::string_view o : kOpeners) {
+    if (w == o) return true;
+  }
+  return false;
+}
+
+std::set<std::string> SpecificTokens(absl::string_view text) {
+  std::set<std::string> out;
+  absl::string_view previous;
+  int index = 0;
+  for (absl::string_view raw : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    const absl::string_view w = Core(raw);
+    if (w.empty()) continue;
+    ++index;
+    // A person's or a product's name: two capitalized words in a row.
+    if (Capitalized(w) && Capitalized(previous) && !(index == 2 && CommonOpener(previous))) {
+      out.insert(absl::AsciiStrToLower(absl::StrCat(previous, " ", w)));
+    }
+    bool digit = false, joined = false, all_digits = true;
+    for (size_t i = 0; i < w.size(); ++i) {
+      digit |= IsDigit(w[i]);
+      all_digits &= IsDigit(w[i]);
+      joined |= i > 0 && i + 1 < w.size() && std::string_view("-_./:#@=").find(w[i]) != std::string_view::npos;
+    }
+    if (digit && all_digits && w.size() < 3) {
+      // A small number says little alone: "ndots to 2" is not "2".
+      out.insert(absl::AsciiStrToLower(absl::StrCat(previous, " ", w)));
+    } else if (digit || joined) {
+      out.insert(absl::AsciiStrToLower(w));
+    }
+    previous = w;
+  }
+  return out;
+}
+
+int FactValue(const LedgerFact& fact, const std::set<std::string>& tokens, bool redundant,
+              bool novel) {
+  int value = fact.role == Role::kUser ? 3 : fact.role == Role::kAssistant ? 2 : 1;
+  if (!tokens.empty()) value += 2;
+  if (novel) value += 1;  // The first mention of an id or figure.
+  const std::string lower = absl::AsciiStrToLower(fact.text);
+  if (ContainsAny(lower, {"decided", "decision", "we will ", "agreed", "going with", "root cause"})) {
+    value += 2;
+  }
+  if (redundant) value -= 4;
+  return value;
+}
+
+LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int64_t budget,
+                             const std::set<std::string>& live_tokens) {
   std::vector<const LedgerFact*> all;
   std::set<std::string> seen;
+  int64_t total = 0;
   for (const SummaryChunk* chunk : chunks) {
     for (const LedgerFact& fact : chunk->facts) {
-      if (seen.insert(FactKey(fact.text)).second) all.push_back(&fact);
+      if (seen.insert(FactKey(fact.text)).second) {
+        all.push_back(&fact);
+        total += fact.token_count;
+      }
     }
   }
-  // The newest facts that fit; the oldest go first.
   LedgerSelection out;
-  size_t first = all.size();
-  while (first > 0 && out.tokens + all[first - 1]->token_count <= budget) {
-    --first;
-    out.tokens += all[first]->token_count;
+  std::vector<bool> keep(all.size(), true);
+  if (total > budget) {
+    // Under pressure the least valuable go first, the oldest among equals:
+    // facts whose ids and figures a newer fact repeats, then tool lines,
+    // then what the assistant said, then the user's own words.
+    std::vector<std::set<std::string>> tokens(all.size());
+    for (size_t i = 0; i < all.size(); ++i) tokens[i] = SpecificTokens(all[i]->text);
+    std::map<std::string, size_t> first_seen, last_seen;  // token -> oldest, newest fact
+    for (size_t i = 0; i < all.size(); ++i) {
+      for (const std::string& t : tokens[i]) {
+        first_seen.emplace(t, i);
+        last_seen[t] = i;
+      }
+    }
+    std::vector<int> value(all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      // Redundant: every id and figure it holds is in a newer fact or in
+      // the live items the view shows verbatim anyway.
+      bool redundant = !tokens[i].empty();
+      bool novel = false;
+      for (const std::string& t : tokens[i]) {
+        redundant &= last_seen[t] > i || live_tokens.contains(t);
+        novel |= first_seen[t] == i;
+      }
+      value[i] = FactValue(*all[i], tokens[i], redundant, novel);
+    }
+    // Breadth first: each item's best facts (its first among equals) rank
+    // before any item's next ones, so that a message with a dozen figures
+    // does not crowd out the one fact of another turn.
+    std::map<int64_t, std::vector<size_t>> by_item;
+    for (size_t i = 0; i < all.size(); ++i) by_item[all[i]->sequence].push_back(i);
+    std::vector<int> rank(all.size());
+    for (auto& [sequence, facts] : by_item) {
+      std::stable_sort(facts.begin(), facts.end(),
+                       [&](size_t a, size_t b) { return value[a] > value[b]; });
+      for (size_t r = 0; r < facts.size(); ++r) rank[facts[r]] = static_cast<int>(r);
+    }
+    std::vector<size_t> order(all.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      if (rank[a] != rank[b]) return rank[a] > rank[b];
+      if (value[a] != value[b]) return value[a] < value[b];
+      return a < b;
+    });
+    for (size_t i : order) {
+      if (total <= budget) break;
+      keep[i] = false;
+      total -= all[i]->token_count;
+      ++out.omitted;
+    }
   }
-  out.omitted = static_cast<int>(first);
-  for (size_t i = first; i < all.size(); ++i) out.shown.push_back(*all[i]);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!keep[i]) continue;
+    out.shown.push_back(*all[i]);
+    out.tokens += all[i]->token_count;
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,9 @@ bool IsStandingInstruction(absl::string_view sentence);
 std::vector<std::string> ErrorLines(absl::string_view output, size_t max_lines);
 
 struct Extraction {
-  // Facts from user and assistant messages, and error lines of tool
-  // results; deduplicated, in order.
+  // Facts from user and assistant messages (blocks pasted between ```
+  // fences count as data: only their error lines), and error lines of
+  // tool results; deduplicated, in order.
   std::vector<LedgerFact> facts;
   // The user's standing instructions, verbatim.
   std::vector<LedgerFact> constraints;
@@ -56,16 +58,27 @@ std::string FactLine(const LedgerFact& fact);
 // A normalized form for deduplication (lowercase, single spaces).
 std::string FactKey(absl::string_view text);
 
+// The ids and figures of `text`: its words that hold a digit or are joined
+// by '-', '_', '.', '/', ':', '#', '@' or '=', lowercased.
+std::set<std::string> SpecificTokens(absl::string_view text);
+
 // What the ledger section shows: facts of the active chunks (given in the
-// order of what they cover), deduplicated, the newest kept when they do
-// not all fit in `budget` tokens.
+// order of what they cover), deduplicated. When they do not all fit in
+// `budget` tokens, facts go breadth first: every item's best fact ranks
+// before any item's second one, and so on. Within a rank the least valuable
+// go first, the oldest among equals: facts whose ids and figures a newer
+// fact repeats, then tool lines, then the assistant's, then the user's; a
+// decision or a specific id or figure raises a fact's value, and so does
+// being the first to mention one. A fact whose ids and figures all stand in
+// `live_tokens` (those of the live items) counts as repeated too.
 struct LedgerSelection {
   std::vector<LedgerFact> shown;  // In conversation order.
   int omitted = 0;
   // Tokens of the shown facts' lines, without the header.
   int64_t tokens = 0;
 };
-LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int64_t budget);
+LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int64_t budget,
+                             const std::set<std::string>& live_tokens = {});
 
 // The standing instructions of the active chunks, deduplicated, in order.
 std::vector<LedgerFact> CollectConstraints(const std::vector<const SummaryChunk*>& chunks);

@@ -101,6 +101,20 @@ TEST(LedgerTest, ExtractsFactsInstructionsAndErrorLinesWithProvenance) {
   for (const LedgerFact& f : e.facts) EXPECT_GT(f.token_count, 0);
 }
 
+TEST(LedgerTest, PastedBlocksAreDataOnlyTheirErrorLinesAreFacts) {
+  auto tokenizer = NewApproximateTokenizer();
+  const std::vector<Item> items = {Message(
+      1, Role::kUser,
+      "The build #4471 failed again.\n```\nrow 1 ok 12ms\nrow 2 ok 19ms\nERROR: npm ETIMEDOUT\n```\n"
+      "Ticket is CI-88.")};
+  const Extraction e = ExtractLedger(items, {}, *tokenizer);
+  ASSERT_EQ(e.facts.size(), 3u);
+  EXPECT_EQ(e.facts[0].text, "ERROR: npm ETIMEDOUT");
+  EXPECT_TRUE(HasFact(e.facts, "The build #4471 failed again."));
+  EXPECT_TRUE(HasFact(e.facts, "Ticket is CI-88."));
+  EXPECT_FALSE(HasFact(e.facts, "row 1"));
+}
+
 TEST(LedgerTest, LongSentencesKeepTheirFactClausesAndStayValidUtf8) {
   auto tokenizer = NewApproximateTokenizer();
   std::string filler;
@@ -116,21 +130,64 @@ TEST(LedgerTest, LongSentencesKeepTheirFactClausesAndStayValidUtf8) {
   EXPECT_TRUE(HasFact(e.facts, "the fix is in /etc/app/pool.yaml"));
 }
 
-TEST(LedgerTest, SelectionKeepsTheNewestFactsThatFitAndDeduplicates) {
+TEST(LedgerTest, SelectionDeduplicatesAndDropsTheOldestOfEqualValueFirst) {
   SummaryChunk a, b;
   for (int i = 1; i <= 5; ++i) {
-    a.facts.push_back(LedgerFact{i, i, Role::kUser, absl::StrCat("fact ", i), 10});
+    a.facts.push_back(LedgerFact{i, i, Role::kUser, absl::StrCat("fact number ", i), 10});
   }
-  b.facts.push_back(LedgerFact{6, 6, Role::kUser, "FACT 5", 10});  // Same as fact 5.
-  b.facts.push_back(LedgerFact{7, 7, Role::kAssistant, "fact 7", 10});
+  b.facts.push_back(LedgerFact{6, 6, Role::kUser, "FACT  number 5", 10});  // Same as fact 5.
+  b.facts.push_back(LedgerFact{7, 7, Role::kUser, "fact number 7", 10});
   const LedgerSelection s = SelectLedger({&a, &b}, 35);
   ASSERT_EQ(s.shown.size(), 3u);
-  EXPECT_EQ(s.shown[0].text, "fact 4");
-  EXPECT_EQ(s.shown[1].text, "fact 5");
-  EXPECT_EQ(s.shown[2].text, "fact 7");
+  EXPECT_EQ(s.shown[0].text, "fact number 4");
+  EXPECT_EQ(s.shown[1].text, "fact number 5");
+  EXPECT_EQ(s.shown[2].text, "fact number 7");
   EXPECT_EQ(s.omitted, 3);
   EXPECT_EQ(s.tokens, 30);
-  EXPECT_EQ(RenderLedger(s.shown).find("- U#4: fact 4") != std::string::npos, true);
+  EXPECT_NE(RenderLedger(s.shown).find("- U#4: fact number 4"), std::string::npos);
+}
+
+TEST(LedgerTest, SelectionDropsRepeatedAndLessSpecificFactsBeforeTheUsersOwn) {
+  SummaryChunk a;
+  a.facts = {
+      LedgerFact{1, 1, Role::kUser, "The ticket is INC-4821 on db-orders-02.", 10},
+      LedgerFact{2, 1, Role::kTool, "logs: ERROR pool exhausted", 10},
+      LedgerFact{3, 1, Role::kAssistant, "Looking at db-orders-02 now.", 10},
+      LedgerFact{4, 2, Role::kAssistant, "Priya owns it.", 10},
+      LedgerFact{5, 2, Role::kUser, "Escalate INC-4821 and db-orders-02 to Priya.", 10},
+  };
+  const LedgerSelection s = SelectLedger({&a}, 30);
+  ASSERT_EQ(s.shown.size(), 3u);
+  // Fact 3 holds nothing that fact 5 does not repeat; the tool line is
+  // worth least of the rest.
+  EXPECT_EQ(s.shown[0].sequence, 1);
+  EXPECT_EQ(s.shown[1].sequence, 4);
+  EXPECT_EQ(s.shown[2].sequence, 5);
+  // With less room, fact 1 (repeated by fact 5, though the first to say it)
+  // goes next.
+  const LedgerSelection t = SelectLedger({&a}, 20);
+  ASSERT_EQ(t.shown.size(), 2u);
+  EXPECT_EQ(t.shown[0].sequence, 4);
+  // Ids the live items show count as repeated.
+  SummaryChunk b;
+  b.facts = {LedgerFact{1, 1, Role::kUser, "Host web-7 is down.", 10},
+             LedgerFact{2, 1, Role::kUser, "Host web-8 is down.", 10}};
+  const LedgerSelection u = SelectLedger({&b}, 10, {"web-8"});
+  ASSERT_EQ(u.shown.size(), 1u);
+  EXPECT_EQ(u.shown[0].sequence, 1);
+}
+
+TEST(LedgerTest, SpecificTokensAreIdsFiguresAndNames) {
+  EXPECT_EQ(SpecificTokens("Ask Marcus Okafor about INC-4821 at 14:30, ndots to 2."),
+            (std::set<std::string>{"marcus okafor", "inc-4821", "14:30", "to 2"}));
+  EXPECT_EQ(SpecificTokens("The Route is fine"), (std::set<std::string>{}));
+  EXPECT_EQ(SpecificTokens("Elif Demir asks"), (std::set<std::string>{"elif demir"}));
+}
+
+TEST(LedgerTest, ErrorKeywordsCountOnlyAsWords) {
+  EXPECT_TRUE(ErrorLines("x\nERROR: disk full\n", 3).size() == 1);
+  EXPECT_TRUE(ErrorLines("npm ERR! code ETIMEDOUT\n", 3).size() == 1);
+  EXPECT_TRUE(ErrorLines("nexus_errors_total{pod=\"a\"} 12\nfailed_jobs 0\n", 3).empty());
 }
 
 }  // namespace

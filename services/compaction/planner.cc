@@ -253,14 +253,16 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
     // everything older than the recent buffer.
     size_t cut = limit;
     if (mode != CompactionMode::kSummarize && limit > 0) {
+      // A typical turn, as it stays in the view: its messages and calls (old
+      // tool output is pruned soon), capped at 5% of the window.
       int64_t turn_tokens = 0;
       for (size_t i = turn_starts.empty() ? live.size() : turn_starts.front(); i < live.size(); ++i) {
-        turn_tokens += tokens_of[live[i].sequence];
+        if (live[i].data.kind != ItemKind::kToolResult) turn_tokens += tokens_of[live[i].sequence];
       }
       const int64_t typical_turn =
           turn_starts.empty() ? 0
                               : std::min<int64_t>(turn_tokens / static_cast<int64_t>(turn_starts.size()),
-                                                  FractionOfWindow(p, 0.10));
+                                                  FractionOfWindow(p, 0.05));
       const int64_t goal = target - typical_turn;
       const std::vector<bool> safe = SafeCuts(live);
       int64_t zone = 0, messages = 0;

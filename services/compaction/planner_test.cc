@@ -248,7 +248,8 @@ TEST(PlannerTest, RecentBufferDegradesWhenItAloneIsTooLarge) {
                                 .User(200).Assistant(1400)   // turn 2: 1600 > recent cap
                                 .User(300).Assistant(1300)   // turn 3: 1600
                                 .Build();
-  const CompactionPlan plan = PlanCompaction(Input(&s, Small(), tok.get()), CompactionMode::kByBand);
+  const CompactionPlan plan =
+      PlanCompaction(Input(&s, Small(), tok.get()), CompactionMode::kSummarize);
   ASSERT_TRUE(plan.summarize);
   EXPECT_EQ(plan.recent_turns_kept, 0);  // Even one turn is over 1500 tokens.
   EXPECT_EQ(plan.summarize_through, 6);

@@ -57,7 +57,7 @@ struct ModelProfile {
   } summarizer;
 
   struct Ledger {
-    double budget_fraction = 0.10;
+    double budget_fraction = 0.20;
     double min_recall = 0.9;
     double constraints_fraction = 0.05;
   } ledger;

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -101,6 +103,18 @@ std::string FirstLine(absl::string_view text, size_t max_bytes) {
   return "";
 }
 
+// What a tool call asked for, readably: the string values of its JSON
+// arguments ("cmd", "query", ...) joined, or the arguments as they are.
+std::string CallArguments(const std::string& content) {
+  const nlohmann::json args = nlohmann::json::parse(content, nullptr, /*allow_exceptions=*/false);
+  if (!args.is_object()) return content;
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : args.items()) {
+    if (value.is_string()) parts.push_back(value.get<std::string>());
+  }
+  return parts.empty() ? content : absl::StrJoin(parts, " ");
+}
+
 // The lines a summary may draw on, from the items themselves. Sentences
 // already in the ledger are left to it.
 std::vector<SummaryLine> CandidateLines(const SummaryRequest& req) {
@@ -132,7 +146,7 @@ std::vector<SummaryLine> CandidateLines(const SummaryRequest& req) {
         out.push_back(SummaryLine{
             item.sequence, "Assistant",
             absl::StrCat("ran ", ToolName(d, req.tool_names), ": ",
-                         OneLine(FirstLine(d.content, kMaxToolLineBytes))),
+                         OneLine(FirstLine(CallArguments(d.content), kMaxToolLineBytes))),
             2});
         break;
       case ItemKind::kToolResult: {

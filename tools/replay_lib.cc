@@ -1,0 +1,389 @@
+#include "tools/replay_lib.h"
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "convstate/v1/convstate.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "services/common/utf8.h"
+#include "tests/rpc_helpers.h"
+
+namespace convstate::replay {
+namespace {
+
+using Json = nlohmann::json;
+using convstate::testing::MakeItem;
+using convstate::testing::SetDeadline;
+
+absl::StatusOr<std::vector<Json>> ReadLines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::vector<Json> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": not a JSON object"));
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+v1::Role RoleOf(const std::string& role) {
+  if (role == "user") return v1::ROLE_USER;
+  if (role == "assistant") return v1::ROLE_ASSISTANT;
+  if (role == "tool") return v1::ROLE_TOOL;
+  return v1::ROLE_SYSTEM;
+}
+
+v1::ItemKind KindOf(const std::string& kind) {
+  if (kind == "tool_call") return v1::ITEM_KIND_TOOL_CALL;
+  if (kind == "tool_result") return v1::ITEM_KIND_TOOL_RESULT;
+  if (kind == "reasoning") return v1::ITEM_KIND_REASONING;
+  return v1::ITEM_KIND_MESSAGE;
+}
+
+v1::NewItem ToNewItem(const ReplayItem& item) {
+  return MakeItem(RoleOf(item.role), KindOf(item.kind), item.content, item.tool_name, item.call_id);
+}
+
+std::string Code(const grpc::Status& s) {
+  static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+                                 "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
+                                 "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  const int c = static_cast<int>(s.error_code());
+  return c >= 0 && c <= 16 ? kNames[c] : absl::StrCat("code ", c);
+}
+
+// Everything the model would read, entry after entry.
+std::string ViewText(const v1::BuildContextResponse& view) {
+  std::string out;
+  for (const v1::ContextEntry& e : view.entries()) absl::StrAppend(&out, e.content(), "\n");
+  return out;
+}
+
+FactCount CountFacts(const std::vector<Fact>& facts, const std::string& text, int before_turn) {
+  FactCount c;
+  for (const Fact& f : facts) {
+    if (before_turn > 0 && f.turn >= before_turn) continue;
+    const bool present = text.find(f.text) != std::string::npos;
+    auto& topic = c.by_topic[f.topic];
+    ++topic.second;
+    topic.first += present;
+    if (f.source == "tool") {
+      ++c.tool_total;
+      c.tool += present;
+    } else {
+      ++c.message_total;
+      c.message += present;
+    }
+  }
+  return c;
+}
+
+std::string Placeholder(const v1::Item& item) {
+  return absl::StrCat("[output of tool ", item.tool_name(), " (call ", item.tool_call_id(),
+                      ") omitted]");
+}
+
+}  // namespace
+
+absl::StatusOr<Conversation> Load(const std::string& conversation_path,
+                                  const std::string& facts_path, const std::string& probes_path) {
+  Conversation c;
+  auto lines = ReadLines(conversation_path);
+  if (!lines.ok()) return lines.status();
+  for (const Json& j : *lines) {
+    if (j.contains("system_prompt")) {
+      c.system_prompt = j.value("system_prompt", "");
+      continue;
+    }
+    ReplayItem item;
+    item.turn = j.value("turn", 0);
+    item.role = j.value("role", "");
+    item.kind = j.value("kind", "message");
+    item.content = j.value("content", "");
+    item.tool_name = j.value("tool_name", "");
+    item.call_id = j.value("call_id", "");
+    if (item.turn <= 0 || (!c.items.empty() && item.turn < c.items.back().turn)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(conversation_path, ": turns must be positive and in order"));
+    }
+    c.items.push_back(std::move(item));
+  }
+  auto facts = ReadLines(facts_path);
+  if (!facts.ok()) return facts.status();
+  for (const Json& j : *facts) {
+    c.facts.push_back(Fact{j.value("id", ""), j.value("turn", 0), j.value("topic", ""),
+                           j.value("source", "message"), j.value("text", "")});
+  }
+  if (!probes_path.empty()) {
+    auto probes = ReadLines(probes_path);
+    if (!probes.ok()) return probes.status();
+    for (const Json& j : *probes) {
+      c.probes.push_back(Probe{j.value("kind", ""), j.value("turn", 0), j.value("text", "")});
+    }
+  }
+  return c;
+}
+
+absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
+  auto channel = grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials());
+  auto stub = v1::ConversationState::NewStub(channel);
+  Result r;
+  r.window = options.window;
+  const int turns = options.max_turns > 0 ? std::min(options.max_turns, conv.turns()) : conv.turns();
+  r.turns = turns;
+  const int64_t reserve = static_cast<int64_t>(options.reserve_fraction * options.window);
+  const std::string id = options.conversation_id.empty()
+                             ? absl::StrCat("replay-", options.window)
+                             : options.conversation_id;
+  auto note = [&r](const grpc::Status& s) {
+    if (!s.ok()) ++r.errors[Code(s)];
+    return s.ok();
+  };
+  {
+    v1::CreateConversationRequest req;
+    req.set_conversation_id(id);
+    req.set_model(options.model);
+    req.set_system_prompt(conv.system_prompt);
+    req.mutable_profile_overrides()->set_context_window(options.window);
+    req.mutable_profile_overrides()->set_output_reserve(reserve);
+    v1::Conversation out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const grpc::Status s = stub->CreateConversation(&ctx, req, &out);
+    if (!s.ok()) return absl::UnavailableError(absl::StrCat("CreateConversation: ", s.error_message()));
+  }
+  const Probe* instruction = nullptr;
+  std::set<int> fact_probes;
+  for (const Probe& p : conv.probes) {
+    if (p.kind == "instruction") instruction = &p;
+    if (p.kind == "facts") fact_probes.insert(p.turn);
+  }
+  std::set<int64_t> last_chunks;
+  size_t next = 0;
+  for (int t = 1; t <= turns; ++t) {
+    size_t end = next;
+    while (end < conv.items.size() && conv.items[end].turn == t) ++end;
+    if (end == next) continue;
+    // The gateway's call before the model answers: the user's new message
+    // as pending input.
+    v1::BuildContextRequest build;
+    build.set_conversation_id(id);
+    *build.add_pending_input() = ToNewItem(conv.items[next]);
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, absl::Seconds(120));
+    auto stream = stub->StreamBuildContext(&ctx, build);
+    v1::BuildContextEvent event;
+    v1::BuildContextResponse view;
+    bool have_view = false;
+    while (stream->Read(&event)) {
+      if (event.has_compaction_completed()) ++r.tiers[event.compaction_completed().tier()];
+      if (event.has_context()) {
+        view = event.context();
+        have_view = true;
+      }
+    }
+    if (note(stream->Finish()) && have_view) {
+      const int64_t total = view.tokens().total();
+      r.peak_tokens = std::max(r.peak_tokens, total);
+      r.views_over_window += total > options.window;
+      const std::string text = ViewText(view);
+      r.views_invalid_utf8 += !IsValidUtf8(text);
+      std::set<int64_t> chunks;
+      for (const v1::ContextEntry& e : view.entries()) {
+        if (e.summary_chunk_id() != 0 && e.section() == v1::SECTION_SUMMARY) {
+          chunks.insert(e.summary_chunk_id());
+        }
+      }
+      if (chunks != last_chunks && !chunks.empty()) {
+        r.tokens_after_compaction.push_back(total - view.tokens().pending());
+      }
+      last_chunks = std::move(chunks);
+      if (instruction != nullptr && t > instruction->turn) {
+        ++r.instruction_views;
+        r.instruction_kept += text.find(instruction->text) != std::string::npos;
+      }
+      if (fact_probes.contains(t)) r.probes.emplace_back(t, CountFacts(conv.facts, text, t));
+    }
+    // The whole turn, as the gateway stores it after the model answered.
+    v1::AppendTurnRequest append;
+    append.set_conversation_id(id);
+    append.set_idempotency_key(absl::StrCat(id, "-turn-", t));
+    for (size_t i = next; i < end; ++i) *append.add_items() = ToNewItem(conv.items[i]);
+    v1::AppendTurnResponse appended;
+    grpc::ClientContext actx;
+    SetDeadline(actx);
+    note(stub->AppendTurn(&actx, append, &appended));
+    next = end;
+  }
+
+  // The final view, as the next call would get it.
+  {
+    v1::BuildContextRequest build;
+    build.set_conversation_id(id);
+    v1::BuildContextResponse view;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, absl::Seconds(120));
+    if (note(stub->BuildContext(&ctx, build, &view))) {
+      const std::string text = ViewText(view);
+      r.facts = CountFacts(conv.facts, text, 0);
+      r.ledger_facts_omitted = view.ledger_facts_omitted();
+      const v1::TokenBreakdown& t = view.tokens();
+      r.final_sections = {t.system(), t.pinned(), t.summaries(), t.ledger(), t.live()};
+      for (const v1::ContextEntry& e : view.entries()) {
+        absl::StrAppend(&r.final_view, "### ", v1::Section_Name(e.section()), " ",
+                        v1::Role_Name(e.role()), " #", e.sequence(), " (", e.token_count(),
+                        " tokens)\n", e.content(), "\n");
+      }
+      r.views_over_window += view.tokens().total() > options.window;
+      r.views_invalid_utf8 += !IsValidUtf8(text);
+      if (instruction != nullptr && turns > instruction->turn) {
+        ++r.instruction_views;
+        r.instruction_kept += text.find(instruction->text) != std::string::npos;
+      }
+    }
+  }
+  {
+    v1::ListSummariesRequest req;
+    req.set_conversation_id(id);
+    req.set_include_superseded(true);
+    v1::ListSummariesResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    if (note(stub->ListSummaries(&ctx, req, &out))) {
+      std::set<int64_t> superseders;
+      for (const v1::SummaryChunk& c : out.chunks()) {
+        ++r.chunks_written;
+        if (c.superseded_by() == 0) ++r.chunks_active;
+        if (c.superseded_by() != 0) superseders.insert(c.superseded_by());
+        if (c.has_recall()) r.min_recall = std::min(r.min_recall, c.recall());
+      }
+      r.folds = static_cast<int>(superseders.size());
+    }
+  }
+
+  // FIFO over the same stored items and counts: the newest whole turns
+  // that fit the window less the reserve, tool results older than the
+  // newest turn replaced by a placeholder, no summaries.
+  std::vector<v1::Item> stored;
+  std::string page;
+  do {
+    v1::ListItemsRequest req;
+    req.set_conversation_id(id);
+    req.set_page_size(1000);
+    req.set_page_token(page);
+    v1::ListItemsResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    if (!note(stub->ListItems(&ctx, req, &out))) break;
+    for (const v1::Item& item : out.items()) {
+      if (item.kind() != v1::ITEM_KIND_SUMMARY_MARKER) stored.push_back(item);
+    }
+    page = out.next_page_token();
+  } while (!page.empty());
+  {
+    // The system prompt's count, from the conversation's own tokenizer.
+    v1::InspectContextRequest req;
+    req.set_conversation_id(id);
+    v1::InspectContextResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const int64_t system = note(stub->InspectContext(&ctx, req, &out)) ? out.tokens().system() : 0;
+    const int64_t budget = options.window - reserve - system;
+    constexpr int64_t kPlaceholderTokens = 20;
+    int64_t used = 0;
+    std::string text = conv.system_prompt + "\n";
+    const int64_t newest = stored.empty() ? 0 : stored.back().turn_index();
+    std::vector<std::string> kept;
+    for (int64_t turn = newest; turn >= 1; --turn) {
+      int64_t tokens = 0;
+      std::string turn_text;
+      for (const v1::Item& item : stored) {
+        if (item.turn_index() != turn) continue;
+        const bool placeholder = item.kind() == v1::ITEM_KIND_TOOL_RESULT && turn != newest;
+        tokens += placeholder ? kPlaceholderTokens : item.token_count();
+        absl::StrAppend(&turn_text, placeholder ? Placeholder(item) : item.content(), "\n");
+      }
+      if (used + tokens > budget) break;
+      used += tokens;
+      kept.push_back(std::move(turn_text));
+    }
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) text += *it;
+    r.fifo_tokens = used + system + reserve;
+    r.fifo_facts = CountFacts(conv.facts, text, 0);
+  }
+  {
+    v1::DeleteConversationRequest req;
+    req.set_conversation_id(id);
+    v1::DeleteConversationResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    note(stub->DeleteConversation(&ctx, req, &out));
+  }
+  return r;
+}
+
+std::string Report(const std::vector<Result>& results) {
+  std::string out;
+  absl::StrAppend(&out,
+                  "| window | facts kept (msg / tool) | FIFO facts (msg / tool) | instruction kept | "
+                  "summaries / folds / prunes | chunks active | peak view | over window | "
+                  "min recall |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (const Result& r : results) {
+    auto at = [&r](const char* tier) {
+      auto it = r.tiers.find(tier);
+      return it == r.tiers.end() ? 0 : it->second;
+    };
+    absl::StrAppendFormat(
+        &out, "| %d | **%d** / %d (%d / %d) | %d / %d (%d / %d) | %d of %d views | %d / %d / %d | %d | %d | %d | %.2f |\n",
+        r.window, r.facts.present(), r.facts.total(), r.facts.message, r.facts.tool,
+        r.fifo_facts.present(), r.fifo_facts.total(), r.fifo_facts.message, r.fifo_facts.tool,
+        r.instruction_kept, r.instruction_views, r.chunks_written - r.folds, r.folds, at("prune"),
+        r.chunks_active, r.peak_tokens, r.views_over_window, r.min_recall);
+  }
+  for (const Result& r : results) {
+    absl::StrAppend(&out, "\nwindow ", r.window, " (", r.turns, " turns):\n");
+    if (r.final_sections.size() == 5) {
+      absl::StrAppend(&out, "  final view by section: system ", r.final_sections[0], ", pinned ",
+                      r.final_sections[1], ", summaries ", r.final_sections[2], ", ledger ",
+                      r.final_sections[3], ", live ", r.final_sections[4], "\n");
+    }
+    absl::StrAppend(&out, "  tokens right after each compaction: ",
+                    absl::StrJoin(r.tokens_after_compaction, " "), "\n");
+    absl::StrAppend(&out, "  facts per topic (kept / FIFO / total):");
+    for (const auto& [topic, counts] : r.facts.by_topic) {
+      const auto fifo = r.fifo_facts.by_topic.at(topic);
+      absl::StrAppend(&out, " ", topic, " ", counts.first, "/", fifo.first, "/", counts.second);
+    }
+    absl::StrAppend(&out, "\n  facts at probe turns (kept of those given before):");
+    for (const auto& [turn, c] : r.probes) {
+      absl::StrAppend(&out, " turn ", turn, ": ", c.present(), "/", c.total());
+    }
+    absl::StrAppend(&out, "\n  compaction steps seen in streams:");
+    for (const auto& [tier, n] : r.tiers) absl::StrAppend(&out, " ", tier, " ", n);
+    absl::StrAppend(&out, "\n  ledger facts left out of the final view: ", r.ledger_facts_omitted,
+                    "; FIFO window tokens: ", r.fifo_tokens, "; views with invalid UTF-8: ",
+                    r.views_invalid_utf8, "\n");
+    if (!r.errors.empty()) {
+      absl::StrAppend(&out, "  RPC errors:");
+      for (const auto& [code, n] : r.errors) absl::StrAppend(&out, " ", code, " ", n);
+      absl::StrAppend(&out, "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace convstate::replay

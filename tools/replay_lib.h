@@ -1,0 +1,119 @@
+#ifndef CONVSTATE_TOOLS_REPLAY_LIB_H_
+#define CONVSTATE_TOOLS_REPLAY_LIB_H_
+
+// Replays a conversation through a running convstate server as a gateway
+// would, turn by turn (BuildContext with the user's message as pending
+// input, then AppendTurn of the whole turn), and measures what the windows
+// it returns keep: planted facts verbatim in the final view, a standing
+// instruction in every view after it was given, compactions by tier, and
+// the same facts for a plain FIFO window over the same stored items.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace convstate::replay {
+
+struct ReplayItem {
+  int turn = 0;
+  std::string role;  // "user", "assistant", "tool"
+  std::string kind;  // "message", "tool_call", "tool_result"
+  std::string content;
+  std::string tool_name;
+  std::string call_id;
+};
+
+struct Fact {
+  std::string id;
+  int turn = 0;
+  std::string topic;
+  std::string source;  // "message" or "tool"
+  std::string text;
+};
+
+struct Probe {
+  std::string kind;  // "instruction" or "facts"
+  int turn = 0;
+  std::string text;  // For "instruction".
+};
+
+struct Conversation {
+  std::string system_prompt;
+  std::vector<ReplayItem> items;
+  std::vector<Fact> facts;
+  std::vector<Probe> probes;
+  int turns() const { return items.empty() ? 0 : items.back().turn; }
+};
+
+// Reads the conversation file (JSON lines: an optional {"system_prompt"}
+// line, then turn, role, kind, content, tool_name, call_id), the facts
+// file (id, turn, topic, source, text) and, if `probes_path` is not empty,
+// the probes file (kind, turn, text).
+absl::StatusOr<Conversation> Load(const std::string& conversation_path,
+                                  const std::string& facts_path, const std::string& probes_path);
+
+struct Options {
+  std::string target;  // host:port of the server, loopback.
+  std::string model = "gpt-4o";
+  int64_t window = 16384;
+  // The output reserve as a share of the window.
+  double reserve_fraction = 0.125;
+  // Replay only the first turns (0: all).
+  int max_turns = 0;
+  // A fresh conversation id per run.
+  std::string conversation_id;
+};
+
+// Counts of facts present in a view.
+struct FactCount {
+  int message = 0, message_total = 0;
+  int tool = 0, tool_total = 0;
+  std::map<std::string, std::pair<int, int>> by_topic;  // present, total
+  int present() const { return message + tool; }
+  int total() const { return message_total + tool_total; }
+};
+
+struct Result {
+  int64_t window = 0;
+  int turns = 0;
+  FactCount facts;       // In the final view.
+  FactCount fifo_facts;  // In the FIFO window over the same items.
+  int64_t fifo_tokens = 0;
+  // The standing instruction: views after it was given, and how many of
+  // them held it verbatim.
+  int instruction_views = 0;
+  int instruction_kept = 0;
+  // Facts given before each "facts" probe turn, present in that turn's view.
+  std::vector<std::pair<int, FactCount>> probes;
+  // Compaction steps reported by StreamBuildContext, by tier.
+  std::map<std::string, int> tiers;
+  // Chunks written (folds included), folds, active at the end, lowest recall.
+  int chunks_written = 0, folds = 0, chunks_active = 0;
+  double min_recall = 1.0;
+  // View tokens (without pending input) of each view whose summaries
+  // changed since the previous one: right after each compaction.
+  std::vector<int64_t> tokens_after_compaction;
+  int64_t peak_tokens = 0;
+  int views_over_window = 0;
+  int views_invalid_utf8 = 0;
+  // Non-OK RPCs by code name.
+  std::map<std::string, int> errors;
+  int ledger_facts_omitted = 0;
+  // The final view's tokens by section: system, pinned, summaries, ledger, live.
+  std::vector<int64_t> final_sections;
+  // The final view, entry by entry (for --dump).
+  std::string final_view;
+};
+
+// Replays `conversation` against the server at `options.target`.
+absl::StatusOr<Result> Run(const Conversation& conversation, const Options& options);
+
+// A plain-text report of `results` (one per window).
+std::string Report(const std::vector<Result>& results);
+
+}  // namespace convstate::replay
+
+#endif  // CONVSTATE_TOOLS_REPLAY_LIB_H_
