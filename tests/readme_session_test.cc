@@ -72,6 +72,8 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "convstate.v1.ConversationState/InspectContext",
       "convstate.v1.ConversationState/Compact",
       "convstate.v1.ConversationState/ListSummaries",
+      "convstate.v1.ConversationState/ExpandSummary",
+      "convstate.v1.ConversationState/ListCompactionEvents",
       "grpc.health.v1.Health/Check",
       "convstate.v1.ConversationState/DeleteConversation",
   };
@@ -139,6 +141,21 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       v1::ListSummariesResponse listed;
       ASSERT_TRUE(listed.ParseFromString(response_wire));
       EXPECT_EQ(listed.chunks_size(), 1) << json;
+    }
+    if (method->name() == "ExpandSummary") {
+      v1::ExpandSummaryResponse expanded;
+      ASSERT_TRUE(expanded.ParseFromString(response_wire));
+      // The first turn: the question, the call, its result, the answer.
+      EXPECT_EQ(expanded.items_size(), 4) << json;
+      EXPECT_FALSE(expanded.chunk().facts().empty()) << json;
+    }
+    if (method->name() == "ListCompactionEvents") {
+      v1::ListCompactionEventsResponse audit;
+      ASSERT_TRUE(audit.ParseFromString(response_wire));
+      ASSERT_FALSE(audit.events().empty()) << json;
+      bool completed = false;
+      for (const auto& e : audit.events()) completed |= e.event() == "completed";
+      EXPECT_TRUE(completed) << json;
     }
     if (method->name() == "AppendTurn") {
       v1::AppendTurnResponse appended;

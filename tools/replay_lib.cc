@@ -73,6 +73,8 @@ std::string ViewText(const v1::BuildContextResponse& view) {
   return out;
 }
 
+// The facts planted before `before_turn` (0: all) and how many of them
+// `text` holds verbatim.
 FactCount CountFacts(const std::vector<Fact>& facts, const std::string& text, int before_turn) {
   FactCount c;
   for (const Fact& f : facts) {
@@ -239,7 +241,7 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     SetDeadline(ctx, absl::Seconds(120));
     if (note(stub->BuildContext(&ctx, build, &view))) {
       const std::string text = ViewText(view);
-      r.facts = CountFacts(conv.facts, text, 0);
+      r.facts = CountFacts(conv.facts, text, turns + 1);
       r.ledger_facts_omitted = view.ledger_facts_omitted();
       const v1::TokenBreakdown& t = view.tokens();
       r.final_sections = {t.system(), t.pinned(), t.summaries(), t.ledger(), t.live()};
@@ -272,6 +274,17 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
         if (c.has_recall()) r.min_recall = std::min(r.min_recall, c.recall());
       }
       r.folds = static_cast<int>(superseders.size());
+    }
+  }
+
+  {
+    v1::ListCompactionEventsRequest req;
+    req.set_conversation_id(id);
+    v1::ListCompactionEventsResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    if (note(stub->ListCompactionEvents(&ctx, req, &out))) {
+      for (const v1::CompactionEvent& e : out.events()) ++r.audit[e.event()];
     }
   }
 
@@ -323,7 +336,7 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     }
     for (auto it = kept.rbegin(); it != kept.rend(); ++it) text += *it;
     r.fifo_tokens = used + system + reserve;
-    r.fifo_facts = CountFacts(conv.facts, text, 0);
+    r.fifo_facts = CountFacts(conv.facts, text, turns + 1);
   }
   {
     v1::DeleteConversationRequest req;
@@ -343,15 +356,15 @@ std::string Report(const std::vector<Result>& results) {
                   "summaries / folds / prunes | chunks active | peak view | over window | "
                   "min recall |\n|---|---|---|---|---|---|---|---|---|\n");
   for (const Result& r : results) {
-    auto at = [&r](const char* tier) {
-      auto it = r.tiers.find(tier);
-      return it == r.tiers.end() ? 0 : it->second;
+    auto at = [&r](const char* event) {
+      auto it = r.audit.find(event);
+      return it == r.audit.end() ? 0 : it->second;
     };
     absl::StrAppendFormat(
         &out, "| %d | **%d** / %d (%d / %d) | %d / %d (%d / %d) | %d of %d views | %d / %d / %d | %d | %d | %d | %.2f |\n",
         r.window, r.facts.present(), r.facts.total(), r.facts.message, r.facts.tool,
         r.fifo_facts.present(), r.fifo_facts.total(), r.fifo_facts.message, r.fifo_facts.tool,
-        r.instruction_kept, r.instruction_views, r.chunks_written - r.folds, r.folds, at("prune"),
+        r.instruction_kept, r.instruction_views, r.chunks_written - r.folds, r.folds, at("pruned"),
         r.chunks_active, r.peak_tokens, r.views_over_window, r.min_recall);
   }
   for (const Result& r : results) {
@@ -372,8 +385,10 @@ std::string Report(const std::vector<Result>& results) {
     for (const auto& [turn, c] : r.probes) {
       absl::StrAppend(&out, " turn ", turn, ": ", c.present(), "/", c.total());
     }
-    absl::StrAppend(&out, "\n  compaction steps seen in streams:");
+    absl::StrAppend(&out, "\n  blocking compaction steps (StreamBuildContext):");
     for (const auto& [tier, n] : r.tiers) absl::StrAppend(&out, " ", tier, " ", n);
+    absl::StrAppend(&out, "\n  audit rows:");
+    for (const auto& [event, n] : r.audit) absl::StrAppend(&out, " ", event, " ", n);
     absl::StrAppend(&out, "\n  ledger facts left out of the final view: ", r.ledger_facts_omitted,
                     "; FIFO window tokens: ", r.fifo_tokens, "; views with invalid UTF-8: ",
                     r.views_invalid_utf8, "\n");

@@ -88,8 +88,10 @@ struct Result {
   int instruction_kept = 0;
   // Facts given before each "facts" probe turn, present in that turn's view.
   std::vector<std::pair<int, FactCount>> probes;
-  // Compaction steps reported by StreamBuildContext, by tier.
+  // Compaction steps reported by StreamBuildContext (blocking ones), by tier.
   std::map<std::string, int> tiers;
+  // The audit trail's rows by event name (background compactions too).
+  std::map<std::string, int> audit;
   // Chunks written (folds included), folds, active at the end, lowest recall.
   int chunks_written = 0, folds = 0, chunks_active = 0;
   double min_recall = 1.0;

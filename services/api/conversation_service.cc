@@ -563,6 +563,24 @@ absl::StatusOr<v1::ListSummariesResponse> ConversationService::ListSummaries(
   return out;
 }
 
+absl::StatusOr<v1::ListCompactionEventsResponse> ConversationService::ListCompactionEvents(
+    const CallContext& ctx, const v1::ListCompactionEventsRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  ASSIGN_OR_RETURN(std::vector<CompactionEvent> events, storage_->ListCompactionEvents(ctx, key));
+  v1::ListCompactionEventsResponse out;
+  for (const CompactionEvent& e : events) {
+    v1::CompactionEvent* pe = out.add_events();
+    pe->set_event_id(e.event_id);
+    pe->set_event(e.event);
+    pe->set_tier(e.tier);
+    pe->set_tokens_before(e.tokens_before);
+    pe->set_tokens_after(e.tokens_after);
+    pe->set_detail_json(e.detail);
+    SetTimestamp(e.create_time, pe->mutable_create_time());
+  }
+  return out;
+}
+
 absl::StatusOr<v1::ExpandSummaryResponse> ConversationService::ExpandSummary(
     const CallContext& ctx, const v1::ExpandSummaryRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));

@@ -63,6 +63,8 @@ class ConversationService {
                                                           const v1::ListSummariesRequest& req);
   absl::StatusOr<v1::ExpandSummaryResponse> ExpandSummary(const CallContext& ctx,
                                                           const v1::ExpandSummaryRequest& req);
+  absl::StatusOr<v1::ListCompactionEventsResponse> ListCompactionEvents(
+      const CallContext& ctx, const v1::ListCompactionEventsRequest& req);
 
  private:
   // The conversation's profile (its model's, with its overrides) and

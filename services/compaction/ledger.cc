@@ -207,7 +207,7 @@ std::vector<std::string> ErrorLines(absl::string_view output, size_t max_lines) 
     if (!ContainsWord(lower, {"error", "fatal", "exception", "failed", "failure", "panic",
                               "denied", "refused", "timed out", "timeout", "oomkilled",
                               "crashloopbackoff", "traceback", "segmentation fault", "unable to",
-                              "err!"})) {
+                              "err!", "not found"})) {
       continue;
     }
     std::string text(Utf8Prefix(line, kMaxErrorLineBytes));
@@ -461,9 +461,8 @@ double MeasureRecall(const std::vector<LedgerFact>& span_facts, const SummaryChu
 }
 
 std::string RenderLedger(const std::vector<LedgerFact>& facts) {
-  std::string out =
-      "Facts kept verbatim from the summarized part of the conversation (U user, A assistant, "
-      "T tool output; #n is the item they came from):";
+  std::string out = "Facts from the summarized turns, verbatim (U user, A assistant, T tool; "
+                    "#n: item):";
   for (const LedgerFact& f : facts) absl::StrAppend(&out, "\n", FactLine(f));
   return out;
 }

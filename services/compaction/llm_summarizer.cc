@@ -106,6 +106,16 @@ class LlmSummarizer final : public Summarizer {
     if (!req.instructions.empty()) {
       absl::StrAppend(&user, "Additional instructions: ", req.instructions, "\n\n");
     }
+    if (!req.preserved.empty()) {
+      // The view keeps these verbatim whatever the summary says: the model
+      // need not repeat them and should spend its words on the rest.
+      absl::StrAppend(&user,
+                      "Already preserved verbatim elsewhere in the context (facts and the "
+                      "user's standing instructions; do not repeat them, and never contradict "
+                      "them):\n");
+      for (const std::string& p : req.preserved) absl::StrAppend(&user, "- ", p, "\n");
+      absl::StrAppend(&user, "\n");
+    }
     absl::StrAppend(&user, "Transcript:\n", req.transcript);
     const Json body = {
         {"model", req.model.empty() ? options_.default_model : req.model},

@@ -121,6 +121,18 @@ TEST_F(LlmSummarizerTest, AHangingLlmTimesOut) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
 }
 
+TEST_F(LlmSummarizerTest, TellsTheModelWhatTheLedgerAlreadyKeeps) {
+  llm_->Push({LlmBehavior::Kind::kAnswer, 200, absl::ZeroDuration(), "narrative"});
+  SummaryRequest req = Request();
+  req.preserved = {"The build fails with error E42 in src/main.cc."};
+  auto r = Make(false)->Summarize(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(llm_->last_body().find("Already preserved verbatim"), std::string::npos);
+  EXPECT_NE(llm_->last_body().find("- The build fails with error E42 in src/main.cc."),
+            std::string::npos)
+      << llm_->last_body();
+}
+
 TEST_F(LlmSummarizerTest, ACallersShortDeadlineDoesNotOpenTheCircuit) {
   llm_->SetDefault({LlmBehavior::Kind::kHang});
   auto summarizer = Make(/*with_fallback=*/true, absl::Seconds(5));

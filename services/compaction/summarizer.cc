@@ -290,9 +290,8 @@ std::string RenderChunks(const std::vector<SummaryChunk>& chunks) {
 
 std::string RenderSummaryLines(const std::vector<SummaryLine>& lines, int64_t from_sequence,
                                int64_t through_sequence) {
-  std::string text = absl::StrCat("Summary of items #", from_sequence, "-#", through_sequence,
-                                  " (extracted; facts and standing instructions are kept "
-                                  "verbatim in their own sections):");
+  std::string text =
+      absl::StrCat("Summary of items #", from_sequence, "-#", through_sequence, ":");
   std::string last_speaker;
   for (const SummaryLine& line : lines) {
     if (line.speaker != last_speaker) {

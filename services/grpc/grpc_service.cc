@@ -273,6 +273,11 @@ GrpcService::Reactor* GrpcService::ExpandSummary(Context* ctx, const ByteBuffer*
   return Unary("ExpandSummary", ctx, req, resp, &ConversationService::ExpandSummary);
 }
 
+GrpcService::Reactor* GrpcService::ListCompactionEvents(Context* ctx, const ByteBuffer* req,
+                                                        ByteBuffer* resp) {
+  return Unary("ListCompactionEvents", ctx, req, resp, &ConversationService::ListCompactionEvents);
+}
+
 // Compaction events as they happen (compaction_started before the
 // summarizer is called), then the context as the last event.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(

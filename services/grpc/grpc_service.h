@@ -20,7 +20,8 @@ using RawConversationState = v1::ConversationState::WithRawCallbackMethod_Create
                                     v1::ConversationState::WithRawCallbackMethod_Compact<
                                         v1::ConversationState::WithRawCallbackMethod_ListSummaries<
                                             v1::ConversationState::WithRawCallbackMethod_ExpandSummary<
-                                                v1::ConversationState::Service>>>>>>>>>>>>;
+                                                v1::ConversationState::WithRawCallbackMethod_ListCompactionEvents<
+                                                    v1::ConversationState::Service>>>>>>>>>>>>>;
 }  // namespace internal
 
 // The gRPC adapter for convstate.v1.ConversationState. Each call: parse the
@@ -53,6 +54,7 @@ class GrpcService final : public internal::RawConversationState {
   Reactor* Compact(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* ListSummaries(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* ExpandSummary(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
+  Reactor* ListCompactionEvents(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
 
  private:
   template <typename Req, typename Resp>

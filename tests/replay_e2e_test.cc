@@ -1,0 +1,62 @@
+// The fidelity replay, short: the first turns of the on-call conversation
+// through a real server and PostgreSQL at an 8k window, where it already
+// takes several summary compactions. Checks what tools/replay reports in
+// full: the view keeps more planted facts than a FIFO window over the same
+// items, the standing instruction is in every view after it was given, no
+// view exceeds the window or holds invalid UTF-8, and no call fails.
+
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/pg_harness.h"
+#include "tests/server_process.h"
+#include "tools/replay_lib.h"
+
+namespace convstate {
+namespace {
+
+using testing::ScratchDatabase;
+using testing::ServerProcess;
+
+TEST(ReplayE2eTest, ShortReplayKeepsMoreFactsThanFifoAndTheInstructionEverywhere) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  // Compactions in line with the calls, so that every run is the same.
+  auto server = ServerProcess::Start({"--database_url=" + (*db)->url(),
+                                      "--background_compaction=false"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto conversation = replay::Load(ServerProcess::RunfilePath("tools/replay_data/oncall.jsonl"),
+                                   ServerProcess::RunfilePath("tools/replay_data/oncall_facts.jsonl"),
+                                   ServerProcess::RunfilePath("tools/replay_data/oncall_probes.jsonl"));
+  ASSERT_TRUE(conversation.ok()) << conversation.status();
+  ASSERT_GE(conversation->turns(), 50);
+  ASSERT_GE(conversation->facts.size(), 50u);
+
+  replay::Options options;
+  options.target = (*server)->address();
+  options.window = 8192;
+  options.max_turns = 30;
+  auto r = replay::Run(*conversation, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  SCOPED_TRACE(replay::Report({*r}));
+
+  EXPECT_TRUE(r->errors.empty());
+  EXPECT_EQ(r->views_over_window, 0);
+  EXPECT_EQ(r->views_invalid_utf8, 0);
+  EXPECT_GE(r->chunks_written - r->folds, 4) << "the short replay should summarize at least 4 times";
+  // The rule given at turn 2 is in every view after it.
+  EXPECT_GT(r->instruction_views, 20);
+  EXPECT_EQ(r->instruction_kept, r->instruction_views);
+  // More of the conversation's facts than truncation keeps, and most of
+  // what the user and the assistant said.
+  EXPECT_GT(r->facts.present(), r->fifo_facts.present());
+  EXPECT_GE(r->facts.message * 10, r->facts.message_total * 8);
+  // Right after each compaction the view is back under the hard band:
+  // additive chunks and a budgeted ledger, not a growing rolling summary.
+  ASSERT_FALSE(r->tokens_after_compaction.empty());
+  for (int64_t tokens : r->tokens_after_compaction) EXPECT_LT(tokens, 8192 * 8 / 10);
+}
+
+}  // namespace
+}  // namespace convstate
