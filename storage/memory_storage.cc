@@ -236,11 +236,30 @@ class MemoryStorage final : public Storage {
       result.marker_sequence = marker.sequence;
     }
     c.prune_boundary = commit.new_prune_boundary;
-    c.version += 1;
+    c.compaction_version += 1;
     c.update_time = now;
     AddEvents(*state, commit.events, now);
     result.version = c.version;
+    result.compaction_version = c.compaction_version;
     return result;
+  }
+
+  absl::StatusOr<Item> SetPinned(const CallContext& ctx, const ConversationKey& key,
+                                 int64_t sequence, bool pinned) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    if (sequence < 1 || sequence > static_cast<int64_t>(state->items.size()) ||
+        state->items[sequence - 1].data.kind == ItemKind::kSummaryMarker) {
+      return absl::NotFoundError(absl::StrCat("conversation '", key.conversation_id,
+                                              "' has no item ", sequence,
+                                              " that can be pinned"));
+    }
+    Item& item = state->items[sequence - 1];
+    item.data.pinned = pinned;
+    state->conversation.compaction_version += 1;
+    state->conversation.update_time = Now();
+    return item;
   }
 
   absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(

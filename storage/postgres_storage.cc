@@ -33,12 +33,16 @@ constexpr char kConversationColumns[] =
     "floor(extract(epoch FROM created_at) * 1000000)::bigint, "
     "floor(extract(epoch FROM updated_at) * 1000000)::bigint, "
     "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction, "
-    "prune_boundary, lease_token, coalesce(lease_expires_at > now(), false)";
+    "prune_boundary, lease_token, coalesce(lease_expires_at > now(), false), "
+    "compaction_version";
 
+// Items with their pins: a pin set after the append overrides the flag.
 constexpr char kItemColumns[] =
-    "sequence, turn_index, role, kind, content, tool_name, tool_call_id, pinned, "
-    "metadata::text, token_count, coalesce(summary_chunk_id, 0), "
-    "floor(extract(epoch FROM created_at) * 1000000)::bigint";
+    "i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, i.tool_call_id, "
+    "coalesce(p.pinned, i.pinned), i.metadata::text, i.token_count, "
+    "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint";
+constexpr char kItemsWithPins[] =
+    " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence ";
 
 constexpr char kChunkColumns[] =
     "chunk_id, from_sequence, through_sequence, text, token_count, "
@@ -122,8 +126,9 @@ const std::vector<Statement>& Statements() {
        "summary_chunk_id) VALUES ($1, $2, $3, 'system', 'summary_marker', $4, 0, $5)"},
       {"apply_compaction",
        "UPDATE conversations SET summarized_through = $2, prune_boundary = $3, "
-       "version = version + 1, item_count = item_count + $4, last_sequence = $5, "
-       "updated_at = now() WHERE conv_key = $1 RETURNING version"},
+       "compaction_version = compaction_version + 1, item_count = item_count + $4, "
+       "last_sequence = $5, updated_at = now() WHERE conv_key = $1 "
+       "RETURNING version, compaction_version"},
       {"insert_event",
        "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
        "detail) VALUES ($1, $2, $3, $4, $5, $6::jsonb)"},
@@ -135,17 +140,26 @@ const std::vector<Statement>& Statements() {
        "floor(extract(epoch FROM created_at) * 1000000)::bigint "
        "FROM compaction_events WHERE conv_key = $1 ORDER BY event_id"},
       {"items_range",
-       absl::StrCat("SELECT ", kItemColumns,
-                    " FROM items WHERE conv_key = $1 AND sequence BETWEEN $2 AND $3 "
-                    "ORDER BY sequence")},
+       absl::StrCat("SELECT ", kItemColumns, kItemsWithPins,
+                    "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
+                    "ORDER BY i.sequence")},
       {"list_items",
-       absl::StrCat("SELECT ", kItemColumns,
-                    " FROM items WHERE conv_key = $1 AND sequence > $2 "
-                    "ORDER BY sequence LIMIT $3")},
+       absl::StrCat("SELECT ", kItemColumns, kItemsWithPins,
+                    "WHERE i.conv_key = $1 AND i.sequence > $2 "
+                    "ORDER BY i.sequence LIMIT $3")},
       {"context_items",
-       absl::StrCat("SELECT ", kItemColumns,
-                    " FROM items WHERE conv_key = $1 AND (sequence > $2 OR pinned) "
-                    "ORDER BY sequence")},
+       absl::StrCat("SELECT ", kItemColumns, kItemsWithPins,
+                    "WHERE i.conv_key = $1 AND (i.sequence > $2 OR coalesce(p.pinned, i.pinned)) "
+                    "ORDER BY i.sequence")},
+      {"pin_item",
+       "INSERT INTO item_pins (conv_key, sequence, pinned) "
+       "SELECT conv_key, sequence, $3 FROM items "
+       "WHERE conv_key = $1 AND sequence = $2 AND kind <> 'summary_marker' "
+       "ON CONFLICT (conv_key, sequence) DO UPDATE SET pinned = $3, updated_at = now() "
+       "RETURNING sequence"},
+      {"bump_compaction_version",
+       "UPDATE conversations SET compaction_version = compaction_version + 1, updated_at = now() "
+       "WHERE conv_key = $1"},
       {"active_chunks",
        absl::StrCat("SELECT ", kChunkColumns,
                     " FROM summary_chunks WHERE conv_key = $1 AND superseded_by IS NULL "
@@ -226,6 +240,7 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.prune_boundary = r[19].as<int64_t>();
   c.lease_token = r[20].as<int64_t>();
   c.lease_active = r[21].as<bool>();
+  c.compaction_version = r[22].as<int64_t>();
   return out;
 }
 
@@ -633,10 +648,11 @@ class PostgresStorage final : public Storage {
         result.chunk_id = chunk.chunk_id;
         result.marker_sequence = last_sequence;
       }
-      result.version = tx.exec_prepared1("apply_compaction", row.conv_key, summarized_through,
-                                         commit.new_prune_boundary, added_items,
-                                         last_sequence)[0]
-                           .as<int64_t>();
+      const pqxx::row applied = tx.exec_prepared1("apply_compaction", row.conv_key,
+                                                  summarized_through, commit.new_prune_boundary,
+                                                  added_items, last_sequence);
+      result.version = applied[0].as<int64_t>();
+      result.compaction_version = applied[1].as<int64_t>();
       InsertEvents(tx, row.conv_key, commit.events);
       tx.commit();
       return result;
@@ -696,6 +712,27 @@ class PostgresStorage final : public Storage {
           }
           return out;
         });
+  }
+
+  absl::StatusOr<Item> SetPinned(const CallContext& ctx, const ConversationKey& key,
+                                 int64_t sequence, bool pinned) override {
+    return Run<Item>(ctx, pinned ? "pin item" : "unpin item",
+                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<Item> {
+      pqxx::result locked =
+          tx.exec_prepared("lock_conversation", key.tenant_id, key.conversation_id);
+      if (locked.empty()) return NotFound(key);
+      const int64_t conv_key = ParseConversation(locked[0]).conv_key;
+      if (tx.exec_prepared("pin_item", conv_key, sequence, pinned).empty()) {
+        return absl::NotFoundError(absl::StrCat("conversation '", key.conversation_id,
+                                                "' has no item ", sequence,
+                                                " that can be pinned"));
+      }
+      tx.exec_prepared("bump_compaction_version", conv_key);
+      std::vector<Item> items =
+          ParseItems(tx.exec_prepared("items_range", conv_key, sequence, sequence));
+      tx.commit();
+      return items.at(0);
+    });
   }
 
   absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(

@@ -97,7 +97,8 @@ class Storage {
   // and prune_boundary moved, the audit events, the version bumped. ABORTED
   // (and nothing written) if the conversation's summarized_through or
   // prune_boundary no longer match the commit's expectations, or a chunk to
-  // supersede is not active. INVALID_ARGUMENT if the commit would move a
+  // supersede is not active. The conversation's compaction_version moves,
+  // its version does not. INVALID_ARGUMENT if the commit would move a
   // boundary backwards or past the log. NOT_FOUND for an unknown
   // conversation.
   virtual absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,
@@ -115,6 +116,13 @@ class Storage {
   // latest one.
   virtual absl::Status ReleaseCompactionLease(const CallContext& ctx, const ConversationKey& key,
                                               const CompactionLease& lease) = 0;
+
+  // Pins or unpins the item at `sequence`, overriding the flag it was
+  // appended with, and bumps the conversation's compaction_version (not its
+  // version). Returns the item as it now is. NOT_FOUND for an unknown
+  // conversation or item, or a summary marker.
+  virtual absl::StatusOr<Item> SetPinned(const CallContext& ctx, const ConversationKey& key,
+                                         int64_t sequence, bool pinned) = 0;
 
   // Appends audit events that change no state (a failed or truncating
   // compaction). NOT_FOUND for an unknown conversation.

@@ -450,13 +450,16 @@ TEST_P(StorageConformanceTest, CompactionWritesChunkAndMarkerAndMovesTheView) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->chunk_id, 1);
   EXPECT_EQ(result->marker_sequence, 7);
-  EXPECT_EQ(result->version, 2);
+  // Compactions move compaction_version; version counts appends only.
+  EXPECT_EQ(result->version, 1);
+  EXPECT_EQ(result->compaction_version, 1);
 
   auto snap = storage_->LoadContext(ctx_, Key("c"));
   ASSERT_TRUE(snap.ok()) << snap.status();
   EXPECT_EQ(snap->conversation.summarized_through, 4);
   EXPECT_EQ(snap->conversation.prune_boundary, 3);
-  EXPECT_EQ(snap->conversation.version, 2);
+  EXPECT_EQ(snap->conversation.version, 1);
+  EXPECT_EQ(snap->conversation.compaction_version, 1);
   ASSERT_THAT(snap->active_chunks, SizeIs(1));
   EXPECT_EQ(snap->active_chunks[0].text, "summary of 1-4");
   EXPECT_EQ(snap->active_chunks[0].tokens_in, 40);
@@ -524,6 +527,56 @@ TEST_P(StorageConformanceTest, ChunkStructureAndRecallRoundTrip) {
   EXPECT_TRUE((*chunks)[1].facts.empty());
 }
 
+TEST_P(StorageConformanceTest, AnAppendAtTheVersionReadBeforeACompactionSucceeds) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  const int64_t read = storage_->GetConversation(ctx_, Key("c"))->version;
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 4, "summary of 1-4");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  AppendRequest req;
+  req.key = Key("c");
+  req.items = {Message(Role::kUser, "next")};
+  req.expected_version = read;
+  auto r = storage_->AppendItems(ctx_, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->version, read + 1);
+}
+
+TEST_P(StorageConformanceTest, PinsOverrideTheAppendFlagAndSurviveSummaries) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));  // Item 2 pinned at append.
+  auto pinned = storage_->SetPinned(ctx_, Key("c"), 3, true);
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  EXPECT_TRUE(pinned->data.pinned);
+  EXPECT_EQ(pinned->data.content, "m3");
+  ASSERT_TRUE(storage_->SetPinned(ctx_, Key("c"), 2, false).ok());
+  auto conv = storage_->GetConversation(ctx_, Key("c"));
+  EXPECT_EQ(conv->version, 1);
+  EXPECT_EQ(conv->compaction_version, 2);
+  // Behind a marker, the pinned item stays in the view; the unpinned does not.
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 4, "summary of 1-4");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  auto snap = storage_->LoadContext(ctx_, Key("c"));
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_THAT(Sequences(snap->pinned_items), ElementsAre(3));
+  // The history shows the pins as they now are.
+  auto items = storage_->ListItems(ctx_, Key("c"), 0, 10);
+  ASSERT_TRUE(items.ok());
+  EXPECT_FALSE((*items)[1].data.pinned);
+  EXPECT_TRUE((*items)[2].data.pinned);
+  // Unknown items and markers cannot be pinned.
+  EXPECT_EQ(storage_->SetPinned(ctx_, Key("c"), 99, true).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->SetPinned(ctx_, Key("c"), 7, true).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->SetPinned(ctx_, Key("other"), 1, true).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST_P(StorageConformanceTest, StaleCompactionIsAbortedAndWritesNothing) {
   Create("c");
   AppendSix(*storage_, ctx_, Key("c"));
@@ -536,6 +589,7 @@ TEST_P(StorageConformanceTest, StaleCompactionIsAbortedAndWritesNothing) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted) << r.status();
   auto conv = storage_->GetConversation(ctx_, Key("c"));
   EXPECT_EQ(conv->version, 1);
+  EXPECT_EQ(conv->compaction_version, 0);
   EXPECT_EQ(conv->item_count, 6);
   EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
   EXPECT_TRUE(storage_->ListCompactionEvents(ctx_, Key("c"))->empty());

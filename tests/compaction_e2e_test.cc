@@ -386,11 +386,14 @@ TEST_F(CompactionE2eTest, CompactModesInspectAndCannotFit) {
   EXPECT_GT(summarized.summary_chunk_id(), 0);
   EXPECT_EQ(summarized.context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
   EXPECT_LT(summarized.tokens_after(), summarized.tokens_before());
-  EXPECT_GT(summarized.version(), pruned.version());
+  // Compactions move compaction_version, never the version appends compare.
+  EXPECT_GT(summarized.compaction_version(), pruned.compaction_version());
+  EXPECT_EQ(summarized.version(), pruned.version());
 
   const v1::CompactResponse truncated = compact(v1::CompactRequest::MODE_TRUNCATE);
-  // Truncation is view-only: storage and version stay as they were.
+  // Truncation is view-only: storage and versions stay as they were.
   EXPECT_EQ(truncated.version(), summarized.version());
+  EXPECT_EQ(truncated.compaction_version(), summarized.compaction_version());
   EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM items WHERE kind <> 'summary_marker'"), "16");
   EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM compaction_events WHERE event = 'pruned'"), "1");
 
@@ -415,6 +418,99 @@ TEST_F(CompactionE2eTest, CompactModesInspectAndCannotFit) {
   const grpc::Status s = stub_->BuildContext(&ctx, build, &view);
   EXPECT_EQ(s.error_code(), grpc::RESOURCE_EXHAUSTED);
   EXPECT_NE(s.error_message().find("system prompt ("), std::string::npos) << s.error_message();
+}
+
+// The normal gateway loop with optimistic concurrency: BuildContext (version
+// v), then AppendTurn with expected_version v. Compactions, in line or in
+// the background, never make that append ABORTED.
+TEST_F(CompactionE2eTest, TheGatewayLoopWithExpectedVersionSurvivesCompactions) {
+  StartServer();  // Background compaction on, as deployed.
+  Create("loop", "You are an on-call assistant.");
+  std::mt19937 rng(5);
+  int64_t compactions = 0;
+  for (int n = 1; n <= 30; ++n) {
+    const TurnText turn = MakeTurn(n, rng);
+    v1::BuildContextRequest build;
+    build.set_conversation_id("loop");
+    *build.add_pending_input() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    v1::BuildContextResponse view;
+    {
+      grpc::ClientContext ctx;
+      SetDeadline(ctx);
+      ASSERT_TRUE(stub_->BuildContext(&ctx, build, &view).ok());
+    }
+    compactions = std::max(compactions, view.compaction_version());
+    v1::AppendTurnRequest append;
+    append.set_conversation_id("loop");
+    append.set_expected_version(view.version());
+    const std::string call = absl::StrCat("call_", n);
+    *append.add_items() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *append.add_items() =
+        MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, call);
+    *append.add_items() = MakeItem(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, call);
+    *append.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
+    v1::AppendTurnResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const grpc::Status s = stub_->AppendTurn(&ctx, append, &out);
+    ASSERT_TRUE(s.ok()) << "turn " << n << ": " << s.error_message();
+    EXPECT_EQ(out.version(), view.version() + 1);
+  }
+  EXPECT_GT(compactions, 3) << "the loop should have compacted along the way";
+}
+
+// PinItem keeps an old item in every view, past summaries; UnpinItem takes
+// it out again.
+TEST_F(CompactionE2eTest, APinnedItemOutlivesTheSummaryOfItsTurn) {
+  StartServer({"--background_compaction=false"});
+  Create("pins", "You are terse.");
+  std::mt19937 rng(3);
+  for (int n = 1; n <= 3; ++n) Turn("pins", n, rng);
+  auto pin = [&](bool on, int64_t sequence) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    v1::Item item;
+    if (on) {
+      v1::PinItemRequest req;
+      req.set_conversation_id("pins");
+      req.set_sequence(sequence);
+      return std::make_pair(stub_->PinItem(&ctx, req, &item), item);
+    }
+    v1::UnpinItemRequest req;
+    req.set_conversation_id("pins");
+    req.set_sequence(sequence);
+    return std::make_pair(stub_->UnpinItem(&ctx, req, &item), item);
+  };
+  auto [pinned, item] = pin(true, 4);  // The first turn's answer.
+  ASSERT_TRUE(pinned.ok()) << pinned.error_message();
+  EXPECT_TRUE(item.pinned());
+  EXPECT_EQ(pin(true, 999).first.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(pin(true, 0).first.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  {
+    v1::CompactRequest req;
+    req.set_conversation_id("pins");
+    req.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+    v1::CompactResponse resp;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ASSERT_TRUE(stub_->Compact(&ctx, req, &resp).ok());
+    ASSERT_GT(resp.summary_chunk_id(), 0);
+  }
+  auto shows = [&](int64_t sequence) {
+    v1::BuildContextRequest build;
+    build.set_conversation_id("pins");
+    v1::BuildContextResponse view;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    EXPECT_TRUE(stub_->BuildContext(&ctx, build, &view).ok());
+    for (const auto& e : view.entries()) {
+      if (e.sequence() == sequence) return e.section();
+    }
+    return v1::SECTION_UNSPECIFIED;
+  };
+  EXPECT_EQ(shows(4), v1::SECTION_PINNED);
+  ASSERT_TRUE(pin(false, 4).first.ok());
+  EXPECT_EQ(shows(4), v1::SECTION_UNSPECIFIED);
 }
 
 // The LLM summarizer through the real server, with the fake LLM program:

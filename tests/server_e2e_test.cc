@@ -160,7 +160,7 @@ TEST_F(ServerE2eTest, ServesHealthAndReflection) {
     for (const auto& service : file.service()) {
       if (service.name() != "ConversationState") continue;
       found = true;
-      EXPECT_EQ(service.method_size(), 13);
+      EXPECT_EQ(service.method_size(), 15);
     }
   }
   EXPECT_TRUE(found) << described.ShortDebugString();

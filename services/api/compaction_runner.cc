@@ -388,6 +388,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       return false;
     } else {
       out.version = result->version;
+      out.compaction_version = result->compaction_version;
       if (result->chunk_id != 0) out.chunk_id = result->chunk_id;
     }
     absl::StatusOr<ContextSnapshot> fresh = storage_->LoadContext(ctx, key);
@@ -543,6 +544,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     }
   }
   out.version = snapshot.conversation.version;
+  out.compaction_version = snapshot.conversation.compaction_version;
   return out;
 }
 

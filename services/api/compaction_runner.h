@@ -36,8 +36,9 @@ struct CompactionOutcome {
   ContextView view;
   CompactionPlan plan;
   int64_t tokens_before = 0;
-  // The conversation's version after the compaction.
+  // The conversation's version and compaction_version after the compaction.
   int64_t version = 0;
+  int64_t compaction_version = 0;
   // The summary chunk written, if any (the fold's if there was one).
   int64_t chunk_id = 0;
 };

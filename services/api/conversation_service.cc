@@ -77,6 +77,7 @@ v1::Conversation ToProto(const Conversation& c) {
   FromMetadata(c.metadata, out.mutable_metadata());
   FromOverrides(c.overrides, out.mutable_profile_overrides());
   out.set_version(c.version);
+  out.set_compaction_version(c.compaction_version);
   out.set_item_count(c.item_count);
   out.set_last_sequence(c.last_sequence);
   out.set_last_turn_index(c.last_turn_index);
@@ -102,6 +103,7 @@ void ToProto(const Item& item, v1::Item* out) {
 
 void ToProto(const ContextView& view, v1::BuildContextResponse* out) {
   out->set_version(view.version);
+  out->set_compaction_version(view.compaction_version);
   out->mutable_entries()->Reserve(static_cast<int>(view.entries.size()));
   for (const ViewEntry& e : view.entries) {
     v1::ContextEntry* pe = out->add_entries();
@@ -549,6 +551,7 @@ absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallConte
   out.set_tokens_after(outcome.view.tokens.total);
   out.set_context_status(static_cast<v1::ContextStatus>(outcome.view.status));
   out.set_version(outcome.version);
+  out.set_compaction_version(outcome.compaction_version);
   out.set_summary_chunk_id(outcome.chunk_id);
   return out;
 }
@@ -560,6 +563,28 @@ absl::StatusOr<v1::ListSummariesResponse> ConversationService::ListSummaries(
                    storage_->ListSummaries(ctx, key, req.include_superseded()));
   v1::ListSummariesResponse out;
   for (const SummaryChunk& c : chunks) ToProto(c, out.add_chunks());
+  return out;
+}
+
+absl::StatusOr<v1::Item> ConversationService::PinItem(const CallContext& ctx,
+                                                      const v1::PinItemRequest& req) {
+  return SetPinned(ctx, req.tenant_id(), req.conversation_id(), req.sequence(), true);
+}
+
+absl::StatusOr<v1::Item> ConversationService::UnpinItem(const CallContext& ctx,
+                                                        const v1::UnpinItemRequest& req) {
+  return SetPinned(ctx, req.tenant_id(), req.conversation_id(), req.sequence(), false);
+}
+
+absl::StatusOr<v1::Item> ConversationService::SetPinned(const CallContext& ctx,
+                                                        const std::string& tenant_id,
+                                                        const std::string& conversation_id,
+                                                        int64_t sequence, bool pinned) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(tenant_id, conversation_id));
+  if (sequence <= 0) return absl::InvalidArgumentError("sequence: must be positive");
+  ASSIGN_OR_RETURN(Item item, storage_->SetPinned(ctx, key, sequence, pinned));
+  v1::Item out;
+  ToProto(item, &out);
   return out;
 }
 

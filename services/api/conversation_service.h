@@ -65,6 +65,8 @@ class ConversationService {
                                                           const v1::ExpandSummaryRequest& req);
   absl::StatusOr<v1::ListCompactionEventsResponse> ListCompactionEvents(
       const CallContext& ctx, const v1::ListCompactionEventsRequest& req);
+  absl::StatusOr<v1::Item> PinItem(const CallContext& ctx, const v1::PinItemRequest& req);
+  absl::StatusOr<v1::Item> UnpinItem(const CallContext& ctx, const v1::UnpinItemRequest& req);
 
  private:
   // The conversation's profile (its model's, with its overrides) and
@@ -79,6 +81,10 @@ class ConversationService {
   absl::Status ValidateItems(absl::string_view field,
                              const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
                              int max_items) const;
+
+  absl::StatusOr<v1::Item> SetPinned(const CallContext& ctx, const std::string& tenant_id,
+                                     const std::string& conversation_id, int64_t sequence,
+                                     bool pinned);
 
   // Starts a background compaction of `key` unless one is already queued or
   // running in this process (the lease keeps it to one across replicas).

@@ -61,6 +61,7 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
   };
   ContextView view;
   view.version = c.version;
+  view.compaction_version = c.compaction_version;
   view.entries.reserve(2 + snapshot.pinned_items.size() + snapshot.active_chunks.size() +
                        snapshot.live_items.size() + pending.size());
   TokenBreakdown& t = view.tokens;

@@ -49,6 +49,7 @@ struct TokenBreakdown {
 
 struct ContextView {
   int64_t version = 0;
+  int64_t compaction_version = 0;
   std::vector<ViewEntry> entries;
   TokenBreakdown tokens;
   ContextStatus status = ContextStatus::kFull;

@@ -76,8 +76,12 @@ struct Conversation {
   std::string pinned_instructions;
   Metadata metadata;
   ProfileOverrides overrides;
-  // Increases by one with every change (append, compaction).
+  // Increases by one with every append, and only then: what a gateway's
+  // expected_version compares.
   int64_t version = 0;
+  // Increases by one with every other change to the view: a compaction, a
+  // pin or unpin.
+  int64_t compaction_version = 0;
   int64_t item_count = 0;
   int64_t last_sequence = 0;
   int64_t last_turn_index = 0;
@@ -272,7 +276,10 @@ struct CompactionLease {
 };
 
 struct CompactionResult {
+  // The conversation's version (unchanged by compactions) and its
+  // compaction_version after this one.
   int64_t version = 0;
+  int64_t compaction_version = 0;
   // 0 when no chunk was written.
   int64_t chunk_id = 0;
   // Sequence of the marker item written with the chunk; 0 when none.

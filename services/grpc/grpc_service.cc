@@ -278,6 +278,15 @@ GrpcService::Reactor* GrpcService::ListCompactionEvents(Context* ctx, const Byte
   return Unary("ListCompactionEvents", ctx, req, resp, &ConversationService::ListCompactionEvents);
 }
 
+GrpcService::Reactor* GrpcService::PinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) {
+  return Unary("PinItem", ctx, req, resp, &ConversationService::PinItem);
+}
+
+GrpcService::Reactor* GrpcService::UnpinItem(Context* ctx, const ByteBuffer* req,
+                                             ByteBuffer* resp) {
+  return Unary("UnpinItem", ctx, req, resp, &ConversationService::UnpinItem);
+}
+
 // Compaction events as they happen (compaction_started before the
 // summarizer is called), then the context as the last event.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(

@@ -21,7 +21,9 @@ using RawConversationState = v1::ConversationState::WithRawCallbackMethod_Create
                                         v1::ConversationState::WithRawCallbackMethod_ListSummaries<
                                             v1::ConversationState::WithRawCallbackMethod_ExpandSummary<
                                                 v1::ConversationState::WithRawCallbackMethod_ListCompactionEvents<
-                                                    v1::ConversationState::Service>>>>>>>>>>>>>;
+                                                    v1::ConversationState::WithRawCallbackMethod_PinItem<
+                                                        v1::ConversationState::WithRawCallbackMethod_UnpinItem<
+                                                            v1::ConversationState::Service>>>>>>>>>>>>>>>;
 }  // namespace internal
 
 // The gRPC adapter for convstate.v1.ConversationState. Each call: parse the
@@ -55,6 +57,8 @@ class GrpcService final : public internal::RawConversationState {
   Reactor* ListSummaries(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* ExpandSummary(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* ListCompactionEvents(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
+  Reactor* PinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
+  Reactor* UnpinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
 
  private:
   template <typename Req, typename Resp>
