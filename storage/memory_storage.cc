@@ -244,6 +244,10 @@ class MemoryStorage final : public Storage {
     return result;
   }
 
+  absl::Status Ping(const CallContext& ctx) override {
+    return CheckDeadline(ctx, clock_->Now());
+  }
+
   absl::StatusOr<Item> SetPinned(const CallContext& ctx, const ConversationKey& key,
                                  int64_t sequence, bool pinned) override {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));

@@ -416,9 +416,10 @@ class PostgresStorage final : public Storage {
   explicit PostgresStorage(const PostgresOptions& options)
       : options_(options), pool_(options) {}
 
-  absl::Status Ping() {
-    return Run<bool>(CallContext{absl::Now() + options_.connect_timeout}, "ping",
-                     [](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+  absl::Status Ping() { return Ping(CallContext{absl::Now() + options_.connect_timeout}); }
+
+  absl::Status Ping(const CallContext& ctx) override {
+    return Run<bool>(ctx, "ping", [](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
                        tx.exec("SELECT 1");
                        return true;
                      })

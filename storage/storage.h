@@ -51,6 +51,10 @@ class Storage {
  public:
   virtual ~Storage() = default;
 
+  // OK if the backend answers now; UNAVAILABLE (or DEADLINE_EXCEEDED) if
+  // not. What the health service reports.
+  virtual absl::Status Ping(const CallContext& ctx) = 0;
+
   // Stores a new conversation at version 0. ALREADY_EXISTS if the tenant
   // already has that id.
   virtual absl::StatusOr<Conversation> CreateConversation(

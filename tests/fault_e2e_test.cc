@@ -21,6 +21,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "convstate/v1/convstate.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
@@ -355,14 +356,31 @@ TEST(FaultE2eTest, DatabaseRestartIsUnavailableThenRecovers) {
   } cleanup{dir};
 
   auto server = ServerProcess::Start({"--database_url=" + url, "--model_profiles=" + ProfilesFile(),
-                                      "--db_connect_timeout_ms=1000"});
+                                      "--db_connect_timeout_ms=1000", "--health_interval_ms=100"});
   ASSERT_TRUE(server.ok()) << server.status();
   auto stub = Stub(**server);
+  auto health = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  // Waits (bounded) until health reports `want` for the whole server.
+  auto health_becomes = [&](grpc::health::v1::HealthCheckResponse::ServingStatus want) {
+    for (int i = 0; i < 100; ++i) {
+      grpc::health::v1::HealthCheckRequest req;
+      grpc::health::v1::HealthCheckResponse resp;
+      grpc::ClientContext ctx;
+      SetDeadline(ctx, absl::Seconds(2));
+      if (health->Check(&ctx, req, &resp).ok() && resp.status() == want) return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return false;
+  };
+  EXPECT_TRUE(health_becomes(grpc::health::v1::HealthCheckResponse::SERVING));
   ASSERT_TRUE(Create(*stub, "survivor").ok());
   v1::AppendTurnResponse out;
   ASSERT_TRUE(AppendPair(*stub, "survivor", "before", &out).ok());
 
   Shell(absl::StrCat("pg_stop ", dir));
+  // Load balancers see it: health follows the database.
+  EXPECT_TRUE(health_becomes(grpc::health::v1::HealthCheckResponse::NOT_SERVING));
   grpc::Status down = AppendPair(*stub, "survivor", "during", &out);
   EXPECT_EQ(down.error_code(), grpc::UNAVAILABLE) << down.error_message();
   v1::BuildContextResponse view;
@@ -376,6 +394,7 @@ TEST(FaultE2eTest, DatabaseRestartIsUnavailableThenRecovers) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   ASSERT_TRUE(up.ok()) << up.error_message();
+  EXPECT_TRUE(health_becomes(grpc::health::v1::HealthCheckResponse::SERVING));
   ASSERT_TRUE(Build(*stub, "survivor", &view).ok());
   // "before" and "after" are there; "during" was refused, not half-stored.
   EXPECT_EQ(view.entries_size(), 4);

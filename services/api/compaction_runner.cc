@@ -136,20 +136,48 @@ bool NeedsCommit(const CompactionPlan& plan) {
 
 }  // namespace
 
+std::string WaitKey(const ConversationKey& key) {
+  return absl::StrCat(key.tenant_id, "/", key.conversation_id);
+}
+
 absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
     const CallContext& ctx, const ConversationKey& key, bool background) {
+  ASSIGN_OR_RETURN(std::optional<CompactionLease> lease,
+                   storage_->TryAcquireCompactionLease(ctx, key, options_.holder, options_.lease));
+  if (lease.has_value() || background) return lease;
+  // One waiter per conversation in this process; the rest do not wait.
+  const std::string id = WaitKey(key);
+  {
+    absl::MutexLock lock(&wait_mu_);
+    if (!waiting_.insert(id).second) return std::optional<CompactionLease>();
+  }
+  struct Leave {
+    CompactionRunner* runner;
+    const std::string& id;
+    ~Leave() {
+      absl::MutexLock lock(&runner->wait_mu_);
+      runner->waiting_.erase(id);
+    }
+  } leave{this, id};
   while (true) {
-    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease,
-                     storage_->TryAcquireCompactionLease(ctx, key, options_.holder,
-                                                         options_.lease));
-    if (lease.has_value() || background) return lease;
     if (IsCancelled(ctx)) return absl::CancelledError("the caller cancelled while waiting");
     if (options_.clock->Now() + options_.poll >= ctx.deadline) {
       return absl::DeadlineExceededError(
           "another compaction of this conversation was still running at the deadline");
     }
-    options_.clock->SleepFor(options_.poll);
+    {
+      absl::MutexLock lock(&wait_mu_);
+      options_.clock->WaitWithTimeout(released_, wait_mu_, options_.poll);
+    }
+    ASSIGN_OR_RETURN(lease, storage_->TryAcquireCompactionLease(ctx, key, options_.holder,
+                                                                options_.lease));
+    if (lease.has_value()) return lease;
   }
+}
+
+void CompactionRunner::Released(const ConversationKey& key) {
+  absl::MutexLock lock(&wait_mu_);
+  if (waiting_.contains(WaitKey(key))) released_.SignalAll();
 }
 
 absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
@@ -209,33 +237,44 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     const absl::Time asked = options_.clock->Now();
     ASSIGN_OR_RETURN(lease, AcquireLease(ctx, key, background));
     lock_wait_ms = absl::ToInt64Milliseconds(options_.clock->Now() - asked);
-    if (!lease.has_value()) {  // Background, and someone else is at it.
+    if (!lease.has_value() && background) {  // Someone else is at it.
       out.tokens_before = out.plan.tokens_before;
       out.version = snapshot.conversation.version;
+      out.compaction_version = snapshot.conversation.compaction_version;
       out.view = std::move(out.plan.view_before);
       return out;
     }
-    // Whoever held it may have compacted meanwhile: plan again from now.
-    ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
-    out.plan = PlanCompaction(input_for(snapshot), mode);
+    if (lease.has_value()) {
+      // Whoever held it may have compacted meanwhile: plan again from now.
+      ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
+      out.plan = PlanCompaction(input_for(snapshot), mode);
+    } else {
+      // Another compaction runs and a request of this process already waits
+      // for it: this one takes the view as it stands (truncated below if it
+      // does not fit) instead of holding a worker.
+      out.plan.pruned_results = 0;
+      out.plan.prune_boundary = snapshot.conversation.prune_boundary;
+      out.plan.summarize = false;
+      out.plan.fold.clear();
+    }
   }
   // The lease is given back with a deadline of its own: the caller's has
   // often passed by then (a summarizer that hung), and a refused release
   // would keep the conversation locked until the lease expires.
   struct Release {
-    Storage* storage;
-    const Clock* clock;
+    CompactionRunner* runner;
     const ConversationKey& key;
     const std::optional<CompactionLease>& lease;
     ~Release() {
       if (!lease.has_value()) return;
-      const CallContext own{clock->Now() + kReleaseTimeout};
-      if (absl::Status s = storage->ReleaseCompactionLease(own, key, *lease); !s.ok()) {
+      const CallContext own{runner->options_.clock->Now() + kReleaseTimeout};
+      if (absl::Status s = runner->storage_->ReleaseCompactionLease(own, key, *lease); !s.ok()) {
         LogWarning("could not release the compaction lease of ", key.conversation_id, ": ",
                    s.ToString(), " (it expires by itself)");
       }
+      runner->Released(key);
     }
-  } release{storage_, options_.clock, key, lease};
+  } release{this, key, lease};
   out.tokens_before = out.plan.tokens_before;
   out.version = snapshot.conversation.version;
   if (out.plan.cannot_fit.has_value()) {

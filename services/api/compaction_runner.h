@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "services/common/clock.h"
 #include "services/compaction/context_view.h"
 #include "services/compaction/model_registry.h"
@@ -54,7 +56,8 @@ class CompactionRunner {
     // How long a compaction may hold the conversation; a replica that dies
     // frees it after this. Longer than a summarizer call with its retries.
     absl::Duration lease = absl::Seconds(30);
-    // How often a waiting request checks whether the lease is free.
+    // How often the request waiting for a lease checks whether it is free
+    // (at once when this process gives it back).
     absl::Duration poll = absl::Milliseconds(20);
     const Clock* clock = Clock::Real();
   };
@@ -70,9 +73,12 @@ class CompactionRunner {
   // A compaction that loses a race to a concurrent one is discarded and the
   // view built from the winner's result.
   //
-  // Anything that commits first takes the conversation's compaction lease,
-  // waiting for another holder until `ctx.deadline` (then
-  // DEADLINE_EXCEEDED), and re-plans from fresh state once it has it. With
+  // Anything that commits first takes the conversation's compaction lease.
+  // While another compaction holds it, one request per conversation in this
+  // process waits for it, until `ctx.deadline` (then DEADLINE_EXCEEDED) or
+  // cancellation (CANCELLED), and re-plans from fresh state once it has it;
+  // the others do not wait: they get the view as it stands, truncated if it
+  // does not fit, so one hot conversation never holds every worker. With
   // `background`, a held lease means someone is already at it: nothing is
   // done and the view returned as is.
   absl::StatusOr<CompactionOutcome> Run(const CallContext& ctx, ContextSnapshot snapshot,
@@ -87,9 +93,17 @@ class CompactionRunner {
                                                               const ConversationKey& key,
                                                               bool background);
 
+  // Wakes the waiter of `key`, if any, once this process gave its lease back.
+  void Released(const ConversationKey& key);
+
   const Options options_;
   Storage* const storage_;
   Summarizer* const summarizer_;
+  absl::Mutex wait_mu_;
+  // Conversations someone in this process waits on, and the signal that
+  // this process gave a lease back.
+  absl::flat_hash_set<std::string> waiting_ ABSL_GUARDED_BY(wait_mu_);
+  absl::CondVar released_;
 };
 
 }  // namespace convstate

@@ -2,6 +2,9 @@
 
 #include <memory>
 #include <string>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -211,6 +214,63 @@ TEST_F(CompactionRunnerTest, TheLeaseIsGivenBackAfterTheSummarizerOutlivedTheCal
   auto again = storage_->TryAcquireCompactionLease(ctx_, {"t", "c"}, "next", absl::Seconds(1));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->has_value());
+}
+
+// A clock whose waits block until the test lets them go, so that the test
+// decides when the waiting request looks at the lease again.
+class GatedClock final : public Clock {
+ public:
+  absl::Time Now() const override { return now_; }
+  void SleepFor(absl::Duration) const override {}
+  void WaitWithTimeout(absl::CondVar&, absl::Mutex& mu, absl::Duration) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    mu.Unlock();
+    waiting_.Notify();
+    gate_.WaitForNotification();
+    mu.Lock();
+  }
+  void Open() { gate_.Notify(); }
+  void AwaitWaiter() { waiting_.WaitForNotification(); }
+
+ private:
+  const absl::Time now_ = absl::Now();
+  mutable absl::Notification waiting_;
+  mutable absl::Notification gate_;
+};
+
+TEST_F(CompactionRunnerTest, OneRequestWaitsForTheLeaseTheOthersGetTheViewAtOnce) {
+  AppendTurns(5, 300);
+  summarizer_.answer = Short;
+  auto other = storage_->TryAcquireCompactionLease(ctx_, {"t", "c"}, "other", absl::Seconds(60));
+  ASSERT_TRUE(other.ok() && other->has_value());
+  GatedClock clock;
+  CompactionRunner::Options options;
+  options.holder = "runner";
+  options.lease = absl::Seconds(10);
+  options.clock = &clock;
+  CompactionRunner runner(options, storage_.get(), &summarizer_);
+  const CallContext ctx{absl::Now() + absl::Seconds(30)};
+  absl::StatusOr<CompactionOutcome> first;
+  std::thread waiter([&] {
+    first = runner.Run(ctx, *storage_->LoadContext(ctx_, {"t", "c"}), profile_, {},
+                       CompactionMode::kByBand, "", nullptr);
+  });
+  clock.AwaitWaiter();
+  // A second request for the same conversation does not wait: it gets the
+  // view now, fitted to the window, and calls no summarizer.
+  auto second = runner.Run(ctx, *storage_->LoadContext(ctx_, {"t", "c"}), profile_, {},
+                           CompactionMode::kByBand, "", nullptr);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_LE(second->view.tokens.total, 2000);
+  EXPECT_EQ(second->chunk_id, 0);
+  EXPECT_EQ(summarizer_.calls, 0);
+  // The other holder finishes; the waiter takes the lease and compacts.
+  ASSERT_TRUE(storage_->ReleaseCompactionLease(ctx_, {"t", "c"}, **other).ok());
+  clock.Open();
+  waiter.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_GT(first->chunk_id, 0);
+  EXPECT_EQ(summarizer_.calls, 1);
 }
 
 TEST_F(CompactionRunnerTest, BackgroundSkipsWhenSomeoneElseIsCompacting) {

@@ -259,7 +259,7 @@ void ConversationService::CompactInBackground(const ConversationKey& key) {
     }
     if (!stop) {
       // Off the request path, with a deadline of its own.
-      const CallContext ctx{absl::Now() + options_.compaction.lease};
+      const CallContext ctx{options_.compaction.clock->Now() + options_.compaction.lease};
       absl::StatusOr<ContextSnapshot> snapshot = storage_->LoadContext(ctx, key);
       absl::StatusOr<ResolvedProfile> resolved =
           snapshot.ok() ? ProfileOf(snapshot->conversation)

@@ -16,6 +16,15 @@ class Clock {
   virtual absl::Time Now() const = 0;
   // Waits `d` (a fake clock returns at once).
   virtual void SleepFor(absl::Duration d) const = 0;
+  // Waits on `cv` (with `mu` held) until it is signalled or `d` has passed.
+  // A fake clock counts `d` as passed and returns at once.
+  virtual void WaitWithTimeout(absl::CondVar& cv, absl::Mutex& mu, absl::Duration d) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    mu.Unlock();
+    SleepFor(d);
+    mu.Lock();
+    (void)cv;
+  }
   // The process's real clock.
   static Clock* Real();
 };

@@ -198,6 +198,10 @@ const std::vector<Flag>& Flags() {
        }},
       {"shutdown_grace_ms", "how long calls in flight may finish at shutdown (default 10000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.shutdown_grace; })},
+      {"health_interval_ms",
+       "how often health checks the database; health is NOT_SERVING while it does not answer "
+       "(default 2000; 0: never)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.server.health_interval; })},
   };
   return *kFlags;
 }

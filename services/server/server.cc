@@ -7,6 +7,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "services/common/log.h"
 #include "services/common/thread_pool.h"
 #include "services/grpc/grpc_service.h"
 
@@ -46,12 +47,46 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
   }
   s->address_ = absl::StrCat(host, ":", s->port_);
   s->server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  if (options.health_interval > absl::ZeroDuration()) {
+    Server* server = s.get();
+    const absl::Duration interval = options.health_interval;
+    s->health_thread_ = std::thread([server, interval] { server->MonitorHealth(interval); });
+  }
   return s;
+}
+
+void Server::MonitorHealth(absl::Duration interval) {
+  bool serving = true;
+  absl::MutexLock lock(&health_mu_);
+  while (!stopping_) {
+    health_mu_.Unlock();
+    // The probe has its own short deadline: a hung database is unhealthy.
+    const absl::Status ping = storage_->Ping(CallContext{absl::Now() + interval});
+    health_mu_.Lock();
+    if (stopping_) break;
+    if (ping.ok() != serving) {
+      serving = ping.ok();
+      if (serving) {
+        LogInfo("storage answers again: health SERVING");
+      } else {
+        LogWarning("storage does not answer (", ping.ToString(), "): health NOT_SERVING");
+      }
+      server_->GetHealthCheckService()->SetServingStatus(serving);
+      server_->GetHealthCheckService()->SetServingStatus(kServiceName, serving);
+    }
+    health_cv_.WaitWithTimeout(&health_mu_, interval);
+  }
 }
 
 void Server::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  {
+    absl::MutexLock lock(&health_mu_);
+    stopping_ = true;
+    health_cv_.SignalAll();
+  }
+  if (health_thread_.joinable()) health_thread_.join();
   // Load balancers and health probes see NOT_SERVING first.
   server_->GetHealthCheckService()->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));

@@ -3,8 +3,10 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "services/api/conversation_service.h"
 #include "services/compaction/model_registry.h"
@@ -30,6 +32,10 @@ struct ServerOptions {
   int worker_threads = 16;
   // Calls waiting for a worker at most; beyond that calls are UNAVAILABLE.
   int max_queued_calls = 10000;
+  // How often the health service asks the storage whether it answers; the
+  // health status of "" and of convstate.v1.ConversationState follows it.
+  // Zero: never (always SERVING until shutdown).
+  absl::Duration health_interval = absl::Seconds(2);
   ConversationService::Options service;
 };
 
@@ -56,6 +62,7 @@ class Server {
 
  private:
   Server() = default;
+  void MonitorHealth(absl::Duration interval);
 
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<Storage> storage_;
@@ -67,6 +74,11 @@ class Server {
   int port_ = 0;
   std::string address_;
   bool shut_down_ = false;
+  // The health monitor: pings storage every interval until shutdown.
+  absl::Mutex health_mu_;
+  absl::CondVar health_cv_;
+  bool stopping_ ABSL_GUARDED_BY(health_mu_) = false;
+  std::thread health_thread_;
 };
 
 }  // namespace convstate
