@@ -522,9 +522,13 @@ class PostgresStorage final : public Storage {
                                                c.version));
       }
 
-      std::vector<ItemData> items = request.items;
+      if (!request.expected_model.empty() && request.expected_model != c.model) {
+        return absl::AbortedError(absl::StrCat("conversation '", c.key.conversation_id,
+                                               "' is now bound to model '", c.model, "'"));
+      }
+      const std::vector<ItemData>& items = request.items;
       std::optional<UsageReport> usage = request.usage;
-      if (request.prepare) RETURN_IF_ERROR(request.prepare(c, items, usage));
+      if (usage.has_value()) usage->estimated_input_tokens = EstimatedPrompt(c, items);
       AppendResult result;
       int64_t turn = c.last_turn_index;
       int64_t sequence = c.last_sequence;

@@ -371,11 +371,13 @@ TEST_P(StorageConformanceTest, TokenCountsAndCorrectionAreKept) {
   AppendRequest req;
   req.key = nc.key;
   req.items = {Message(Role::kUser, "a"), Message(Role::kAssistant, "b")};
-  req.items[0].token_count = 30;
-  req.items[1].token_count = 70;
-  // The provider counted twice what was estimated: the factor moves a third
-  // of the way (UpdateCorrection's weight) from 1 towards 2.
-  req.usage = UsageReport{200, 20, 0, 0, 100, /*correct=*/true};
+  req.items[0].token_count = 85;
+  req.items[1].token_count = 15;
+  // Storage estimates the call's prompt from the locked row: system 10 +
+  // pinned 5 + stored 0 + the user's 85 (not the assistant's output) = 100.
+  // The provider counted twice that: the factor moves a third of the way
+  // (UpdateCorrection's weight) from 1 towards 2.
+  req.usage = UsageReport{200, 20, 0, 0, /*estimated, filled in by storage=*/0, /*correct=*/true};
   req.idempotency_key = "k";
   req.request_fingerprint = "fp";
   ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());

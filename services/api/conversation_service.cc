@@ -24,6 +24,9 @@ constexpr int kDefaultConversationPage = 50;
 constexpr int kDefaultItemPage = 100;
 constexpr int kMaxPage = 1000;
 constexpr int kMaxIdempotencyKeyBytes = 128;
+// Conversations whose model this replica remembers (a model never changes
+// for a conversation; storage checks it on every append).
+constexpr size_t kMaxCachedModels = 100000;
 
 // ---------------------------------------------------------------------------
 // Conversions between the wire and the domain model.
@@ -386,37 +389,63 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
   append.idempotency_key = req.idempotency_key();
   append.request_fingerprint = Fingerprint(append.items);
   if (req.has_expected_version()) append.expected_version = req.expected_version();
-  // Counting happens with the conversation's own profile, inside the append:
-  // each item's count is computed here once and stored with it.
-  append.prepare = [this, &usage](const Conversation& c, std::vector<ItemData>& items,
-                                  std::optional<UsageReport>& report) -> absl::Status {
-    ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(c));
-    // The prompt of the call that produced these items: the conversation as
-    // stored so far, plus the items of this append that came before the
-    // assistant's output (typically the user's message).
-    int64_t prompt = c.system_prompt_tokens + c.pinned_instructions_tokens + c.item_tokens;
-    bool before_output = true;
-    for (ItemData& item : items) {
-      item.token_count =
-          CountItemTokens(*resolved.tokenizer, item, resolved.profile.per_message_tokens);
-      if (item.role == Role::kAssistant) before_output = false;
-      if (before_output) prompt += item.token_count;
+  // Counted here, once, with the conversation's own tokenizer, before the
+  // append takes the conversation's lock; storage checks that the model is
+  // still the one counted with.
+  const bool has_usage = usage.input_tokens() > 0 || usage.output_tokens() > 0;
+  auto count = [&](const std::string& model) -> absl::Status {
+    absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(model);
+    if (!resolved.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model '", model, "' of conversation '", append.key.conversation_id,
+          "' has no profile in the current configuration"));
     }
-    if (usage.input_tokens() > 0 || usage.output_tokens() > 0) {
-      report = UsageReport{usage.input_tokens(),        usage.output_tokens(),
-                           usage.cached_input_tokens(), usage.reasoning_tokens(),
-                           prompt,                      resolved.tokenizer->approximate()};
+    for (ItemData& item : append.items) {
+      item.token_count = CountItemTokens(*(*resolved)->tokenizer, item,
+                                         (*resolved)->profile.per_message_tokens);
+    }
+    append.expected_model = model;
+    if (has_usage) {
+      append.usage = UsageReport{usage.input_tokens(),        usage.output_tokens(),
+                                 usage.cached_input_tokens(), usage.reasoning_tokens(),
+                                 0,  // Filled in by storage from the locked row.
+                                 (*resolved)->tokenizer->approximate()};
     }
     return absl::OkStatus();
   };
-
-  ASSIGN_OR_RETURN(AppendResult result, storage_->AppendItems(ctx, append));
+  ASSIGN_OR_RETURN(std::string model, ModelOf(ctx, append.key, /*refresh=*/false));
+  RETURN_IF_ERROR(count(model));
+  absl::StatusOr<AppendResult> appended = storage_->AppendItems(ctx, append);
+  if (absl::IsAborted(appended.status()) &&
+      absl::StrContains(appended.status().message(), "is now bound to model")) {
+    // Deleted and created again with another model: count again, once.
+    ASSIGN_OR_RETURN(model, ModelOf(ctx, append.key, /*refresh=*/true));
+    RETURN_IF_ERROR(count(model));
+    appended = storage_->AppendItems(ctx, append);
+  }
+  ASSIGN_OR_RETURN(AppendResult result, std::move(appended));
   v1::AppendTurnResponse out;
   for (const Item& item : result.items) ToProto(item, out.add_items());
   out.set_version(result.version);
   out.set_replayed(result.replayed);
   return out;
 }
+
+absl::StatusOr<std::string> ConversationService::ModelOf(const CallContext& ctx,
+                                                         const ConversationKey& key,
+                                                         bool refresh) {
+  const std::string id = absl::StrCat(key.tenant_id, "/", key.conversation_id);
+  if (!refresh) {
+    absl::MutexLock lock(&models_mu_);
+    if (auto it = models_by_key_.find(id); it != models_by_key_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(Conversation c, storage_->GetConversation(ctx, key));
+  absl::MutexLock lock(&models_mu_);
+  if (models_by_key_.size() >= kMaxCachedModels) models_by_key_.clear();
+  models_by_key_[id] = c.model;
+  return c.model;
+}
+
 
 absl::StatusOr<v1::ListItemsResponse> ConversationService::ListItems(
     const CallContext& ctx, const v1::ListItemsRequest& req) {

@@ -9,6 +9,7 @@
 #include "services/api/validation.h"
 #include "services/common/thread_pool.h"
 #include "services/compaction/summarizer.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "services/compaction/model_registry.h"
@@ -86,6 +87,11 @@ class ConversationService {
                                      const std::string& conversation_id, int64_t sequence,
                                      bool pinned);
 
+  // The model `key` is bound to, remembered per replica; `refresh` asks
+  // storage again.
+  absl::StatusOr<std::string> ModelOf(const CallContext& ctx, const ConversationKey& key,
+                                      bool refresh);
+
   // Starts a background compaction of `key` unless one is already queued or
   // running in this process (the lease keeps it to one across replicas).
   void CompactInBackground(const ConversationKey& key);
@@ -94,6 +100,8 @@ class ConversationService {
   const ModelRegistry* const models_;
   Storage* const storage_;
   CompactionRunner runner_;
+  absl::Mutex models_mu_;
+  absl::flat_hash_map<std::string, std::string> models_by_key_ ABSL_GUARDED_BY(models_mu_);
   absl::Mutex background_mu_;
   absl::flat_hash_set<std::string> background_keys_ ABSL_GUARDED_BY(background_mu_);
   bool stopping_ ABSL_GUARDED_BY(background_mu_) = false;

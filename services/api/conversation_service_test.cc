@@ -344,6 +344,28 @@ TEST_F(ConversationServiceTest, CountsUseTheModelsProfileOnceAtWriteTime) {
   EXPECT_EQ(view->tokens().output_reserve(), 512);
 }
 
+// Counts are taken before the append locks the conversation, with the model
+// this replica remembers for it; a conversation deleted and created again
+// with another model is counted again with the new one.
+TEST_F(ConversationServiceTest, ARecreatedConversationIsCountedWithItsNewModel) {
+  v1::CreateConversationRequest req;
+  req.set_conversation_id("again");
+  req.set_model("small-1");  // 2 bytes per token.
+  ASSERT_TRUE(service_.CreateConversation(ctx_, req).ok());
+  const std::string text = "abcdefghijklmnopqrstuvwx";  // 24 bytes.
+  auto first = service_.AppendTurn(ctx_, Append("again", text));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->items(0).token_count(), 12);
+  v1::DeleteConversationRequest del;
+  del.set_conversation_id("again");
+  ASSERT_TRUE(service_.DeleteConversation(ctx_, del).ok());
+  req.set_model("gpt-4o");  // The default profile: 4 bytes per token, 4 per message.
+  ASSERT_TRUE(service_.CreateConversation(ctx_, req).ok());
+  auto second = service_.AppendTurn(ctx_, Append("again", text));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->items(0).token_count(), 10);  // 24 / 4 + 4 per message.
+}
+
 // In the soft band BuildContext answers at once and compacts in the
 // background; the next BuildContext finds the work done.
 TEST_F(ConversationServiceTest, SoftBandCompactsInTheBackground) {

@@ -38,6 +38,15 @@ std::optional<ItemKind> ItemKindFromName(absl::string_view name) {
   return std::nullopt;
 }
 
+int64_t EstimatedPrompt(const Conversation& c, const std::vector<ItemData>& items) {
+  int64_t prompt = c.system_prompt_tokens + c.pinned_instructions_tokens + c.item_tokens;
+  for (const ItemData& item : items) {
+    if (item.role == Role::kAssistant) break;
+    prompt += item.token_count;
+  }
+  return prompt;
+}
+
 double UpdateCorrection(double current, int64_t reported, int64_t estimated) {
   // Below this the fixed parts of a prompt dominate and the ratio is noise.
   constexpr int64_t kMinEstimate = 64;

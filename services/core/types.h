@@ -215,14 +215,20 @@ struct AppendRequest {
   // Fingerprint of the request, compared when the key was seen before.
   std::string request_fingerprint;
   std::optional<int64_t> expected_version;
+  // Token counts must be set on `items`; storage fills in the usage's
+  // estimated_input_tokens from the conversation as locked.
   std::optional<UsageReport> usage;
-  // If set, called once with the conversation as locked for this append,
-  // before anything is stored (never for a replay): it may fill in the
-  // items' token counts and `usage`. An error aborts the append.
-  std::function<absl::Status(const Conversation& conversation, std::vector<ItemData>& items,
-                             std::optional<UsageReport>& usage)>
-      prepare;
+  // If not empty, the append is ABORTED unless the conversation is bound to
+  // this model: the items' token counts were computed with its tokenizer,
+  // outside the conversation's lock.
+  std::string expected_model;
 };
+
+// The prompt of the call that produced `items`, as convstate estimates it
+// (uncorrected): the conversation as stored so far, plus the items of this
+// append that came before the assistant's output (typically the user's
+// message). What a provider's reported usage is compared with.
+int64_t EstimatedPrompt(const Conversation& conversation, const std::vector<ItemData>& items);
 
 struct AppendResult {
   std::vector<Item> items;
