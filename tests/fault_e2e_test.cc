@@ -117,7 +117,7 @@ TEST(FaultE2eTest, KillDuringCompactionLosesNothingAndCompactsAgainAfterTheLease
   const std::vector<std::string> flags = {
       "--database_url=" + (*db)->url(), "--model_profiles=" + ProfilesFile(),
       absl::StrCat("--summarizer_url=http://127.0.0.1:", (*llm)->port(), "/v1"),
-      "--summarizer_timeout_ms=60000", "--summarizer_retries=0", "--compaction_lease_ms=1500",
+      "--summarizer_timeout_ms=500", "--summarizer_retries=0", "--compaction_lease_ms=1500",
       "--background_compaction=false", "--shutdown_grace_ms=100"};
   auto a = ServerProcess::Start(flags);
   ASSERT_TRUE(a.ok()) << a.status();

@@ -233,10 +233,14 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   // that cannot fit has no steps, so it takes no lease; see below.)
   std::optional<CompactionLease> lease;
   int64_t lock_wait_ms = 0;
+  // Summarizer calls end before the lease would: work done after it expired
+  // could not be committed.
+  absl::Time lease_until = absl::InfiniteFuture();
   if (NeedsCommit(out.plan)) {
     const absl::Time asked = options_.clock->Now();
     ASSIGN_OR_RETURN(lease, AcquireLease(ctx, key, background));
     lock_wait_ms = absl::ToInt64Milliseconds(options_.clock->Now() - asked);
+    if (lease.has_value()) lease_until = options_.clock->Now() + options_.lease - LeaseMargin(options_.lease);
     if (!lease.has_value() && background) {  // Someone else is at it.
       out.tokens_before = out.plan.tokens_before;
       out.version = snapshot.conversation.version;
@@ -333,7 +337,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     req.max_tokens = TextBudget(profile, plan.summarize_tokens / 5);
     req.instructions = instructions;
     req.tokenizer = &tokenizer;
-    req.deadline = ctx.deadline;
+    req.deadline = std::min(ctx.deadline, lease_until);
     absl::StatusOr<SummaryResult> summary =
         IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
     if (!summary.ok()) {
@@ -491,7 +495,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       req.max_tokens = TextBudget(profile, folded_tokens / 2);
       req.instructions = instructions;
       req.tokenizer = &tokenizer;
-      req.deadline = ctx.deadline;
+      req.deadline = std::min(ctx.deadline, lease_until);
       absl::StatusOr<SummaryResult> merged =
           IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
       if (!merged.ok()) {

@@ -1,6 +1,7 @@
 #ifndef CONVSTATE_SERVICES_API_COMPACTION_RUNNER_H_
 #define CONVSTATE_SERVICES_API_COMPACTION_RUNNER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -45,6 +46,12 @@ struct CompactionOutcome {
   int64_t chunk_id = 0;
 };
 
+// How long before a lease expires its holder stops calling the summarizer:
+// a quarter of the lease, at most two seconds.
+inline absl::Duration LeaseMargin(absl::Duration lease) {
+  return std::min(absl::Seconds(2), lease / 4);
+}
+
 // Runs compactions: plan, summarize outside any transaction, commit with a
 // compare-and-set, fold, and truncate the view as the last resort. Every
 // step writes an audit row. Thread-safe.
@@ -54,8 +61,10 @@ class CompactionRunner {
     // Who holds the lease: this replica.
     std::string holder = "convstate";
     // How long a compaction may hold the conversation; a replica that dies
-    // frees it after this. Longer than a summarizer call with its retries.
-    absl::Duration lease = absl::Seconds(30);
+    // frees it after this. Summarizer calls are cut at the lease's end less
+    // LeaseMargin; the server refuses to start with a summarizer whose
+    // timeouts and retries do not fit in that.
+    absl::Duration lease = absl::Seconds(60);
     // How often the request waiting for a lease checks whether it is free
     // (at once when this process gives it back).
     absl::Duration poll = absl::Milliseconds(20);

@@ -20,7 +20,7 @@ struct LlmSummarizerOptions {
   // Sent as a bearer token; never logged. Empty: no Authorization header.
   std::string api_key;
   // Per attempt; the call's deadline bounds it too.
-  absl::Duration timeout = absl::Seconds(20);
+  absl::Duration timeout = absl::Seconds(12);
   // Retries after the first attempt, for 429, 5xx and transport errors.
   int max_retries = 2;
   // Before retry k: backoff * 2^k, with +-25% jitter.
@@ -29,6 +29,11 @@ struct LlmSummarizerOptions {
   int failure_threshold = 3;
   absl::Duration open_for = absl::Seconds(30);
 };
+
+// The longest one Summarize call can take: every attempt timing out (the
+// retries, and the one tighter request an oversized answer earns) plus the
+// backoffs at their largest jitter.
+absl::Duration WorstCaseDuration(const LlmSummarizerOptions& options);
 
 // The prompt version stored with every chunk this summarizer writes.
 inline constexpr char kLlmPromptVersion[] = "llm-v1";

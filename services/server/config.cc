@@ -170,7 +170,7 @@ const std::vector<Flag>& Flags() {
          c.summarizer_api_key_file = v;
          return absl::OkStatus();
        }},
-      {"summarizer_timeout_ms", "per-attempt timeout of the LLM summarizer (default 20000)",
+      {"summarizer_timeout_ms", "per-attempt timeout of the LLM summarizer (default 12000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.summarizer.timeout; })},
       {"summarizer_retries", "retries after a failed attempt (default 2)",
        IntField<int>([](ServerConfig& c) -> int& { return c.summarizer.max_retries; }, 0, 10)},
@@ -184,7 +184,7 @@ const std::vector<Flag>& Flags() {
        BoolField([](ServerConfig& c) -> bool& { return c.summarizer_fallback; })},
       {"compaction_lease_ms",
        "how long one compaction may hold a conversation; a replica that dies frees it after "
-       "this (default 30000)",
+       "this; summarizer calls end before it does (default 60000)",
        MillisField([](ServerConfig& c) -> absl::Duration& {
          return c.server.service.compaction.lease;
        })},
@@ -283,6 +283,20 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
     config.summarizer.api_key = std::string(absl::StripAsciiWhitespace(config.summarizer.api_key));
   } else if (const char* key = env(config.summarizer_api_key_env.c_str())) {
     config.summarizer.api_key = key;
+  }
+  // A summarizer call must end before the compaction's lease does, or its
+  // work is discarded and another replica calls the same failing LLM again.
+  if (!config.summarizer.base_url.empty()) {
+    const absl::Duration lease = config.server.service.compaction.lease;
+    const absl::Duration budget = WorstCaseDuration(config.summarizer);
+    if (budget > lease - LeaseMargin(lease)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--summarizer_timeout_ms x (--summarizer_retries + 2) plus backoff (",
+          absl::FormatDuration(budget), ") must fit in --compaction_lease_ms less ",
+          absl::FormatDuration(LeaseMargin(lease)), " (",
+          absl::FormatDuration(lease - LeaseMargin(lease)),
+          "): raise the lease, or lower the timeout or the retries"));
+    }
   }
   return config;
 }

@@ -80,6 +80,23 @@ TEST(LoadConfigTest, BadInputNamesTheSetting) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(LoadConfigTest, ASummarizerThatCannotFinishInsideTheLeaseIsRefused) {
+  // The defaults fit: 12 s x (2 + 2) plus backoff inside a 60 s lease.
+  auto ok = LoadConfig({"--summarizer_url=http://127.0.0.1:1/v1"}, kNoEnv);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_LE(WorstCaseDuration(ok->summarizer),
+            ok->server.service.compaction.lease - LeaseMargin(ok->server.service.compaction.lease));
+  auto bad = LoadConfig({"--summarizer_url=http://127.0.0.1:1/v1", "--summarizer_timeout_ms=20000",
+                         "--compaction_lease_ms=30000"},
+                        kNoEnv);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("--compaction_lease_ms"), absl::string_view::npos)
+      << bad.status();
+  // Without an LLM there is nothing to fit.
+  EXPECT_TRUE(LoadConfig({"--summarizer_timeout_ms=20000", "--compaction_lease_ms=30000"}, kNoEnv)
+                  .ok());
+}
+
 TEST(LoadConfigTest, HelpListsEverySetting) {
   auto c = LoadConfig({"--help"}, kNoEnv);
   ASSERT_TRUE(c.ok());
