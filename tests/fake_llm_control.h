@@ -9,6 +9,10 @@ namespace convstate::testing {
 // fake_llm_server program listening on 127.0.0.1:`port`. True on HTTP 200.
 bool ControlFakeLlm(int port, const std::string& json);
 
+// How many chat completion requests the fake_llm_server on `port` has
+// received so far (from GET /stats); -1 if it cannot be asked.
+int FakeLlmRequests(int port);
+
 }  // namespace convstate::testing
 
 #endif  // CONVSTATE_TESTS_FAKE_LLM_CONTROL_H_

@@ -34,6 +34,8 @@ namespace {
 
 using testing::ScratchDatabase;
 using testing::ControlFakeLlm;
+using testing::FakeLlmRequests;
+using testing::WaitUntil;  // From rpc_helpers.h.
 using testing::Message;
 using testing::ServerProcess;
 using testing::SetDeadline;
@@ -137,14 +139,12 @@ TEST(FaultE2eTest, KillDuringCompactionLosesNothingAndCompactsAgainAfterTheLease
     v1::BuildContextResponse view;
     Build(*stub, "victim", &view, absl::Seconds(20));
   });
-  bool holding = false;
-  for (int i = 0; i < 200 && !holding; ++i) {
-    holding = *(*db)->QueryValue("SELECT coalesce(lease_expires_at > now(), false) FROM "
-                                 "conversations WHERE conversation_id = 'victim'") == "t";
-    if (!holding) absl::SleepFor(absl::Milliseconds(20));
-  }
-  ASSERT_TRUE(holding) << "the compaction never took the lease";
-  absl::SleepFor(absl::Milliseconds(200));  // Inside the summarizer call now.
+  ASSERT_TRUE(WaitUntil([&] {
+    return *(*db)->QueryValue("SELECT coalesce(lease_expires_at > now(), false) FROM "
+                              "conversations WHERE conversation_id = 'victim'") == "t";
+  })) << "the compaction never took the lease";
+  // The summarizer call is in flight once the LLM has it.
+  ASSERT_TRUE(WaitUntil([&] { return FakeLlmRequests((*llm)->port()) >= 1; }));
   auto killed = (*a)->Stop(SIGKILL);
   ASSERT_TRUE(killed.ok());
   EXPECT_EQ(*killed, 128 + SIGKILL);
@@ -363,15 +363,13 @@ TEST(FaultE2eTest, DatabaseRestartIsUnavailableThenRecovers) {
       grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
   // Waits (bounded) until health reports `want` for the whole server.
   auto health_becomes = [&](grpc::health::v1::HealthCheckResponse::ServingStatus want) {
-    for (int i = 0; i < 100; ++i) {
+    return WaitUntil([&] {
       grpc::health::v1::HealthCheckRequest req;
       grpc::health::v1::HealthCheckResponse resp;
       grpc::ClientContext ctx;
       SetDeadline(ctx, absl::Seconds(2));
-      if (health->Check(&ctx, req, &resp).ok() && resp.status() == want) return true;
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    return false;
+      return health->Check(&ctx, req, &resp).ok() && resp.status() == want;
+    });
   };
   EXPECT_TRUE(health_becomes(grpc::health::v1::HealthCheckResponse::SERVING));
   ASSERT_TRUE(Create(*stub, "survivor").ok());
@@ -388,11 +386,8 @@ TEST(FaultE2eTest, DatabaseRestartIsUnavailableThenRecovers) {
 
   Shell(absl::StrCat("PG_FIXED_PORT=", port, " pg_start ", dir, " fast >/dev/null"));
   grpc::Status up;
-  for (int i = 0; i < 50; ++i) {  // The first call after may still find a dead connection.
-    up = AppendPair(*stub, "survivor", "after", &out);
-    if (up.ok()) break;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  // The first call after may still find a dead connection.
+  WaitUntil([&] { return (up = AppendPair(*stub, "survivor", "after", &out)).ok(); });
   ASSERT_TRUE(up.ok()) << up.error_message();
   EXPECT_TRUE(health_becomes(grpc::health::v1::HealthCheckResponse::SERVING));
   ASSERT_TRUE(Build(*stub, "survivor", &view).ok());

@@ -4,8 +4,10 @@
 // Small helpers for clients of convstate.v1 in tests and tools.
 
 #include <chrono>
+#include <functional>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "convstate/v1/convstate.pb.h"
 #include "grpcpp/client_context.h"
@@ -15,6 +17,19 @@ namespace convstate::testing {
 // Gives the call `timeout` from now.
 inline void SetDeadline(grpc::ClientContext& ctx, absl::Duration timeout = absl::Seconds(30)) {
   ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
+}
+
+// Calls `done` until it returns true, at most until `timeout` has passed,
+// pausing briefly between calls: how tests wait on state another process
+// changes, instead of sleeping a fixed time. Returns the last answer.
+inline bool WaitUntil(const std::function<bool()>& done,
+                      absl::Duration timeout = absl::Seconds(20)) {
+  const absl::Time until = absl::Now() + timeout;
+  while (true) {
+    if (done()) return true;
+    if (absl::Now() >= until) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
 }
 
 inline v1::NewItem MakeItem(v1::Role role, v1::ItemKind kind, std::string content,

@@ -394,9 +394,12 @@ TEST_F(ServerE2eTest, DeadlineIsHonouredInsideTheDatabase) {
   v1::AppendTurnResponse out;
   grpc::Status s = Append("locked", "too late", &out, absl::Milliseconds(500));
   EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
-  // Hold the lock past the deadline, then let go: the server's statement was
-  // cancelled by then, so the item must never appear.
-  absl::SleepFor(absl::Milliseconds(700));
+  // Hold the lock until the server's statement is cancelled (no one waits
+  // on it any more), then let go: the item must never appear.
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return *db_->QueryValue("SELECT count(*) FROM pg_stat_activity "
+                            "WHERE wait_event_type = 'Lock'") == "0";
+  }));
   tx.abort();
   EXPECT_EQ(ItemCount("locked"), 0);
   ASSERT_TRUE(Append("locked", "on time", &out).ok());
@@ -416,13 +419,26 @@ TEST_F(ServerE2eTest, SigtermFinishesCallsInFlightAndDataSurvivesRestart) {
   grpc::Status in_flight;
   v1::AppendTurnResponse in_flight_out;
   std::thread caller([&] { in_flight = Append("busy", "in flight", &in_flight_out); });
-  absl::SleepFor(absl::Milliseconds(500));  // The call is now waiting on the lock.
+  // The call is in flight once its statement waits on the lock.
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return *db_->QueryValue("SELECT count(*) FROM pg_stat_activity "
+                            "WHERE wait_event_type = 'Lock'") != "0";
+  }));
+  auto health = grpc::health::v1::Health::NewStub(channel_);
   std::thread terminator([&] {
     auto code = server_->Stop(SIGTERM);
     EXPECT_TRUE(code.ok()) << code.status();
     EXPECT_EQ(*code, 0);
   });
-  absl::SleepFor(absl::Milliseconds(500));
+  // The server is draining once health no longer says SERVING.
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    grpc::health::v1::HealthCheckRequest req;
+    grpc::health::v1::HealthCheckResponse resp;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, absl::Seconds(1));
+    return !health->Check(&ctx, req, &resp).ok() ||
+           resp.status() != grpc::health::v1::HealthCheckResponse::SERVING;
+  }));
   tx->abort();
   caller.join();
   terminator.join();
