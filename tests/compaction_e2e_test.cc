@@ -113,6 +113,20 @@ class CompactionE2eTest : public ::testing::Test {
         grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
   }
 
+  // The items of turn `n`: the question, a tool call, its result, the answer.
+  static v1::AppendTurnRequest TurnAppend(const std::string& id, int n, const TurnText& turn) {
+    v1::AppendTurnRequest append;
+    append.set_conversation_id(id);
+    const std::string call = absl::StrCat("call_", n);
+    *append.add_items() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
+    *append.add_items() =
+        MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, call);
+    *append.add_items() =
+        MakeItem(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, call);
+    *append.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
+    return append;
+  }
+
   // One turn: BuildContext with the question pending, then append the turn.
   // Returns the view.
   v1::BuildContextResponse Turn(const std::string& id, int n, std::mt19937& rng) {
@@ -127,14 +141,7 @@ class CompactionE2eTest : public ::testing::Test {
       const grpc::Status s = stub_->BuildContext(&ctx, build, &view);
       EXPECT_TRUE(s.ok()) << "turn " << n << ": " << s.error_message();
     }
-    v1::AppendTurnRequest append;
-    append.set_conversation_id(id);
-    const std::string call = absl::StrCat("call_", n);
-    *append.add_items() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
-    *append.add_items() =
-        MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, call);
-    *append.add_items() = MakeItem(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, call);
-    *append.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
+    const v1::AppendTurnRequest append = TurnAppend(id, n, turn);
     v1::AppendTurnResponse out;
     grpc::ClientContext ctx;
     SetDeadline(ctx);
@@ -440,15 +447,8 @@ TEST_F(CompactionE2eTest, TheGatewayLoopWithExpectedVersionSurvivesCompactions) 
       ASSERT_TRUE(stub_->BuildContext(&ctx, build, &view).ok());
     }
     compactions = std::max(compactions, view.compaction_version());
-    v1::AppendTurnRequest append;
-    append.set_conversation_id("loop");
+    v1::AppendTurnRequest append = TurnAppend("loop", n, turn);
     append.set_expected_version(view.version());
-    const std::string call = absl::StrCat("call_", n);
-    *append.add_items() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE, turn.question);
-    *append.add_items() =
-        MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, turn.call_args, turn.tool, call);
-    *append.add_items() = MakeItem(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, turn.output, turn.tool, call);
-    *append.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE, turn.answer);
     v1::AppendTurnResponse out;
     grpc::ClientContext ctx;
     SetDeadline(ctx);

@@ -412,7 +412,8 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
 
   // Any failure to store a compaction falls back to the view as it is
   // (truncated if it must be), with an audit row saying why: the caller
-  // gets a context, never the compaction's error.
+  // gets a context, never the compaction's error. True if the commit was
+  // stored (or lost a race to an equivalent one).
   bool reloaded = false;
   auto apply = [&](const CompactionCommit& c, const std::string& tier) -> bool {
     absl::StatusOr<CompactionResult> result = storage_->CommitCompaction(ctx, c);
@@ -436,9 +437,10 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     }
     absl::StatusOr<ContextSnapshot> fresh = storage_->LoadContext(ctx, key);
     if (!fresh.ok()) {
+      // Stored all the same: the view is built from the state before it.
       LogWarning("could not reload ", key.conversation_id, " after compacting: ",
                  fresh.status().ToString());
-      return false;
+      return true;
     }
     snapshot = std::move(*fresh);
     reloaded = true;
