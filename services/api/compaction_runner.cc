@@ -240,7 +240,9 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     const absl::Time asked = options_.clock->Now();
     ASSIGN_OR_RETURN(lease, AcquireLease(ctx, key, background));
     lock_wait_ms = absl::ToInt64Milliseconds(options_.clock->Now() - asked);
-    if (lease.has_value()) lease_until = options_.clock->Now() + options_.lease - LeaseMargin(options_.lease);
+    if (lease.has_value()) {
+      lease_until = options_.clock->Now() + options_.lease - LeaseMargin(options_.lease);
+    }
     if (!lease.has_value() && background) {  // Someone else is at it.
       out.tokens_before = out.plan.tokens_before;
       out.version = snapshot.conversation.version;
@@ -338,6 +340,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     req.instructions = instructions;
     req.tokenizer = &tokenizer;
     req.deadline = std::min(ctx.deadline, lease_until);
+    req.cancelled = ctx.cancelled;
     absl::StatusOr<SummaryResult> summary =
         IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
     if (!summary.ok()) {
@@ -498,6 +501,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       req.instructions = instructions;
       req.tokenizer = &tokenizer;
       req.deadline = std::min(ctx.deadline, lease_until);
+      req.cancelled = ctx.cancelled;
       absl::StatusOr<SummaryResult> merged =
           IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
       if (!merged.ok()) {

@@ -366,6 +366,60 @@ TEST_F(ConversationServiceTest, ARecreatedConversationIsCountedWithItsNewModel) 
   EXPECT_EQ(second->items(0).token_count(), 10);  // 24 / 4 + 4 per message.
 }
 
+// ExpandSummary returns what a chunk replaced, page by page, with the facts
+// kept from it and the sequence each came from.
+TEST_F(ConversationServiceTest, ExpandSummaryPagesThroughTheItemsAChunkReplaced) {
+  Create("expand");
+  for (int i = 0; i < 5; ++i) {
+    // A fact from the user, and an answer that is mostly explanation.
+    v1::AppendTurnRequest req =
+        Append("expand", absl::StrCat("Deploy web-", i, " to eu-west-1 at 0", i, ":00 UTC."));
+    *req.add_items() = Message(
+        v1::ROLE_ASSISTANT,
+        "That should be safe to do now. I will keep an eye on the error rate while it rolls "
+        "out, and I will tell you as soon as anything looks unusual. If something goes wrong "
+        "we can roll back with a single command, so there is little risk in trying.");
+    ASSERT_TRUE(service_.AppendTurn(ctx_, req).ok());
+  }
+  v1::CompactRequest compact;
+  compact.set_conversation_id("expand");
+  compact.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+  auto compacted = service_.Compact(ctx_, compact);
+  ASSERT_TRUE(compacted.ok()) << compacted.status();
+  ASSERT_GT(compacted->summary_chunk_id(), 0);
+  v1::ExpandSummaryRequest req;
+  req.set_conversation_id("expand");
+  req.set_chunk_id(compacted->summary_chunk_id());
+  req.set_page_size(3);
+  std::vector<int64_t> sequences;
+  v1::SummaryChunk chunk;
+  for (int page = 0; page < 10; ++page) {
+    auto out = service_.ExpandSummary(ctx_, req);
+    ASSERT_TRUE(out.ok()) << out.status();
+    chunk = out->chunk();
+    for (const auto& item : out->items()) sequences.push_back(item.sequence());
+    if (out->next_page_token().empty()) break;
+    req.set_page_token(out->next_page_token());
+  }
+  ASSERT_FALSE(sequences.empty());
+  EXPECT_EQ(sequences.front(), chunk.from_sequence());
+  EXPECT_EQ(sequences.back(), chunk.through_sequence());
+  EXPECT_EQ(static_cast<int64_t>(sequences.size()),
+            chunk.through_sequence() - chunk.from_sequence() + 1);
+  ASSERT_FALSE(chunk.facts().empty());
+  for (const auto& f : chunk.facts()) {
+    EXPECT_GE(f.sequence(), chunk.from_sequence());
+    EXPECT_LE(f.sequence(), chunk.through_sequence());
+  }
+  req.set_chunk_id(999);
+  req.clear_page_token();
+  EXPECT_EQ(service_.ExpandSummary(ctx_, req).status().code(), absl::StatusCode::kNotFound);
+  req.set_chunk_id(compacted->summary_chunk_id());
+  req.set_page_token("bm90LWEtdG9rZW4");
+  EXPECT_EQ(service_.ExpandSummary(ctx_, req).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // In the soft band BuildContext answers at once and compacts in the
 // background; the next BuildContext finds the work done.
 TEST_F(ConversationServiceTest, SoftBandCompactsInTheBackground) {

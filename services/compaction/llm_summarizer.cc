@@ -25,6 +25,8 @@ size_t Collect(char* data, size_t size, size_t count, void* out) {
 struct HttpResult {
   // 0 when the request did not complete (transport error or timeout).
   long status = 0;
+  // The caller went away and the transfer was stopped.
+  bool cancelled = false;
   std::string body;
   bool timed_out = false;
   std::string transport_error;
@@ -53,13 +55,19 @@ class LlmSummarizer final : public Summarizer {
     // the backend's health.
     bool backend_failed = false;
     for (int attempt = 0; attempt <= options_.max_retries;) {
+      if (req.cancelled && req.cancelled()) {
+        return absl::CancelledError("the caller went away before the summarizer answered");
+      }
       const absl::Duration left = req.deadline - clock_->Now();
       const absl::Duration timeout = std::min(options_.timeout, left);
       if (timeout <= absl::ZeroDuration()) {
         last = absl::DeadlineExceededError("deadline passed before the summarizer answered");
         break;
       }
-      const HttpResult http = Post(RequestBody(req, limit), timeout);
+      const HttpResult http = Post(RequestBody(req, limit), timeout, req.cancelled);
+      if (http.cancelled) {
+        return absl::CancelledError("the caller went away before the summarizer answered");
+      }
       if (http.status == 200) {
         absl::StatusOr<SummaryResult> parsed = Parse(http.body, req);
         if (!parsed.ok()) {
@@ -146,7 +154,10 @@ class LlmSummarizer final : public Summarizer {
     return r;
   }
 
-  HttpResult Post(const std::string& body, absl::Duration timeout) const {
+  // `cancelled`, if set, is polled while the request is in flight; the
+  // transfer stops as soon as it returns true.
+  HttpResult Post(const std::string& body, absl::Duration timeout,
+                  const std::function<bool()>& cancelled) const {
     HttpResult result;
     CURL* curl = curl_easy_init();
     if (curl == nullptr) {
@@ -167,6 +178,14 @@ class LlmSummarizer final : public Summarizer {
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
                      std::max<long>(1, static_cast<long>(absl::ToInt64Milliseconds(timeout))));
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    if (cancelled) {
+      curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+      curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &cancelled);
+      curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION,
+                       +[](void* data, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int {
+                         return (*static_cast<const std::function<bool()>*>(data))() ? 1 : 0;
+                       });
+    }
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &result.body);
     const CURLcode code = curl_easy_perform(curl);
@@ -174,6 +193,7 @@ class LlmSummarizer final : public Summarizer {
       curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.status);
     } else {
       result.timed_out = code == CURLE_OPERATION_TIMEDOUT;
+      result.cancelled = code == CURLE_ABORTED_BY_CALLBACK;
       result.transport_error = curl_easy_strerror(code);
     }
     curl_slist_free_all(headers);

@@ -1,6 +1,8 @@
 #include "services/compaction/llm_summarizer.h"
 
+#include <atomic>
 #include <memory>
+#include <thread>
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -152,6 +154,25 @@ TEST_F(LlmSummarizerTest, ACallersShortDeadlineDoesNotOpenTheCircuit) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->model, "summary-model");
   EXPECT_EQ(llm_->requests(), asked + 1);
+}
+
+TEST_F(LlmSummarizerTest, ACallerThatGoesAwayStopsTheCallInFlight) {
+  llm_->SetDefault({LlmBehavior::Kind::kHang});
+  auto summarizer = Make(/*with_fallback=*/false, absl::Seconds(30));
+  SummaryRequest req = Request();
+  std::atomic<bool> gone{false};
+  req.cancelled = [&gone] { return gone.load(); };
+  std::thread leave([&gone] {
+    absl::SleepFor(absl::Milliseconds(300));
+    gone = true;
+  });
+  const absl::Time start = absl::Now();
+  auto r = summarizer->Summarize(req);
+  leave.join();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  // Not the 30 s timeout, and no retry.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(llm_->requests(), 1);
 }
 
 TEST_F(LlmSummarizerTest, OversizedSummaryIsAskedForAgainWithATighterLimit) {

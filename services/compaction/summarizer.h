@@ -2,6 +2,7 @@
 #define CONVSTATE_SERVICES_COMPACTION_SUMMARIZER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +38,9 @@ struct SummaryRequest {
   // Counts tokens the way the conversation's model does.
   const Tokenizer* tokenizer = nullptr;
   absl::Time deadline = absl::InfiniteFuture();
+  // True once whoever asked has gone away: a summarizer that waits on a
+  // backend stops then (CANCELLED). Unset: never.
+  std::function<bool()> cancelled;
 };
 
 struct SummaryResult {
