@@ -132,6 +132,17 @@ std::string ClipFact(const std::string& sentence) {
   return absl::StrCat(head, " \xE2\x80\xA6");
 }
 
+// The shape of a row: its first word with digits made alike ("order
+// 84245323 ..." and "order 21170484 ..." share one).
+std::string RowShape(absl::string_view line) {
+  line = absl::StripLeadingAsciiWhitespace(line);
+  std::string shape(line.substr(0, line.find(' ')));
+  for (char& c : shape) {
+    if (IsDigit(c)) c = '0';
+  }
+  return shape;
+}
+
 char RoleLetter(Role role) {
   switch (role) {
     case Role::kUser: return 'U';
@@ -255,21 +266,35 @@ Extraction ExtractLedger(const std::vector<Item>& items,
   for (const Item& item : items) {
     const ItemData& d = item.data;
     if (d.kind == ItemKind::kMessage && (d.role == Role::kUser || d.role == Role::kAssistant)) {
-      // Pasted blocks (between ``` fences) are data, like tool output: only
-      // their error lines are facts.
+      // Pasted blocks (between ``` fences) are data, like tool output: their
+      // error lines are facts, and so are lines unlike the rows around them
+      // (a ticket's header, an alert's title); rows of a table or a log,
+      // whose first word recurs, are not.
       std::string prose;
+      std::vector<absl::string_view> block;
       bool in_block = false;
+      auto flush = [&] {
+        std::map<std::string, int> shapes;
+        for (absl::string_view line : block) ++shapes[RowShape(line)];
+        for (absl::string_view line : block) {
+          std::vector<std::string> errors = ErrorLines(line, 1);
+          if (!errors.empty()) {
+            add(out.facts, item, d.role, std::move(errors.front()));
+          } else if (shapes[RowShape(line)] == 1) {
+            absl::StrAppend(&prose, line, "\n");
+          }
+        }
+        block.clear();
+      };
       for (absl::string_view line : absl::StrSplit(d.content, '\n')) {
         if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "```")) {
+          if (in_block) flush();
           in_block = !in_block;
           continue;
         }
-        if (!in_block) {
-          absl::StrAppend(&prose, line, "\n");
-          continue;
-        }
-        for (std::string& e : ErrorLines(line, 1)) add(out.facts, item, d.role, std::move(e));
+        (in_block ? block.push_back(line) : absl::StrAppend(&prose, line, "\n"));
       }
+      flush();  // An unclosed block.
       for (std::string& sentence : SplitSentences(prose)) {
         if (d.role == Role::kUser && IsStandingInstruction(sentence)) {
           add(out.constraints, item, d.role, std::string(Utf8Prefix(sentence, kMaxInstructionBytes)));
@@ -375,21 +400,23 @@ LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int
     // then what the assistant said, then the user's own words.
     std::vector<std::set<std::string>> tokens(all.size());
     for (size_t i = 0; i < all.size(); ++i) tokens[i] = SpecificTokens(all[i]->text);
-    std::map<std::string, size_t> first_seen, last_seen;  // token -> oldest, newest fact
+    // token -> the oldest fact holding it, and the newest item holding it.
+    std::map<std::string, size_t> first_seen;
+    std::map<std::string, int64_t> last_item;
     for (size_t i = 0; i < all.size(); ++i) {
       for (const std::string& t : tokens[i]) {
         first_seen.emplace(t, i);
-        last_seen[t] = i;
+        last_item[t] = std::max(last_item[t], all[i]->sequence);
       }
     }
     std::vector<int> value(all.size());
     for (size_t i = 0; i < all.size(); ++i) {
-      // Redundant: every id and figure it holds is in a newer fact or in
-      // the live items the view shows verbatim anyway.
+      // Redundant: every id and figure it holds is in a fact of a later
+      // item or in the live items the view shows verbatim anyway.
       bool redundant = !tokens[i].empty();
       bool novel = false;
       for (const std::string& t : tokens[i]) {
-        redundant &= last_seen[t] > i || live_tokens.contains(t);
+        redundant &= last_item[t] > all[i]->sequence || live_tokens.contains(t);
         novel |= first_seen[t] == i;
       }
       value[i] = FactValue(*all[i], tokens[i], redundant, novel);

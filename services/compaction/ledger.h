@@ -39,8 +39,8 @@ std::vector<std::string> ErrorLines(absl::string_view output, size_t max_lines);
 
 struct Extraction {
   // Facts from user and assistant messages (blocks pasted between ```
-  // fences count as data: only their error lines), and error lines of
-  // tool results; deduplicated, in order.
+  // fences count as data: their error lines, and lines unlike the rows
+  // around them), and error lines of tool results; deduplicated, in order.
   std::vector<LedgerFact> facts;
   // The user's standing instructions, verbatim.
   std::vector<LedgerFact> constraints;

@@ -101,16 +101,17 @@ TEST(LedgerTest, ExtractsFactsInstructionsAndErrorLinesWithProvenance) {
   for (const LedgerFact& f : e.facts) EXPECT_GT(f.token_count, 0);
 }
 
-TEST(LedgerTest, PastedBlocksAreDataOnlyTheirErrorLinesAreFacts) {
+TEST(LedgerTest, PastedBlocksKeepErrorLinesAndHeadersNotRows) {
   auto tokenizer = NewApproximateTokenizer();
   const std::vector<Item> items = {Message(
       1, Role::kUser,
-      "The build #4471 failed again.\n```\nrow 1 ok 12ms\nrow 2 ok 19ms\nERROR: npm ETIMEDOUT\n```\n"
-      "Ticket is CI-88.")};
+      "The build #4471 failed again.\n```\nRun 88 for customer Gerda Hoffmann\nrow 1 ok 12ms\n"
+      "row 2 ok 19ms\nrow 3 ok 9ms\nERROR: npm ETIMEDOUT\n```\nTicket is CI-88.")};
   const Extraction e = ExtractLedger(items, {}, *tokenizer);
-  ASSERT_EQ(e.facts.size(), 3u);
+  ASSERT_EQ(e.facts.size(), 4u);
   EXPECT_EQ(e.facts[0].text, "ERROR: npm ETIMEDOUT");
   EXPECT_TRUE(HasFact(e.facts, "The build #4471 failed again."));
+  EXPECT_TRUE(HasFact(e.facts, "Run 88 for customer Gerda Hoffmann"));
   EXPECT_TRUE(HasFact(e.facts, "Ticket is CI-88."));
   EXPECT_FALSE(HasFact(e.facts, "row 1"));
 }
