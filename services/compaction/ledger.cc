@@ -30,13 +30,6 @@ bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
 bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-bool ContainsAny(absl::string_view lower, std::initializer_list<absl::string_view> words) {
-  for (absl::string_view w : words) {
-    if (absl::StrContains(lower, w)) return true;
-  }
-  return false;
-}
-
 // True if one of `words` stands in `lower` as a word of its own, not as
 // part of an identifier ("error:" and "ERROR" count, "errors_total" does not).
 bool ContainsWord(absl::string_view lower, std::initializer_list<absl::string_view> words) {
@@ -154,6 +147,13 @@ char RoleLetter(Role role) {
 }
 
 }  // namespace
+
+bool ContainsAny(absl::string_view text, std::initializer_list<absl::string_view> words) {
+  for (absl::string_view w : words) {
+    if (absl::StrContains(text, w)) return true;
+  }
+  return false;
+}
 
 std::vector<std::string> SplitSentences(absl::string_view text) {
   std::vector<std::string> out;

@@ -7,6 +7,7 @@
 // between the model and them.
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -17,6 +18,10 @@
 #include "services/core/types.h"
 
 namespace convstate {
+
+// True if `text` contains one of `words` (callers pass lowercase text and
+// words).
+bool ContainsAny(absl::string_view text, std::initializer_list<absl::string_view> words);
 
 // The sentences of `text`, trimmed: split at line breaks and after ". ",
 // "? ", "! " and "; ", with list markers ("- ", "* ", "1. ") removed.

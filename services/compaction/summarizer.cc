@@ -47,13 +47,6 @@ std::string OneLine(std::string text) {
   return text;
 }
 
-bool ContainsAny(absl::string_view lower, std::initializer_list<absl::string_view> words) {
-  for (absl::string_view w : words) {
-    if (absl::StrContains(lower, w)) return true;
-  }
-  return false;
-}
-
 // How much a sentence of `speaker` matters to a summary.
 int Score(absl::string_view speaker, absl::string_view text, bool opens_turn) {
   const std::string lower = absl::AsciiStrToLower(text);
