@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "services/common/log.h"
 #include "services/common/thread_pool.h"
@@ -32,6 +33,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
   s->grpc_service_ = std::make_unique<GrpcService>(s->service_.get(), s->workers_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
+  // gRPC's health service keeps no descriptor in protobuf's pool; linking
+  // our definition in (and touching it here) lets reflection describe it,
+  // so that reflection-only clients can call grpc.health.v1.Health.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   const std::string host =
       absl::StrContains(options.host, ':') ? absl::StrCat("[", options.host, "]") : options.host;

@@ -65,6 +65,33 @@ ensure_vocab() {
   vocab_ok "$CONVSTATE_VOCAB_DIR" || die "vocabulary install failed"
 }
 
+# The Buf CLI, a reflection-only gRPC client (`buf curl`) the end-to-end
+# tests call the server with, as grpcurl would. A binary shipped in an npm
+# package; checked by SHA-256.
+BUF_PACKAGE="@bufbuild/buf-linux-x64@1.75.0"
+BUF_SHA256="fad1e38d6909bbb583a4da81d8c02a01046e2cd663bde7e337dd24277393764b"
+CONVSTATE_BUF="${CONVSTATE_BUF:-$HOME/.cache/convstate/buf-1.75.0/buf}"
+
+buf_ok() { [ -x "$1" ] && echo "$BUF_SHA256  $1" | sha256sum --check --status 2>/dev/null; }
+
+ensure_buf() {
+  buf_ok "$CONVSTATE_BUF" && return 0
+  command -v npm >/dev/null || {
+    local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get install -y -q npm >&2 || die "cannot install npm"
+  }
+  log "installing the Buf CLI from npm ($BUF_PACKAGE)"
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$BUF_PACKAGE" >/dev/null 2>&1) || { rm -rf "$tmp"; die "npm pack $BUF_PACKAGE failed"; }
+  tar xzf "$tmp"/bufbuild-buf-linux-x64-*.tgz -C "$tmp" package/bin/buf \
+    || { rm -rf "$tmp"; die "buf missing from $BUF_PACKAGE"; }
+  buf_ok "$tmp/package/bin/buf" || { rm -rf "$tmp"; die "buf checksum does not match"; }
+  mkdir -p "$(dirname "$CONVSTATE_BUF")"
+  mv "$tmp/package/bin/buf" "$CONVSTATE_BUF"
+  rm -rf "$tmp"
+}
+
 # Runs a command as the PostgreSQL owner: initdb and postgres refuse root.
 as_pg_owner() {
   if [ "$(id -u)" -eq 0 ]; then
