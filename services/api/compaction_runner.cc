@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -486,16 +487,16 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       SummaryRequest req;
       req.transcript = RenderChunks(folding);
       req.merge = MergeLines(folding);
-      SummaryChunk merged_content;  // Facts and instructions, each once, in order.
-      std::set<std::string> seen_facts, seen_rules;
-      for (const SummaryChunk& chunk : folding) {
-        for (const LedgerFact& f : chunk.facts) {
-          if (seen_facts.insert(FactKey(f.text)).second) merged_content.facts.push_back(f);
-        }
-        for (const LedgerFact& c : chunk.constraints) {
-          if (seen_rules.insert(FactKey(c.text)).second) merged_content.constraints.push_back(c);
-        }
-      }
+      // Facts and instructions, each once, in order. The fold keeps the
+      // facts the ledger would rank highest, up to twice its budget, so
+      // that what every view ranks stays bounded however long the
+      // conversation grows (ExpandSummary still has every item).
+      SummaryChunk merged_content;
+      std::vector<const SummaryChunk*> folded;
+      for (const SummaryChunk& chunk : folding) folded.push_back(&chunk);
+      merged_content.facts =
+          SelectLedger(folded, 2 * FractionOfWindow(profile, profile.ledger.budget_fraction)).shown;
+      merged_content.constraints = CollectConstraints(folded);
       for (const LedgerFact& f : merged_content.facts) req.preserved.push_back(f.text);
       req.max_tokens = TextBudget(profile, folded_tokens / 2);
       req.instructions = instructions;
@@ -534,7 +535,14 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
           chunk.lines = std::move(merged->lines);
           chunk.facts = std::move(merged_content.facts);
           chunk.constraints = std::move(merged_content.constraints);
-          const std::vector<LedgerFact> span_facts = chunk.facts;
+          // Recall against every fact of the folded chunks, kept or not.
+          std::vector<LedgerFact> span_facts;
+          absl::flat_hash_set<uint64_t> seen;
+          for (const SummaryChunk* c : folded) {
+            for (const LedgerFact& f : c->facts) {
+              if (seen.insert(FactHash(f.text)).second) span_facts.push_back(f);
+            }
+          }
           const double recall = GateRecall(staying, span_facts, /*complete=*/true, profile,
                                            tokenizer, chunk, fold.events);
           const int64_t after = before - folded_tokens + chunk.token_count;

@@ -123,7 +123,7 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
   }
   // Ids and figures the live items show verbatim anyway (only needed when
   // the ledger is over its budget, which SelectLedger finds out).
-  std::set<std::string> live_tokens;
+  TokenHashes live_tokens;
   const int64_t ledger_budget =
       options.ledger_budget.value_or(FractionOfWindow(profile, profile.ledger.budget_fraction));
   int64_t fact_tokens = 0;
@@ -133,7 +133,7 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
   if (fact_tokens > ledger_budget) {
     for (const Item& item : snapshot.live_items) {
       if (item.sequence < options.truncate_before || item.data.kind == ItemKind::kToolResult) continue;
-      live_tokens.merge(SpecificTokens(item.data.content));
+      AddSpecificTokenHashes(item.data.content, live_tokens);
     }
   }
   const LedgerSelection ledger = SelectLedger(chunks, ledger_budget, live_tokens);

@@ -7,6 +7,8 @@
 #include <set>
 #include <string_view>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -337,8 +339,13 @@ bool CommonOpener(absl::string_view w) {
   return false;
 }
 
-std::set<std::string> SpecificTokens(absl::string_view text) {
-  std::set<std::string> out;
+namespace {
+
+// Calls `emit(a, b)` for each id, figure or name of `text`: the token is
+// a followed by b (b empty, or a two-word token's second word), to be
+// lowercased by the receiver.
+template <typename Emit>
+void ForEachSpecificToken(absl::string_view text, Emit emit) {
   absl::string_view previous;
   int index = 0;
   for (absl::string_view raw : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
@@ -347,46 +354,105 @@ std::set<std::string> SpecificTokens(absl::string_view text) {
     ++index;
     // A person's or a product's name: two capitalized words in a row.
     if (Capitalized(w) && Capitalized(previous) && !(index == 2 && CommonOpener(previous))) {
-      out.insert(absl::AsciiStrToLower(absl::StrCat(previous, " ", w)));
+      emit(previous, w);
     }
     bool digit = false, joined = false, all_digits = true;
     for (size_t i = 0; i < w.size(); ++i) {
       digit |= IsDigit(w[i]);
       all_digits &= IsDigit(w[i]);
-      joined |= i > 0 && i + 1 < w.size() && std::string_view("-_./:#@=").find(w[i]) != std::string_view::npos;
+      joined |= i > 0 && i + 1 < w.size() &&
+                std::string_view("-_./:#@=").find(w[i]) != std::string_view::npos;
     }
     if (digit && all_digits && w.size() < 3) {
       // A small number says little alone: "ndots to 2" is not "2".
-      out.insert(absl::AsciiStrToLower(absl::StrCat(previous, " ", w)));
+      emit(previous, w);
     } else if (digit || joined) {
-      out.insert(absl::AsciiStrToLower(w));
+      emit(w, absl::string_view());
     }
     previous = w;
   }
+}
+
+// FNV-1a over lowercased bytes.
+uint64_t HashLower(uint64_t h, absl::string_view text) {
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(absl::ascii_tolower(static_cast<unsigned char>(c)));
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+constexpr uint64_t kFnvBasis = 14695981039346656037ull;
+
+uint64_t TokenHash(absl::string_view a, absl::string_view b) {
+  uint64_t h = HashLower(kFnvBasis, a);
+  if (!b.empty()) h = HashLower(HashLower(h, " "), b);
+  return h;
+}
+
+}  // namespace
+
+std::set<std::string> SpecificTokens(absl::string_view text) {
+  std::set<std::string> out;
+  ForEachSpecificToken(text, [&out](absl::string_view a, absl::string_view b) {
+    out.insert(absl::AsciiStrToLower(b.empty() ? std::string(a) : absl::StrCat(a, " ", b)));
+  });
   return out;
 }
 
-int FactValue(const LedgerFact& fact, const std::set<std::string>& tokens, bool redundant,
-              bool novel) {
+void AddSpecificTokenHashes(absl::string_view text, TokenHashes& out) {
+  ForEachSpecificToken(text, [&out](absl::string_view a, absl::string_view b) {
+    out.insert(TokenHash(a, b));
+  });
+}
+
+uint64_t FactHash(absl::string_view text) {
+  // As FactKey: lowercase, runs of white space as one space, none at the ends.
+  uint64_t h = kFnvBasis;
+  bool space = false, any = false;
+  for (char c : text) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      space = any;
+      continue;
+    }
+    if (space) h = HashLower(h, " ");
+    space = false;
+    any = true;
+    h = HashLower(h, absl::string_view(&c, 1));
+  }
+  return h;
+}
+
+namespace {
+
+int FactValue(const LedgerFact& fact, bool specific, bool redundant, bool novel) {
   int value = fact.role == Role::kUser ? 3 : fact.role == Role::kAssistant ? 2 : 1;
-  if (!tokens.empty()) value += 2;
+  if (specific) value += 2;
   if (novel) value += 1;  // The first mention of an id or figure.
-  const std::string lower = absl::AsciiStrToLower(fact.text);
-  if (ContainsAny(lower, {"decided", "decision", "we will ", "agreed", "going with", "root cause"})) {
-    value += 2;
+  for (absl::string_view w : {"decided", "decision", "we will ", "agreed", "going with",
+                              "root cause"}) {
+    const auto found = std::search(fact.text.begin(), fact.text.end(), w.begin(), w.end(),
+                                   [](char a, char b) { return absl::ascii_tolower(a) == b; });
+    if (found != fact.text.end()) {
+      value += 2;
+      break;
+    }
   }
   if (redundant) value -= 4;
   return value;
 }
 
+}  // namespace
+
 LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int64_t budget,
-                             const std::set<std::string>& live_tokens) {
+                             const TokenHashes& live_tokens) {
+  // Runs on every view: hashes, not strings, so that no fact allocates.
   std::vector<const LedgerFact*> all;
-  std::set<std::string> seen;
+  absl::flat_hash_set<uint64_t> seen;
   int64_t total = 0;
   for (const SummaryChunk* chunk : chunks) {
     for (const LedgerFact& fact : chunk->facts) {
-      if (seen.insert(FactKey(fact.text)).second) {
+      if (seen.insert(FactHash(fact.text)).second) {
         all.push_back(&fact);
         total += fact.token_count;
       }
@@ -395,18 +461,20 @@ LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int
   LedgerSelection out;
   std::vector<bool> keep(all.size(), true);
   if (total > budget) {
-    // Under pressure the least valuable go first, the oldest among equals:
-    // facts whose ids and figures a newer fact repeats, then tool lines,
-    // then what the assistant said, then the user's own words.
-    std::vector<std::set<std::string>> tokens(all.size());
-    for (size_t i = 0; i < all.size(); ++i) tokens[i] = SpecificTokens(all[i]->text);
-    // token -> the oldest fact holding it, and the newest item holding it.
-    std::map<std::string, size_t> first_seen;
-    std::map<std::string, int64_t> last_item;
+    std::vector<std::vector<uint64_t>> tokens(all.size());
     for (size_t i = 0; i < all.size(); ++i) {
-      for (const std::string& t : tokens[i]) {
+      ForEachSpecificToken(all[i]->text, [&](absl::string_view a, absl::string_view b) {
+        tokens[i].push_back(TokenHash(a, b));
+      });
+    }
+    // token -> the oldest fact holding it, and the newest item holding it.
+    absl::flat_hash_map<uint64_t, size_t> first_seen;
+    absl::flat_hash_map<uint64_t, int64_t> last_item;
+    for (size_t i = 0; i < all.size(); ++i) {
+      for (uint64_t t : tokens[i]) {
         first_seen.emplace(t, i);
-        last_item[t] = std::max(last_item[t], all[i]->sequence);
+        int64_t& last = last_item[t];
+        last = std::max(last, all[i]->sequence);
       }
     }
     std::vector<int> value(all.size());
@@ -415,16 +483,16 @@ LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int
       // item or in the live items the view shows verbatim anyway.
       bool redundant = !tokens[i].empty();
       bool novel = false;
-      for (const std::string& t : tokens[i]) {
+      for (uint64_t t : tokens[i]) {
         redundant &= last_item[t] > all[i]->sequence || live_tokens.contains(t);
         novel |= first_seen[t] == i;
       }
-      value[i] = FactValue(*all[i], tokens[i], redundant, novel);
+      value[i] = FactValue(*all[i], !tokens[i].empty(), redundant, novel);
     }
     // Breadth first: each item's best facts (its first among equals) rank
     // before any item's next ones, so that a message with a dozen figures
     // does not crowd out the one fact of another turn.
-    std::map<int64_t, std::vector<size_t>> by_item;
+    absl::flat_hash_map<int64_t, std::vector<size_t>> by_item;
     for (size_t i = 0; i < all.size(); ++i) by_item[all[i]->sequence].push_back(i);
     std::vector<int> rank(all.size());
     for (auto& [sequence, facts] : by_item) {
@@ -456,10 +524,10 @@ LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int
 
 std::vector<LedgerFact> CollectConstraints(const std::vector<const SummaryChunk*>& chunks) {
   std::vector<LedgerFact> out;
-  std::set<std::string> seen;
+  absl::flat_hash_set<uint64_t> seen;
   for (const SummaryChunk* chunk : chunks) {
     for (const LedgerFact& c : chunk->constraints) {
-      if (seen.insert(FactKey(c.text)).second) out.push_back(c);
+      if (seen.insert(FactHash(c.text)).second) out.push_back(c);
     }
   }
   return out;

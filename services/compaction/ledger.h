@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "services/compaction/tokens.h"
 #include "services/core/types.h"
@@ -64,8 +65,17 @@ std::string FactLine(const LedgerFact& fact);
 std::string FactKey(absl::string_view text);
 
 // The ids and figures of `text`: its words that hold a digit or are joined
-// by '-', '_', '.', '/', ':', '#', '@' or '=', lowercased.
+// by '-', '_', '.', '/', ':', '#', '@' or '=', small numbers with the word
+// before them, and names (two capitalized words), lowercased.
 std::set<std::string> SpecificTokens(absl::string_view text);
+
+// The same tokens as hashes, added to `out`: what the view compares on
+// every call, without allocating a string per token.
+using TokenHashes = absl::flat_hash_set<uint64_t>;
+void AddSpecificTokenHashes(absl::string_view text, TokenHashes& out);
+
+// A hash of FactKey(text), computed without building it.
+uint64_t FactHash(absl::string_view text);
 
 // What the ledger section shows: facts of the active chunks (given in the
 // order of what they cover), deduplicated. When they do not all fit in
@@ -83,7 +93,7 @@ struct LedgerSelection {
   int64_t tokens = 0;
 };
 LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int64_t budget,
-                             const std::set<std::string>& live_tokens = {});
+                             const TokenHashes& live_tokens = {});
 
 // The standing instructions of the active chunks, deduplicated, in order.
 std::vector<LedgerFact> CollectConstraints(const std::vector<const SummaryChunk*>& chunks);

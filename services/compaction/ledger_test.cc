@@ -173,7 +173,9 @@ TEST(LedgerTest, SelectionDropsRepeatedAndLessSpecificFactsBeforeTheUsersOwn) {
   SummaryChunk b;
   b.facts = {LedgerFact{1, 1, Role::kUser, "Host web-7 is down.", 10},
              LedgerFact{2, 1, Role::kUser, "Host web-8 is down.", 10}};
-  const LedgerSelection u = SelectLedger({&b}, 10, {"web-8"});
+  TokenHashes live;
+  AddSpecificTokenHashes("web-8 is back", live);
+  const LedgerSelection u = SelectLedger({&b}, 10, live);
   ASSERT_EQ(u.shown.size(), 1u);
   EXPECT_EQ(u.shown[0].sequence, 1);
 }
@@ -183,6 +185,15 @@ TEST(LedgerTest, SpecificTokensAreIdsFiguresAndNames) {
             (std::set<std::string>{"marcus okafor", "inc-4821", "14:30", "to 2"}));
   EXPECT_EQ(SpecificTokens("The Route is fine"), (std::set<std::string>{}));
   EXPECT_EQ(SpecificTokens("Elif Demir asks"), (std::set<std::string>{"elif demir"}));
+}
+
+TEST(LedgerTest, FactHashIsTheHashOfTheFactKey) {
+  EXPECT_EQ(FactHash("  Deploy  WEB-1\tnow "), FactHash("deploy web-1 now"));
+  EXPECT_NE(FactHash("deploy web-1 now"), FactHash("deploy web-2 now"));
+  TokenHashes a, b;
+  AddSpecificTokenHashes("Ask Marcus Okafor about INC-4821", a);
+  AddSpecificTokenHashes("Tell Marcus Okafor, inc-4821 is his", b);
+  EXPECT_EQ(a, b);
 }
 
 TEST(LedgerTest, ErrorKeywordsCountOnlyAsWords) {
