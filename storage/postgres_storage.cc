@@ -275,7 +275,7 @@ Json FactsToJson(const std::vector<LedgerFact>& facts) {
   Json out = Json::array();
   for (const LedgerFact& f : facts) {
     out.push_back({{"s", f.sequence}, {"u", f.turn_index}, {"r", std::string(RoleName(f.role))},
-                   {"t", f.text}, {"n", f.token_count}});
+                   {"t", f.text}, {"n", f.token_count}, {"h", f.token_hashes}});
   }
   return out;
 }
@@ -290,6 +290,11 @@ std::vector<LedgerFact> FactsFromJson(const Json& in) {
     fact.role = RoleFromName(f.value("r", std::string("user"))).value_or(Role::kUser);
     fact.text = f.value("t", std::string());
     fact.token_count = f.value("n", int64_t{0});
+    if (auto h = f.find("h"); h != f.end() && h->is_array()) {
+      for (const Json& v : *h) {
+        if (v.is_number_unsigned()) fact.token_hashes.push_back(v.get<uint64_t>());
+      }
+    }
     out.push_back(std::move(fact));
   }
   return out;

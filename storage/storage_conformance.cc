@@ -503,7 +503,8 @@ TEST_P(StorageConformanceTest, ChunkStructureAndRecallRoundTrip) {
   SummaryChunk chunk = Chunk(1, 4, "summary of 1-4");
   chunk.lines = {SummaryLine{1, "User", "Deploy \xE2\x94\x80 the api", 7},
                  SummaryLine{3, "Tool kubectl", "returned: 3 pods", 1}};
-  chunk.facts = {LedgerFact{1, 1, Role::kUser, "Ticket INC-4821 \"quoted\"", 12},
+  chunk.facts = {LedgerFact{1, 1, Role::kUser, "Ticket INC-4821 \"quoted\"", 12,
+                            {18446744073709551557ull, 1, 9007199254740993ull}},
                  LedgerFact{3, 2, Role::kTool, "kubectl: Error: OOMKilled", 9}};
   chunk.constraints = {LedgerFact{1, 1, Role::kUser, "Never restart db-1 at night.", 10}};
   chunk.recall = 0.93;

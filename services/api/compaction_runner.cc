@@ -494,8 +494,10 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       SummaryChunk merged_content;
       std::vector<const SummaryChunk*> folded;
       for (const SummaryChunk& chunk : folding) folded.push_back(&chunk);
-      merged_content.facts =
-          SelectLedger(folded, 2 * FractionOfWindow(profile, profile.ledger.budget_fraction)).shown;
+      for (const LedgerFact* f :
+           SelectLedger(folded, 2 * FractionOfWindow(profile, profile.ledger.budget_fraction)).shown) {
+        merged_content.facts.push_back(*f);
+      }
       merged_content.constraints = CollectConstraints(folded);
       for (const LedgerFact& f : merged_content.facts) req.preserved.push_back(f.text);
       req.max_tokens = TextBudget(profile, folded_tokens / 2);

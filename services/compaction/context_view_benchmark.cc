@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "services/compaction/context_view.h"
+#include "services/compaction/ledger.h"
 
 namespace convstate {
 namespace {
@@ -32,6 +33,8 @@ ContextSnapshot Snapshot(int chunks, int facts) {
           absl::StrCat("Host web-", seq, " in eu-west-", f % 3, " answered in ", 100 + f,
                        " ms after the deploy of v2.", f, " by Priya Raman."),
           25});
+      // As extraction leaves them.
+      chunk.facts.back().token_hashes = FactTokenHashes(chunk.facts.back().text);
     }
     chunk.through_sequence = seq;
     s.active_chunks.push_back(chunk);

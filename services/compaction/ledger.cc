@@ -263,6 +263,7 @@ Extraction ExtractLedger(const std::vector<Item>& items,
     fact.role = role;
     fact.text = std::move(text);
     fact.token_count = tokenizer.CountTokens(FactLine(fact)) + 1;  // And its line break.
+    fact.token_hashes = FactTokenHashes(fact.text);
     to.push_back(std::move(fact));
   };
   for (const Item& item : items) {
@@ -406,6 +407,15 @@ void AddSpecificTokenHashes(absl::string_view text, TokenHashes& out) {
   });
 }
 
+std::vector<uint64_t> FactTokenHashes(absl::string_view text) {
+  std::vector<uint64_t> out;
+  ForEachSpecificToken(text, [&out](absl::string_view a, absl::string_view b) {
+    const uint64_t h = TokenHash(a, b);
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  });
+  return out;
+}
+
 uint64_t FactHash(absl::string_view text) {
   // As FactKey: lowercase, runs of white space as one space, none at the ends.
   uint64_t h = kFnvBasis;
@@ -429,14 +439,11 @@ int FactValue(const LedgerFact& fact, bool specific, bool redundant, bool novel)
   int value = fact.role == Role::kUser ? 3 : fact.role == Role::kAssistant ? 2 : 1;
   if (specific) value += 2;
   if (novel) value += 1;  // The first mention of an id or figure.
-  for (absl::string_view w : {"decided", "decision", "we will ", "agreed", "going with",
-                              "root cause"}) {
-    const auto found = std::search(fact.text.begin(), fact.text.end(), w.begin(), w.end(),
-                                   [](char a, char b) { return absl::ascii_tolower(a) == b; });
-    if (found != fact.text.end()) {
-      value += 2;
-      break;
-    }
+  // A decision stated as such (lowercase, or opening the sentence).
+  if (ContainsAny(fact.text, {"decided", "decision", "we will ", "agreed", "going with",
+                              "root cause", "Decided", "Decision", "We will ", "Agreed",
+                              "Going with", "Root cause"})) {
+    value += 2;
   }
   if (redundant) value -= 4;
   return value;
@@ -461,17 +468,19 @@ LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int
   LedgerSelection out;
   std::vector<bool> keep(all.size(), true);
   if (total > budget) {
-    std::vector<std::vector<uint64_t>> tokens(all.size());
+    // Facts carry their token hashes from extraction; older ones (stored
+    // before they did) are read again here.
+    std::vector<std::vector<uint64_t>> computed(all.size());
+    std::vector<const std::vector<uint64_t>*> tokens(all.size());
     for (size_t i = 0; i < all.size(); ++i) {
-      ForEachSpecificToken(all[i]->text, [&](absl::string_view a, absl::string_view b) {
-        tokens[i].push_back(TokenHash(a, b));
-      });
+      if (all[i]->token_hashes.empty()) computed[i] = FactTokenHashes(all[i]->text);
+      tokens[i] = all[i]->token_hashes.empty() ? &computed[i] : &all[i]->token_hashes;
     }
     // token -> the oldest fact holding it, and the newest item holding it.
     absl::flat_hash_map<uint64_t, size_t> first_seen;
     absl::flat_hash_map<uint64_t, int64_t> last_item;
     for (size_t i = 0; i < all.size(); ++i) {
-      for (uint64_t t : tokens[i]) {
+      for (uint64_t t : *tokens[i]) {
         first_seen.emplace(t, i);
         int64_t& last = last_item[t];
         last = std::max(last, all[i]->sequence);
@@ -481,13 +490,13 @@ LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int
     for (size_t i = 0; i < all.size(); ++i) {
       // Redundant: every id and figure it holds is in a fact of a later
       // item or in the live items the view shows verbatim anyway.
-      bool redundant = !tokens[i].empty();
+      bool redundant = !tokens[i]->empty();
       bool novel = false;
-      for (uint64_t t : tokens[i]) {
+      for (uint64_t t : *tokens[i]) {
         redundant &= last_item[t] > all[i]->sequence || live_tokens.contains(t);
         novel |= first_seen[t] == i;
       }
-      value[i] = FactValue(*all[i], !tokens[i].empty(), redundant, novel);
+      value[i] = FactValue(*all[i], !tokens[i]->empty(), redundant, novel);
     }
     // Breadth first: each item's best facts (its first among equals) rank
     // before any item's next ones, so that a message with a dozen figures
@@ -516,7 +525,7 @@ LedgerSelection SelectLedger(const std::vector<const SummaryChunk*>& chunks, int
   }
   for (size_t i = 0; i < all.size(); ++i) {
     if (!keep[i]) continue;
-    out.shown.push_back(*all[i]);
+    out.shown.push_back(all[i]);
     out.tokens += all[i]->token_count;
   }
   return out;
@@ -543,7 +552,7 @@ double MeasureRecall(const std::vector<LedgerFact>& span_facts, const SummaryChu
     return a->from_sequence < b->from_sequence;
   });
   std::set<std::string> shown;
-  for (const LedgerFact& f : SelectLedger(all, budget).shown) shown.insert(FactKey(f.text));
+  for (const LedgerFact* f : SelectLedger(all, budget).shown) shown.insert(FactKey(f->text));
   int present = 0;
   for (const LedgerFact& f : span_facts) {
     if (shown.contains(FactKey(f.text)) || absl::StrContains(chunk.text, f.text)) {
@@ -555,10 +564,10 @@ double MeasureRecall(const std::vector<LedgerFact>& span_facts, const SummaryChu
   return static_cast<double>(present) / static_cast<double>(span_facts.size());
 }
 
-std::string RenderLedger(const std::vector<LedgerFact>& facts) {
+std::string RenderLedger(const std::vector<const LedgerFact*>& facts) {
   std::string out = "Facts from the summarized turns, verbatim (U user, A assistant, T tool; "
                     "#n: item):";
-  for (const LedgerFact& f : facts) absl::StrAppend(&out, "\n", FactLine(f));
+  for (const LedgerFact* f : facts) absl::StrAppend(&out, "\n", FactLine(*f));
   return out;
 }
 

@@ -74,6 +74,9 @@ std::set<std::string> SpecificTokens(absl::string_view text);
 using TokenHashes = absl::flat_hash_set<uint64_t>;
 void AddSpecificTokenHashes(absl::string_view text, TokenHashes& out);
 
+// The same tokens as a list of distinct hashes (what LedgerFact keeps).
+std::vector<uint64_t> FactTokenHashes(absl::string_view text);
+
 // A hash of FactKey(text), computed without building it.
 uint64_t FactHash(absl::string_view text);
 
@@ -87,7 +90,9 @@ uint64_t FactHash(absl::string_view text);
 // being the first to mention one. A fact whose ids and figures all stand in
 // `live_tokens` (those of the live items) counts as repeated too.
 struct LedgerSelection {
-  std::vector<LedgerFact> shown;  // In conversation order.
+  // In conversation order; they point into the chunks given, which must
+  // outlive the selection.
+  std::vector<const LedgerFact*> shown;
   int omitted = 0;
   // Tokens of the shown facts' lines, without the header.
   int64_t tokens = 0;
@@ -109,7 +114,7 @@ double MeasureRecall(const std::vector<LedgerFact>& span_facts, const SummaryChu
 
 // The texts of the ledger section and of the standing instructions, with
 // their headers.
-std::string RenderLedger(const std::vector<LedgerFact>& facts);
+std::string RenderLedger(const std::vector<const LedgerFact*>& facts);
 std::string RenderConstraints(const std::vector<LedgerFact>& constraints);
 
 }  // namespace convstate

@@ -140,9 +140,9 @@ TEST(LedgerTest, SelectionDeduplicatesAndDropsTheOldestOfEqualValueFirst) {
   b.facts.push_back(LedgerFact{7, 7, Role::kUser, "fact number 7", 10});
   const LedgerSelection s = SelectLedger({&a, &b}, 35);
   ASSERT_EQ(s.shown.size(), 3u);
-  EXPECT_EQ(s.shown[0].text, "fact number 4");
-  EXPECT_EQ(s.shown[1].text, "fact number 5");
-  EXPECT_EQ(s.shown[2].text, "fact number 7");
+  EXPECT_EQ(s.shown[0]->text, "fact number 4");
+  EXPECT_EQ(s.shown[1]->text, "fact number 5");
+  EXPECT_EQ(s.shown[2]->text, "fact number 7");
   EXPECT_EQ(s.omitted, 3);
   EXPECT_EQ(s.tokens, 30);
   EXPECT_NE(RenderLedger(s.shown).find("- U#4: fact number 4"), std::string::npos);
@@ -161,14 +161,14 @@ TEST(LedgerTest, SelectionDropsRepeatedAndLessSpecificFactsBeforeTheUsersOwn) {
   ASSERT_EQ(s.shown.size(), 3u);
   // Fact 3 holds nothing that fact 5 does not repeat; the tool line is
   // worth least of the rest.
-  EXPECT_EQ(s.shown[0].sequence, 1);
-  EXPECT_EQ(s.shown[1].sequence, 4);
-  EXPECT_EQ(s.shown[2].sequence, 5);
+  EXPECT_EQ(s.shown[0]->sequence, 1);
+  EXPECT_EQ(s.shown[1]->sequence, 4);
+  EXPECT_EQ(s.shown[2]->sequence, 5);
   // With less room, fact 1 (repeated by fact 5, though the first to say it)
   // goes next.
   const LedgerSelection t = SelectLedger({&a}, 20);
   ASSERT_EQ(t.shown.size(), 2u);
-  EXPECT_EQ(t.shown[0].sequence, 4);
+  EXPECT_EQ(t.shown[0]->sequence, 4);
   // Ids the live items show count as repeated.
   SummaryChunk b;
   b.facts = {LedgerFact{1, 1, Role::kUser, "Host web-7 is down.", 10},
@@ -177,7 +177,7 @@ TEST(LedgerTest, SelectionDropsRepeatedAndLessSpecificFactsBeforeTheUsersOwn) {
   AddSpecificTokenHashes("web-8 is back", live);
   const LedgerSelection u = SelectLedger({&b}, 10, live);
   ASSERT_EQ(u.shown.size(), 1u);
-  EXPECT_EQ(u.shown[0].sequence, 1);
+  EXPECT_EQ(u.shown[0]->sequence, 1);
 }
 
 TEST(LedgerTest, SpecificTokensAreIdsFiguresAndNames) {

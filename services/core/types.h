@@ -145,6 +145,9 @@ struct LedgerFact {
   std::string text;
   // Tokens of the fact's line as the view renders it.
   int64_t token_count = 0;
+  // Hashes of the ids, figures and names in `text`, computed once when the
+  // fact is extracted, so that views rank facts without reading them again.
+  std::vector<uint64_t> token_hashes;
 
   friend bool operator==(const LedgerFact&, const LedgerFact&) = default;
 };
