@@ -92,6 +92,7 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "convstate.v1.ConversationState/ListSummaries",
       "convstate.v1.ConversationState/ExpandSummary",
       "convstate.v1.ConversationState/ListCompactionEvents",
+      "convstate.v1.ConversationState/PinItem",
       "grpc.health.v1.Health/Check",
       "convstate.v1.ConversationState/DeleteConversation",
   };
@@ -160,6 +161,12 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       // The first turn: the question, the call, its result, the answer.
       EXPECT_EQ(expanded.items_size(), 4) << json;
       EXPECT_FALSE(expanded.chunk().facts().empty()) << json;
+    }
+    if (name == "PinItem") {
+      v1::Item pinned;
+      ASSERT_TRUE(parse(&pinned)) << json;
+      EXPECT_TRUE(pinned.pinned()) << json;
+      EXPECT_EQ(pinned.sequence(), 4) << json;
     }
     if (name == "ListCompactionEvents") {
       v1::ListCompactionEventsResponse audit;
