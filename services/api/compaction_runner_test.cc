@@ -102,6 +102,79 @@ bool Has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+void AppendFactTurns(Storage& storage, const CallContext& ctx, int turns, int filler_bytes) {
+  for (int i = 0; i < turns; ++i) {
+    AppendRequest req;
+    req.key = {"t", "c"};
+    ItemData user;
+    user.role = Role::kUser;
+    user.content = absl::StrCat("Ticket INC-", 4000 + i, " is about host db-", i, ".");
+    ItemData assistant;
+    assistant.role = Role::kAssistant;
+    assistant.content = "I will look into that and let you know what I find. ";
+    if (filler_bytes == 0) assistant.content.clear();
+    while (static_cast<int>(assistant.content.size()) < filler_bytes) {
+      assistant.content += "It should not take long, and nothing needs to change yet. ";
+    }
+    for (ItemData* d : {&user, &assistant}) {
+      if (d == &assistant && filler_bytes == 0) continue;  // The user's facts alone.
+      d->token_count = static_cast<int64_t>(d->content.size());
+      req.items.push_back(*d);
+    }
+    ASSERT_TRUE(storage.AppendItems(ctx, req).ok());
+  }
+}
+
+TEST_F(CompactionRunnerTest, ASummaryKeepsItsSpansFactsVerbatimInTheLedger) {
+  AppendFactTurns(*storage_, ctx_, 5, 300);
+  summarizer_.answer = [](const SummaryRequest& req) {
+    return NewExtractiveSummarizer()->Summarize(req);
+  };
+  auto out = Run(CompactionMode::kSummarize);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_GT(out->chunk_id, 0);
+  std::string ledger;
+  for (const ViewEntry& e : out->view.entries) {
+    if (e.section == Section::kLedger) ledger = e.content;
+  }
+  // Every ticket and host of the summarized turns, verbatim, with the item
+  // it came from.
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NE(ledger.find(absl::StrCat("- U#", 2 * i + 1, ": Ticket INC-", 4000 + i,
+                                       " is about host db-", i, ".")),
+              std::string::npos)
+        << ledger;
+  }
+  EXPECT_GT(out->view.tokens.ledger, 0);
+  auto chunks = storage_->ListSummaries(ctx_, {"t", "c"}, false);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_EQ(chunks->size(), 1u);
+  ASSERT_TRUE(chunks->front().recall.has_value());
+  EXPECT_DOUBLE_EQ(*chunks->front().recall, 1.0);
+  EXPECT_EQ(chunks->front().facts.size(), 4u);
+  // The summary itself does not repeat what the ledger holds.
+  EXPECT_EQ(chunks->front().text.find("INC-4000"), std::string::npos) << chunks->front().text;
+}
+
+TEST_F(CompactionRunnerTest, ASpanOfLittleButFactsGivesUpItsOldestFactsToMakeRoom) {
+  AppendFactTurns(*storage_, ctx_, 5, 0);  // Nothing but facts: no room to gain.
+  summarizer_.answer = [](const SummaryRequest& req) {
+    return NewExtractiveSummarizer()->Summarize(req);
+  };
+  auto out = Run(CompactionMode::kSummarize);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Committed only by giving up facts, and said so, with the recall.
+  ASSERT_GT(out->chunk_id, 0);
+  const auto events = Events();
+  EXPECT_TRUE(Has(events, "facts_dropped"));
+  EXPECT_TRUE(Has(events, "low_recall"));
+  auto chunks = storage_->ListSummaries(ctx_, {"t", "c"}, false);
+  ASSERT_EQ(chunks->size(), 1u);
+  ASSERT_TRUE(chunks->front().recall.has_value());
+  EXPECT_LT(*chunks->front().recall, 1.0);
+  EXPECT_LT(out->view.tokens.total, out->tokens_before);
+}
+
 TEST_F(CompactionRunnerTest, OversizedSummaryIsCutAndAudited) {
   AppendTurns(5, 300);  // ~3000 tokens in a 2000 window.
   summarizer_.answer = [](const SummaryRequest& req) -> absl::StatusOr<SummaryResult> {
