@@ -175,6 +175,104 @@ TEST_F(CompactionRunnerTest, ASpanOfLittleButFactsGivesUpItsOldestFactsToMakeRoo
   EXPECT_LT(out->view.tokens.total, out->tokens_before);
 }
 
+// Storage whose compaction commits fail (a broken connection, an encoding
+// error): everything else goes to `base`.
+class FailingCommits final : public Storage {
+ public:
+  explicit FailingCommits(Storage* base) : base_(base) {}
+  absl::Status Ping(const CallContext& c) override { return base_->Ping(c); }
+  absl::StatusOr<Conversation> CreateConversation(const CallContext& c,
+                                                  const NewConversation& n) override {
+    return base_->CreateConversation(c, n);
+  }
+  absl::StatusOr<Conversation> GetConversation(const CallContext& c,
+                                               const ConversationKey& k) override {
+    return base_->GetConversation(c, k);
+  }
+  absl::StatusOr<std::vector<Conversation>> ListConversations(const CallContext& c,
+                                                              const std::string& t,
+                                                              const std::string& a,
+                                                              int l) override {
+    return base_->ListConversations(c, t, a, l);
+  }
+  absl::StatusOr<int64_t> DeleteConversation(const CallContext& c,
+                                             const ConversationKey& k) override {
+    return base_->DeleteConversation(c, k);
+  }
+  absl::StatusOr<AppendResult> AppendItems(const CallContext& c, const AppendRequest& r) override {
+    return base_->AppendItems(c, r);
+  }
+  absl::StatusOr<std::vector<Item>> ListItems(const CallContext& c, const ConversationKey& k,
+                                              int64_t a, int l) override {
+    return base_->ListItems(c, k, a, l);
+  }
+  absl::StatusOr<ContextSnapshot> LoadContext(const CallContext& c,
+                                              const ConversationKey& k) override {
+    return base_->LoadContext(c, k);
+  }
+  absl::StatusOr<CompactionResult> CommitCompaction(const CallContext&,
+                                                    const CompactionCommit&) override {
+    return absl::InternalError("invalid byte sequence for encoding \"UTF8\"");
+  }
+  absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(
+      const CallContext& c, const ConversationKey& k, const std::string& h,
+      absl::Duration d) override {
+    return base_->TryAcquireCompactionLease(c, k, h, d);
+  }
+  absl::Status ReleaseCompactionLease(const CallContext& c, const ConversationKey& k,
+                                      const CompactionLease& l) override {
+    return base_->ReleaseCompactionLease(c, k, l);
+  }
+  absl::StatusOr<Item> SetPinned(const CallContext& c, const ConversationKey& k, int64_t s,
+                                 bool p) override {
+    return base_->SetPinned(c, k, s, p);
+  }
+  absl::Status RecordCompactionEvents(const CallContext& c, const ConversationKey& k,
+                                      const std::vector<CompactionEvent>& e) override {
+    return base_->RecordCompactionEvents(c, k, e);
+  }
+  absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(const CallContext& c,
+                                                          const ConversationKey& k,
+                                                          bool s) override {
+    return base_->ListSummaries(c, k, s);
+  }
+  absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
+      const CallContext& c, const ConversationKey& k) override {
+    return base_->ListCompactionEvents(c, k);
+  }
+
+ private:
+  Storage* const base_;
+};
+
+TEST_F(CompactionRunnerTest, ACompactionThatCannotBeStoredFallsBackToAFittingView) {
+  AppendTurns(5, 300);  // ~3,000 tokens in a 2,000 window.
+  summarizer_.answer = Short;
+  FailingCommits failing(storage_.get());
+  CompactionRunner::Options options;
+  options.clock = &clock_;
+  CompactionRunner runner(options, &failing, &summarizer_);
+  auto out = runner.Run(ctx_, *storage_->LoadContext(ctx_, {"t", "c"}), profile_, {},
+                        CompactionMode::kByBand, "", nullptr);
+  // The caller gets a view that fits, never the storage error.
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->view.status, ContextStatus::kTruncated);
+  EXPECT_LE(out->view.tokens.total, 2000);
+  // The audit says why.
+  const auto events = storage_->ListCompactionEvents(ctx_, {"t", "c"});
+  ASSERT_TRUE(events.ok());
+  bool failed = false, truncated = false;
+  for (const CompactionEvent& e : *events) {
+    failed |= e.event == "failed" &&
+              e.detail.find("commit: invalid byte sequence") != std::string::npos;
+    truncated |=
+        e.event == "truncated" && e.detail.find("could not be stored") != std::string::npos;
+  }
+  EXPECT_TRUE(failed);
+  EXPECT_TRUE(truncated);
+  EXPECT_TRUE(storage_->ListSummaries(ctx_, {"t", "c"}, true)->empty());
+}
+
 TEST_F(CompactionRunnerTest, OversizedSummaryIsCutAndAudited) {
   AppendTurns(5, 300);  // ~3000 tokens in a 2000 window.
   summarizer_.answer = [](const SummaryRequest& req) -> absl::StatusOr<SummaryResult> {
