@@ -29,7 +29,7 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
   SetIfNonZero(p.thresholds().soft(), out.soft_threshold);
   SetIfNonZero(p.thresholds().hard(), out.hard_threshold);
   SetIfNonZero(p.thresholds().emergency(), out.emergency_threshold);
-  if (p.has_token_floor()) out.token_floor = p.token_floor();
+  SetIfNonZero(p.token_floor(), out.token_floor);
   SetIfNonZero(p.recent().turns(), out.recent_turns);
   SetIfNonZero(p.recent().max_tokens(), out.recent_tokens);
   if (!p.tokenizer().encoding().empty()) out.encoding = p.tokenizer().encoding();

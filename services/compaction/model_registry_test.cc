@@ -99,16 +99,6 @@ TEST(ModelRegistryTest, UnknownModelWithoutDefaultIsNotFound) {
             "no model profile matches 'gpt-4o' and no default profile is configured");
 }
 
-TEST(ModelRegistryTest, ATokenFloorOfZeroIsKeptAndAnUnsetOneIsTheDefault) {
-  auto registry = ModelRegistry::FromText(R"pb(
-    profiles { name: "zero" token_floor: 0 tokenizer { encoding: "approximate" } }
-    profiles { name: "unset" tokenizer { encoding: "approximate" } }
-  )pb", "");
-  ASSERT_TRUE(registry.ok()) << registry.status();
-  EXPECT_EQ((*(*registry)->Resolve("zero"))->profile.token_floor, 0);
-  EXPECT_EQ((*(*registry)->Resolve("unset"))->profile.token_floor, ModelProfile{}.token_floor);
-}
-
 TEST(ModelRegistryTest, BadFilesSayWhatIsWrong) {
   const struct {
     const char* text;
