@@ -244,7 +244,9 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
     };
     while (n > 0 && tokens_from(recent_start(n)) > p.recent_tokens) --n;
     plan.recent_turns_kept = n;
-    const size_t limit = SafeCut(live, recent_start(n));
+    const std::vector<bool> safe = SafeCuts(live);
+    size_t limit = recent_start(n);
+    while (!safe[limit]) --limit;  // As SafeCut; safe[0] always holds.
     const int64_t ledger_room =
         FractionOfWindow(p, p.ledger.budget_fraction) - current.tokens.ledger;
     // Summarize no more than it takes to bring the view just under the soft
@@ -264,7 +266,6 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
                               : std::min<int64_t>(turn_tokens / static_cast<int64_t>(turn_starts.size()),
                                                   FractionOfWindow(p, 0.05));
       const int64_t goal = target - typical_turn;
-      const std::vector<bool> safe = SafeCuts(live);
       int64_t zone = 0, messages = 0;
       for (size_t i = 1; i <= limit; ++i) {
         const Item& item = live[i - 1];
