@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -373,6 +372,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
         chunk.lines = std::move(summary->lines);
         chunk.facts = ledger.facts;
         chunk.constraints = std::move(ledger.constraints);
+        const size_t gated_at = events.size();
         summary_recall = GateRecall(snapshot.active_chunks, ledger.facts, /*complete=*/true,
                                     profile, tokenizer, chunk, events);
         int64_t after = view_of_with(snapshot, chunk, plan.prune_boundary);
@@ -384,6 +384,11 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
           size_t drop = 0;
           while (drop < chunk.facts.size() && excess > 0) excess -= chunk.facts[drop++].token_count;
           chunk.facts.erase(chunk.facts.begin(), chunk.facts.begin() + static_cast<long>(drop));
+          // The recall gated above no longer holds: one low_recall row, for
+          // the recall the chunk is committed with.
+          events.erase(std::remove_if(events.begin() + static_cast<long>(gated_at), events.end(),
+                                      [](const CompactionEvent& e) { return e.event == "low_recall"; }),
+                       events.end());
           events.push_back(Event("facts_dropped", "summarize", before, after,
                                  {{"facts", drop}, {"reason", "the view would not shrink"}}));
           summary_recall = GateRecall(snapshot.active_chunks, ledger.facts, /*complete=*/false,
