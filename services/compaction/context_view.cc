@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "services/compaction/ledger.h"

@@ -27,6 +27,24 @@ constexpr size_t kMaxInstructionBytes = 600;
 constexpr size_t kMaxErrorLineBytes = 200;
 constexpr size_t kErrorLinesPerResult = 3;
 
+// Calls `emit` with each character of FactKey(text): lowercase, runs of
+// white space as one space, none at the ends. FactKey builds it, FactHash
+// hashes it without building it.
+template <typename Emit>
+void ForEachKeyChar(absl::string_view text, Emit emit) {
+  bool space = false, any = false;
+  for (char c : text) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      space = any;
+      continue;
+    }
+    if (space) emit(' ');
+    space = false;
+    any = true;
+    emit(absl::ascii_tolower(static_cast<unsigned char>(c)));
+  }
+}
+
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
 bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
@@ -232,16 +250,7 @@ std::vector<std::string> ErrorLines(absl::string_view output, size_t max_lines) 
 std::string FactKey(absl::string_view text) {
   std::string key;
   key.reserve(text.size());
-  bool space = false;
-  for (char c : text) {
-    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
-      space = !key.empty();
-      continue;
-    }
-    if (space) key.push_back(' ');
-    space = false;
-    key.push_back(absl::ascii_tolower(static_cast<unsigned char>(c)));
-  }
+  ForEachKeyChar(text, [&key](char c) { key.push_back(c); });
   return key;
 }
 
@@ -417,19 +426,8 @@ std::vector<uint64_t> FactTokenHashes(absl::string_view text) {
 }
 
 uint64_t FactHash(absl::string_view text) {
-  // As FactKey: lowercase, runs of white space as one space, none at the ends.
   uint64_t h = kFnvBasis;
-  bool space = false, any = false;
-  for (char c : text) {
-    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
-      space = any;
-      continue;
-    }
-    if (space) h = HashLower(h, " ");
-    space = false;
-    any = true;
-    h = HashLower(h, absl::string_view(&c, 1));
-  }
+  ForEachKeyChar(text, [&h](char c) { h = HashLower(h, absl::string_view(&c, 1)); });
   return h;
 }
 
