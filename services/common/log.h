@@ -8,8 +8,13 @@ namespace convstate {
 
 enum class LogLevel { kInfo, kWarning, kError };
 
-// Writes one line to stderr: UTC time, level, message. Thread-safe.
+// Writes one line to stderr: UTC time, level, message, and the trace and
+// span ids the calling thread works for when it has them. Thread-safe.
 void LogLine(LogLevel level, absl::string_view message);
+
+// The trace and span ids (hex) LogLine appends to the calling thread's
+// lines; empty ids stop it. Set by telemetry::ScopedSpan.
+void SetLogTraceIds(absl::string_view trace_id, absl::string_view span_id);
 
 template <typename... Args>
 void LogInfo(const Args&... args) {

@@ -94,6 +94,48 @@ ensure_buf() {
   rm -rf "$tmp"
 }
 
+# Third-party .proto definitions the build compiles, from npm packages that
+# ship them unchanged: opentelemetry-proto (the OTLP encoding of traces and
+# metrics) and gRPC's server reflection v1. Extracted into
+# .convstate/third_party_protos (the Bazel repository @third_party_protos),
+# each file checked by SHA-256 every time.
+OTLP_PROTO_PACKAGE="@opentelemetry/otlp-grpc-exporter-base@0.34.0"
+REFLECTION_PROTO_PACKAGE="@grpc/reflection@1.0.4"
+CONVSTATE_PROTOS_DIR="$CONVSTATE_ROOT/.convstate/third_party_protos"
+THIRD_PARTY_PROTOS_SHA256=(
+  "6e37601a9fd16ff872d167d525d0ed87647dbfd09510e82f6b63ae92a72ec02e  opentelemetry/proto/common/v1/common.proto"
+  "b8ea46501d3d4ba7057a1257e363eb8a335d17d7595c157802ffb0bb26c85796  opentelemetry/proto/resource/v1/resource.proto"
+  "f89f498d0d90b5dda496a4d367018229c1ca3f2cb7f5e613033e45a28ac7e9ca  opentelemetry/proto/trace/v1/trace.proto"
+  "018866078157384f73864dafb89d46b57eb97631df6decb4e461cacd7b68fd99  opentelemetry/proto/metrics/v1/metrics.proto"
+  "2dc43bf7c603a43f3e41664e390510fd4d67039c1ea80e8d678e694427666443  opentelemetry/proto/logs/v1/logs.proto"
+  "93bf485272d0785e3c4f5de3fcea8c60898faac604497fa1dd062fadea14a448  opentelemetry/proto/collector/trace/v1/trace_service.proto"
+  "8848d5099126a101e7fe08e664281ec3fff48ab1d677e1fa7f78659dbfef66ca  opentelemetry/proto/collector/metrics/v1/metrics_service.proto"
+  "d44424d2de4d76e78ea9281c6e0758b04735be68cd80a02c979a080090f97682  opentelemetry/proto/collector/logs/v1/logs_service.proto"
+  "873f0d93cb89138f6cbfce5e3abfa184c41e23cbf8f4837e6317921fa1902299  grpc/reflection/v1/reflection.proto"
+)
+
+protos_ok() {
+  [ -d "$1" ] && (cd "$1" && printf '%s\n' "${THIRD_PARTY_PROTOS_SHA256[@]}" | sha256sum --check --status 2>/dev/null)
+}
+
+ensure_protos() {
+  protos_ok "$CONVSTATE_PROTOS_DIR" && return 0
+  log "installing opentelemetry-proto ($OTLP_PROTO_PACKAGE) and reflection v1 ($REFLECTION_PROTO_PACKAGE) from npm"
+  local otlp reflection staging
+  otlp=$(npm_extract "$OTLP_PROTO_PACKAGE" package/build/protos/opentelemetry)
+  reflection=$(npm_extract "$REFLECTION_PROTO_PACKAGE" package/build/proto/grpc/reflection/v1/reflection.proto)
+  staging=$(mktemp -d)
+  cp -r "$otlp/package/build/protos/opentelemetry" "$staging/"
+  mkdir -p "$staging/grpc/reflection/v1"
+  cp "$reflection/package/build/proto/grpc/reflection/v1/reflection.proto" "$staging/grpc/reflection/v1/"
+  rm -rf "$otlp" "$reflection"
+  protos_ok "$staging" || { rm -rf "$staging"; die "third-party .proto checksums do not match"; }
+  rm -rf "$CONVSTATE_PROTOS_DIR"
+  mkdir -p "$(dirname "$CONVSTATE_PROTOS_DIR")"
+  mv "$staging" "$CONVSTATE_PROTOS_DIR"
+  chmod -R a+rX "$CONVSTATE_PROTOS_DIR"
+}
+
 # Runs a command as the PostgreSQL owner: initdb and postgres refuse root.
 as_pg_owner() {
   if [ "$(id -u)" -eq 0 ]; then

@@ -1,0 +1,76 @@
+#ifndef CONVSTATE_TESTS_OTLP_RECEIVER_H_
+#define CONVSTATE_TESTS_OTLP_RECEIVER_H_
+
+// A stand-in for an OpenTelemetry collector's OTLP/HTTP receiver, on
+// loopback: decodes every export to /v1/traces and /v1/metrics with the
+// official opentelemetry-proto messages and keeps it. Tests can make it
+// answer with an HTTP error or hang.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
+
+namespace convstate::testing {
+
+class OtlpReceiver {
+ public:
+  enum class Mode { kAccept, kFail, kHang };
+
+  // Listens on 127.0.0.1 on a free port.
+  static absl::StatusOr<std::unique_ptr<OtlpReceiver>> Start();
+  ~OtlpReceiver();
+
+  // "http://127.0.0.1:PORT"
+  std::string base_url() const;
+  // kFail answers `status` to every request; kHang never answers.
+  void SetMode(Mode mode, int status = 503);
+
+  // Requests seen (any path, any answer), and what was accepted.
+  int requests() const;
+  std::vector<opentelemetry::proto::trace::v1::Span> spans() const;
+  // Resource attributes of the last traces export, as key -> string.
+  std::vector<std::pair<std::string, std::string>> resource() const;
+  std::vector<opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest>
+  metrics() const;
+  // Paths and content types of every request, in order.
+  std::vector<std::string> paths() const;
+  std::vector<std::string> headers_seen() const;
+
+  // Waits until `done` holds or `timeout` passes; returns whether it held.
+  bool WaitFor(const std::function<bool()>& done, absl::Duration timeout) const;
+
+ private:
+  OtlpReceiver() = default;
+  void Serve();
+  void Handle(int fd);
+
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::thread acceptor_;
+  mutable absl::Mutex mu_;
+  Mode mode_ ABSL_GUARDED_BY(mu_) = Mode::kAccept;
+  int fail_status_ ABSL_GUARDED_BY(mu_) = 503;
+  int requests_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int> open_fds_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> handlers_ ABSL_GUARDED_BY(mu_);
+  std::vector<opentelemetry::proto::trace::v1::Span> spans_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, std::string>> resource_ ABSL_GUARDED_BY(mu_);
+  std::vector<opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest> metrics_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> paths_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> headers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace convstate::testing
+
+#endif  // CONVSTATE_TESTS_OTLP_RECEIVER_H_
