@@ -10,16 +10,49 @@
 #include <pqxx/pqxx>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
+#include "services/telemetry/trace.h"
 #include "storage/compaction_rules.h"
 #include "storage/pg_util.h"
 
 namespace convstate {
 namespace {
+
+// What a transaction does, for its span: db.operation.name and a
+// low-cardinality db.query.summary ("{operation} {table}").
+struct DbOperation {
+  const char* name;
+  const char* summary;
+};
+
+const DbOperation& DbOperationOf(absl::string_view operation) {
+  static const auto* const kOperations = new absl::flat_hash_map<std::string, DbOperation>{
+      {"ping", {"SELECT", "SELECT"}},
+      {"create conversation", {"INSERT", "INSERT conversations"}},
+      {"get conversation", {"SELECT", "SELECT conversations"}},
+      {"list conversations", {"SELECT", "SELECT conversations"}},
+      {"delete conversation", {"DELETE", "DELETE conversations"}},
+      {"append items", {"INSERT", "INSERT items"}},
+      {"list items", {"SELECT", "SELECT items"}},
+      {"load context", {"SELECT", "SELECT conversations items summary_chunks"}},
+      {"commit compaction", {"INSERT", "INSERT summary_chunks"}},
+      {"acquire compaction lease", {"UPDATE", "UPDATE conversations"}},
+      {"release compaction lease", {"UPDATE", "UPDATE conversations"}},
+      {"record compaction events", {"INSERT", "INSERT compaction_events"}},
+      {"list summaries", {"SELECT", "SELECT summary_chunks"}},
+      {"pin item", {"INSERT", "INSERT item_pins"}},
+      {"unpin item", {"DELETE", "DELETE item_pins"}},
+      {"list compaction events", {"SELECT", "SELECT compaction_events"}},
+  };
+  static const DbOperation kOther{"TRANSACTION", "TRANSACTION"};
+  auto it = kOperations->find(operation);
+  return it == kOperations->end() ? kOther : it->second;
+}
 
 using Json = nlohmann::json;
 
@@ -781,8 +814,18 @@ class PostgresStorage final : public Storage {
   // connection found broken before anything was committed is replaced and
   // the call tried once more: that is what lets the storage ride through a
   // database restart.
+  //
+  // Each transaction is a client span (child of the calling thread's span)
+  // named by its query summary; no statement text or value goes in it.
   template <typename T, typename Tx = pqxx::work, typename Fn>
   absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn) {
+    const DbOperation& op = DbOperationOf(operation);
+    telemetry::Span span = telemetry::StartSpan(op.summary, telemetry::SpanKind::kClient);
+    if (span.recording()) {
+      span.SetAttribute("db.system.name", "postgresql");
+      span.SetAttribute("db.operation.name", op.name);
+      span.SetAttribute("db.query.summary", op.summary);
+    }
     for (int attempt = 0;; ++attempt) {
       RETURN_IF_ERROR(CheckDeadline(ctx));
       ASSIGN_OR_RETURN(std::unique_ptr<pqxx::connection> conn,
@@ -800,11 +843,26 @@ class PostgresStorage final : public Storage {
       } catch (const pqxx::broken_connection& e) {
         retry = attempt == 0;
         result = pg::ExceptionToStatus(e, operation);
+      } catch (const pqxx::sql_error& e) {
+        span.SetAttribute("db.response.status_code", e.sqlstate());
+        result = pg::ExceptionToStatus(e, operation);
       } catch (const std::exception& e) {
         result = pg::ExceptionToStatus(e, operation);
       }
       pool_.Release(std::move(conn));
-      if (!retry) return result;
+      if (retry) {
+        span.AddEvent("retry on a new connection");
+        continue;
+      }
+      if (!result.ok()) {
+        span.SetAttribute("error.type", absl::StatusCodeToString(result.status().code()));
+        // A conversation that is not there is an answer, not a failure.
+        if (!absl::IsNotFound(result.status()) && !absl::IsAlreadyExists(result.status()) &&
+            !absl::IsFailedPrecondition(result.status())) {
+          span.SetError(result.status().message());
+        }
+      }
+      return result;
     }
   }
 

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -221,14 +222,64 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     }
     return view_of(next, {}).tokens.total;
   };
+  // The compaction's span (a child of the call's, when there is work) and
+  // one span event and a set of metric points per step.
+  telemetry::Telemetry* const t = options_.telemetry;
+  telemetry::Span span;
+  std::optional<telemetry::ScopedSpan> scope;
+  absl::flat_hash_map<std::string, absl::Time> step_started;
   auto report = [&](CompactionProgress::Kind kind, const std::string& tier, int64_t before,
                     int64_t after, const std::string& reason, double recall = 0) {
     if (progress) progress(CompactionProgress{kind, tier, before, after, reason, recall});
+    const absl::Time now = absl::Now();
+    if (kind == CompactionProgress::Kind::kStarted) {
+      step_started[tier] = now;
+      return;
+    }
+    const std::string outcome =
+        kind == CompactionProgress::Kind::kCompleted ? "completed" : "failed";
+    std::vector<telemetry::Attribute> attributes = {
+        {"convstate.compaction.tier", tier},
+        {"convstate.compaction.outcome", outcome},
+        {"convstate.compaction.tokens_before", before},
+        {"convstate.compaction.tokens_after", after}};
+    if (recall > 0) attributes.push_back({"convstate.compaction.recall", recall});
+    if (!reason.empty()) attributes.push_back({"convstate.compaction.reason", reason});
+    span.AddEvent(absl::StrCat("compaction.", tier), std::move(attributes));
+    if (t == nullptr) return;
+    const telemetry::Instruments& m = t->instruments();
+    m.compactions->Add(1, {{"convstate.compaction.tier", tier},
+                           {"convstate.compaction.outcome", outcome}});
+    if (auto it = step_started.find(tier); it != step_started.end()) {
+      m.compaction_duration->Record(absl::ToDoubleSeconds(now - it->second),
+                                    {{"convstate.compaction.tier", tier}});
+    }
+    if (outcome == "completed" && tier != "truncate" && after > 0 && before > after) {
+      m.compression_ratio->Record(static_cast<double>(before) / static_cast<double>(after),
+                                  {{"convstate.compaction.tier", tier}});
+    }
+    if (outcome == "completed" && recall > 0) {
+      m.fact_recall->Record(recall, {{"convstate.compaction.tier", tier}});
+    }
+  };
+  auto count_call = [t](const absl::Status& status) {
+    if (t != nullptr) {
+      t->instruments().summarizer_calls->Add(1, {{"outcome", status.ok() ? "ok" : "error"}});
+    }
   };
   const ConversationKey key = snapshot.conversation.key;
 
   CompactionOutcome out;
   out.plan = PlanCompaction(input_for(snapshot), mode);
+  if (!out.plan.empty()) {
+    span = telemetry::StartSpan("compaction");
+    span.SetAttribute("gen_ai.conversation.id", key.conversation_id);
+    span.SetAttribute("convstate.tenant.id", key.tenant_id);
+    span.SetAttribute("convstate.context.band", BandName(out.plan.band));
+    span.SetAttribute("convstate.compaction.background", background);
+    span.SetAttribute("convstate.compaction.tokens_before", out.plan.tokens_before);
+    scope.emplace(&span);
+  }
   // One compaction per conversation at a time, across replicas. (A plan
   // that cannot fit has no steps, so it takes no lease; see below.)
   std::optional<CompactionLease> lease;
@@ -240,6 +291,10 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     const absl::Time asked = options_.clock->Now();
     ASSIGN_OR_RETURN(lease, AcquireLease(ctx, key, background));
     lock_wait_ms = absl::ToInt64Milliseconds(options_.clock->Now() - asked);
+    if (t != nullptr && !background) {
+      t->instruments().lease_wait->Record(absl::ToDoubleSeconds(options_.clock->Now() - asked));
+    }
+    span.SetAttribute("convstate.compaction.lease_wait_ms", lock_wait_ms);
     if (lease.has_value()) {
       lease_until = options_.clock->Now() + options_.lease - LeaseMargin(options_.lease);
     }
@@ -343,6 +398,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     req.cancelled = ctx.cancelled;
     absl::StatusOr<SummaryResult> summary =
         IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
+    if (!IsCancelled(ctx)) count_call(summary.status());
     if (!summary.ok()) {
       failed = true;
       failure = "summarizer unavailable";
@@ -512,6 +568,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       req.cancelled = ctx.cancelled;
       absl::StatusOr<SummaryResult> merged =
           IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
+      if (!IsCancelled(ctx)) count_call(merged.status());
       if (!merged.ok()) {
         failed = true;
         failure = "summarizer unavailable";

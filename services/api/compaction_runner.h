@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "services/telemetry/telemetry.h"
 #include "absl/synchronization/mutex.h"
 #include "services/common/clock.h"
 #include "services/compaction/context_view.h"
@@ -69,6 +70,10 @@ class CompactionRunner {
     // (at once when this process gives it back).
     absl::Duration poll = absl::Milliseconds(20);
     const Clock* clock = Clock::Real();
+    // Where compaction steps are counted and timed; null: nowhere. Spans
+    // need no pointer: a compaction's span is the child of the calling
+    // thread's current span.
+    telemetry::Telemetry* telemetry = nullptr;
   };
 
   // `storage` and `summarizer` must outlive the runner.

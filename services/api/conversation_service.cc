@@ -173,6 +173,10 @@ absl::StatusOr<ConversationKey> ToKey(const std::string& tenant_id,
   ASSIGN_OR_RETURN(key.tenant_id, NormalizeTenant(tenant_id));
   RETURN_IF_ERROR(ValidateId("conversation_id", conversation_id));
   key.conversation_id = conversation_id;
+  // Identifiers only, never content: they let a trace be found by
+  // conversation.
+  telemetry::SetCurrentAttribute("gen_ai.conversation.id", key.conversation_id);
+  telemetry::SetCurrentAttribute("convstate.tenant.id", key.tenant_id);
   return key;
 }
 
@@ -254,7 +258,21 @@ void ConversationService::CompactInBackground(const ConversationKey& key) {
     absl::MutexLock lock(&background_mu_);
     if (stopping_ || !background_keys_.insert(id).second) return;
   }
-  const bool queued = background_->Schedule([this, key, id] {
+  // The background compaction's span joins the trace of the call that
+  // asked for it.
+  telemetry::Span* caller = telemetry::CurrentSpan();
+  std::optional<telemetry::SpanContext> parent;
+  telemetry::Tracer* tracer = nullptr;
+  if (caller != nullptr && caller->recording()) {
+    parent = caller->context();
+    tracer = caller->tracer();
+  }
+  const bool queued = background_->Schedule([this, key, id, parent, tracer] {
+    telemetry::Span span;
+    if (tracer != nullptr) {
+      span = tracer->StartChild(*parent, "background compaction", telemetry::SpanKind::kInternal);
+    }
+    telemetry::ScopedSpan scope(&span);
     bool stop;
     {
       absl::MutexLock lock(&background_mu_);
@@ -526,7 +544,24 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
   v1::BuildContextResponse out;
   out.set_conversation_id(key.conversation_id);
   ToProto(outcome.view, &out);
+  RecordView(out, outcome.plan.band);
   return out;
+}
+
+void ConversationService::RecordView(const v1::BuildContextResponse& view, Band band) const {
+  telemetry::Span* span = telemetry::CurrentSpan();
+  if (span != nullptr && span->recording()) {
+    span->SetAttribute("convstate.context.status",
+                       v1::ContextStatus_Name(view.context_status()));
+    span->SetAttribute("convstate.context.band", v1::Band_Name(static_cast<v1::Band>(band)));
+    span->SetAttribute("convstate.view.tokens", view.tokens().total());
+    span->SetAttribute("gen_ai.conversation.compacted",
+                       view.context_status() != v1::CONTEXT_STATUS_FULL);
+  }
+  if (options_.compaction.telemetry != nullptr) {
+    options_.compaction.telemetry->instruments().view_tokens->Record(
+        static_cast<double>(view.tokens().total()));
+  }
 }
 
 absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(

@@ -74,6 +74,9 @@ class ConversationService {
   // tokenizer. FAILED_PRECONDITION if the model no longer has a profile.
   absl::StatusOr<ResolvedProfile> ProfileOf(const Conversation& conversation) const;
 
+  // The view's status, band and size on the call's span and metrics.
+  void RecordView(const v1::BuildContextResponse& view, Band band) const;
+
   // Pending input as items, counted with `profile`'s tokenizer.
   std::vector<ItemData> PendingItems(const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
                                      const ResolvedProfile& profile) const;

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/log.h"
 #include "services/compaction/circuit_breaker.h"
@@ -39,7 +41,23 @@ class LlmSummarizer final : public Summarizer {
       : options_(std::move(options)),
         fallback_(std::move(fallback)),
         clock_(clock),
-        breaker_(options_.failure_threshold, options_.open_for, clock) {}
+        breaker_(options_.failure_threshold, options_.open_for, clock) {
+    // server.address and server.port of the client spans, from base_url.
+    absl::string_view rest = options_.base_url;
+    if (const size_t scheme = rest.find("://"); scheme != absl::string_view::npos) {
+      rest.remove_prefix(scheme + 3);
+    }
+    rest = rest.substr(0, rest.find('/'));
+    const size_t colon = rest.rfind(':');
+    if (colon != absl::string_view::npos && rest.find(']', colon) == absl::string_view::npos) {
+      server_address_ = std::string(rest.substr(0, colon));
+      int64_t port = 0;
+      if (absl::SimpleAtoi(rest.substr(colon + 1), &port)) server_port_ = port;
+    } else {
+      server_address_ = std::string(rest);
+      server_port_ = absl::StartsWith(options_.base_url, "https://") ? 443 : 80;
+    }
+  }
 
   absl::StatusOr<SummaryResult> Summarize(const SummaryRequest& req) override {
     if (!breaker_.Allow()) {
@@ -64,18 +82,46 @@ class LlmSummarizer final : public Summarizer {
         last = absl::DeadlineExceededError("deadline passed before the summarizer answered");
         break;
       }
-      const HttpResult http = Post(RequestBody(req, limit), timeout, req.cancelled);
+      const std::string model = req.model.empty() ? options_.default_model : req.model;
+      telemetry::Span span =
+          telemetry::StartSpan(absl::StrCat("chat ", model), telemetry::SpanKind::kClient);
+      span.SetAttribute("gen_ai.operation.name", "chat");
+      span.SetAttribute("gen_ai.provider.name", "openai");
+      span.SetAttribute("gen_ai.request.model", model);
+      span.SetAttribute("gen_ai.request.max_tokens", limit);
+      span.SetAttribute("server.address", server_address_);
+      if (server_port_ > 0) span.SetAttribute("server.port", server_port_);
+      const absl::Time sent = absl::Now();
+      const HttpResult http = Post(RequestBody(req, limit), timeout, req.cancelled, span.context());
+      const std::string error_type =
+          http.cancelled ? "cancelled"
+          : http.timed_out ? "timeout"
+          : http.status == 0 ? "unreachable"
+          : http.status == 200 ? ""
+                               : absl::StrCat(http.status);
+      if (http.status != 0) span.SetAttribute("http.response.status_code", int64_t{http.status});
+      if (!error_type.empty()) {
+        span.SetAttribute("error.type", error_type);
+        span.SetError(absl::StrCat("summarizer call failed: ", error_type));
+      }
+      RecordCall(model, error_type, absl::Now() - sent);
       if (http.cancelled) {
         return absl::CancelledError("the caller went away before the summarizer answered");
       }
       if (http.status == 200) {
         absl::StatusOr<SummaryResult> parsed = Parse(http.body, req);
         if (!parsed.ok()) {
+          span.SetAttribute("error.type", "invalid_response");
+          span.SetError(parsed.status().message());
           last = parsed.status();
           backend_failed = true;
           ++attempt;
           continue;
         }
+        span.SetAttribute("gen_ai.response.model", parsed->model);
+        span.SetAttribute("gen_ai.usage.input_tokens", parsed->tokens_in);
+        span.SetAttribute("gen_ai.usage.output_tokens", parsed->tokens_out);
+        RecordTokens(model, parsed->tokens_in, parsed->tokens_out);
         if (req.tokenizer != nullptr && req.tokenizer->CountTokens(parsed->text) > req.max_tokens &&
             !tightened) {
           // Too long: ask once more for less.
@@ -84,6 +130,7 @@ class LlmSummarizer final : public Summarizer {
           continue;
         }
         breaker_.RecordSuccess();
+        ShowCircuit();
         parsed->latency_ms = absl::ToInt64Milliseconds(clock_->Now() - start);
         return parsed;
       }
@@ -105,10 +152,38 @@ class LlmSummarizer final : public Summarizer {
       Backoff(attempt, req.deadline);
     }
     if (backend_failed) breaker_.RecordFailure();
+    ShowCircuit();
     return last;
   }
 
  private:
+  void RecordCall(const std::string& model, const std::string& error_type,
+                  absl::Duration took) const {
+    if (options_.telemetry == nullptr) return;
+    telemetry::Labels labels = {{"gen_ai.operation.name", "chat"},
+                                {"gen_ai.provider.name", "openai"},
+                                {"gen_ai.request.model", model}};
+    if (!error_type.empty()) labels.emplace_back("error.type", error_type);
+    options_.telemetry->instruments().llm_duration->Record(absl::ToDoubleSeconds(took), labels);
+  }
+
+  void RecordTokens(const std::string& model, int64_t in, int64_t out) const {
+    if (options_.telemetry == nullptr) return;
+    for (const auto& [type, n] : {std::pair<const char*, int64_t>{"input", in}, {"output", out}}) {
+      options_.telemetry->instruments().llm_tokens->Record(
+          static_cast<double>(n), {{"gen_ai.operation.name", "chat"},
+                                   {"gen_ai.provider.name", "openai"},
+                                   {"gen_ai.request.model", model},
+                                   {"gen_ai.token.type", type}});
+    }
+  }
+
+  void ShowCircuit() {
+    if (options_.telemetry == nullptr) return;
+    options_.telemetry->instruments().summarizer_circuit_open->Set(
+        breaker_.state() == CircuitBreaker::State::kClosed ? 0 : 1);
+  }
+
   std::string RequestBody(const SummaryRequest& req, int64_t limit) const {
     std::string user;
     if (!req.instructions.empty()) {
@@ -157,7 +232,8 @@ class LlmSummarizer final : public Summarizer {
   // `cancelled`, if set, is polled while the request is in flight; the
   // transfer stops as soon as it returns true.
   HttpResult Post(const std::string& body, absl::Duration timeout,
-                  const std::function<bool()>& cancelled) const {
+                  const std::function<bool()>& cancelled,
+                  const telemetry::SpanContext& trace) const {
     HttpResult result;
     CURL* curl = curl_easy_init();
     if (curl == nullptr) {
@@ -170,6 +246,11 @@ class LlmSummarizer final : public Summarizer {
     if (!options_.api_key.empty()) {
       auth = absl::StrCat("Authorization: Bearer ", options_.api_key);
       headers = curl_slist_append(headers, auth.c_str());
+    }
+    // The trace goes on to the LLM's side (W3C trace context).
+    if (trace.valid()) {
+      headers =
+          curl_slist_append(headers, absl::StrCat("traceparent: ", FormatTraceparent(trace)).c_str());
     }
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -210,6 +291,8 @@ class LlmSummarizer final : public Summarizer {
   }
 
   const LlmSummarizerOptions options_;
+  std::string server_address_;
+  int64_t server_port_ = 0;
   const std::unique_ptr<Summarizer> fallback_;
   const Clock* const clock_;
   CircuitBreaker breaker_;

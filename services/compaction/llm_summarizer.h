@@ -7,6 +7,7 @@
 #include "absl/time/time.h"
 #include "services/common/clock.h"
 #include "services/compaction/summarizer.h"
+#include "services/telemetry/telemetry.h"
 
 namespace convstate {
 
@@ -28,6 +29,11 @@ struct LlmSummarizerOptions {
   // Consecutive failed calls that open the circuit, and for how long.
   int failure_threshold = 3;
   absl::Duration open_for = absl::Seconds(30);
+  // Where calls are timed and counted (gen_ai.client.*) and the circuit's
+  // state shown; null: nowhere. Each HTTP attempt is a client span, the
+  // child of the calling thread's current span, whose traceparent the
+  // request carries.
+  telemetry::Telemetry* telemetry = nullptr;
 };
 
 // The longest one Summarize call can take: every attempt timing out (the

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +64,96 @@ void LogServerError(const char* method, const absl::Status& status) {
       break;
   }
 }
+
+constexpr char kServicePrefix[] = "convstate.v1.ConversationState/";
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
+// The codes that are the server's fault; the others are the caller's
+// business and leave the span's status unset.
+bool IsServerError(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::UNIMPLEMENTED:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DATA_LOSS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::string_view MetadataValue(const grpc::CallbackServerContext& ctx, const char* key) {
+  const auto& metadata = ctx.client_metadata();
+  auto it = metadata.find(key);
+  if (it == metadata.end()) return {};
+  return absl::string_view(it->second.data(), it->second.size());
+}
+
+// One RPC as telemetry sees it: the server span (made current on the
+// worker that runs the call) and the duration metric. Finish once.
+class RpcTrace {
+ public:
+  RpcTrace(telemetry::Telemetry* t, const grpc::CallbackServerContext& ctx, const char* method)
+      : telemetry_(t), method_(absl::StrCat(kServicePrefix, method)), start_(absl::Now()) {
+    const absl::string_view traceparent = MetadataValue(ctx, "traceparent");
+    std::optional<telemetry::SpanContext> parent;
+    // A malformed traceparent is ignored: the call starts a trace of its own.
+    if (!traceparent.empty()) parent = telemetry::ParseTraceparent(
+        traceparent, MetadataValue(ctx, "tracestate"));
+    span_ = t->tracer()->StartRoot(method_, telemetry::SpanKind::kServer,
+                                   parent.has_value() ? &*parent : nullptr);
+    if (span_.recording()) {
+      span_.SetAttribute("rpc.system.name", "grpc");
+      span_.SetAttribute("rpc.method", method_);
+    }
+  }
+  telemetry::Span* span() { return &span_; }
+
+  void Finish(const grpc::Status& status) {
+    const char* code = CodeName(status.error_code());
+    if (span_.recording()) {
+      span_.SetAttribute("rpc.response.status_code", code);
+      if (IsServerError(status.error_code())) {
+        span_.SetAttribute("error.type", code);
+        span_.SetError(status.error_message());
+      }
+      span_.End();
+    }
+    telemetry_->instruments().rpc_duration->Record(
+        absl::ToDoubleSeconds(absl::Now() - start_),
+        {{"rpc.system.name", "grpc"}, {"rpc.method", method_}, {"rpc.response.status_code", code}});
+  }
+
+ private:
+  telemetry::Telemetry* const telemetry_;
+  const std::string method_;
+  const absl::Time start_;
+  telemetry::Span span_;
+};
 
 const grpc::Status kOverloaded(grpc::StatusCode::UNAVAILABLE,
                                "server overloaded or shutting down; retry with backoff");
@@ -189,32 +280,45 @@ v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
 
 }  // namespace
 
-GrpcService::GrpcService(ConversationService* service, ThreadPool* workers)
-    : service_(service), workers_(workers) {}
+GrpcService::GrpcService(ConversationService* service, ThreadPool* workers,
+                         telemetry::Telemetry* telemetry)
+    : service_(service), workers_(workers), telemetry_(telemetry) {}
 
 template <typename Req, typename Resp>
 GrpcService::Reactor* GrpcService::Unary(
     const char* method_name, Context* ctx, const ByteBuffer* request, ByteBuffer* response,
     absl::StatusOr<Resp> (ConversationService::*method)(const CallContext&, const Req&)) {
   Reactor* reactor = ctx->DefaultReactor();
+  auto trace = std::make_shared<RpcTrace>(telemetry_, *ctx, method_name);
   auto req = std::make_shared<Req>();
   if (absl::Status parsed = ParseRequest(*request, req.get()); !parsed.ok()) {
-    reactor->Finish(ToGrpcStatus(parsed));
+    const grpc::Status status = ToGrpcStatus(parsed);
+    trace->Finish(status);
+    reactor->Finish(status);
     return reactor;
   }
   // The context lives until Finish, which the worker calls last.
   const CallContext call{DeadlineOf(*ctx), [ctx] { return ctx->IsCancelled(); }};
   const bool queued = workers_->Schedule([this, method_name, method, call, req, response,
-                                          reactor] {
-    absl::StatusOr<Resp> result = (service_->*method)(call, *req);
-    if (result.ok()) {
-      *response = Serialize(*result);
-    } else {
-      LogServerError(method_name, result.status());
+                                          reactor, trace] {
+    grpc::Status status;
+    {
+      telemetry::ScopedSpan scope(trace->span());
+      absl::StatusOr<Resp> result = (service_->*method)(call, *req);
+      if (result.ok()) {
+        *response = Serialize(*result);
+      } else {
+        LogServerError(method_name, result.status());
+      }
+      status = ToGrpcStatus(result.status());
     }
-    reactor->Finish(ToGrpcStatus(result.status()));
+    trace->Finish(status);
+    reactor->Finish(status);
   });
-  if (!queued) reactor->Finish(kOverloaded);
+  if (!queued) {
+    trace->Finish(kOverloaded);
+    reactor->Finish(kOverloaded);
+  }
   return reactor;
 }
 
@@ -292,29 +396,40 @@ GrpcService::Reactor* GrpcService::UnpinItem(Context* ctx, const ByteBuffer* req
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(
     Context* ctx, const ByteBuffer* request) {
   auto* writer = new EventWriter();
+  auto trace = std::make_shared<RpcTrace>(telemetry_, *ctx, "StreamBuildContext");
   auto req = std::make_shared<v1::BuildContextRequest>();
   if (absl::Status parsed = ParseRequest(*request, req.get()); !parsed.ok()) {
-    writer->Close(ToGrpcStatus(parsed));
+    const grpc::Status status = ToGrpcStatus(parsed);
+    trace->Finish(status);
+    writer->Close(status);
     writer->Release();
     return writer;
   }
   // After the call ends gRPC forgets `ctx`; the writer outlives it.
   const CallContext call{DeadlineOf(*ctx), [writer] { return writer->Cancelled(); }};
-  const bool queued = workers_->Schedule([this, call, req, writer] {
-    absl::StatusOr<v1::BuildContextResponse> result = service_->BuildContext(
-        call, *req, [writer](const CompactionProgress& p) { writer->Send(Serialize(ToEvent(p))); });
-    if (!result.ok()) {
-      if (!writer->Cancelled()) LogServerError("StreamBuildContext", result.status());
-      writer->Close(ToGrpcStatus(result.status()));
-    } else {
-      v1::BuildContextEvent event;
-      *event.mutable_context() = std::move(*result);
-      writer->Send(Serialize(event));
-      writer->Close(grpc::Status::OK);
+  const bool queued = workers_->Schedule([this, call, req, writer, trace] {
+    grpc::Status status;
+    v1::BuildContextEvent event;
+    {
+      telemetry::ScopedSpan scope(trace->span());
+      absl::StatusOr<v1::BuildContextResponse> result =
+          service_->BuildContext(call, *req, [writer](const CompactionProgress& p) {
+            writer->Send(Serialize(ToEvent(p)));
+          });
+      if (!result.ok()) {
+        if (!writer->Cancelled()) LogServerError("StreamBuildContext", result.status());
+        status = ToGrpcStatus(result.status());
+      } else {
+        *event.mutable_context() = std::move(*result);
+      }
     }
+    trace->Finish(status);
+    if (status.ok()) writer->Send(Serialize(event));
+    writer->Close(status);
     writer->Release();
   });
   if (!queued) {
+    trace->Finish(kOverloaded);
     writer->Close(kOverloaded);
     writer->Release();
   }

@@ -4,6 +4,7 @@
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "services/api/conversation_service.h"
 #include "services/common/thread_pool.h"
+#include "services/telemetry/telemetry.h"
 
 namespace convstate {
 
@@ -36,8 +37,11 @@ using RawConversationState = v1::ConversationState::WithRawCallbackMethod_Create
 // INTERNAL.
 class GrpcService final : public internal::RawConversationState {
  public:
-  // `service` and `workers` must outlive this object and every call on it.
-  GrpcService(ConversationService* service, ThreadPool* workers);
+  // `service`, `workers` and `telemetry` must outlive this object and
+  // every call on it. Each call gets a server span (the child of an
+  // incoming W3C traceparent) and an rpc.server.call.duration point.
+  GrpcService(ConversationService* service, ThreadPool* workers,
+              telemetry::Telemetry* telemetry);
 
   using ByteBuffer = grpc::ByteBuffer;
   using Context = grpc::CallbackServerContext;
@@ -69,6 +73,7 @@ class GrpcService final : public internal::RawConversationState {
 
   ConversationService* const service_;
   ThreadPool* const workers_;
+  telemetry::Telemetry* const telemetry_;
 };
 
 }  // namespace convstate

@@ -68,7 +68,8 @@ class GrpcServiceTest : public ::testing::Test {
     service_ = std::make_unique<ConversationService>(options, models_.get(), storage_.get(),
                                                      &summarizer_);
     workers_ = std::make_unique<ThreadPool>(4, 1000);
-    grpc_service_ = std::make_unique<GrpcService>(service_.get(), workers_.get());
+    telemetry_ = telemetry::Telemetry::Disabled();
+    grpc_service_ = std::make_unique<GrpcService>(service_.get(), workers_.get(), telemetry_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -113,6 +114,7 @@ class GrpcServiceTest : public ::testing::Test {
   SlowSummarizer summarizer_;
   std::unique_ptr<ConversationService> service_;
   std::unique_ptr<ThreadPool> workers_;
+  std::unique_ptr<telemetry::Telemetry> telemetry_;
   std::unique_ptr<GrpcService> grpc_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::ConversationState::Stub> stub_;

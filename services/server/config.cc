@@ -198,6 +198,56 @@ const std::vector<Flag>& Flags() {
        }},
       {"shutdown_grace_ms", "how long calls in flight may finish at shutdown (default 10000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.shutdown_grace; })},
+      {"shutdown_drain_ms",
+       "at SIGTERM, how long health reports NOT_SERVING while calls are still taken, so "
+       "that load balancers stop sending first (default 0)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.server.drain; })},
+      {"otel_disabled",
+       "export no traces or metrics (OTEL_SDK_DISABLED; default false)",
+       BoolField([](ServerConfig& c) -> bool& { return c.telemetry.disabled; })},
+      {"otel_endpoint",
+       "OTLP/HTTP collector base URL; /v1/traces and /v1/metrics are appended "
+       "(OTEL_EXPORTER_OTLP_ENDPOINT; default http://localhost:4318)",
+       [](ServerConfig& c, const std::string& v) {
+         if (v.empty()) return absl::InvalidArgumentError("must not be empty");
+         c.telemetry.traces_url = telemetry::SignalUrl(v, "traces");
+         c.telemetry.metrics_url = telemetry::SignalUrl(v, "metrics");
+         return absl::OkStatus();
+       }},
+      {"otel_traces_endpoint",
+       "full URL for traces, used as given; empty: no traces "
+       "(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)",
+       [](ServerConfig& c, const std::string& v) {
+         c.telemetry.traces_url = v;
+         return absl::OkStatus();
+       }},
+      {"otel_metrics_endpoint",
+       "full URL for metrics, used as given; empty: no metrics "
+       "(OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)",
+       [](ServerConfig& c, const std::string& v) {
+         c.telemetry.metrics_url = v;
+         return absl::OkStatus();
+       }},
+      {"otel_service_name", "service.name of the resource (OTEL_SERVICE_NAME; default convstate)",
+       [](ServerConfig& c, const std::string& v) {
+         c.telemetry.service_name = v;
+         return v.empty() ? absl::InvalidArgumentError("must not be empty") : absl::OkStatus();
+       }},
+      {"otel_sampler",
+       "always_on, always_off, traceidratio or parentbased_<one of them>, with "
+       "--otel_sampler_arg the ratio (OTEL_TRACES_SAMPLER[_ARG]; default parentbased_always_on)",
+       [](ServerConfig& c, const std::string& v) {
+         c.otel_sampler = v;
+         return absl::OkStatus();
+       }},
+      {"otel_sampler_arg", "the traceidratio sampler's ratio in [0, 1] (OTEL_TRACES_SAMPLER_ARG)",
+       [](ServerConfig& c, const std::string& v) {
+         c.otel_sampler_arg = v;
+         return absl::OkStatus();
+       }},
+      {"otel_metric_interval_ms",
+       "how often metrics are exported (OTEL_METRIC_EXPORT_INTERVAL; default 60000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.telemetry.metric_interval; })},
       {"health_interval_ms",
        "how often health checks the database; health is NOT_SERVING while it does not answer "
        "(default 2000; 0: never)",
@@ -252,6 +302,7 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
   } else if (const char* home = env("HOME")) {
     config.vocab_dir = absl::StrCat(home, "/.cache/convstate/vocab/gpt-tokenizer-4.0.0");
   }
+  ASSIGN_OR_RETURN(config.telemetry, telemetry::OptionsFromEnvironment(env));
   std::vector<std::pair<std::string, std::string>> flags;
   for (const std::string& arg : args) {
     absl::string_view a = arg;
@@ -272,6 +323,15 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
     }
   }
   for (const auto& [name, value] : flags) RETURN_IF_ERROR(Set(config, name, value, "--"));
+  if (!config.otel_sampler.empty() || !config.otel_sampler_arg.empty()) {
+    const char* name = env("OTEL_TRACES_SAMPLER");
+    const char* arg = env("OTEL_TRACES_SAMPLER_ARG");
+    absl::StatusOr<telemetry::Sampler> sampler = telemetry::Sampler::FromNames(
+        config.otel_sampler.empty() ? (name ? name : "") : config.otel_sampler,
+        config.otel_sampler_arg.empty() ? (arg ? arg : "") : config.otel_sampler_arg);
+    if (!sampler.ok()) return Annotate(sampler.status(), "--otel_sampler");
+    config.telemetry.sampler = *sampler;
+  }
   // The summarizer's API key: from its file, else its variable. Never logged.
   if (!config.summarizer_api_key_file.empty()) {
     std::ifstream in(config.summarizer_api_key_file);

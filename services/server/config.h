@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "services/compaction/llm_summarizer.h"
 #include "services/server/server.h"
+#include "services/telemetry/options.h"
 #include "storage/postgres_storage.h"
 
 namespace convstate {
@@ -36,6 +37,11 @@ struct ServerConfig {
   std::string summarizer_api_key_file;
   // While the LLM's circuit is open, summarize extractively (else truncate).
   bool summarizer_fallback = true;
+  // Traces and metrics over OTLP: the OTEL_* environment, then --otel_*.
+  telemetry::TelemetryOptions telemetry;
+  // --otel_sampler and --otel_sampler_arg as given (applied last).
+  std::string otel_sampler;
+  std::string otel_sampler_arg;
   bool help = false;
 };
 
@@ -43,7 +49,8 @@ struct ServerConfig {
 using GetEnv = std::function<const char*(const char*)>;
 
 // Builds the configuration from, in increasing priority: defaults, the
-// environment (CONVSTATE_DATABASE_URL, CONVSTATE_VOCAB_DIR), a file named by
+// environment (CONVSTATE_DATABASE_URL, CONVSTATE_VOCAB_DIR and the OTEL_*
+// variables of the OpenTelemetry specification), a file named by
 // --config= (lines of `name = value`, `#` comments), and --name=value flags.
 // INVALID_ARGUMENT naming the flag for an unknown name or a bad value.
 absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, const GetEnv& env);

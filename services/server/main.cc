@@ -86,6 +86,19 @@ int Run(int argc, char** argv) {
     LogInfo("migrations done");
     return 0;
   }
+  std::unique_ptr<telemetry::Telemetry> telemetry =
+      telemetry::Telemetry::Start(config->telemetry, config->server.service.compaction.holder);
+  if (config->telemetry.disabled) {
+    LogInfo("telemetry: disabled (OTEL_SDK_DISABLED)");
+  } else {
+    LogInfo("telemetry: traces to ",
+            config->telemetry.traces_url.empty() ? "nowhere" : config->telemetry.traces_url,
+            ", metrics to ",
+            config->telemetry.metrics_url.empty() ? "nowhere" : config->telemetry.metrics_url,
+            " every ", absl::FormatDuration(config->telemetry.metric_interval),
+            ", service.name ", config->telemetry.service_name);
+  }
+  config->summarizer.telemetry = telemetry.get();
   std::unique_ptr<Summarizer> summarizer;
   if (!config->summarizer.base_url.empty()) {
     LogInfo("summarizer: ", config->summarizer.base_url, ", model ",
@@ -98,7 +111,8 @@ int Run(int argc, char** argv) {
                                   Clock::Real());
   }
   absl::StatusOr<std::unique_ptr<Server>> server = Server::BuildAndStart(
-      config->server, std::move(*models), std::move(*storage), std::move(summarizer));
+      config->server, std::move(*models), std::move(*storage), std::move(summarizer),
+      std::move(telemetry));
   if (!server.ok()) {
     LogError("cannot start: ", server.status().ToString());
     return 1;

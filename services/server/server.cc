@@ -1,9 +1,11 @@
 #include "services/server/server.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpc/health/v1/health.pb.h"
@@ -21,16 +23,21 @@ constexpr char kServiceName[] = "convstate.v1.ConversationState";
 absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOptions& options,
                                                               std::unique_ptr<ModelRegistry> models,
                                                               std::unique_ptr<Storage> storage,
-                                                              std::unique_ptr<Summarizer> summarizer) {
+                                                              std::unique_ptr<Summarizer> summarizer,
+                                                              std::unique_ptr<telemetry::Telemetry> telemetry) {
   std::unique_ptr<Server> s(new Server());
+  s->telemetry_ = telemetry != nullptr ? std::move(telemetry) : telemetry::Telemetry::Disabled();
   s->models_ = std::move(models);
   s->storage_ = std::move(storage);
   s->summarizer_ = summarizer != nullptr ? std::move(summarizer) : NewExtractiveSummarizer();
-  s->service_ = std::make_unique<ConversationService>(options.service, s->models_.get(),
+  ConversationService::Options service_options = options.service;
+  service_options.compaction.telemetry = s->telemetry_.get();
+  s->service_ = std::make_unique<ConversationService>(service_options, s->models_.get(),
                                                       s->storage_.get(), s->summarizer_.get());
   s->workers_ = std::make_unique<ThreadPool>(options.worker_threads,
                                              static_cast<size_t>(options.max_queued_calls));
-  s->grpc_service_ = std::make_unique<GrpcService>(s->service_.get(), s->workers_.get());
+  s->grpc_service_ = std::make_unique<GrpcService>(s->service_.get(), s->workers_.get(),
+                                                   s->telemetry_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   // gRPC's health service keeps no descriptor in protobuf's pool; linking
@@ -51,6 +58,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
     return absl::FailedPreconditionError(absl::StrCat("cannot listen on ", listen));
   }
   s->address_ = absl::StrCat(host, ":", s->port_);
+  s->drain_ = options.drain;
   s->server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
   if (options.health_interval > absl::ZeroDuration()) {
     Server* server = s.get();
@@ -92,10 +100,17 @@ void Server::Shutdown(absl::Duration grace) {
     health_cv_.SignalAll();
   }
   if (health_thread_.joinable()) health_thread_.join();
-  // Load balancers and health probes see NOT_SERVING first.
+  // Load balancers and health probes see NOT_SERVING first, for the drain
+  // period while calls are still taken.
   server_->GetHealthCheckService()->Shutdown();
+  if (drain_ > absl::ZeroDuration()) {
+    LogInfo("draining for ", absl::FormatDuration(drain_), ": health NOT_SERVING");
+    absl::SleepFor(drain_);
+  }
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
   workers_.reset();  // Runs whatever is still queued, then joins.
+  // The last spans and metrics go out within a bounded time of their own.
+  telemetry_->Shutdown(std::min(absl::Seconds(5), std::max(grace, absl::Seconds(1))));
 }
 
 Server::~Server() {

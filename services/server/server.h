@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "services/api/conversation_service.h"
 #include "services/compaction/model_registry.h"
+#include "services/telemetry/telemetry.h"
 #include "storage/storage.h"
 
 namespace grpc {
@@ -36,6 +37,9 @@ struct ServerOptions {
   // health status of "" and of convstate.v1.ConversationState follows it.
   // Zero: never (always SERVING until shutdown).
   absl::Duration health_interval = absl::Seconds(2);
+  // At shutdown, how long health reports NOT_SERVING before the server
+  // stops taking calls: load balancers see it and stop sending first.
+  absl::Duration drain = absl::ZeroDuration();
   ConversationService::Options service;
 };
 
@@ -46,9 +50,11 @@ class Server {
   // Starts serving `storage`. FAILED_PRECONDITION if the address cannot be
   // bound.
   // `summarizer` writes summary chunks; null for the built-in extractive one.
+  // `telemetry` traces calls and keeps metrics; null for none exported.
   static absl::StatusOr<std::unique_ptr<Server>> BuildAndStart(
       const ServerOptions& options, std::unique_ptr<ModelRegistry> models,
-      std::unique_ptr<Storage> storage, std::unique_ptr<Summarizer> summarizer = nullptr);
+      std::unique_ptr<Storage> storage, std::unique_ptr<Summarizer> summarizer = nullptr,
+      std::unique_ptr<telemetry::Telemetry> telemetry = nullptr);
   ~Server();
 
   // The port actually bound.
@@ -64,6 +70,8 @@ class Server {
   Server() = default;
   void MonitorHealth(absl::Duration interval);
 
+  // Declared first: destroyed last, after everything that records into it.
+  std::unique_ptr<telemetry::Telemetry> telemetry_;
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<Storage> storage_;
   std::unique_ptr<Summarizer> summarizer_;
@@ -73,6 +81,7 @@ class Server {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string address_;
+  absl::Duration drain_;
   bool shut_down_ = false;
   // The health monitor: pings storage every interval until shutdown.
   absl::Mutex health_mu_;
