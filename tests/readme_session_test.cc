@@ -20,6 +20,7 @@
 #include "convstate/v1/convstate.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/buf_client.h"
 #include "tests/pg_harness.h"
 #include "tests/server_process.h"
 
@@ -52,29 +53,9 @@ std::vector<Call> ExtractCalls(const std::string& readme) {
   return calls;
 }
 
-// Quotes `s` for sh: single quotes, with embedded ones closed and escaped.
-std::string ShellQuote(const std::string& s) {
-  return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
-}
-
-struct Output {
-  int exit_code = -1;
-  std::string out;
-};
-
-// Runs buf with `args` (already quoted); standard error goes to the test log.
-Output Buf(const std::string& args) {
-  const char* buf = std::getenv("CONVSTATE_BUF");
-  Output result;
-  if (buf == nullptr || *buf == '\0') return result;
-  FILE* pipe = popen(absl::StrCat(ShellQuote(buf), " ", args).c_str(), "r");
-  if (pipe == nullptr) return result;
-  char chunk[4096];
-  while (size_t n = fread(chunk, 1, sizeof(chunk), pipe)) result.out.append(chunk, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using testing::Buf;
+using testing::ShellQuote;
+using Output = testing::BufOutput;
 
 TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
   const std::string readme = ReadReadme();

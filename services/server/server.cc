@@ -13,6 +13,7 @@
 #include "services/common/log.h"
 #include "services/common/thread_pool.h"
 #include "services/grpc/grpc_service.h"
+#include "services/grpc/reflection_v1.h"
 
 namespace convstate {
 
@@ -53,6 +54,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(s->grpc_service_.get());
+  // Reflection v1 beside gRPC's own v1alpha: both list every service here.
+  s->reflection_v1_ = std::make_unique<ReflectionV1>(std::vector<std::string>{
+      kServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+      "grpc.reflection.v1alpha.ServerReflection"});
+  builder.RegisterService(s->reflection_v1_.get());
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::FailedPreconditionError(absl::StrCat("cannot listen on ", listen));

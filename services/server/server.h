@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "services/api/conversation_service.h"
 #include "services/compaction/model_registry.h"
+#include "services/grpc/reflection_v1.h"
 #include "services/telemetry/telemetry.h"
 #include "storage/storage.h"
 
@@ -78,6 +79,7 @@ class Server {
   std::unique_ptr<ConversationService> service_;
   std::unique_ptr<ThreadPool> workers_;
   std::unique_ptr<GrpcService> grpc_service_;
+  std::unique_ptr<ReflectionV1> reflection_v1_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string address_;

@@ -4,6 +4,7 @@
 
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
+#include "services/common/log.h"
 #include "gtest/gtest.h"
 #include "tests/otlp_receiver.h"
 
@@ -51,6 +52,39 @@ TEST(TraceparentTest, RejectsMalformedHeaders) {
   EXPECT_TRUE(
       ParseTraceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-extra", "")
           .has_value());
+}
+
+TEST(LogTest, LinesCarryTheCurrentSpansIdsAndOnlyWhileItIsCurrent) {
+  Tracer tracer(*Sampler::FromNames("always_on", ""), nullptr);
+  class Discard : public SpanSink {
+    void OnEnd(SpanData) override {}
+  } sink;
+  Tracer recording(*Sampler::FromNames("always_on", ""), &sink);
+  Span span = recording.StartRoot("call", SpanKind::kServer, nullptr);
+  const std::string trace_id = ToHex(span.context().trace_id.data(), 16);
+  const std::string span_id = ToHex(span.context().span_id.data(), 8);
+  ::testing::internal::CaptureStderr();
+  {
+    ScopedSpan scope(&span);
+    LogInfo("inside");
+  }
+  LogInfo("outside");
+  const std::string out = ::testing::internal::GetCapturedStderr();
+  const size_t inside = out.find("inside");
+  const size_t outside = out.find("outside");
+  ASSERT_NE(inside, std::string::npos);
+  ASSERT_NE(outside, std::string::npos);
+  const std::string first = out.substr(0, out.find('\n'));
+  EXPECT_NE(first.find("trace_id=" + trace_id + " span_id=" + span_id), std::string::npos) << first;
+  EXPECT_EQ(out.substr(outside).find("trace_id="), std::string::npos) << out;
+  // An inert span (no sink) puts no ids in the log.
+  Span inert = tracer.StartRoot("x", SpanKind::kServer, nullptr);
+  ::testing::internal::CaptureStderr();
+  {
+    ScopedSpan scope(&inert);
+    LogInfo("inert");
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("trace_id="), std::string::npos);
 }
 
 TEST(SamplerTest, NamesAndDecisions) {

@@ -1,0 +1,86 @@
+// Health and server reflection as a client that has no compiled-in
+// descriptors sees them: the Buf CLI (`buf curl`), asking for reflection v1
+// and v1alpha in turn, against a real server and database.
+
+#include <signal.h>
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/buf_client.h"
+#include "tests/pg_harness.h"
+#include "tests/server_process.h"
+
+namespace convstate {
+namespace {
+
+using testing::Buf;
+using testing::ScratchDatabase;
+using testing::ServerProcess;
+
+constexpr char kCurl[] = "curl --protocol grpc --http2-prior-knowledge ";
+
+class HealthReflectionE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(std::getenv("CONVSTATE_BUF"), nullptr) << "CONVSTATE_BUF is not set: run tools/test";
+    auto db = ScratchDatabase::Create(/*migrate=*/false);
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
+  }
+
+  std::string Health(const std::string& address, const std::string& protocol) {
+    const auto out = Buf(absl::StrCat(kCurl, "--reflect-protocol ", protocol, " -d '{}' http://",
+                                      address, "/grpc.health.v1.Health/Check"));
+    return out.exit_code == 0 ? out.out : absl::StrCat("exit ", out.exit_code, ": ", out.out);
+  }
+
+  std::unique_ptr<ScratchDatabase> db_;
+};
+
+TEST_F(HealthReflectionE2eTest, BothReflectionVersionsListAndDescribeEveryService) {
+  auto server = ServerProcess::Start({"--database_url=" + db_->url(), "--otel_disabled"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const char* protocol : {"grpc-v1", "grpc-v1alpha"}) {
+    SCOPED_TRACE(protocol);
+    const auto services = Buf(absl::StrCat(kCurl, "--reflect-protocol ", protocol,
+                                           " --list-services http://", (*server)->address()));
+    ASSERT_EQ(services.exit_code, 0) << services.out;
+    for (const char* name : {"convstate.v1.ConversationState", "grpc.health.v1.Health",
+                             "grpc.reflection.v1.ServerReflection",
+                             "grpc.reflection.v1alpha.ServerReflection"}) {
+      EXPECT_TRUE(absl::StrContains(services.out, name)) << services.out;
+    }
+    const auto methods = Buf(absl::StrCat(kCurl, "--reflect-protocol ", protocol,
+                                          " --list-methods http://", (*server)->address()));
+    ASSERT_EQ(methods.exit_code, 0) << methods.out;
+    EXPECT_TRUE(absl::StrContains(methods.out, "convstate.v1.ConversationState/BuildContext"));
+    EXPECT_TRUE(absl::StrContains(methods.out, "grpc.health.v1.Health/Watch"));
+    const std::string health = Health((*server)->address(), protocol);
+    EXPECT_TRUE(absl::StrContains(health, "\"SERVING\"")) << health;
+  }
+}
+
+TEST_F(HealthReflectionE2eTest, HealthIsNotServingWhileDrainingAtShutdown) {
+  auto server = ServerProcess::Start(
+      {"--database_url=" + db_->url(), "--otel_disabled", "--shutdown_drain_ms=5000"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(absl::StrContains(Health((*server)->address(), "grpc-v1"), "\"SERVING\""));
+  ASSERT_EQ(::kill((*server)->pid(), SIGTERM), 0);
+  // During the drain the server still answers, and says it is going away.
+  bool not_serving = false;
+  const absl::Time until = absl::Now() + absl::Seconds(4);
+  while (!not_serving && absl::Now() < until) {
+    not_serving = absl::StrContains(Health((*server)->address(), "grpc-v1"), "NOT_SERVING");
+  }
+  EXPECT_TRUE(not_serving) << "health never said NOT_SERVING while draining";
+  auto code = (*server)->Stop(SIGTERM);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+}
+
+}  // namespace
+}  // namespace convstate
