@@ -31,14 +31,15 @@ void Answer(int fd, int status) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<OtlpReceiver>> OtlpReceiver::Start() {
+absl::StatusOr<std::unique_ptr<OtlpReceiver>> OtlpReceiver::Start(int port, bool keep) {
   std::unique_ptr<OtlpReceiver> r(new OtlpReceiver());
+  r->keep_ = keep;
   r->listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (r->listen_fd_ < 0) return absl::InternalError("socket failed");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   if (::bind(r->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::listen(r->listen_fd_, 64) != 0) {
     return absl::InternalError("bind/listen failed");
@@ -70,6 +71,11 @@ void OtlpReceiver::SetMode(Mode mode, int status) {
   absl::MutexLock lock(&mu_);
   mode_ = mode;
   fail_status_ = status;
+}
+
+int64_t OtlpReceiver::span_count() const {
+  absl::MutexLock lock(&mu_);
+  return span_count_;
 }
 
 int OtlpReceiver::requests() const {
@@ -177,6 +183,8 @@ void OtlpReceiver::Handle(int fd) {
           resource_.emplace_back(kv.key(), kv.value().string_value());
         }
         for (const auto& ss : rs.scope_spans()) {
+          span_count_ += ss.spans_size();
+          if (!keep_) continue;
           for (const auto& s : ss.spans()) spans_.push_back(s);
         }
       }
@@ -184,7 +192,7 @@ void OtlpReceiver::Handle(int fd) {
       opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest req;
       parsed = req.ParseFromString(body);
       absl::MutexLock lock(&mu_);
-      metrics_.push_back(std::move(req));
+      if (keep_) metrics_.push_back(std::move(req));
     }
     Answer(fd, parsed ? 200 : 400);
     break;

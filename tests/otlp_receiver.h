@@ -25,8 +25,9 @@ class OtlpReceiver {
  public:
   enum class Mode { kAccept, kFail, kHang };
 
-  // Listens on 127.0.0.1 on a free port.
-  static absl::StatusOr<std::unique_ptr<OtlpReceiver>> Start();
+  // Listens on 127.0.0.1 on `port` (0: a free one). With `keep` false the
+  // exports are decoded and counted but not kept (long benchmark runs).
+  static absl::StatusOr<std::unique_ptr<OtlpReceiver>> Start(int port = 0, bool keep = true);
   ~OtlpReceiver();
 
   // "http://127.0.0.1:PORT"
@@ -36,6 +37,9 @@ class OtlpReceiver {
 
   // Requests seen (any path, any answer), and what was accepted.
   int requests() const;
+  // Spans received, kept or not.
+  int64_t span_count() const;
+  int port() const { return port_; }
   std::vector<opentelemetry::proto::trace::v1::Span> spans() const;
   // Resource attributes of the last traces export, as key -> string.
   std::vector<std::pair<std::string, std::string>> resource() const;
@@ -61,6 +65,8 @@ class OtlpReceiver {
   Mode mode_ ABSL_GUARDED_BY(mu_) = Mode::kAccept;
   int fail_status_ ABSL_GUARDED_BY(mu_) = 503;
   int requests_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t span_count_ ABSL_GUARDED_BY(mu_) = 0;
+  bool keep_ = true;
   std::vector<int> open_fds_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> handlers_ ABSL_GUARDED_BY(mu_);
   std::vector<opentelemetry::proto::trace::v1::Span> spans_ ABSL_GUARDED_BY(mu_);

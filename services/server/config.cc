@@ -366,6 +366,24 @@ std::string ConfigUsage() {
       "usage: convstate_server [--config=FILE] [--name=value ...]\n"
       "A FILE holds `name = value` lines with the same names; flags win over it.\n\n";
   for (const Flag& f : Flags()) absl::StrAppend(&out, "  --", f.name, "\n      ", f.help, "\n");
+  absl::StrAppend(
+      &out,
+      "\nEnvironment (flags win over it):\n"
+      "  CONVSTATE_DATABASE_URL, CONVSTATE_VOCAB_DIR, CONVSTATE_SUMMARIZER_API_KEY\n"
+      "  OpenTelemetry (traces and metrics over OTLP/HTTP with protobuf bodies):\n"
+      "    OTEL_SDK_DISABLED                      true: export nothing\n"
+      "    OTEL_EXPORTER_OTLP_ENDPOINT            base URL; /v1/traces and /v1/metrics are appended\n"
+      "    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT     full URL for traces, used as given\n"
+      "    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT    full URL for metrics, used as given\n"
+      "    OTEL_EXPORTER_OTLP_HEADERS             k=v,... sent with every export (and _TRACES_/_METRICS_)\n"
+      "    OTEL_EXPORTER_OTLP_TIMEOUT             ms per export request (default 10000; and per signal)\n"
+      "    OTEL_EXPORTER_OTLP_PROTOCOL            only http/protobuf\n"
+      "    OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER   otlp (default) or none\n"
+      "    OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES    the resource (k=v,...)\n"
+      "    OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG   as --otel_sampler\n"
+      "    OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE\n"
+      "                                           span batching (5000 ms, 2048, 512)\n"
+      "    OTEL_METRIC_EXPORT_INTERVAL            ms between metric exports (default 60000)\n");
   return out;
 }
 

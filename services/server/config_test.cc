@@ -107,5 +107,32 @@ TEST(LoadConfigTest, HelpListsEverySetting) {
   }
 }
 
+TEST(LoadConfigTest, OpenTelemetryFromTheEnvironmentAndFlags) {
+  auto c = LoadConfig({}, Env({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"},
+                               {"OTEL_TRACES_SAMPLER", "parentbased_traceidratio"},
+                               {"OTEL_TRACES_SAMPLER_ARG", "0.1"},
+                               {"OTEL_SERVICE_NAME", "state"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->telemetry.traces_url, "http://collector:4318/v1/traces");
+  EXPECT_EQ(c->telemetry.service_name, "state");
+  EXPECT_DOUBLE_EQ(c->telemetry.sampler.ratio, 0.1);
+  EXPECT_TRUE(c->telemetry.sampler.parent_based);
+
+  // Flags win; the sampler's name and ratio combine with the environment's.
+  c = LoadConfig({"--otel_endpoint=http://other:4318/", "--otel_sampler_arg=0.5",
+                  "--otel_metrics_endpoint=", "--shutdown_drain_ms=3000"},
+                 Env({{"OTEL_TRACES_SAMPLER", "traceidratio"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->telemetry.traces_url, "http://other:4318/v1/traces");
+  EXPECT_TRUE(c->telemetry.metrics_url.empty());
+  EXPECT_DOUBLE_EQ(c->telemetry.sampler.ratio, 0.5);
+  EXPECT_FALSE(c->telemetry.sampler.parent_based);
+  EXPECT_EQ(c->server.drain, absl::Seconds(3));
+
+  EXPECT_FALSE(LoadConfig({"--otel_sampler=sometimes"}, kNoEnv).ok());
+  EXPECT_FALSE(LoadConfig({}, Env({{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}})).ok());
+  EXPECT_TRUE(LoadConfig({"--otel_disabled"}, kNoEnv)->telemetry.disabled);
+}
+
 }  // namespace
 }  // namespace convstate
