@@ -48,6 +48,11 @@ TEST(TraceparentTest, RejectsMalformedHeaders) {
        }) {
     EXPECT_FALSE(ParseTraceparent(bad, "").has_value()) << bad;
   }
+  // A tracestate that is not printable ASCII is dropped, the parent kept.
+  auto odd = ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                              "k=\xff\xfe");
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_EQ(odd->trace_state, "");
   // A later version may carry more fields.
   EXPECT_TRUE(
       ParseTraceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-extra", "")

@@ -85,8 +85,12 @@ std::optional<SpanContext> ParseTraceparent(absl::string_view traceparent,
   if (version[0] == 0 ? t.size() != 55 : (t.size() > 55 && t[55] != '-')) return std::nullopt;
   if (!context.valid()) return std::nullopt;
   context.sampled = (flags[0] & 0x01) != 0;
-  // tracestate is passed on, not interpreted; a bounded copy of it.
-  if (tracestate.size() <= 512) context.trace_state = std::string(tracestate);
+  // tracestate is passed on, not interpreted: kept when it is what the
+  // recommendation allows (printable ASCII, at most 512 characters), else
+  // dropped, so that nothing a client sends ends up as invalid text.
+  bool printable = tracestate.size() <= 512;
+  for (char c : tracestate) printable = printable && c >= 0x20 && c <= 0x7e;
+  if (printable) context.trace_state = std::string(tracestate);
   return context;
 }
 

@@ -37,7 +37,8 @@ struct SpanContext {
 // Parses a W3C `traceparent` (version-traceid-spanid-flags, lowercase hex)
 // and keeps `tracestate` with it. nullopt when malformed, when an id is all
 // zeros, or for version ff; a later version is read by its first four
-// fields, as the recommendation says.
+// fields, as the recommendation says. A `tracestate` that is not printable
+// ASCII of at most 512 characters is dropped.
 std::optional<SpanContext> ParseTraceparent(absl::string_view traceparent,
                                             absl::string_view tracestate);
 // "00-<trace id>-<span id>-<01 or 00>".
