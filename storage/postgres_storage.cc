@@ -221,6 +221,7 @@ std::string OverridesToJson(const ProfileOverrides& o) {
   if (o.token_floor) j["token_floor"] = *o.token_floor;
   if (o.recent_turns) j["recent_turns"] = *o.recent_turns;
   if (o.recent_tokens) j["recent_tokens"] = *o.recent_tokens;
+  if (o.compaction_enabled) j["compaction_enabled"] = *o.compaction_enabled;
   return j.dump();
 }
 
@@ -240,6 +241,7 @@ ProfileOverrides OverridesFromJson(const std::string& text) {
   ReadOptional(j, "token_floor", o.token_floor);
   ReadOptional(j, "recent_turns", o.recent_turns);
   ReadOptional(j, "recent_tokens", o.recent_tokens);
+  ReadOptional(j, "compaction_enabled", o.compaction_enabled);
   return o;
 }
 

@@ -22,6 +22,7 @@
 #include "tests/rpc_helpers.h"
 #include "tests/fake_llm_control.h"
 #include "tests/server_process.h"
+#include "tests/test_profiles.h"
 
 namespace convstate {
 namespace {
@@ -36,21 +37,7 @@ using v1::ConversationState;
 constexpr int64_t kWindow = 4096;
 constexpr char kExtractive[] = "convstate-extractive";
 
-constexpr char kProfiles[] = R"pb(
-  default_profile: "default"
-  profiles { name: "default" tokenizer { encoding: "approximate" } }
-  profiles {
-    name: "tiny"
-    patterns: "tiny-*"
-    context_window: 4096
-    output_reserve: 512
-    token_floor: 0
-    tokenizer { encoding: "o200k_base" }
-    recent { turns: 3 max_tokens: 1200 }
-    tool_pruning { trigger_tokens: 800 keep_recent: 2 min_savings_tokens: 100 keep_recent_fraction: 1.0 }
-    summarizer { max_chunk_tokens: 250 chunk_budget_fraction: 0.15 }
-  }
-)pb";
+constexpr const char* kProfiles = testing::kTinyProfiles;
 
 // One turn of a conversation about one of several topics.
 struct TurnText {

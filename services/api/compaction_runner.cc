@@ -33,6 +33,23 @@ CompactionEvent Event(const std::string& event, const std::string& tier, int64_t
   return e;
 }
 
+Json BreakdownJson(const TokenBreakdown& t) {
+  return Json{{"system", t.system},   {"pinned", t.pinned},
+              {"summaries", t.summaries}, {"ledger", t.ledger},
+              {"live", t.live},       {"tool_results", t.tool_results},
+              {"pending", t.pending}, {"total", t.total}};
+}
+
+// `e` with the view's tokens by section before and after its step.
+CompactionEvent WithBreakdown(CompactionEvent e, const TokenBreakdown& before,
+                              const TokenBreakdown& after) {
+  Json detail = Json::parse(e.detail);
+  detail["before"] = BreakdownJson(before);
+  detail["after"] = BreakdownJson(after);
+  e.detail = detail.dump();
+  return e;
+}
+
 const char* BandName(Band band) {
   switch (band) {
     case Band::kNormal: return "normal";
@@ -205,8 +222,8 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     return AssembleView(s, profile, tokenizer.approximate(), pending, options);
   };
   // The view's total once `chunk` replaces the items it covers.
-  auto view_of_with = [&](const ContextSnapshot& s, const SummaryChunk& chunk,
-                          int64_t prune_boundary) {
+  auto view_with = [&](const ContextSnapshot& s, const SummaryChunk& chunk,
+                       int64_t prune_boundary) {
     ContextSnapshot next;
     next.conversation = s.conversation;
     next.conversation.prune_boundary = prune_boundary;
@@ -220,7 +237,18 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
         next.pinned_items.push_back(item);
       }
     }
-    return view_of(next, {}).tokens.total;
+    return view_of(next, {});
+  };
+  auto view_of_with = [&](const ContextSnapshot& s, const SummaryChunk& chunk,
+                          int64_t prune_boundary) {
+    return view_with(s, chunk, prune_boundary).tokens.total;
+  };
+  // The view with tool results up to `boundary` pruned.
+  auto view_pruned_to = [&](const ContextSnapshot& s, int64_t boundary) {
+    ViewOptions options;
+    options.tokenizer = &tokenizer;
+    options.prune_boundary = boundary;
+    return AssembleView(s, profile, tokenizer.approximate(), pending, options);
   };
   // The compaction's span (a child of the call's, when there is work) and
   // one span event and a set of metric points per step.
@@ -229,8 +257,15 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   std::optional<telemetry::ScopedSpan> scope;
   absl::flat_hash_map<std::string, absl::Time> step_started;
   auto report = [&](CompactionProgress::Kind kind, const std::string& tier, int64_t before,
-                    int64_t after, const std::string& reason, double recall = 0) {
-    if (progress) progress(CompactionProgress{kind, tier, before, after, reason, recall});
+                    int64_t after, const std::string& reason, double recall = 0,
+                    const TokenBreakdown* before_tokens = nullptr,
+                    const TokenBreakdown* after_tokens = nullptr) {
+    if (progress) {
+      CompactionProgress p{kind, tier, before, after, reason, recall};
+      if (before_tokens != nullptr) p.before_tokens = *before_tokens;
+      if (after_tokens != nullptr) p.after_tokens = *after_tokens;
+      progress(p);
+    }
     const absl::Time now = absl::Now();
     if (kind == CompactionProgress::Kind::kStarted) {
       step_started[tier] = now;
@@ -271,6 +306,28 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
 
   CompactionOutcome out;
   out.plan = PlanCompaction(input_for(snapshot), mode);
+  if (!profile.compaction_enabled) {
+    // Switched off: the view as it is, or a refusal naming the totals.
+    if (mode != CompactionMode::kByBand) {
+      return absl::FailedPreconditionError(
+          "compaction is switched off for this conversation (profile_overrides."
+          "compaction_enabled or its model profile)");
+    }
+    const TokenBreakdown& t = out.plan.view_before.tokens;
+    if (t.total > profile.context_window) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the view needs ", t.total, " tokens (system ", t.system, ", pinned ", t.pinned,
+          ", live ", t.live, ", pending ", t.pending, ", output reserve ", t.output_reserve,
+          ") but the model's window is ", profile.context_window,
+          ", and compaction is switched off for this conversation"));
+    }
+    out.tokens_before = t.total;
+    out.version = snapshot.conversation.version;
+    out.compaction_version = snapshot.conversation.compaction_version;
+    out.prune_boundary = snapshot.conversation.prune_boundary;
+    out.view = std::move(out.plan.view_before);
+    return out;
+  }
   if (!out.plan.empty()) {
     span = telemetry::StartSpan("compaction");
     span.SetAttribute("gen_ai.conversation.id", key.conversation_id);
@@ -343,6 +400,13 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
         absl::StrCat("the context cannot fit the model's window: ", *out.plan.cannot_fit));
   }
   const CompactionPlan& plan = out.plan;
+  // The cache breakpoints as they were, to tell which one the steps below
+  // invalidate.
+  const std::vector<CacheBreakpoint> breakpoints_before =
+      plan.empty() ? std::vector<CacheBreakpoint>()
+                   : DigestView(plan.view_before, snapshot.conversation.prune_boundary).breakpoints;
+  // The view's tokens by section as of the last step.
+  TokenBreakdown step_tokens = plan.view_before.tokens;
   std::vector<CompactionEvent> events;
   if (!plan.empty() && mode == CompactionMode::kByBand) {
     events.push_back(Event("threshold_hit", "", plan.tokens_before, plan.tokens_before,
@@ -360,14 +424,18 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   commit.new_prune_boundary = plan.prune_boundary;
   if (plan.pruned_results > 0) {
     report(CompactionProgress::Kind::kStarted, "prune", plan.tokens_before, 0, "");
-    events.push_back(Event("pruned", "prune", plan.tokens_before,
-                           plan.tokens_before - plan.prune_savings,
-                           {{"results", plan.pruned_results}, {"boundary", plan.prune_boundary}}));
+    const TokenBreakdown pruned = view_pruned_to(snapshot, plan.prune_boundary).tokens;
+    events.push_back(WithBreakdown(
+        Event("pruned", "prune", plan.tokens_before, plan.tokens_before - plan.prune_savings,
+              {{"results", plan.pruned_results}, {"boundary", plan.prune_boundary}}),
+        plan.view_before.tokens, pruned));
     report(CompactionProgress::Kind::kCompleted, "prune", plan.tokens_before,
-           plan.tokens_before - plan.prune_savings, "");
+           plan.tokens_before - plan.prune_savings, "", 0, &plan.view_before.tokens, &pruned);
+    step_tokens = pruned;
   }
   double summary_recall = 1.0;
   if (plan.summarize) {
+    const TokenBreakdown summarize_before = step_tokens;
     const int64_t before = plan.tokens_before - plan.prune_savings;
     report(CompactionProgress::Kind::kStarted, "summarize", before, 0, "");
     events.push_back(Event("started", "summarize", before, before,
@@ -457,17 +525,21 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
           report(CompactionProgress::Kind::kFailed, "summarize", before, before,
                  "the summary and its facts were no smaller than what they replace");
         } else {
-          events.push_back(Event("completed", "summarize", before, after,
-                                 {{"model", chunk.summarizer_model},
-                                  {"summarized_tokens", plan.summarize_tokens},
-                                  {"summary_tokens", chunk.token_count},
-                                  {"facts", chunk.facts.size()},
-                                  {"constraints", chunk.constraints.size()},
-                                  {"recall", summary_recall},
-                                  {"latency_ms", chunk.latency_ms}}));
+          const TokenBreakdown summarized =
+              view_with(snapshot, chunk, plan.prune_boundary).tokens;
+          events.push_back(WithBreakdown(
+              Event("completed", "summarize", before, after,
+                    {{"model", chunk.summarizer_model},
+                     {"summarized_tokens", plan.summarize_tokens},
+                     {"summary_tokens", chunk.token_count},
+                     {"facts", chunk.facts.size()},
+                     {"constraints", chunk.constraints.size()},
+                     {"recall", summary_recall},
+                     {"latency_ms", chunk.latency_ms}}),
+              summarize_before, summarized));
           commit.chunk = std::move(chunk);
           report(CompactionProgress::Kind::kCompleted, "summarize", before, after, "",
-                 summary_recall);
+                 summary_recall, &summarize_before, &summarized);
         }
       }
     }
@@ -543,7 +615,8 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       });
       int64_t folded_tokens = 0;
       for (const SummaryChunk& chunk : folding) folded_tokens += chunk.token_count;
-      const int64_t before = view_of(snapshot, {}).tokens.total;
+      const TokenBreakdown fold_before = view_of(snapshot, {}).tokens;
+      const int64_t before = fold_before.total;
       report(CompactionProgress::Kind::kStarted, "fold", before, 0, "");
       SummaryRequest req;
       req.transcript = RenderChunks(folding);
@@ -610,14 +683,28 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
           const double recall = GateRecall(staying, span_facts, /*complete=*/true, profile,
                                            tokenizer, chunk, fold.events);
           const int64_t after = before - folded_tokens + chunk.token_count;
-          fold.events.push_back(Event("folded", "fold", before, after,
-                                      {{"chunks", fold.supersedes.size()},
-                                       {"folded_tokens", folded_tokens},
-                                       {"summary_tokens", chunk.token_count},
-                                       {"recall", recall}}));
+          ContextSnapshot folded_state;
+          folded_state.conversation = snapshot.conversation;
+          folded_state.pinned_items = snapshot.pinned_items;
+          folded_state.live_items = snapshot.live_items;
+          folded_state.active_chunks = staying;
+          folded_state.active_chunks.push_back(chunk);
+          std::sort(folded_state.active_chunks.begin(), folded_state.active_chunks.end(),
+                    [](const SummaryChunk& a, const SummaryChunk& b) {
+                      return a.from_sequence < b.from_sequence;
+                    });
+          const TokenBreakdown fold_after = view_of(folded_state, {}).tokens;
+          fold.events.push_back(WithBreakdown(
+              Event("folded", "fold", before, after,
+                    {{"chunks", fold.supersedes.size()},
+                     {"folded_tokens", folded_tokens},
+                     {"summary_tokens", chunk.token_count},
+                     {"recall", recall}}),
+              fold_before, fold_after));
           fold.chunk = std::move(chunk);
           if (apply(fold, "fold")) {
-            report(CompactionProgress::Kind::kCompleted, "fold", before, after, "", recall);
+            report(CompactionProgress::Kind::kCompleted, "fold", before, after, "", recall,
+                   &fold_before, &fold_after);
           } else {
             events.insert(events.end(), fold.events.begin(), fold.events.end());
           }
@@ -639,6 +726,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
                        (failed && band >= Band::kHard) ||
                        out.view.tokens.total > profile.context_window);
   if (truncate) {
+    const TokenBreakdown truncate_before = out.view.tokens;
     const int64_t before = out.view.tokens.total;
     const Truncation t = PlanTruncation(input_for(snapshot), snapshot.conversation.prune_boundary,
                                         Threshold(profile, profile.hard_threshold));
@@ -648,12 +736,15 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       const std::string reason = mode == CompactionMode::kTruncate ? "requested"
                                  : failed                        ? failure
                                                                  : "still over the emergency threshold";
-      events.push_back(Event("truncated", "truncate", before, out.view.tokens.total,
-                             {{"before_sequence", t.before_sequence},
-                              {"summaries", t.chunks},
-                              {"ledger_dropped", t.ledger_budget.has_value()},
-                              {"reason", reason}}));
-      report(CompactionProgress::Kind::kCompleted, "truncate", before, out.view.tokens.total, reason);
+      events.push_back(WithBreakdown(
+          Event("truncated", "truncate", before, out.view.tokens.total,
+                {{"before_sequence", t.before_sequence},
+                 {"summaries", t.chunks},
+                 {"ledger_dropped", t.ledger_budget.has_value()},
+                 {"reason", reason}}),
+          truncate_before, out.view.tokens));
+      report(CompactionProgress::Kind::kCompleted, "truncate", before, out.view.tokens.total, reason,
+             0, &truncate_before, &out.view.tokens);
     }
   }
   if (!events.empty()) {
@@ -666,6 +757,10 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   }
   out.version = snapshot.conversation.version;
   out.compaction_version = snapshot.conversation.compaction_version;
+  out.prune_boundary = snapshot.conversation.prune_boundary;
+  if (!breakpoints_before.empty() && (reloaded || truncate)) {
+    out.invalidated_breakpoint = FirstInvalidated(breakpoints_before, out.view);
+  }
   return out;
 }
 

@@ -32,6 +32,9 @@ struct CompactionProgress {
   std::string reason;
   // For a completed summary or fold: its recall of the span's facts.
   double recall = 0;
+  // For a completed step: the view's tokens by section before and after.
+  std::optional<TokenBreakdown> before_tokens;
+  std::optional<TokenBreakdown> after_tokens;
 };
 using ProgressSink = std::function<void(const CompactionProgress&)>;
 
@@ -45,6 +48,11 @@ struct CompactionOutcome {
   int64_t compaction_version = 0;
   // The summary chunk written, if any (the fold's if there was one).
   int64_t chunk_id = 0;
+  // The conversation's prune boundary the view was built with.
+  int64_t prune_boundary = 0;
+  // The first cache breakpoint whose prefix this call's compaction or
+  // truncation changed; kUnspecified when none did.
+  CacheBreakpointKind invalidated_breakpoint = CacheBreakpointKind::kUnspecified;
 };
 
 // How long before a lease expires its holder stops calling the summarizer:

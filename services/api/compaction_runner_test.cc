@@ -505,5 +505,85 @@ TEST_F(CompactionRunnerTest, AppendsDuringACompactionAreKeptAndShownNext) {
   EXPECT_EQ(snap->conversation.item_count, 12);  // 10 items, the late one, the marker.
 }
 
+TEST_F(CompactionRunnerTest, EachStepReportsAndAuditsItsBreakdownBeforeAndAfter) {
+  AppendTurns(8, 200);
+  summarizer_.answer = Short;
+  std::vector<CompactionProgress> steps;
+  auto snap = storage_->LoadContext(ctx_, {"t", "c"});
+  ASSERT_TRUE(snap.ok());
+  CompactionRunner::Options options;
+  options.clock = &clock_;
+  CompactionRunner runner(options, storage_.get(), &summarizer_);
+  auto out = runner.Run(ctx_, *snap, profile_, {}, CompactionMode::kSummarize, "",
+                        [&](const CompactionProgress& p) { steps.push_back(p); });
+  ASSERT_TRUE(out.ok()) << out.status();
+  bool summarized = false;
+  for (const CompactionProgress& p : steps) {
+    if (p.kind != CompactionProgress::Kind::kCompleted || p.tier != "summarize") continue;
+    summarized = true;
+    ASSERT_TRUE(p.before_tokens.has_value() && p.after_tokens.has_value());
+    EXPECT_EQ(p.before_tokens->total, p.tokens_before);
+    EXPECT_EQ(p.after_tokens->total, p.tokens_after);
+    EXPECT_EQ(p.before_tokens->summaries, 0);
+    EXPECT_GT(p.after_tokens->summaries, 0);
+    EXPECT_LT(p.after_tokens->live, p.before_tokens->live);
+  }
+  EXPECT_TRUE(summarized);
+  const auto events = storage_->ListCompactionEvents(ctx_, {"t", "c"});
+  ASSERT_TRUE(events.ok());
+  bool audited = false;
+  for (const CompactionEvent& e : *events) {
+    if (e.event != "completed") continue;
+    audited = true;
+    EXPECT_NE(e.detail.find("\"before\":{"), std::string::npos) << e.detail;
+    EXPECT_NE(e.detail.find("\"after\":{"), std::string::npos) << e.detail;
+    EXPECT_NE(e.detail.find("\"tool_results\""), std::string::npos) << e.detail;
+  }
+  EXPECT_TRUE(audited);
+  // Nothing stood before the first summary that it could invalidate; a
+  // second summary changes what follows the first.
+  EXPECT_EQ(out->invalidated_breakpoint, CacheBreakpointKind::kUnspecified);
+  AppendTurns(8, 200);
+  snap = storage_->LoadContext(ctx_, {"t", "c"});
+  ASSERT_TRUE(snap.ok());
+  out = runner.Run(ctx_, *snap, profile_, {}, CompactionMode::kSummarize, "", nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_GT(out->chunk_id, 0);
+  EXPECT_EQ(out->invalidated_breakpoint, CacheBreakpointKind::kSummaries);
+}
+
+TEST_F(CompactionRunnerTest, SwitchedOffNothingIsCompactedAndAViewThatDoesNotFitIsRefused) {
+  ResolvedProfile off = profile_;
+  off.profile.compaction_enabled = false;
+  AppendTurns(3, 200);
+  auto snap = storage_->LoadContext(ctx_, {"t", "c"});
+  ASSERT_TRUE(snap.ok());
+  CompactionRunner::Options options;
+  options.clock = &clock_;
+  CompactionRunner runner(options, storage_.get(), &summarizer_);
+  auto fits = runner.Run(ctx_, *snap, off, {}, CompactionMode::kByBand, "", nullptr);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->view.status, ContextStatus::kFull);
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      runner.Run(ctx_, *snap, off, {}, CompactionMode::kAuto, "", nullptr).status()));
+
+  // Past the hard band and then past the window: still FULL, then refused.
+  AppendTurns(1, 200);
+  snap = storage_->LoadContext(ctx_, {"t", "c"});
+  auto hard = runner.Run(ctx_, *snap, off, {}, CompactionMode::kByBand, "", nullptr);
+  ASSERT_TRUE(hard.ok()) << hard.status();
+  EXPECT_EQ(hard->view.status, ContextStatus::kFull);
+  EXPECT_GT(hard->view.tokens.total, 1600);  // The hard band of a 2,000 window.
+  AppendTurns(4, 200);
+  snap = storage_->LoadContext(ctx_, {"t", "c"});
+  auto over = runner.Run(ctx_, *snap, off, {}, CompactionMode::kByBand, "", nullptr);
+  ASSERT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
+  EXPECT_NE(over.status().message().find("window is 2000"), std::string::npos) << over.status();
+  EXPECT_TRUE(Events().empty());
+  auto chunks = storage_->ListSummaries(ctx_, {"t", "c"}, true);
+  ASSERT_TRUE(chunks.ok());
+  EXPECT_TRUE(chunks->empty());
+}
+
 }  // namespace
 }  // namespace convstate

@@ -56,6 +56,7 @@ ProfileOverrides ToOverrides(const v1::ProfileOverrides& in) {
   if (in.has_token_floor()) o.token_floor = in.token_floor();
   if (in.has_recent_turns()) o.recent_turns = in.recent_turns();
   if (in.has_recent_tokens()) o.recent_tokens = in.recent_tokens();
+  if (in.has_compaction_enabled()) o.compaction_enabled = in.compaction_enabled();
   return o;
 }
 
@@ -68,6 +69,7 @@ void FromOverrides(const ProfileOverrides& o, v1::ProfileOverrides* out) {
   if (o.token_floor) out->set_token_floor(*o.token_floor);
   if (o.recent_turns) out->set_recent_turns(*o.recent_turns);
   if (o.recent_tokens) out->set_recent_tokens(*o.recent_tokens);
+  if (o.compaction_enabled) out->set_compaction_enabled(*o.compaction_enabled);
 }
 
 v1::Conversation ToProto(const Conversation& c) {
@@ -104,6 +106,24 @@ void ToProto(const Item& item, v1::Item* out) {
   SetTimestamp(item.create_time, out->mutable_create_time());
 }
 
+}  // namespace
+
+void ToProto(const TokenBreakdown& t, v1::TokenBreakdown* pt) {
+  pt->set_system(t.system);
+  pt->set_pinned(t.pinned);
+  pt->set_summaries(t.summaries);
+  pt->set_ledger(t.ledger);
+  pt->set_live(t.live);
+  pt->set_tool_results(t.tool_results);
+  pt->set_pending(t.pending);
+  pt->set_output_reserve(t.output_reserve);
+  pt->set_total(t.total);
+  pt->set_context_window(t.context_window);
+  pt->set_approximate(t.approximate);
+}
+
+namespace {
+
 void ToProto(const ContextView& view, v1::BuildContextResponse* out) {
   out->set_version(view.version);
   out->set_compaction_version(view.compaction_version);
@@ -121,18 +141,7 @@ void ToProto(const ContextView& view, v1::BuildContextResponse* out) {
     pe->set_pruned(e.pruned);
     pe->set_summary_chunk_id(e.summary_chunk_id);
   }
-  const TokenBreakdown& t = view.tokens;
-  v1::TokenBreakdown* pt = out->mutable_tokens();
-  pt->set_system(t.system);
-  pt->set_pinned(t.pinned);
-  pt->set_summaries(t.summaries);
-  pt->set_ledger(t.ledger);
-  pt->set_live(t.live);
-  pt->set_pending(t.pending);
-  pt->set_output_reserve(t.output_reserve);
-  pt->set_total(t.total);
-  pt->set_context_window(t.context_window);
-  pt->set_approximate(t.approximate);
+  ToProto(view.tokens, out->mutable_tokens());
   out->set_context_status(static_cast<v1::ContextStatus>(view.status));
   out->set_ledger_facts_omitted(view.ledger_facts_omitted);
   out->set_summaries_truncated(view.summaries_truncated);
@@ -538,12 +547,24 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
   ASSIGN_OR_RETURN(CompactionOutcome outcome,
                    runner_.Run(ctx, std::move(snapshot), resolved, pending,
                                CompactionMode::kByBand, "", progress));
-  if (options_.background_compaction && outcome.plan.band == Band::kSoft) {
+  if (options_.background_compaction && outcome.plan.band == Band::kSoft &&
+      resolved.profile.compaction_enabled) {
     CompactInBackground(key);
   }
   v1::BuildContextResponse out;
   out.set_conversation_id(key.conversation_id);
   ToProto(outcome.view, &out);
+  const ViewDigest digest = DigestView(outcome.view, outcome.prune_boundary);
+  out.set_view_hash(digest.view_hash);
+  for (const CacheBreakpoint& b : digest.breakpoints) {
+    v1::CacheBreakpoint* pb = out.add_cache_breakpoints();
+    pb->set_kind(static_cast<v1::CacheBreakpointKind>(b.kind));
+    pb->set_last_entry(b.last_entry);
+    pb->set_prefix_hash(b.prefix_hash);
+    pb->set_prefix_tokens(b.prefix_tokens);
+  }
+  out.set_invalidated_breakpoint(
+      static_cast<v1::CacheBreakpointKind>(outcome.invalidated_breakpoint));
   RecordView(out, outcome.plan.band);
   return out;
 }

@@ -17,6 +17,9 @@
 
 namespace convstate {
 
+// The wire form of a token breakdown.
+void ToProto(const TokenBreakdown& tokens, v1::TokenBreakdown* out);
+
 // The convstate.v1 API as plain calls: validates requests, talks to Storage
 // and the compaction core, and builds responses. Knows protobuf messages but
 // nothing of gRPC; the gRPC adapter calls it and maps the status. Thread-safe.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/sha256.h"
 #include "services/compaction/ledger.h"
 
 namespace convstate {
@@ -167,7 +168,9 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
         pruned_any = true;
       }
     }
+    const bool result = e.kind == ItemKind::kToolResult;
     add(std::move(e), t.live);
+    if (result) t.tool_results += view.entries.back().token_count;
   }
   for (const ItemData& data : pending) add(FromItem(Section::kPending, data, 0, 0), t.pending);
   t.output_reserve = profile.output_reserve;
@@ -180,6 +183,99 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
                 : pruned_any                      ? ContextStatus::kPruned
                                                   : ContextStatus::kFull;
   return view;
+}
+
+namespace {
+
+void AppendInt(int64_t v, std::string* out) {
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    out->push_back(static_cast<char>((static_cast<uint64_t>(v) >> shift) & 0xff));
+  }
+}
+
+void AppendText(const std::string& text, std::string* out) {
+  AppendInt(static_cast<int64_t>(text.size()), out);
+  out->append(text);
+}
+
+// The canonical encoding of one entry (see convstate.v1 view_hash).
+void AppendEntry(const ViewEntry& e, std::string* out) {
+  AppendInt(static_cast<int64_t>(e.section), out);
+  AppendInt(static_cast<int64_t>(e.role), out);
+  AppendInt(static_cast<int64_t>(e.kind), out);
+  AppendInt(e.sequence, out);
+  AppendInt(e.summary_chunk_id, out);
+  AppendInt(e.pruned ? 1 : 0, out);
+  AppendText(e.content, out);
+  AppendText(e.tool_name, out);
+  AppendText(e.tool_call_id, out);
+}
+
+}  // namespace
+
+ViewDigest DigestView(const ContextView& view, int64_t prune_boundary) {
+  ViewDigest digest;
+  // Where each breakpoint goes: after the last entry of its part, if the
+  // part has anything.
+  int last_pinned = -1, last_summaries = -1, last_pruned_live = -1;
+  for (size_t i = 0; i < view.entries.size(); ++i) {
+    const ViewEntry& e = view.entries[i];
+    switch (e.section) {
+      case Section::kSystem:
+      case Section::kPinned:
+        last_pinned = static_cast<int>(i);
+        break;
+      case Section::kSummary:
+      case Section::kLedger:
+        last_summaries = static_cast<int>(i);
+        break;
+      case Section::kLive:
+        if (e.sequence > 0 && e.sequence <= prune_boundary) last_pruned_live = static_cast<int>(i);
+        break;
+      case Section::kPending:
+        break;
+    }
+  }
+  const std::pair<CacheBreakpointKind, int> wanted[] = {
+      {CacheBreakpointKind::kPinned, last_pinned},
+      {CacheBreakpointKind::kSummaries, last_summaries},
+      {CacheBreakpointKind::kPruneBoundary, last_pruned_live}};
+  Sha256 hash;
+  std::string encoded;
+  int64_t tokens = 0;
+  size_t next = 0;
+  for (size_t i = 0; i < view.entries.size(); ++i) {
+    encoded.clear();
+    AppendEntry(view.entries[i], &encoded);
+    hash.Update(encoded);
+    tokens += view.entries[i].token_count;
+    while (next < 3 && wanted[next].second < static_cast<int>(i)) ++next;
+    for (size_t k = next; k < 3; ++k) {
+      if (wanted[k].second != static_cast<int>(i)) continue;
+      digest.breakpoints.push_back(
+          CacheBreakpoint{wanted[k].first, static_cast<int>(i), hash.HexDigest(), tokens});
+    }
+  }
+  digest.view_hash = hash.HexDigest();
+  return digest;
+}
+
+CacheBreakpointKind FirstInvalidated(const std::vector<CacheBreakpoint>& before,
+                                     const ContextView& after) {
+  Sha256 hash;
+  std::string encoded;
+  size_t next = 0;
+  for (size_t i = 0; i < after.entries.size() && next < before.size(); ++i) {
+    encoded.clear();
+    AppendEntry(after.entries[i], &encoded);
+    hash.Update(encoded);
+    while (next < before.size() && before[next].last_entry == static_cast<int>(i)) {
+      if (hash.HexDigest() != before[next].prefix_hash) return before[next].kind;
+      ++next;
+    }
+  }
+  // A prefix longer than the new view is gone.
+  return next < before.size() ? before[next].kind : CacheBreakpointKind::kUnspecified;
 }
 
 }  // namespace convstate

@@ -42,6 +42,9 @@ struct TokenBreakdown {
   int64_t live = 0;
   int64_t pending = 0;
   int64_t output_reserve = 0;
+  // Tool results among the live entries, placeholders included (also in
+  // `live`).
+  int64_t tool_results = 0;
   int64_t total = 0;
   int64_t context_window = 0;
   bool approximate = false;
@@ -89,6 +92,39 @@ struct ViewOptions {
 ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& profile,
                          bool approximate, const std::vector<ItemData>& pending,
                          const ViewOptions& options = {});
+
+// Numbering matches convstate.v1.CacheBreakpointKind.
+enum class CacheBreakpointKind { kUnspecified = 0, kPinned = 1, kSummaries = 2, kPruneBoundary = 3 };
+
+struct CacheBreakpoint {
+  CacheBreakpointKind kind = CacheBreakpointKind::kUnspecified;
+  // Index of the last entry before the breakpoint.
+  int last_entry = 0;
+  // Hex SHA-256 of the canonical encoding of entries 0..last_entry.
+  std::string prefix_hash;
+  int64_t prefix_tokens = 0;
+};
+
+struct ViewDigest {
+  // Hex SHA-256 of the canonical encoding of every entry.
+  std::string view_hash;
+  // After the system prompt and pinned content, after the summaries and
+  // ledger, and after the last live item at or before `prune_boundary`;
+  // each only when its part of the view has entries.
+  std::vector<CacheBreakpoint> breakpoints;
+};
+
+// The view's hash and cache breakpoints. The encoding of an entry: section,
+// role, kind, sequence, summary chunk id and pruned as 8-byte big-endian
+// integers, then content, tool name and tool call id each as an 8-byte
+// big-endian length and the bytes. The token counts are not part of it.
+ViewDigest DigestView(const ContextView& view, int64_t prune_boundary);
+
+// The first breakpoint of `before` (in entry order) whose prefix `after`
+// does not begin with any more: a provider's cache of it is lost.
+// kUnspecified when `after` still begins with every one of them.
+CacheBreakpointKind FirstInvalidated(const std::vector<CacheBreakpoint>& before,
+                                     const ContextView& after);
 
 // The text shown in place of a pruned tool result.
 std::string PrunedPlaceholder(const std::string& tool_name, const std::string& call_id,

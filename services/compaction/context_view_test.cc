@@ -156,5 +156,108 @@ TEST(ProfileTest, InconsistentProfilesNameTheField) {
   EXPECT_NE(s.message().find("emergency_threshold"), absl::string_view::npos) << s;
 }
 
+ContextSnapshot CacheSnapshot(int live_items) {
+  ContextSnapshot snap;
+  snap.conversation.system_prompt = "You are terse.";
+  snap.conversation.system_prompt_tokens = 4;
+  snap.conversation.prune_boundary = 3;
+  SummaryChunk chunk;
+  chunk.chunk_id = 1;
+  chunk.text = "earlier: the deploy failed";
+  chunk.token_count = 6;
+  snap.active_chunks.push_back(chunk);
+  for (int i = 0; i < live_items; ++i) {
+    snap.live_items.push_back(MakeItem(2 + i, i % 2 ? Role::kAssistant : Role::kUser,
+                                       ItemKind::kMessage, "turn " + std::to_string(i), 3));
+  }
+  return snap;
+}
+
+TEST(DigestViewTest, BreakpointsSitAfterEachStablePartAndKeepTheirHashAsTurnsGrow) {
+  ModelProfile profile;
+  const ContextSnapshot small = CacheSnapshot(4);
+  const ContextView view = AssembleView(small, profile, false, {});
+  const ViewDigest digest = DigestView(view, small.conversation.prune_boundary);
+  ASSERT_EQ(digest.breakpoints.size(), 3u);
+  EXPECT_EQ(digest.breakpoints[0].kind, CacheBreakpointKind::kPinned);
+  EXPECT_EQ(digest.breakpoints[0].last_entry, 0);
+  EXPECT_EQ(digest.breakpoints[0].prefix_tokens, 4);
+  EXPECT_EQ(digest.breakpoints[1].kind, CacheBreakpointKind::kSummaries);
+  EXPECT_EQ(digest.breakpoints[1].last_entry, 1);
+  EXPECT_EQ(digest.breakpoints[2].kind, CacheBreakpointKind::kPruneBoundary);
+  EXPECT_EQ(view.entries[digest.breakpoints[2].last_entry].sequence, 3);
+  EXPECT_EQ(digest.view_hash.size(), 64u);
+
+  // More turns: every prefix hash stays, the whole view's hash does not.
+  const ContextSnapshot larger = CacheSnapshot(9);
+  const ViewDigest grown = DigestView(AssembleView(larger, profile, false, {}), 3);
+  ASSERT_EQ(grown.breakpoints.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(grown.breakpoints[i].prefix_hash, digest.breakpoints[i].prefix_hash) << i;
+  }
+  EXPECT_NE(grown.view_hash, digest.view_hash);
+  EXPECT_EQ(FirstInvalidated(digest.breakpoints, AssembleView(larger, profile, false, {})),
+            CacheBreakpointKind::kUnspecified);
+
+  // A new summary changes the prefix from the summaries on.
+  ContextSnapshot summarized = larger;
+  summarized.active_chunks[0].text = "earlier: the deploy failed, then was rolled back";
+  const ViewDigest changed = DigestView(AssembleView(summarized, profile, false, {}), 3);
+  EXPECT_EQ(changed.breakpoints[0].prefix_hash, digest.breakpoints[0].prefix_hash);
+  EXPECT_EQ(FirstInvalidated(digest.breakpoints, AssembleView(summarized, profile, false, {})),
+            CacheBreakpointKind::kSummaries);
+  // Pruning further on keeps what came before it: nothing is invalidated.
+  ContextSnapshot pruned = larger;
+  pruned.live_items[4].data.kind = ItemKind::kToolResult;
+  pruned.live_items[4].data.role = Role::kTool;
+  const ContextView before_prune = AssembleView(pruned, profile, false, {});
+  const ViewDigest at3 = DigestView(before_prune, 3);
+  ContextView after_prune = before_prune;
+  after_prune.entries[6].content = "[pruned]";
+  after_prune.entries[6].pruned = true;
+  EXPECT_EQ(FirstInvalidated(at3.breakpoints, after_prune), CacheBreakpointKind::kUnspecified);
+  // A view shorter than a prefix has lost it.
+  ContextView cut = before_prune;
+  cut.entries.resize(2);
+  EXPECT_EQ(FirstInvalidated(at3.breakpoints, cut), CacheBreakpointKind::kPruneBoundary);
+}
+
+TEST(DigestViewTest, TheHashCoversEveryFieldOfTheEncodingButNotTokenCounts) {
+  ModelProfile profile;
+  const ContextSnapshot snap = CacheSnapshot(2);
+  const ContextView base = AssembleView(snap, profile, false, {});
+  const std::string hash = DigestView(base, 0).view_hash;
+  ContextView recounted = base;
+  recounted.entries[2].token_count += 10;
+  EXPECT_EQ(DigestView(recounted, 0).view_hash, hash);
+  // Moving bytes between fields changes it: fields are length-prefixed.
+  ContextView moved = base;
+  moved.entries[2].tool_name = "a";
+  ContextView moved2 = base;
+  moved2.entries[2].tool_call_id = "a";
+  EXPECT_NE(DigestView(moved, 0).view_hash, hash);
+  EXPECT_NE(DigestView(moved, 0).view_hash, DigestView(moved2, 0).view_hash);
+  ContextView role = base;
+  role.entries[2].role = Role::kAssistant;
+  EXPECT_NE(DigestView(role, 0).view_hash, hash);
+  // No summaries, no pruned items: only the pinned breakpoint.
+  ContextSnapshot plain = CacheSnapshot(2);
+  plain.active_chunks.clear();
+  const ViewDigest only = DigestView(AssembleView(plain, profile, false, {}), 0);
+  ASSERT_EQ(only.breakpoints.size(), 1u);
+  EXPECT_EQ(only.breakpoints[0].kind, CacheBreakpointKind::kPinned);
+}
+
+TEST(AssembleViewTest, CountsToolResultsApart) {
+  ModelProfile profile;
+  ContextSnapshot snap;
+  snap.live_items.push_back(MakeItem(1, Role::kUser, ItemKind::kMessage, "run it", 5));
+  snap.live_items.push_back(MakeItem(2, Role::kAssistant, ItemKind::kToolCall, "{}", 7));
+  snap.live_items.push_back(MakeItem(3, Role::kTool, ItemKind::kToolResult, "ok", 40));
+  const ContextView view = AssembleView(snap, profile, false, {});
+  EXPECT_EQ(view.tokens.live, 52);
+  EXPECT_EQ(view.tokens.tool_results, 40);
+}
+
 }  // namespace
 }  // namespace convstate

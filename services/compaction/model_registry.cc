@@ -52,6 +52,7 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
   SetIfNonZero(p.ledger().budget_fraction(), out.ledger.budget_fraction);
   SetIfNonZero(p.ledger().min_recall(), out.ledger.min_recall);
   SetIfNonZero(p.ledger().constraints_fraction(), out.ledger.constraints_fraction);
+  if (p.has_compaction_enabled()) out.compaction_enabled = p.compaction_enabled();
   return out;
 }
 

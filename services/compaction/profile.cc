@@ -15,6 +15,7 @@ ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
   if (o.token_floor) p.token_floor = *o.token_floor;
   if (o.recent_turns) p.recent_turns = *o.recent_turns;
   if (o.recent_tokens) p.recent_tokens = *o.recent_tokens;
+  if (o.compaction_enabled) p.compaction_enabled = *o.compaction_enabled;
   auto cap = [&p](int64_t& size, double fraction) {
     size = std::min(size, std::max<int64_t>(1, FractionOfWindow(p, fraction)));
   };

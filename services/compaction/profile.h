@@ -28,6 +28,9 @@ struct ModelProfile {
   int64_t recent_tokens = 8000;
   // The buffer's cap is also at most this fraction of the window.
   double recent_fraction = 0.25;
+  // False: never pruned, summarized or truncated; a view that does not fit
+  // is refused instead.
+  bool compaction_enabled = true;
 
   // "cl100k_base", "o200k_base", or "approximate".
   std::string encoding = "approximate";

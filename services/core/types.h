@@ -54,6 +54,7 @@ struct ProfileOverrides {
   std::optional<int64_t> token_floor;
   std::optional<int32_t> recent_turns;
   std::optional<int64_t> recent_tokens;
+  std::optional<bool> compaction_enabled;
 
   friend bool operator==(const ProfileOverrides&, const ProfileOverrides&) = default;
 };

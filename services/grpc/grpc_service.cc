@@ -269,6 +269,12 @@ v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
       event.mutable_compaction_completed()->set_tokens_before(p.tokens_before);
       event.mutable_compaction_completed()->set_tokens_after(p.tokens_after);
       event.mutable_compaction_completed()->set_recall(p.recall);
+      if (p.before_tokens.has_value()) {
+        ToProto(*p.before_tokens, event.mutable_compaction_completed()->mutable_before());
+      }
+      if (p.after_tokens.has_value()) {
+        ToProto(*p.after_tokens, event.mutable_compaction_completed()->mutable_after());
+      }
       break;
     case CompactionProgress::Kind::kFailed:
       event.mutable_compaction_failed()->set_tier(p.tier);

@@ -1,0 +1,47 @@
+#include "services/common/sha256.h"
+
+#include <openssl/evp.h>
+
+#include <cstdlib>
+
+namespace convstate {
+
+struct Sha256::State {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~State() { EVP_MD_CTX_free(ctx); }
+};
+
+Sha256::Sha256() : state_(std::make_unique<State>()) {
+  if (state_->ctx == nullptr || EVP_DigestInit_ex(state_->ctx, EVP_sha256(), nullptr) != 1) {
+    std::abort();  // Only on allocation failure: nothing sensible to do.
+  }
+}
+
+Sha256::~Sha256() = default;
+
+void Sha256::Update(absl::string_view bytes) {
+  EVP_DigestUpdate(state_->ctx, bytes.data(), bytes.size());
+}
+
+std::string Sha256::HexDigest() const {
+  State copy;
+  EVP_MD_CTX_copy_ex(copy.ctx, state_->ctx);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_DigestFinal_ex(copy.ctx, digest, &size);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(2 * size, '0');
+  for (unsigned int i = 0; i < size; ++i) {
+    out[2 * i] = kDigits[digest[i] >> 4];
+    out[2 * i + 1] = kDigits[digest[i] & 0xf];
+  }
+  return out;
+}
+
+std::string Sha256::Hex(absl::string_view bytes) {
+  Sha256 h;
+  h.Update(bytes);
+  return h.HexDigest();
+}
+
+}  // namespace convstate

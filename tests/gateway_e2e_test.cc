@@ -1,0 +1,248 @@
+// What a gateway relies on beyond the view itself, through the real server
+// and PostgreSQL: compaction switched off per conversation, prompt-cache
+// breakpoints whose prefixes stay byte-identical between compactions, a
+// view hash a client can recompute from the entries, and the breakdown by
+// section before and after each compaction step.
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "convstate/v1/convstate.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "services/common/sha256.h"
+#include "tests/pg_harness.h"
+#include "tests/rpc_helpers.h"
+#include "tests/server_process.h"
+#include "tests/test_profiles.h"
+
+namespace convstate {
+namespace {
+
+using testing::MakeItem;
+using testing::ScratchDatabase;
+using testing::ServerProcess;
+using testing::SetDeadline;
+using v1::ConversationState;
+
+void AppendInt(int64_t v, std::string* out) {
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    out->push_back(static_cast<char>((static_cast<uint64_t>(v) >> shift) & 0xff));
+  }
+}
+
+// The view_hash encoding as the API documents it, written from the
+// documentation: what a gateway would write to check a view.
+std::string HashOf(const v1::BuildContextResponse& view, int through) {
+  Sha256 hash;
+  for (int i = 0; i <= through; ++i) {
+    const v1::ContextEntry& e = view.entries(i);
+    std::string bytes;
+    for (int64_t v : {static_cast<int64_t>(e.section()), static_cast<int64_t>(e.role()),
+                      static_cast<int64_t>(e.kind()), e.sequence(), e.summary_chunk_id(),
+                      static_cast<int64_t>(e.pruned())}) {
+      AppendInt(v, &bytes);
+    }
+    for (const std::string* text : {&e.content(), &e.tool_name(), &e.tool_call_id()}) {
+      AppendInt(static_cast<int64_t>(text->size()), &bytes);
+      bytes += *text;
+    }
+    hash.Update(bytes);
+  }
+  return hash.HexDigest();
+}
+
+class GatewayE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = ScratchDatabase::Create(/*migrate=*/false);
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
+    const std::string profiles = std::string(std::getenv("TEST_TMPDIR")) + "/profiles.textproto";
+    std::ofstream(profiles) << testing::kTinyProfiles;
+    auto server = ServerProcess::Start({"--database_url=" + db_->url(),
+                                        "--model_profiles=" + profiles, "--otel_disabled",
+                                        "--background_compaction=false"});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    stub_ = ConversationState::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  grpc::Status Create(const std::string& id, const v1::ProfileOverrides& overrides,
+                      v1::Conversation* out) {
+    v1::CreateConversationRequest req;
+    req.set_conversation_id(id);
+    req.set_model("tiny-1");
+    req.set_system_prompt("You are an on-call assistant. Cite commands exactly.");
+    req.set_pinned_instructions("Never restart production without asking.");
+    *req.mutable_profile_overrides() = overrides;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    return stub_->CreateConversation(&ctx, req, out);
+  }
+
+  grpc::Status Append(const std::string& id, int n) {
+    v1::AppendTurnRequest req;
+    req.set_conversation_id(id);
+    const std::string call = absl::StrCat("call_", n);
+    std::string output;
+    for (int i = 0; i < 12; ++i) {
+      absl::StrAppend(&output, "2026-11-22T03:", 10 + i, ":00Z worker-", i % 5, " batch ", n * 100 + i,
+                      " done in ", 100 + i * 7, " ms\n");
+    }
+    *req.add_items() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE,
+                                absl::StrCat("[turn ", n, "] Why is api-", n, " slow on port ",
+                                             8000 + n, "?"));
+    *req.add_items() =
+        MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_TOOL_CALL, R"({"cmd": "kubectl logs api"})",
+                 "kubectl", call);
+    *req.add_items() = MakeItem(v1::ROLE_TOOL, v1::ITEM_KIND_TOOL_RESULT, output, "kubectl", call);
+    *req.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE,
+                                absl::StrCat("api-", n, " waits on db-", n, "; we decided to add "
+                                             "an index and roll back release 1.", n, "."));
+    v1::AppendTurnResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    return stub_->AppendTurn(&ctx, req, &out);
+  }
+
+  grpc::Status Build(const std::string& id, v1::BuildContextResponse* view,
+                     std::vector<v1::CompactionCompleted>* steps = nullptr) {
+    v1::BuildContextRequest req;
+    req.set_conversation_id(id);
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    auto reader = stub_->StreamBuildContext(&ctx, req);
+    v1::BuildContextEvent event;
+    while (reader->Read(&event)) {
+      if (event.has_compaction_completed() && steps != nullptr) {
+        steps->push_back(event.compaction_completed());
+      }
+      if (event.has_context()) *view = event.context();
+    }
+    return reader->Finish();
+  }
+
+  std::unique_ptr<ScratchDatabase> db_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<ConversationState::Stub> stub_;
+};
+
+TEST_F(GatewayE2eTest, CompactionSwitchedOffKeepsTheViewFullThenRefusesItWithTheTotals) {
+  v1::ProfileOverrides off;
+  off.set_compaction_enabled(false);
+  v1::Conversation created;
+  ASSERT_TRUE(Create("off", off, &created).ok());
+  ASSERT_TRUE(created.profile_overrides().has_compaction_enabled());
+  EXPECT_FALSE(created.profile_overrides().compaction_enabled());
+
+  grpc::Status status;
+  int turns = 0;
+  for (; turns < 60; ++turns) {
+    ASSERT_TRUE(Append("off", turns).ok());
+    v1::BuildContextResponse view;
+    status = Build("off", &view);
+    if (!status.ok()) break;
+    EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_FULL) << "turn " << turns;
+    EXPECT_LE(view.tokens().total(), view.tokens().context_window());
+  }
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_NE(status.error_message().find("window is 4096"), std::string::npos)
+      << status.error_message();
+  EXPECT_NE(status.error_message().find("compaction is switched off"), std::string::npos);
+
+  // Nothing was summarized or pruned, and Compact is refused.
+  v1::ListSummariesRequest list;
+  list.set_conversation_id("off");
+  list.set_include_superseded(true);
+  v1::ListSummariesResponse chunks;
+  grpc::ClientContext lctx;
+  SetDeadline(lctx);
+  ASSERT_TRUE(stub_->ListSummaries(&lctx, list, &chunks).ok());
+  EXPECT_EQ(chunks.chunks_size(), 0);
+  v1::CompactRequest compact;
+  compact.set_conversation_id("off");
+  v1::CompactResponse compacted;
+  grpc::ClientContext cctx;
+  SetDeadline(cctx);
+  EXPECT_EQ(stub_->Compact(&cctx, compact, &compacted).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(GatewayE2eTest, CachePrefixesStayIdenticalUntilACompactionWhichSaysWhatItInvalidated) {
+  v1::Conversation created;
+  ASSERT_TRUE(Create("cache", {}, &created).ok());
+  v1::BuildContextResponse previous;
+  int compactions_seen = 0;
+  int stable_pairs = 0;
+  int invalidations = 0;
+  bool saw_breakdown = false;
+  for (int n = 0; n < 40; ++n) {
+    ASSERT_TRUE(Append("cache", n).ok());
+    v1::BuildContextResponse view;
+    std::vector<v1::CompactionCompleted> steps;
+    ASSERT_TRUE(Build("cache", &view, &steps).ok());
+    // The hash a client computes from the entries is the server's.
+    ASSERT_GT(view.entries_size(), 0);
+    EXPECT_EQ(HashOf(view, view.entries_size() - 1), view.view_hash());
+    for (const v1::CacheBreakpoint& b : view.cache_breakpoints()) {
+      EXPECT_EQ(HashOf(view, b.last_entry()), b.prefix_hash()) << n;
+    }
+    ASSERT_GE(view.cache_breakpoints_size(), 1);
+    EXPECT_EQ(view.cache_breakpoints(0).kind(), v1::CACHE_BREAKPOINT_KIND_PINNED);
+    EXPECT_EQ(view.cache_breakpoints(0).last_entry(), 1);  // System prompt, pinned.
+
+    for (const v1::CompactionCompleted& step : steps) {
+      saw_breakdown = true;
+      EXPECT_EQ(step.before().total(), step.tokens_before()) << step.tier();
+      EXPECT_EQ(step.after().total(), step.tokens_after()) << step.tier();
+      EXPECT_EQ(step.before().system(), step.after().system());
+      if (step.tier() == "prune") {
+        EXPECT_LT(step.after().tool_results(), step.before().tool_results());
+      }
+      if (step.tier() == "summarize") {
+        EXPECT_GT(step.after().summaries(), 0);
+      }
+    }
+    if (n > 0) {
+      if (view.compaction_version() == previous.compaction_version()) {
+        // No compaction in between: every breakpoint's prefix is the same.
+        ++stable_pairs;
+        EXPECT_EQ(view.invalidated_breakpoint(), v1::CACHE_BREAKPOINT_KIND_UNSPECIFIED);
+        ASSERT_EQ(view.cache_breakpoints_size(), previous.cache_breakpoints_size()) << n;
+        for (int b = 0; b < view.cache_breakpoints_size(); ++b) {
+          EXPECT_EQ(view.cache_breakpoints(b).prefix_hash(),
+                    previous.cache_breakpoints(b).prefix_hash())
+              << "turn " << n << " breakpoint " << b;
+        }
+      } else if (!steps.empty()) {
+        ++compactions_seen;
+        // A compaction during this call: the first earlier prefix the new
+        // view does not begin with, as the client can check for itself.
+        v1::CacheBreakpointKind expected = v1::CACHE_BREAKPOINT_KIND_UNSPECIFIED;
+        for (const v1::CacheBreakpoint& b : previous.cache_breakpoints()) {
+          if (b.last_entry() >= view.entries_size() || HashOf(view, b.last_entry()) != b.prefix_hash()) {
+            expected = b.kind();
+            break;
+          }
+        }
+        EXPECT_EQ(view.invalidated_breakpoint(), expected) << "turn " << n;
+        if (expected != v1::CACHE_BREAKPOINT_KIND_UNSPECIFIED) ++invalidations;
+        EXPECT_EQ(view.cache_breakpoints(0).prefix_hash(),
+                  previous.cache_breakpoints(0).prefix_hash());
+      }
+    }
+    previous = view;
+  }
+  EXPECT_GE(compactions_seen, 2);
+  EXPECT_GE(invalidations, 1);
+  EXPECT_GE(stable_pairs, 5);
+  EXPECT_TRUE(saw_breakdown);
+}
+
+}  // namespace
+}  // namespace convstate
