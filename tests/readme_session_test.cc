@@ -122,8 +122,21 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
     if (name == "BuildContext") {
       v1::BuildContextResponse view;
       ASSERT_TRUE(parse(&view)) << json;
-      EXPECT_EQ(view.entries_size(), 8) << json;  // system + 6 items + pending
+      if (view.conversation_id() == "demo") {
+        EXPECT_EQ(view.entries_size(), 8) << json;  // system + 6 items + pending
+      } else {
+        EXPECT_EQ(view.entries_size(), 2) << json;  // system + pending
+      }
       EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_FULL);
+      EXPECT_EQ(view.view_hash().size(), 64u) << json;
+      ASSERT_FALSE(view.cache_breakpoints().empty()) << json;
+      EXPECT_EQ(view.cache_breakpoints(0).kind(), v1::CACHE_BREAKPOINT_KIND_PINNED) << json;
+    }
+    if (name == "CreateConversation" && json.find("\"strict\"") != std::string::npos) {
+      v1::Conversation strict;
+      ASSERT_TRUE(parse(&strict)) << json;
+      ASSERT_TRUE(strict.profile_overrides().has_compaction_enabled()) << json;
+      EXPECT_FALSE(strict.profile_overrides().compaction_enabled()) << json;
     }
     if (name == "Compact") {
       v1::CompactResponse compacted;
