@@ -299,6 +299,22 @@ class MemoryStorage final : public Storage {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<Conversation> RecordProviderOverflow(const CallContext& ctx,
+                                                     const ConversationKey& key,
+                                                     double correction, int64_t prompt_limit,
+                                                     const CompactionEvent& event) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    Conversation& c = state->conversation;
+    c.overflow_correction = std::max(c.overflow_correction, correction);
+    c.prompt_limit = c.prompt_limit == 0 ? prompt_limit : std::min(c.prompt_limit, prompt_limit);
+    c.compaction_version += 1;
+    c.update_time = Now();
+    AddEvents(*state, {event}, Now());
+    return c;
+  }
+
   absl::Status RecordCompactionEvents(const CallContext& ctx, const ConversationKey& key,
                                       const std::vector<CompactionEvent>& events) override {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));

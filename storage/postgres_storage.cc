@@ -48,6 +48,7 @@ const DbOperation& DbOperationOf(absl::string_view operation) {
       {"pin item", {"INSERT", "INSERT item_pins"}},
       {"unpin item", {"DELETE", "DELETE item_pins"}},
       {"list compaction events", {"SELECT", "SELECT compaction_events"}},
+      {"record provider overflow", {"UPDATE", "UPDATE conversations"}},
   };
   static const DbOperation kOther{"TRANSACTION", "TRANSACTION"};
   auto it = kOperations->find(operation);
@@ -67,7 +68,7 @@ constexpr char kConversationColumns[] =
     "floor(extract(epoch FROM updated_at) * 1000000)::bigint, "
     "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction, "
     "prune_boundary, lease_token, coalesce(lease_expires_at > now(), false), "
-    "compaction_version";
+    "compaction_version, overflow_correction, prompt_limit";
 
 // Items with their pins: a pin set after the append overrides the flag.
 constexpr char kItemColumns[] =
@@ -190,6 +191,10 @@ const std::vector<Statement>& Statements() {
        "WHERE conv_key = $1 AND sequence = $2 AND kind <> 'summary_marker' "
        "ON CONFLICT (conv_key, sequence) DO UPDATE SET pinned = $3, updated_at = now() "
        "RETURNING sequence"},
+      {"record_overflow",
+       "UPDATE conversations SET overflow_correction = greatest(overflow_correction, $2), "
+       "prompt_limit = CASE WHEN prompt_limit = 0 THEN $3 ELSE least(prompt_limit, $3) END, "
+       "compaction_version = compaction_version + 1, updated_at = now() WHERE conv_key = $1"},
       {"bump_compaction_version",
        "UPDATE conversations SET compaction_version = compaction_version + 1, updated_at = now() "
        "WHERE conv_key = $1"},
@@ -276,6 +281,8 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.lease_token = r[20].as<int64_t>();
   c.lease_active = r[21].as<bool>();
   c.compaction_version = r[22].as<int64_t>();
+  c.overflow_correction = r[23].as<double>();
+  c.prompt_limit = r[24].as<int64_t>();
   return out;
 }
 
@@ -777,6 +784,25 @@ class PostgresStorage final : public Storage {
           ParseItems(tx.exec_prepared("items_range", conv_key, sequence, sequence));
       tx.commit();
       return items.at(0);
+    });
+  }
+
+  absl::StatusOr<Conversation> RecordProviderOverflow(const CallContext& ctx,
+                                                     const ConversationKey& key,
+                                                     double correction, int64_t prompt_limit,
+                                                     const CompactionEvent& event) override {
+    return Run<Conversation>(ctx, "record provider overflow",
+                             [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
+      pqxx::result locked =
+          tx.exec_prepared("lock_conversation", key.tenant_id, key.conversation_id);
+      if (locked.empty()) return NotFound(key);
+      const int64_t conv_key = ParseConversation(locked[0]).conv_key;
+      tx.exec_prepared("record_overflow", conv_key, correction, prompt_limit);
+      InsertEvents(tx, conv_key, {event});
+      ConversationRow row = ParseConversation(
+          tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id)[0]);
+      tx.commit();
+      return row.conversation;
     });
   }
 

@@ -130,6 +130,17 @@ class Storage {
 
   // Appends audit events that change no state (a failed or truncating
   // compaction). NOT_FOUND for an unknown conversation.
+  // A provider refused a view as too long: raises the conversation's
+  // overflow_correction to `correction` (never lowers it), lowers its
+  // prompt_limit to `prompt_limit` (> 0; never raises it), moves its
+  // compaction_version, and writes `event` to the audit, in one
+  // transaction. Returns the conversation as it is after.
+  virtual absl::StatusOr<Conversation> RecordProviderOverflow(const CallContext& ctx,
+                                                             const ConversationKey& key,
+                                                             double correction,
+                                                             int64_t prompt_limit,
+                                                             const CompactionEvent& event) = 0;
+
   virtual absl::Status RecordCompactionEvents(const CallContext& ctx,
                                               const ConversationKey& key,
                                               const std::vector<CompactionEvent>& events) = 0;

@@ -404,6 +404,47 @@ TEST_P(StorageConformanceTest, TokenCountsAndCorrectionAreKept) {
   EXPECT_DOUBLE_EQ(snap->conversation.token_correction, c->token_correction);
 }
 
+TEST_P(StorageConformanceTest, ProviderOverflowRaisesTheCorrectionAndIsAudited) {
+  NewConversation nc;
+  nc.key = Key("refused");
+  nc.model = "m";
+  auto created = storage_->CreateConversation(ctx_, nc);
+  ASSERT_TRUE(created.ok());
+  EXPECT_DOUBLE_EQ(created->overflow_correction, 1.0);
+  CompactionEvent event;
+  event.event = "provider_overflow";
+  event.tokens_before = 1000;
+  event.tokens_after = 1300;
+  event.detail = R"({"reported_tokens":1300})";
+  EXPECT_EQ(created->prompt_limit, 0);
+  auto c = storage_->RecordProviderOverflow(ctx_, nc.key, 1.3, 900, event);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->overflow_correction, 1.3);
+  EXPECT_EQ(c->prompt_limit, 900);
+  EXPECT_EQ(c->compaction_version, created->compaction_version + 1);
+  EXPECT_EQ(c->version, created->version);  // Not an append.
+  // The correction is never lowered, the limit never raised.
+  c = storage_->RecordProviderOverflow(ctx_, nc.key, 1.1, 950, event);
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->overflow_correction, 1.3);
+  EXPECT_EQ(c->prompt_limit, 900);
+  c = storage_->RecordProviderOverflow(ctx_, nc.key, 1.5, 800, event);
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->overflow_correction, 1.5);
+  EXPECT_EQ(c->prompt_limit, 800);
+  auto snap = storage_->LoadContext(ctx_, nc.key);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_DOUBLE_EQ(snap->conversation.overflow_correction, 1.5);
+  EXPECT_EQ(snap->conversation.prompt_limit, 800);
+  auto events = storage_->ListCompactionEvents(ctx_, nc.key);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ(events->front().event, "provider_overflow");
+  EXPECT_EQ(events->front().tokens_after, 1300);
+  EXPECT_TRUE(absl::IsNotFound(
+      storage_->RecordProviderOverflow(ctx_, Key("nobody"), 1.2, 100, event).status()));
+}
+
 // Six items; item 2 pinned.
 void AppendSix(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
   AppendRequest req;

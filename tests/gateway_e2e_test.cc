@@ -244,5 +244,59 @@ TEST_F(GatewayE2eTest, CachePrefixesStayIdenticalUntilACompactionWhichSaysWhatIt
   EXPECT_TRUE(saw_breakdown);
 }
 
+TEST_F(GatewayE2eTest, AfterTheProviderRefusesAViewItNeverComesBackAndTheAuditSaysWhy) {
+  v1::Conversation created;
+  ASSERT_TRUE(Create("refused", {}, &created).ok());
+  for (int n = 0; n < 6; ++n) ASSERT_TRUE(Append("refused", n).ok());
+  v1::BuildContextResponse refused;
+  ASSERT_TRUE(Build("refused", &refused).ok());
+  const int64_t prompt = refused.tokens().total() - refused.tokens().output_reserve();
+
+  // The gateway's inference call failed with "context too long": the
+  // provider counted 40% more than the estimate.
+  v1::BuildContextRequest req;
+  req.set_conversation_id("refused");
+  req.set_provider_overflow(true);
+  req.set_provider_reported_tokens(prompt * 14 / 10);
+  v1::BuildContextResponse recovered;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const grpc::Status s = stub_->BuildContext(&ctx, req, &recovered);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_NE(recovered.view_hash(), refused.view_hash());
+  // Counts are corrected by 1.4 now, and the prompt stays under nine
+  // tenths of what was refused.
+  const int64_t limit = prompt * 14 / 10 * 9 / 10;
+  EXPECT_LE(recovered.tokens().total() - recovered.tokens().output_reserve(), limit);
+
+  // Later calls keep the lesson: the refused view does not come back.
+  for (int n = 6; n < 9; ++n) {
+    v1::BuildContextResponse view;
+    ASSERT_TRUE(Build("refused", &view).ok());
+    EXPECT_NE(view.view_hash(), refused.view_hash());
+    EXPECT_LE(view.tokens().total() - view.tokens().output_reserve(), limit);
+    ASSERT_TRUE(Append("refused", n).ok());
+  }
+
+  v1::ListCompactionEventsRequest list;
+  list.set_conversation_id("refused");
+  v1::ListCompactionEventsResponse audit;
+  grpc::ClientContext lctx;
+  SetDeadline(lctx);
+  ASSERT_TRUE(stub_->ListCompactionEvents(&lctx, list, &audit).ok());
+  int overflow_rows = 0;
+  for (const v1::CompactionEvent& e : audit.events()) {
+    if (e.event() != "provider_overflow") continue;
+    ++overflow_rows;
+    EXPECT_EQ(e.tokens_before(), prompt);
+    EXPECT_EQ(e.tokens_after(), prompt * 14 / 10);
+    EXPECT_NE(e.detail_json().find(refused.view_hash()), std::string::npos) << e.detail_json();
+    EXPECT_NE(e.detail_json().find("prompt_limit"), std::string::npos) << e.detail_json();
+  }
+  EXPECT_EQ(overflow_rows, 1);
+}
+
 }  // namespace
 }  // namespace convstate

@@ -231,6 +231,11 @@ class FailingCommits final : public Storage {
                                       const std::vector<CompactionEvent>& e) override {
     return base_->RecordCompactionEvents(c, k, e);
   }
+  absl::StatusOr<Conversation> RecordProviderOverflow(const CallContext& c,
+                                                     const ConversationKey& k, double f,
+                                                     int64_t l, const CompactionEvent& e) override {
+    return base_->RecordProviderOverflow(c, k, f, l, e);
+  }
   absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(const CallContext& c,
                                                           const ConversationKey& k,
                                                           bool s) override {

@@ -322,7 +322,24 @@ absl::StatusOr<ResolvedProfile> ConversationService::ProfileOf(const Conversatio
         "' has no profile in the current configuration"));
   }
   ResolvedProfile out = **resolved;
-  out.profile = ApplyOverrides(out.profile, c.overrides);
+  ProfileOverrides overrides = c.overrides;
+  if (c.prompt_limit > 0) {
+    // A provider refused a larger prompt: the window is the limit plus the
+    // output reserve, and the bands are the same fractions of the limit
+    // (above the reserve) as they were of the prompt's share before.
+    const ModelProfile base = ApplyOverrides(out.profile, overrides);
+    const int64_t window = std::min(base.context_window, c.prompt_limit + base.output_reserve);
+    if (window < base.context_window) {
+      const double reserve = static_cast<double>(base.output_reserve);
+      const double limit = static_cast<double>(window) - reserve;
+      auto rescale = [&](double f) { return (reserve + f * limit) / static_cast<double>(window); };
+      overrides.context_window = window;
+      overrides.soft_threshold = rescale(base.soft_threshold);
+      overrides.hard_threshold = rescale(base.hard_threshold);
+      overrides.emergency_threshold = rescale(base.emergency_threshold);
+    }
+  }
+  out.profile = ApplyOverrides(out.profile, overrides);
   return out;
 }
 
@@ -544,6 +561,17 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
   const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
+  if (req.provider_reported_tokens() < 0) {
+    return absl::InvalidArgumentError("provider_reported_tokens: must not be negative");
+  }
+  if (req.provider_reported_tokens() > 0 && !req.provider_overflow()) {
+    return absl::InvalidArgumentError(
+        "provider_reported_tokens: only with provider_overflow set");
+  }
+  if (req.provider_overflow()) {
+    return RecoverFromOverflow(ctx, key, std::move(snapshot), resolved, pending,
+                               req.provider_reported_tokens(), progress);
+  }
   ASSIGN_OR_RETURN(CompactionOutcome outcome,
                    runner_.Run(ctx, std::move(snapshot), resolved, pending,
                                CompactionMode::kByBand, "", progress));
@@ -551,6 +579,11 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
       resolved.profile.compaction_enabled) {
     CompactInBackground(key);
   }
+  return ResponseOf(key, outcome);
+}
+
+v1::BuildContextResponse ConversationService::ResponseOf(const ConversationKey& key,
+                                                         const CompactionOutcome& outcome) const {
   v1::BuildContextResponse out;
   out.set_conversation_id(key.conversation_id);
   ToProto(outcome.view, &out);
@@ -567,6 +600,73 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
       static_cast<v1::CacheBreakpointKind>(outcome.invalidated_breakpoint));
   RecordView(out, outcome.plan.band);
   return out;
+}
+
+absl::StatusOr<v1::BuildContextResponse> ConversationService::RecoverFromOverflow(
+    const CallContext& ctx, const ConversationKey& key, ContextSnapshot snapshot,
+    const ResolvedProfile& resolved, const std::vector<ItemData>& pending,
+    int64_t reported_tokens, const ProgressSink& progress) {
+  const Tokenizer& tokenizer = *resolved.tokenizer;
+  ViewOptions options;
+  options.tokenizer = &tokenizer;
+  // The view as this call would have built it: the one the provider refused
+  // (or one at least as large).
+  const ContextView refused =
+      AssembleView(snapshot, resolved.profile, tokenizer.approximate(), pending, options);
+  const std::string refused_hash =
+      DigestView(refused, snapshot.conversation.prune_boundary).view_hash;
+  const int64_t estimated = refused.tokens.total - refused.tokens.output_reserve;
+  // How much more the provider counts than the estimate: what it reported,
+  // or a tenth more when it did not say; at least 5% more either way (it
+  // refused, so the estimate was too low), at most 4x per refusal.
+  double factor = 1.1;
+  if (reported_tokens > 0 && estimated > 0) {
+    factor = static_cast<double>(reported_tokens) / static_cast<double>(estimated);
+  }
+  factor = std::clamp(factor, 1.05, 4.0);
+  const double before = snapshot.conversation.overflow_correction;
+  const double after = std::min(before * factor, 16.0);
+  // The prompt may not be as large again: nine tenths of the refused one,
+  // in corrected counts.
+  const int64_t limit = std::max<int64_t>(
+      1, static_cast<int64_t>(0.9 * static_cast<double>(estimated) * after / before));
+  CompactionEvent event;
+  event.event = "provider_overflow";
+  event.tokens_before = estimated;
+  event.tokens_after = reported_tokens;
+  event.detail = absl::StrCat(R"({"reported_tokens":)", reported_tokens,
+                              R"(,"estimated_tokens":)", estimated,
+                              R"(,"correction_before":)", before, R"(,"correction_after":)",
+                              after, R"(,"prompt_limit":)", limit, R"(,"refused_view_hash":")",
+                              refused_hash, R"("})");
+  RETURN_IF_ERROR(storage_->RecordProviderOverflow(ctx, key, after, limit, event).status());
+  ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
+
+  // Compact to the conversation's new limits, cheapest tiers first, then
+  // truncate the view to them if it is still the refused one: it never
+  // comes back, in this call or a later one.
+  ASSIGN_OR_RETURN(const ResolvedProfile limited, ProfileOf(snapshot.conversation));
+  const bool enabled = limited.profile.compaction_enabled;
+  std::vector<CompactionMode> modes = {CompactionMode::kByBand};
+  if (enabled) modes = {CompactionMode::kAuto, CompactionMode::kTruncate};
+  CompactionOutcome outcome;
+  for (size_t i = 0; i < modes.size(); ++i) {
+    if (i > 0) {
+      ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
+    }
+    ASSIGN_OR_RETURN(outcome,
+                     runner_.Run(ctx, std::move(snapshot), limited, pending, modes[i], "", progress));
+    if (DigestView(outcome.view, outcome.prune_boundary).view_hash != refused_hash) break;
+  }
+  if (DigestView(outcome.view, outcome.prune_boundary).view_hash == refused_hash) {
+    const TokenBreakdown& t = outcome.view.tokens;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the provider refused this view as too long and it cannot be made smaller",
+        enabled ? "" : " (compaction is switched off for this conversation)", ": system ",
+        t.system, ", pinned ", t.pinned, ", summaries ", t.summaries, ", ledger ", t.ledger,
+        ", live ", t.live, ", pending ", t.pending, " tokens (corrected by ", after, ")"));
+  }
+  return ResponseOf(key, outcome);
 }
 
 void ConversationService::RecordView(const v1::BuildContextResponse& view, Band band) const {

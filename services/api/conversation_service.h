@@ -77,6 +77,18 @@ class ConversationService {
   // tokenizer. FAILED_PRECONDITION if the model no longer has a profile.
   absl::StatusOr<ResolvedProfile> ProfileOf(const Conversation& conversation) const;
 
+  // The response for `outcome`'s view: entries, tokens, hash, breakpoints.
+  v1::BuildContextResponse ResponseOf(const ConversationKey& key,
+                                      const CompactionOutcome& outcome) const;
+
+  // BuildContext after the provider refused the last view as too long:
+  // corrects the conversation's estimate, writes the audit row, compacts to
+  // a stricter target, and never returns the refused view.
+  absl::StatusOr<v1::BuildContextResponse> RecoverFromOverflow(
+      const CallContext& ctx, const ConversationKey& key, ContextSnapshot snapshot,
+      const ResolvedProfile& resolved, const std::vector<ItemData>& pending,
+      int64_t reported_tokens, const ProgressSink& progress);
+
   // The view's status, band and size on the call's span and metrics.
   void RecordView(const v1::BuildContextResponse& view, Band band) const;
 

@@ -524,5 +524,73 @@ TEST_F(ConversationServiceTest, ReportedUsageCorrectsApproximateCounts) {
   EXPECT_NEAR(ratio, kProviderRatio, 0.03);
 }
 
+TEST_F(ConversationServiceTest, ProviderOverflowCorrectsTheEstimateAndNeverReturnsTheRefusedView) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("o");
+  create.set_model("small-1");
+  create.set_system_prompt("You are terse.");
+  create.mutable_profile_overrides()->set_recent_turns(1);
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  for (int i = 0; i < 6; ++i) {
+    v1::AppendTurnRequest req = Append("o", std::string(300, 'a' + i));
+    *req.add_items() = Message(v1::ROLE_ASSISTANT, std::string(300, 'z'));
+    ASSERT_TRUE(service_.AppendTurn(ctx_, req).ok());
+  }
+  v1::BuildContextRequest build;
+  build.set_conversation_id("o");
+  auto refused = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  const int64_t estimated = refused->tokens().total() - refused->tokens().output_reserve();
+
+  build.set_provider_overflow(true);
+  build.set_provider_reported_tokens(estimated * 3 / 2);
+  auto recovered = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_NE(recovered->view_hash(), refused->view_hash());
+  EXPECT_LT(recovered->entries_size(), refused->entries_size());
+  // The next ordinary call counts with the correction: never the refused view.
+  build.set_provider_overflow(false);
+  build.set_provider_reported_tokens(0);
+  auto next = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(next.ok());
+  EXPECT_NE(next->view_hash(), refused->view_hash());
+
+  v1::ListCompactionEventsRequest list;
+  list.set_conversation_id("o");
+  auto audit = service_.ListCompactionEvents(ctx_, list);
+  ASSERT_TRUE(audit.ok());
+  bool recorded = false;
+  for (const auto& e : audit->events()) {
+    if (e.event() != "provider_overflow") continue;
+    recorded = true;
+    EXPECT_EQ(e.tokens_before(), estimated);
+    EXPECT_EQ(e.tokens_after(), estimated * 3 / 2);
+    EXPECT_NE(e.detail_json().find(refused->view_hash()), std::string::npos) << e.detail_json();
+  }
+  EXPECT_TRUE(recorded);
+
+  build.set_provider_reported_tokens(100);  // Without provider_overflow.
+  EXPECT_TRUE(absl::IsInvalidArgument(service_.BuildContext(ctx_, build).status()));
+  build.set_provider_overflow(true);
+  build.set_provider_reported_tokens(-1);
+  EXPECT_TRUE(absl::IsInvalidArgument(service_.BuildContext(ctx_, build).status()));
+}
+
+TEST_F(ConversationServiceTest, ProviderOverflowOfAViewThatCannotShrinkIsRefused) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("tiny");
+  create.set_model("small-1");
+  create.set_system_prompt("You are terse.");
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  v1::BuildContextRequest build;
+  build.set_conversation_id("tiny");
+  *build.add_pending_input() = Message(v1::ROLE_USER, "hello");
+  build.set_provider_overflow(true);
+  auto out = service_.BuildContext(ctx_, build);
+  // The system prompt and the pending input cannot go: nothing fits the
+  // limit the refusal set.
+  ASSERT_TRUE(absl::IsResourceExhausted(out.status())) << out.status();
+}
+
 }  // namespace
 }  // namespace convstate

@@ -55,7 +55,7 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
                          bool approximate, const std::vector<ItemData>& pending,
                          const ViewOptions& options) {
   const Conversation& c = snapshot.conversation;
-  const double correction = approximate ? c.token_correction : 1.0;
+  const double correction = (approximate ? c.token_correction : 1.0) * c.overflow_correction;
   auto scale = [correction](int64_t n) {
     return correction == 1.0 ? n : static_cast<int64_t>(std::ceil(n * correction));
   };

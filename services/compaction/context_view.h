@@ -86,7 +86,8 @@ struct ViewOptions {
 // `options` say), then `pending` (whose token counts must already be set).
 // Nothing is tokenized but placeholders: stored counts are summed. For an
 // approximate tokenizer every count is scaled by the conversation's
-// correction factor (rounded up), so totals track what the provider counts.
+// correction factor, and for any tokenizer by its overflow correction
+// (rounded up), so totals track what the provider counts.
 // Status: TRUNCATED if anything was truncated, else SUMMARIZED with chunks,
 // else PRUNED if a result is masked, else FULL.
 ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& profile,

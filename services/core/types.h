@@ -99,6 +99,13 @@ struct Conversation {
   int64_t item_tokens = 0;
   // Provider tokens per estimated token; 1 until usage reports say otherwise.
   double token_correction = 1.0;
+  // At least 1: how much more than estimated a provider counted when it
+  // refused a view as too long (BuildContext provider_overflow). Scales
+  // every count, whatever the tokenizer.
+  double overflow_correction = 1.0;
+  // When positive, the prompt (the view less the output reserve) must stay
+  // under it: nine tenths of what a provider refused. 0: no limit.
+  int64_t prompt_limit = 0;
   // The latest compaction lease's fencing token, and whether it is still
   // unexpired (as of the read).
   int64_t lease_token = 0;
