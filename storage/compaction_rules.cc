@@ -67,4 +67,26 @@ ItemData MarkerFor(const SummaryChunk& chunk) {
   return marker;
 }
 
+CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts) {
+  int64_t tokens = 0;
+  int64_t constraints = 0;
+  for (const SummaryChunk& c : nc.carried_chunks) {
+    tokens += c.token_count;
+    constraints += static_cast<int64_t>(c.constraints.size());
+  }
+  CompactionEvent e;
+  e.event = "continued";
+  e.tokens_before = 0;
+  e.tokens_after = tokens;
+  // Identifiers only; quoted as JSON strings.
+  std::string from;
+  for (char ch : nc.continued_from) {
+    if (ch == '"' || ch == '\\') from.push_back('\\');
+    from.push_back(ch);
+  }
+  e.detail = absl::StrCat(R"({"from":")", from, R"(","chunks":)", nc.carried_chunks.size(),
+                          R"(,"facts":)", facts, R"(,"constraints":)", constraints, "}");
+  return e;
+}
+
 }  // namespace convstate

@@ -20,6 +20,10 @@ absl::Status CheckCompaction(const Conversation& conversation,
 // The marker item that records a chunk in the log.
 ItemData MarkerFor(const SummaryChunk& chunk);
 
+// The audit row of a conversation created from another one's state:
+// "continued", with where from and what was carried.
+CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts);
+
 }  // namespace convstate
 
 #endif  // CONVSTATE_STORAGE_COMPACTION_RULES_H_

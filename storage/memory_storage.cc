@@ -61,7 +61,18 @@ class MemoryStorage final : public Storage {
     c.overrides = nc.overrides;
     c.system_prompt_tokens = nc.system_prompt_tokens;
     c.pinned_instructions_tokens = nc.pinned_instructions_tokens;
+    c.continued_from = nc.continued_from;
     c.create_time = c.update_time = Now();
+    if (!nc.continued_from.empty()) {
+      int64_t facts = 0;
+      for (SummaryChunk chunk : nc.carried_chunks) {
+        chunk.chunk_id = static_cast<int64_t>(state.chunks.size()) + 1;
+        chunk.create_time = c.create_time;
+        facts += static_cast<int64_t>(chunk.facts.size());
+        state.chunks.push_back(std::move(chunk));
+      }
+      AddEvents(state, {ContinuedEvent(nc, facts)}, c.create_time);
+    }
     Conversation result = c;
     tenant.emplace(nc.key.conversation_id, std::move(state));
     return result;

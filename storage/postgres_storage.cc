@@ -68,7 +68,7 @@ constexpr char kConversationColumns[] =
     "floor(extract(epoch FROM updated_at) * 1000000)::bigint, "
     "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction, "
     "prune_boundary, lease_token, coalesce(lease_expires_at > now(), false), "
-    "compaction_version, overflow_correction, prompt_limit";
+    "compaction_version, overflow_correction, prompt_limit, continued_from";
 
 // Items with their pins: a pin set after the append overrides the flag.
 constexpr char kItemColumns[] =
@@ -96,8 +96,8 @@ const std::vector<Statement>& Statements() {
       {"create_conversation",
        absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
                     "system_prompt, pinned_instructions, metadata, profile_overrides, "
-                    "system_prompt_tokens, pinned_instructions_tokens) "
-                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9) RETURNING ",
+                    "system_prompt_tokens, pinned_instructions_tokens, continued_from) "
+                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10) RETURNING ",
                     kConversationColumns)},
       {"get_conversation",
        absl::StrCat("SELECT ", kConversationColumns,
@@ -283,6 +283,7 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.compaction_version = r[22].as<int64_t>();
   c.overflow_correction = r[23].as<double>();
   c.prompt_limit = r[24].as<int64_t>();
+  c.continued_from = r[25].as<std::string>();
   return out;
 }
 
@@ -347,10 +348,13 @@ std::string StructureToJson(const SummaryChunk& chunk) {
   for (const SummaryLine& l : chunk.lines) {
     lines.push_back({{"s", l.sequence}, {"w", l.speaker}, {"t", l.text}, {"k", l.score}});
   }
-  return Json{{"lines", lines},
-              {"facts", FactsToJson(chunk.facts)},
-              {"constraints", FactsToJson(chunk.constraints)}}
-      .dump();
+  Json out{{"lines", lines},
+           {"facts", FactsToJson(chunk.facts)},
+           {"constraints", FactsToJson(chunk.constraints)}};
+  if (!chunk.source_conversation_id.empty()) {
+    out["src"] = {{"c", chunk.source_conversation_id}, {"k", chunk.source_chunk_id}};
+  }
+  return out.dump();
 }
 
 void StructureFromJson(const std::string& text, SummaryChunk& chunk) {
@@ -365,6 +369,10 @@ void StructureFromJson(const std::string& text, SummaryChunk& chunk) {
   }
   if (auto it = j.find("facts"); it != j.end()) chunk.facts = FactsFromJson(*it);
   if (auto it = j.find("constraints"); it != j.end()) chunk.constraints = FactsFromJson(*it);
+  if (auto it = j.find("src"); it != j.end() && it->is_object()) {
+    chunk.source_conversation_id = it->value("c", std::string());
+    chunk.source_chunk_id = it->value("k", int64_t{0});
+  }
 }
 
 SummaryChunk ParseChunk(const pqxx::row& r) {
@@ -481,9 +489,23 @@ class PostgresStorage final : public Storage {
           "create_conversation", nc.key.tenant_id, nc.key.conversation_id, nc.model,
           nc.system_prompt, nc.pinned_instructions, MetadataToJson(nc.metadata),
           OverridesToJson(nc.overrides), nc.system_prompt_tokens,
-          nc.pinned_instructions_tokens);
+          nc.pinned_instructions_tokens, nc.continued_from);
+      ConversationRow row = ParseConversation(r[0]);
+      if (!nc.continued_from.empty()) {
+        int64_t chunk_id = 0;
+        int64_t facts = 0;
+        for (const SummaryChunk& chunk : nc.carried_chunks) {
+          tx.exec_prepared("insert_chunk", row.conv_key, ++chunk_id, chunk.from_sequence,
+                           chunk.through_sequence, chunk.text, chunk.token_count,
+                           chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
+                           chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
+                           chunk.recall.value_or(-1.0));
+          facts += static_cast<int64_t>(chunk.facts.size());
+        }
+        InsertEvents(tx, row.conv_key, {ContinuedEvent(nc, facts)});
+      }
       tx.commit();
-      return ParseConversation(r[0]).conversation;
+      return row.conversation;
     });
     if (absl::IsAlreadyExists(result.status())) {
       return absl::AlreadyExistsError(absl::StrCat(

@@ -445,6 +445,58 @@ TEST_P(StorageConformanceTest, ProviderOverflowRaisesTheCorrectionAndIsAudited) 
       storage_->RecordProviderOverflow(ctx_, Key("nobody"), 1.2, 100, event).status()));
 }
 
+TEST_P(StorageConformanceTest, AContinuationStartsWithTheCarriedChunksAndSaysWhereFrom) {
+  NewConversation nc;
+  nc.key = Key("resumed");
+  nc.model = "m";
+  nc.continued_from = "yesterday";
+  SummaryChunk carried;
+  carried.text = "The user deploys api v1.4 to staging-eu-1.";
+  carried.token_count = 12;
+  carried.summarizer_model = "convstate-extractive";
+  carried.prompt_version = "v1";
+  carried.source_conversation_id = "yesterday";
+  carried.source_chunk_id = 7;
+  carried.recall = 1.0;
+  LedgerFact fact;
+  fact.role = Role::kUser;
+  fact.text = "The registry is registry.local:5000.";
+  fact.token_count = 9;
+  carried.facts.push_back(fact);
+  nc.carried_chunks = {carried, carried};
+  nc.carried_chunks[1].source_chunk_id = 9;
+  auto c = storage_->CreateConversation(ctx_, nc);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->continued_from, "yesterday");
+  EXPECT_EQ(storage_->GetConversation(ctx_, nc.key)->continued_from, "yesterday");
+  auto snap = storage_->LoadContext(ctx_, nc.key);
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  ASSERT_EQ(snap->active_chunks.size(), 2u);
+  EXPECT_EQ(snap->active_chunks[0].chunk_id, 1);
+  EXPECT_EQ(snap->active_chunks[0].source_conversation_id, "yesterday");
+  EXPECT_EQ(snap->active_chunks[0].source_chunk_id, 7);
+  EXPECT_EQ(snap->active_chunks[1].source_chunk_id, 9);
+  ASSERT_EQ(snap->active_chunks[0].facts.size(), 1u);
+  EXPECT_EQ(snap->active_chunks[0].facts[0].text, "The registry is registry.local:5000.");
+  EXPECT_TRUE(snap->live_items.empty());
+  EXPECT_EQ(snap->conversation.summarized_through, 0);
+  auto events = storage_->ListCompactionEvents(ctx_, nc.key);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ(events->front().event, "continued");
+  EXPECT_NE(events->front().detail.find("yesterday"), std::string::npos)
+      << events->front().detail;
+  // Appends and summaries go on as in any conversation.
+  AppendRequest req;
+  req.key = nc.key;
+  req.items = {Message(Role::kUser, "and today?")};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  snap = storage_->LoadContext(ctx_, nc.key);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->live_items.size(), 1u);
+  EXPECT_EQ(snap->live_items[0].sequence, 1);
+}
+
 // Six items; item 2 pinned.
 void AppendSix(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
   AppendRequest req;

@@ -298,5 +298,82 @@ TEST_F(GatewayE2eTest, AfterTheProviderRefusesAViewItNeverComesBackAndTheAuditSa
   EXPECT_EQ(overflow_rows, 1);
 }
 
+TEST_F(GatewayE2eTest, AContinuationResumesFromTheSummariesAndLedgerWithProvenance) {
+  v1::Conversation created;
+  ASSERT_TRUE(Create("session-1", {}, &created).ok());
+  for (int n = 0; n < 30; ++n) {
+    ASSERT_TRUE(Append("session-1", n).ok());
+    v1::BuildContextResponse view;
+    ASSERT_TRUE(Build("session-1", &view).ok());
+  }
+  v1::ListSummariesRequest list;
+  list.set_conversation_id("session-1");
+  v1::ListSummariesResponse source;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ASSERT_TRUE(stub_->ListSummaries(&ctx, list, &source).ok());
+  }
+  ASSERT_GT(source.chunks_size(), 0) << "the first session should have been summarized";
+
+  v1::CreateConversationRequest resume;
+  resume.set_conversation_id("session-2");
+  resume.set_continue_from("session-1");
+  v1::Conversation resumed;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const grpc::Status s = stub_->CreateConversation(&ctx, resume, &resumed);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_EQ(resumed.continued_from(), "session-1");
+  EXPECT_EQ(resumed.model(), "tiny-1");
+  EXPECT_EQ(resumed.item_count(), 0);
+
+  list.set_conversation_id("session-2");
+  v1::ListSummariesResponse carried;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ASSERT_TRUE(stub_->ListSummaries(&ctx, list, &carried).ok());
+  }
+  ASSERT_EQ(carried.chunks_size(), source.chunks_size());
+  size_t source_facts = 0, carried_facts = 0;
+  for (int i = 0; i < carried.chunks_size(); ++i) {
+    EXPECT_EQ(carried.chunks(i).source_conversation_id(), "session-1");
+    EXPECT_EQ(carried.chunks(i).source_chunk_id(), source.chunks(i).chunk_id());
+    EXPECT_EQ(carried.chunks(i).text(), source.chunks(i).text());
+    source_facts += source.chunks(i).facts_size();
+    carried_facts += carried.chunks(i).facts_size();
+  }
+  EXPECT_EQ(carried_facts, source_facts);
+
+  // The first view of the new session: the summaries and the ledger, no
+  // item of the old one.
+  ASSERT_TRUE(Append("session-2", 100).ok());
+  v1::BuildContextResponse view;
+  ASSERT_TRUE(Build("session-2", &view).ok());
+  int summaries = 0;
+  for (const v1::ContextEntry& e : view.entries()) {
+    if (e.section() == v1::SECTION_SUMMARY) ++summaries;
+    if (e.section() == v1::SECTION_LIVE) {
+      EXPECT_GE(e.sequence(), 1);
+    }
+  }
+  EXPECT_EQ(summaries, source.chunks_size());
+  if (source_facts > 0) {
+    EXPECT_GT(view.tokens().ledger(), 0);
+  }
+
+  v1::ListCompactionEventsRequest events;
+  events.set_conversation_id("session-2");
+  v1::ListCompactionEventsResponse audit;
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  ASSERT_TRUE(stub_->ListCompactionEvents(&ctx, events, &audit).ok());
+  ASSERT_GE(audit.events_size(), 1);
+  EXPECT_EQ(audit.events(0).event(), "continued");
+}
+
 }  // namespace
 }  // namespace convstate

@@ -15,6 +15,7 @@
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
 #include "services/compaction/context_view.h"
+#include "services/compaction/ledger.h"
 #include "services/compaction/planner.h"
 
 namespace convstate {
@@ -80,6 +81,7 @@ v1::Conversation ToProto(const Conversation& c) {
   out.set_system_prompt(c.system_prompt);
   out.set_pinned_instructions(c.pinned_instructions);
   FromMetadata(c.metadata, out.mutable_metadata());
+  out.set_continued_from(c.continued_from);
   FromOverrides(c.overrides, out.mutable_profile_overrides());
   out.set_version(c.version);
   out.set_compaction_version(c.compaction_version);
@@ -171,10 +173,42 @@ void ToProto(const SummaryChunk& c, v1::SummaryChunk* pc) {
   if (c.recall.has_value()) pc->set_recall(*c.recall);
   for (const LedgerFact& f : c.facts) ToProto(f, pc->add_facts());
   for (const LedgerFact& f : c.constraints) ToProto(f, pc->add_constraints());
+  pc->set_source_conversation_id(c.source_conversation_id);
+  pc->set_source_chunk_id(c.source_chunk_id);
 }
 
 // ---------------------------------------------------------------------------
 // Requests.
+
+// The chunks a continuation starts with: `active` as they are, counted with
+// the new conversation's tokenizer, ranges and fact sequences set to 0 (they
+// name items of the source), the source recorded on each.
+std::vector<SummaryChunk> CarriedChunks(const std::vector<SummaryChunk>& active,
+                                        const std::string& source_id, const Tokenizer& tokenizer,
+                                        int32_t per_message_tokens) {
+  std::vector<SummaryChunk> out;
+  for (const SummaryChunk& c : active) {
+    SummaryChunk carried = c;
+    carried.source_conversation_id = source_id;
+    carried.source_chunk_id = c.source_chunk_id != 0 ? c.source_chunk_id : c.chunk_id;
+    if (!c.source_conversation_id.empty()) carried.source_conversation_id = c.source_conversation_id;
+    carried.chunk_id = 0;
+    carried.superseded_by = 0;
+    carried.from_sequence = 0;
+    carried.through_sequence = 0;
+    carried.lines.clear();  // Attributed to items of the source.
+    carried.token_count = CountSystemTokens(tokenizer, carried.text, per_message_tokens);
+    for (std::vector<LedgerFact>* facts : {&carried.facts, &carried.constraints}) {
+      for (LedgerFact& f : *facts) {
+        f.sequence = 0;
+        f.turn_index = 0;
+        f.token_count = tokenizer.CountTokens(FactLine(f)) + 1;
+      }
+    }
+    out.push_back(std::move(carried));
+  }
+  return out;
+}
 
 absl::StatusOr<ConversationKey> ToKey(const std::string& tenant_id,
                                       const std::string& conversation_id) {
@@ -350,30 +384,59 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
   nc.key.conversation_id = req.conversation_id().empty() ? NewConversationId()
                                                          : req.conversation_id();
   RETURN_IF_ERROR(ValidateId("conversation_id", nc.key.conversation_id));
-  RETURN_IF_ERROR(ValidateModelName("model", req.model()));
+  // Continuing another conversation: what the request leaves empty comes
+  // from it, and its active chunks come along.
+  v1::CreateConversationRequest effective = req;
+  std::optional<ContextSnapshot> source;
+  if (!req.continue_from().empty()) {
+    RETURN_IF_ERROR(ValidateId("continue_from", req.continue_from()));
+    absl::StatusOr<ContextSnapshot> loaded =
+        storage_->LoadContext(ctx, ConversationKey{nc.key.tenant_id, req.continue_from()});
+    if (absl::IsNotFound(loaded.status())) {
+      return absl::NotFoundError(
+          absl::StrCat("continue_from: conversation '", req.continue_from(), "' not found"));
+    }
+    if (!loaded.ok()) return loaded.status();
+    source = std::move(*loaded);
+    const Conversation& from = source->conversation;
+    if (effective.model().empty()) effective.set_model(from.model);
+    if (effective.system_prompt().empty()) effective.set_system_prompt(from.system_prompt);
+    if (effective.pinned_instructions().empty()) {
+      effective.set_pinned_instructions(from.pinned_instructions);
+    }
+    if (!effective.has_profile_overrides()) {
+      FromOverrides(from.overrides, effective.mutable_profile_overrides());
+    }
+  }
+  RETURN_IF_ERROR(ValidateModelName("model", effective.model()));
   const Limits& limits = options_.limits;
   RETURN_IF_ERROR(
-      ValidateText("system_prompt", req.system_prompt(), limits.max_system_prompt_bytes));
-  RETURN_IF_ERROR(ValidateText("pinned_instructions", req.pinned_instructions(),
+      ValidateText("system_prompt", effective.system_prompt(), limits.max_system_prompt_bytes));
+  RETURN_IF_ERROR(ValidateText("pinned_instructions", effective.pinned_instructions(),
                                limits.max_system_prompt_bytes));
-  RETURN_IF_ERROR(ValidateMetadata("metadata", req.metadata(), limits));
-  absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(req.model());
+  RETURN_IF_ERROR(ValidateMetadata("metadata", effective.metadata(), limits));
+  absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(effective.model());
   if (!resolved.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("model: ", resolved.status().message()));
   }
-  nc.overrides = ToOverrides(req.profile_overrides());
+  nc.overrides = ToOverrides(effective.profile_overrides());
   const ModelProfile profile = ApplyOverrides((*resolved)->profile, nc.overrides);
   RETURN_IF_ERROR(ValidateProfile(profile, "profile_overrides."));
-  nc.model = req.model();
-  nc.system_prompt = req.system_prompt();
-  nc.pinned_instructions = req.pinned_instructions();
-  nc.metadata = ToMetadata(req.metadata());
+  nc.model = effective.model();
+  nc.system_prompt = effective.system_prompt();
+  nc.pinned_instructions = effective.pinned_instructions();
+  nc.metadata = ToMetadata(effective.metadata());
   // Counted once, here; every BuildContext reuses these counts.
   const Tokenizer& tokenizer = *(*resolved)->tokenizer;
   nc.system_prompt_tokens =
       CountSystemTokens(tokenizer, nc.system_prompt, profile.per_message_tokens);
   nc.pinned_instructions_tokens =
       CountSystemTokens(tokenizer, nc.pinned_instructions, profile.per_message_tokens);
+  if (source.has_value()) {
+    nc.continued_from = req.continue_from();
+    nc.carried_chunks = CarriedChunks(source->active_chunks, req.continue_from(), tokenizer,
+                                      profile.per_message_tokens);
+  }
   ASSIGN_OR_RETURN(Conversation created, storage_->CreateConversation(ctx, nc));
   return ToProto(created);
 }

@@ -592,5 +592,68 @@ TEST_F(ConversationServiceTest, ProviderOverflowOfAViewThatCannotShrinkIsRefused
   ASSERT_TRUE(absl::IsResourceExhausted(out.status())) << out.status();
 }
 
+TEST_F(ConversationServiceTest, ContinueFromCarriesSummariesAndFactsNotLiveItems) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("monday");
+  create.set_model("small-1");
+  create.set_system_prompt("You are the release assistant.");
+  create.mutable_profile_overrides()->set_recent_turns(1);
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  std::string chatter;
+  for (int i = 0; i < 12; ++i) chatter += " I will look into it and get back to you soon.";
+  ASSERT_TRUE(service_.AppendTurn(ctx_, Append("monday", "We ship api v1.4 from registry.local:5000 on Friday." + chatter)).ok());
+  v1::AppendTurnRequest more = Append("monday", "Also rotate the key KEY-4471 before that." + chatter);
+  *more.add_items() = Message(v1::ROLE_ASSISTANT, "Noted: rotate KEY-4471 before the Friday release." + chatter);
+  ASSERT_TRUE(service_.AppendTurn(ctx_, more).ok());
+  ASSERT_TRUE(service_.AppendTurn(ctx_, Append("monday", "What is left for today?")).ok());
+  v1::CompactRequest compact;
+  compact.set_conversation_id("monday");
+  compact.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+  auto compacted = service_.Compact(ctx_, compact);
+  ASSERT_TRUE(compacted.ok()) << compacted.status();
+  ASSERT_GT(compacted->summary_chunk_id(), 0);
+
+  v1::CreateConversationRequest resume;
+  resume.set_conversation_id("tuesday");
+  resume.set_continue_from("monday");
+  auto resumed = service_.CreateConversation(ctx_, resume);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->continued_from(), "monday");
+  EXPECT_EQ(resumed->model(), "small-1");  // Taken from the source.
+  EXPECT_EQ(resumed->system_prompt(), "You are the release assistant.");
+
+  v1::BuildContextRequest build;
+  build.set_conversation_id("tuesday");
+  auto view = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(view.ok()) << view.status();
+  std::string ledger;
+  int summaries = 0, live = 0;
+  for (const auto& e : view->entries()) {
+    if (e.section() == v1::SECTION_SUMMARY) ++summaries;
+    if (e.section() == v1::SECTION_LEDGER) ledger += e.content();
+    if (e.section() == v1::SECTION_LIVE) ++live;
+  }
+  EXPECT_EQ(summaries, 1);
+  EXPECT_EQ(live, 0) << "live items are not carried over";
+  EXPECT_NE(ledger.find("registry.local:5000"), std::string::npos) << ledger << view->DebugString();
+  EXPECT_NE(ledger.find("(earlier)"), std::string::npos) << ledger;
+
+  v1::ListSummariesRequest list;
+  list.set_conversation_id("tuesday");
+  auto chunks = service_.ListSummaries(ctx_, list);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_EQ(chunks->chunks_size(), 1);
+  EXPECT_EQ(chunks->chunks(0).source_conversation_id(), "monday");
+  EXPECT_EQ(chunks->chunks(0).source_chunk_id(), compacted->summary_chunk_id());
+
+  // The source is untouched; a missing source is NOT_FOUND.
+  v1::GetConversationRequest get;
+  get.set_conversation_id("monday");
+  EXPECT_EQ(service_.GetConversation(ctx_, get)->item_count(), 5);  // 4 items, 1 marker.
+  resume.set_conversation_id("wednesday");
+  resume.set_continue_from("nobody");
+  EXPECT_TRUE(absl::IsNotFound(service_.CreateConversation(ctx_, resume).status()));
+}
+
 }  // namespace
 }  // namespace convstate

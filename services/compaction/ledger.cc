@@ -255,6 +255,10 @@ std::string FactKey(absl::string_view text) {
 }
 
 std::string FactLine(const LedgerFact& fact) {
+  // Sequence 0: carried over from an earlier conversation, no item here.
+  if (fact.sequence == 0) {
+    return absl::StrCat("- ", std::string(1, RoleLetter(fact.role)), " (earlier): ", fact.text);
+  }
   return absl::StrCat("- ", std::string(1, RoleLetter(fact.role)), "#", fact.sequence, ": ",
                       fact.text);
 }

@@ -59,16 +59,6 @@ struct ProfileOverrides {
   friend bool operator==(const ProfileOverrides&, const ProfileOverrides&) = default;
 };
 
-struct NewConversation {
-  ConversationKey key;
-  std::string model;
-  std::string system_prompt;
-  std::string pinned_instructions;
-  Metadata metadata;
-  ProfileOverrides overrides;
-  int64_t system_prompt_tokens = 0;
-  int64_t pinned_instructions_tokens = 0;
-};
 
 struct Conversation {
   ConversationKey key;
@@ -106,6 +96,8 @@ struct Conversation {
   // When positive, the prompt (the view less the output reserve) must stay
   // under it: nine tenths of what a provider refused. 0: no limit.
   int64_t prompt_limit = 0;
+  // The conversation this one continues; empty if none.
+  std::string continued_from;
   // The latest compaction lease's fencing token, and whether it is still
   // unexpired (as of the read).
   int64_t lease_token = 0;
@@ -197,6 +189,24 @@ struct SummaryChunk {
   // Share of the span's facts present in the chunk or the ledger when it
   // was committed; unset for chunks written before recall was measured.
   std::optional<double> recall;
+  // Carried over from another conversation (continue_from): where from.
+  std::string source_conversation_id;
+  int64_t source_chunk_id = 0;
+};
+
+struct NewConversation {
+  ConversationKey key;
+  std::string model;
+  std::string system_prompt;
+  std::string pinned_instructions;
+  Metadata metadata;
+  ProfileOverrides overrides;
+  int64_t system_prompt_tokens = 0;
+  int64_t pinned_instructions_tokens = 0;
+  // Continuing another conversation of the tenant: its id, and the chunks
+  // carried over (ids are assigned on insert).
+  std::string continued_from;
+  std::vector<SummaryChunk> carried_chunks;
 };
 
 // Token usage a provider reported for the call that produced appended items,
