@@ -375,5 +375,69 @@ TEST_F(GatewayE2eTest, AContinuationResumesFromTheSummariesAndLedgerWithProvenan
   EXPECT_EQ(audit.events(0).event(), "continued");
 }
 
+TEST_F(GatewayE2eTest, ReasoningStaysVerbatimWhenRecentAndIsDroppedOrSummarizedByPolicy) {
+  for (const std::string model : {"tiny-1", "brief-1"}) {
+    SCOPED_TRACE(model);
+    const bool drop = model == "brief-1";
+    const std::string id = "reasoning-" + model;
+    v1::CreateConversationRequest create;
+    create.set_conversation_id(id);
+    create.set_model(model);
+    create.set_system_prompt("You are an on-call assistant.");
+    v1::Conversation created;
+    {
+      grpc::ClientContext ctx;
+      SetDeadline(ctx);
+      ASSERT_TRUE(stub_->CreateConversation(&ctx, create, &created).ok());
+    }
+    int summarized = 0, dropped = 0, kept_last = -1;
+    for (int n = 0; n < 30; ++n) {
+      v1::AppendTurnRequest req;
+      req.set_conversation_id(id);
+      std::string filler;
+      for (int i = 0; i < 8; ++i) absl::StrAppend(&filler, " The batch ", n * 10 + i, " finished late.");
+      *req.add_items() = MakeItem(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE,
+                                  absl::StrCat("[turn ", n, "] Why is api-", n, " slow?", filler));
+      *req.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_REASONING,
+                                  absl::StrCat("Thinking about turn ", n, ":", filler));
+      *req.add_items() = MakeItem(v1::ROLE_ASSISTANT, v1::ITEM_KIND_MESSAGE,
+                                  absl::StrCat("api-", n, " waits on db-", n, ".", filler));
+      v1::AppendTurnResponse out;
+      {
+        grpc::ClientContext ctx;
+        SetDeadline(ctx);
+        ASSERT_TRUE(stub_->AppendTurn(&ctx, req, &out).ok());
+      }
+      v1::BuildContextResponse view;
+      std::vector<v1::CompactionCompleted> steps;
+      ASSERT_TRUE(Build(id, &view, &steps).ok());
+      for (const v1::CompactionCompleted& step : steps) {
+        if (step.tier() != "summarize") continue;
+        summarized += step.reasoning_summarized();
+        dropped += step.reasoning_dropped();
+        kept_last = step.reasoning_kept();
+      }
+      // Reasoning is only ever a live item of the conversation, verbatim.
+      for (const v1::ContextEntry& e : view.entries()) {
+        if (e.kind() != v1::ITEM_KIND_REASONING) continue;
+        EXPECT_EQ(e.section(), v1::SECTION_LIVE);
+        EXPECT_EQ(e.content().rfind("Thinking about turn ", 0), 0u);
+      }
+    }
+    EXPECT_GT(summarized + dropped, 0) << "no summary took reasoning in";
+    EXPECT_EQ(drop ? summarized : dropped, 0);
+    EXPECT_GE(kept_last, 1);
+    v1::ListCompactionEventsRequest events;
+    events.set_conversation_id(id);
+    v1::ListCompactionEventsResponse audit;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ASSERT_TRUE(stub_->ListCompactionEvents(&ctx, events, &audit).ok());
+    int rows = 0;
+    for (const v1::CompactionEvent& e : audit.events()) rows += e.event() == "reasoning_downgraded";
+    EXPECT_GT(rows, 0);
+  }
+}
+
 }  // namespace
 }  // namespace convstate

@@ -2,7 +2,8 @@
 #define CONVSTATE_TESTS_TEST_PROFILES_H_
 
 // Model profiles for end-to-end tests: "tiny-*" models have a 4,096-token
-// window (o200k_base), so that a few dozen turns go through every tier.
+// window (o200k_base), so that a few dozen turns go through every tier;
+// "brief-*" are the same but drop reasoning blocks when they summarize.
 
 namespace convstate::testing {
 
@@ -19,6 +20,18 @@ inline constexpr char kTinyProfiles[] = R"pb(
     recent { turns: 3 max_tokens: 1200 }
     tool_pruning { trigger_tokens: 800 keep_recent: 2 min_savings_tokens: 100 keep_recent_fraction: 1.0 }
     summarizer { max_chunk_tokens: 250 chunk_budget_fraction: 0.15 }
+  }
+  profiles {
+    name: "brief"
+    patterns: "brief-*"
+    context_window: 4096
+    output_reserve: 512
+    token_floor: 0
+    tokenizer { encoding: "o200k_base" }
+    recent { turns: 3 max_tokens: 1200 }
+    tool_pruning { trigger_tokens: 800 keep_recent: 2 min_savings_tokens: 100 keep_recent_fraction: 1.0 }
+    summarizer { max_chunk_tokens: 250 chunk_budget_fraction: 0.15 }
+    reasoning_policy: "drop"
   }
 )pb";
 

@@ -250,6 +250,12 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     options.prune_boundary = boundary;
     return AssembleView(s, profile, tokenizer.approximate(), pending, options);
   };
+  // Reasoning blocks a summary took in or dropped, and where it ended.
+  struct ReasoningCounts {
+    int summarized = 0;
+    int dropped = 0;
+  } reasoning_step;
+  int64_t plan_through = 0;
   // The compaction's span (a child of the call's, when there is work) and
   // one span event and a set of metric points per step.
   telemetry::Telemetry* const t = options_.telemetry;
@@ -264,6 +270,13 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       CompactionProgress p{kind, tier, before, after, reason, recall};
       if (before_tokens != nullptr) p.before_tokens = *before_tokens;
       if (after_tokens != nullptr) p.after_tokens = *after_tokens;
+      if (kind == CompactionProgress::Kind::kCompleted && tier == "summarize") {
+        p.reasoning_summarized = reasoning_step.summarized;
+        p.reasoning_dropped = reasoning_step.dropped;
+        for (const Item& item : snapshot.live_items) {
+          if (item.data.kind == ItemKind::kReasoning && item.sequence > plan_through) ++p.reasoning_kept;
+        }
+      }
       progress(p);
     }
     const absl::Time now = absl::Now();
@@ -434,6 +447,9 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     step_tokens = pruned;
   }
   double summary_recall = 1.0;
+  int reasoning_summarized = 0;
+  int reasoning_dropped = 0;
+  plan_through = plan.summarize_through;
   if (plan.summarize) {
     const TokenBreakdown summarize_before = step_tokens;
     const int64_t before = plan.tokens_before - plan.prune_savings;
@@ -445,6 +461,15 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     for (const Item& item : snapshot.live_items) {
       if (item.sequence <= plan.summarize_through && !item.data.pinned &&
           item.data.kind != ItemKind::kSummaryMarker) {
+        // Reasoning goes into the summary as the assistant's attributed
+        // text, or nowhere, as the profile says; never back as reasoning.
+        if (item.data.kind == ItemKind::kReasoning) {
+          if (profile.reasoning == ModelProfile::ReasoningPolicy::kDrop) {
+            ++reasoning_dropped;
+            continue;
+          }
+          ++reasoning_summarized;
+        }
         zone.push_back(item);
       }
     }
@@ -537,7 +562,18 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
                      {"recall", summary_recall},
                      {"latency_ms", chunk.latency_ms}}),
               summarize_before, summarized));
+          if (reasoning_summarized + reasoning_dropped > 0) {
+            events.push_back(Event(
+                "reasoning_downgraded", "summarize", before, after,
+                {{"summarized", reasoning_summarized},
+                 {"dropped", reasoning_dropped},
+                 {"policy", profile.reasoning == ModelProfile::ReasoningPolicy::kDrop
+                                ? "drop"
+                                : "summarize"},
+                 {"through", plan.summarize_through}}));
+          }
           commit.chunk = std::move(chunk);
+          reasoning_step = ReasoningCounts{reasoning_summarized, reasoning_dropped};
           report(CompactionProgress::Kind::kCompleted, "summarize", before, after, "",
                  summary_recall, &summarize_before, &summarized);
         }

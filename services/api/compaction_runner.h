@@ -35,6 +35,11 @@ struct CompactionProgress {
   // For a completed step: the view's tokens by section before and after.
   std::optional<TokenBreakdown> before_tokens;
   std::optional<TokenBreakdown> after_tokens;
+  // For a completed summary: reasoning blocks left verbatim after it, and
+  // those it summarized as text or dropped.
+  int reasoning_kept = 0;
+  int reasoning_summarized = 0;
+  int reasoning_dropped = 0;
 };
 using ProgressSink = std::function<void(const CompactionProgress&)>;
 

@@ -590,5 +590,89 @@ TEST_F(CompactionRunnerTest, SwitchedOffNothingIsCompactedAndAViewThatDoesNotFit
   EXPECT_TRUE(chunks->empty());
 }
 
+void AppendReasoningTurns(Storage& storage, const CallContext& ctx, int turns) {
+  for (int i = 0; i < turns; ++i) {
+    AppendRequest req;
+    req.key = {"t", "c"};
+    ItemData user;
+    user.role = Role::kUser;
+    user.content = absl::StrCat("Question ", i, ": ", std::string(90, 'q'));
+    ItemData thought;
+    thought.role = Role::kAssistant;
+    thought.kind = ItemKind::kReasoning;
+    thought.content = absl::StrCat("Thinking about question ", i, ": ", std::string(90, 'r'));
+    ItemData answer;
+    answer.role = Role::kAssistant;
+    answer.content = absl::StrCat("Answer ", i, ": ", std::string(90, 'a'));
+    for (ItemData* d : {&user, &thought, &answer}) {
+      d->token_count = static_cast<int64_t>(d->content.size());
+      req.items.push_back(*d);
+    }
+    ASSERT_TRUE(storage.AppendItems(ctx, req).ok());
+  }
+}
+
+TEST_F(CompactionRunnerTest, OlderReasoningIsSummarizedAsTextOrDroppedByPolicyAndAudited) {
+  for (auto policy : {ModelProfile::ReasoningPolicy::kSummarize, ModelProfile::ReasoningPolicy::kDrop}) {
+    SCOPED_TRACE(policy == ModelProfile::ReasoningPolicy::kDrop ? "drop" : "summarize");
+    storage_ = NewMemoryStorage(&clock_);
+    NewConversation nc;
+    nc.key = {"t", "c"};
+    nc.model = "p";
+    ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+    AppendReasoningTurns(*storage_, ctx_, 4);
+    std::string transcript;
+    summarizer_.answer = [&](const SummaryRequest& req) {
+      transcript = req.transcript;
+      return Short(req);
+    };
+    ResolvedProfile profile = profile_;
+    profile.profile.reasoning = policy;
+    auto snap = storage_->LoadContext(ctx_, {"t", "c"});
+    ASSERT_TRUE(snap.ok());
+    CompactionRunner::Options options;
+    options.clock = &clock_;
+    CompactionRunner runner(options, storage_.get(), &summarizer_);
+    std::vector<CompactionProgress> steps;
+    auto out = runner.Run(ctx_, *snap, profile, {}, CompactionMode::kSummarize, "",
+                          [&](const CompactionProgress& p) { steps.push_back(p); });
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_GT(out->chunk_id, 0);
+    const bool drop = policy == ModelProfile::ReasoningPolicy::kDrop;
+    // Three turns are summarized (one is the recent buffer).
+    EXPECT_EQ(transcript.find("Assistant (reasoning): Thinking about question 0") != std::string::npos,
+              !drop)
+        << transcript;
+    const CompactionProgress* done = nullptr;
+    for (const CompactionProgress& p : steps) {
+      if (p.kind == CompactionProgress::Kind::kCompleted && p.tier == "summarize") done = &p;
+    }
+    ASSERT_NE(done, nullptr);
+    EXPECT_EQ(done->reasoning_summarized, drop ? 0 : 3);
+    EXPECT_EQ(done->reasoning_dropped, drop ? 3 : 0);
+    EXPECT_EQ(done->reasoning_kept, 1);
+    // The view keeps the recent turn's reasoning verbatim and never shows a
+    // summary as reasoning.
+    int reasoning_entries = 0;
+    for (const ViewEntry& e : out->view.entries) {
+      if (e.kind != ItemKind::kReasoning) continue;
+      ++reasoning_entries;
+      EXPECT_EQ(e.section, Section::kLive);
+      EXPECT_NE(e.content.find("question 3"), std::string::npos);
+    }
+    EXPECT_EQ(reasoning_entries, 1);
+    const auto events = storage_->ListCompactionEvents(ctx_, {"t", "c"});
+    ASSERT_TRUE(events.ok());
+    bool audited = false;
+    for (const CompactionEvent& e : *events) {
+      if (e.event != "reasoning_downgraded") continue;
+      audited = true;
+      EXPECT_NE(e.detail.find(drop ? "\"dropped\":3" : "\"summarized\":3"), std::string::npos)
+          << e.detail;
+    }
+    EXPECT_TRUE(audited);
+  }
+}
+
 }  // namespace
 }  // namespace convstate

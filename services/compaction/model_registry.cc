@@ -53,6 +53,7 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
   SetIfNonZero(p.ledger().min_recall(), out.ledger.min_recall);
   SetIfNonZero(p.ledger().constraints_fraction(), out.ledger.constraints_fraction);
   if (p.has_compaction_enabled()) out.compaction_enabled = p.compaction_enabled();
+  if (p.reasoning_policy() == "drop") out.reasoning = ModelProfile::ReasoningPolicy::kDrop;
   return out;
 }
 
@@ -121,6 +122,12 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::FromText(
     if (p.name().empty()) return absl::InvalidArgumentError("model profiles: a profile has no name");
     if (!names.insert(p.name()).second) {
       return absl::InvalidArgumentError(absl::StrCat("model profiles: ", where, "name used twice"));
+    }
+    if (!p.reasoning_policy().empty() && p.reasoning_policy() != "summarize" &&
+        p.reasoning_policy() != "drop") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model profiles: ", where, "reasoning_policy: expected summarize or drop, got '",
+          p.reasoning_policy(), "'"));
     }
     auto resolved = std::make_unique<ResolvedProfile>();
     // Sizes with a fractional cap scaled to the window, as for every conversation.

@@ -130,5 +130,20 @@ TEST(ModelRegistryTest, BadFilesSayWhatIsWrong) {
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
 }
 
+TEST(ModelRegistryTest, CompactionSwitchAndReasoningPolicy) {
+  auto registry = ModelRegistry::FromText(R"pb(
+    profiles { name: "a" }
+    profiles { name: "b" compaction_enabled: false reasoning_policy: "drop" }
+  )pb", "");
+  ASSERT_TRUE(registry.ok()) << registry.status();
+  EXPECT_TRUE((*(*registry)->Resolve("a"))->profile.compaction_enabled);
+  EXPECT_EQ((*(*registry)->Resolve("a"))->profile.reasoning, ModelProfile::ReasoningPolicy::kSummarize);
+  EXPECT_FALSE((*(*registry)->Resolve("b"))->profile.compaction_enabled);
+  EXPECT_EQ((*(*registry)->Resolve("b"))->profile.reasoning, ModelProfile::ReasoningPolicy::kDrop);
+  auto bad = ModelRegistry::FromText(R"pb(profiles { name: "c" reasoning_policy: "hide" })pb", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("reasoning_policy"), std::string::npos) << bad.status();
+}
+
 }  // namespace
 }  // namespace convstate

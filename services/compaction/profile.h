@@ -64,6 +64,11 @@ struct ModelProfile {
     double min_recall = 0.9;
     double constraints_fraction = 0.05;
   } ledger;
+
+  // Reasoning blocks of summarized turns: into the summary as attributed
+  // text, or dropped.
+  enum class ReasoningPolicy { kSummarize, kDrop };
+  ReasoningPolicy reasoning = ReasoningPolicy::kSummarize;
 };
 
 // `base` with the conversation's overrides applied, and every size that

@@ -275,6 +275,9 @@ v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
       if (p.after_tokens.has_value()) {
         ToProto(*p.after_tokens, event.mutable_compaction_completed()->mutable_after());
       }
+      event.mutable_compaction_completed()->set_reasoning_kept(p.reasoning_kept);
+      event.mutable_compaction_completed()->set_reasoning_summarized(p.reasoning_summarized);
+      event.mutable_compaction_completed()->set_reasoning_dropped(p.reasoning_dropped);
       break;
     case CompactionProgress::Kind::kFailed:
       event.mutable_compaction_failed()->set_tier(p.tier);
