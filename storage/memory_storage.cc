@@ -62,6 +62,7 @@ class MemoryStorage final : public Storage {
     c.system_prompt_tokens = nc.system_prompt_tokens;
     c.pinned_instructions_tokens = nc.pinned_instructions_tokens;
     c.continued_from = nc.continued_from;
+    c.count_encoding = nc.count_encoding;
     c.create_time = c.update_time = Now();
     if (!nc.continued_from.empty()) {
       int64_t facts = 0;
@@ -307,6 +308,52 @@ class MemoryStorage final : public Storage {
       state->lease_expires = absl::InfinitePast();
       state->conversation.lease_active = false;
     }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Conversation> UpdateConversation(const CallContext& ctx,
+                                                 const ConversationKey& key,
+                                                 const ConversationUpdate& u) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    Conversation& c = state->conversation;
+    if (u.model) c.model = *u.model;
+    if (u.system_prompt) c.system_prompt = *u.system_prompt;
+    if (u.pinned_instructions) c.pinned_instructions = *u.pinned_instructions;
+    if (u.overrides) c.overrides = *u.overrides;
+    c.system_prompt_tokens = u.system_prompt_tokens;
+    c.pinned_instructions_tokens = u.pinned_instructions_tokens;
+    c.count_encoding = u.count_encoding;
+    if (u.reset_overflow) {
+      c.overflow_correction = 1.0;
+      c.prompt_limit = 0;
+    }
+    c.compaction_version += 1;
+    c.update_time = Now();
+    AddEvents(*state, {u.event}, c.update_time);
+    return c;
+  }
+
+  absl::Status SaveTokenCounts(const CallContext& ctx, const ConversationKey& key,
+                               const TokenRecount& recount) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    for (const auto& [sequence, count] : recount.items) {
+      if (sequence >= 1 && sequence <= static_cast<int64_t>(state->items.size())) {
+        state->items[sequence - 1].data.token_count = count;
+      }
+    }
+    for (const SummaryChunk& chunk : recount.chunks) {
+      for (SummaryChunk& stored : state->chunks) {
+        if (stored.chunk_id != chunk.chunk_id) continue;
+        stored.token_count = chunk.token_count;
+        stored.facts = chunk.facts;
+        stored.constraints = chunk.constraints;
+      }
+    }
+    state->conversation.count_encoding = recount.count_encoding;
     return absl::OkStatus();
   }
 

@@ -49,6 +49,8 @@ const DbOperation& DbOperationOf(absl::string_view operation) {
       {"unpin item", {"DELETE", "DELETE item_pins"}},
       {"list compaction events", {"SELECT", "SELECT compaction_events"}},
       {"record provider overflow", {"UPDATE", "UPDATE conversations"}},
+      {"update conversation", {"UPDATE", "UPDATE conversations"}},
+      {"save token counts", {"UPDATE", "UPDATE items summary_chunks"}},
   };
   static const DbOperation kOther{"TRANSACTION", "TRANSACTION"};
   auto it = kOperations->find(operation);
@@ -68,15 +70,19 @@ constexpr char kConversationColumns[] =
     "floor(extract(epoch FROM updated_at) * 1000000)::bigint, "
     "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction, "
     "prune_boundary, lease_token, coalesce(lease_expires_at > now(), false), "
-    "compaction_version, overflow_correction, prompt_limit, continued_from";
+    "compaction_version, overflow_correction, prompt_limit, continued_from, count_encoding";
 
-// Items with their pins: a pin set after the append overrides the flag.
+// Items with their pins: a pin set after the append overrides the flag;
+// and with their count in the conversation's current tokenizer when it was
+// made again after a model change.
 constexpr char kItemColumns[] =
     "i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, i.tool_call_id, "
-    "coalesce(p.pinned, i.pinned), i.metadata::text, i.token_count, "
+    "coalesce(p.pinned, i.pinned), i.metadata::text, coalesce(tc.token_count, i.token_count), "
     "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint";
 constexpr char kItemsWithPins[] =
-    " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence ";
+    " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
+    "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
+    "AND tc.encoding = (SELECT count_encoding FROM conversations cc WHERE cc.conv_key = i.conv_key) ";
 
 constexpr char kChunkColumns[] =
     "chunk_id, from_sequence, through_sequence, text, token_count, "
@@ -96,8 +102,10 @@ const std::vector<Statement>& Statements() {
       {"create_conversation",
        absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
                     "system_prompt, pinned_instructions, metadata, profile_overrides, "
-                    "system_prompt_tokens, pinned_instructions_tokens, continued_from) "
-                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10) RETURNING ",
+                    "system_prompt_tokens, pinned_instructions_tokens, continued_from, "
+                    "count_encoding) "
+                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11) "
+                    "RETURNING ",
                     kConversationColumns)},
       {"get_conversation",
        absl::StrCat("SELECT ", kConversationColumns,
@@ -191,6 +199,21 @@ const std::vector<Statement>& Statements() {
        "WHERE conv_key = $1 AND sequence = $2 AND kind <> 'summary_marker' "
        "ON CONFLICT (conv_key, sequence) DO UPDATE SET pinned = $3, updated_at = now() "
        "RETURNING sequence"},
+      {"update_conversation",
+       "UPDATE conversations SET model = $2, system_prompt = $3, pinned_instructions = $4, "
+       "profile_overrides = $5::jsonb, system_prompt_tokens = $6, "
+       "pinned_instructions_tokens = $7, count_encoding = $8, "
+       "overflow_correction = CASE WHEN $9 THEN 1.0 ELSE overflow_correction END, "
+       "prompt_limit = CASE WHEN $9 THEN 0 ELSE prompt_limit END, "
+       "compaction_version = compaction_version + 1, updated_at = now() WHERE conv_key = $1"},
+      {"set_item_tokens",
+       "INSERT INTO item_token_counts (conv_key, sequence, encoding, token_count) "
+       "VALUES ($1, $2, $4, $3) ON CONFLICT (conv_key, sequence, encoding) "
+       "DO UPDATE SET token_count = excluded.token_count"},
+      {"set_chunk_tokens",
+       "UPDATE summary_chunks SET token_count = $3, structure = $4::jsonb "
+       "WHERE conv_key = $1 AND chunk_id = $2"},
+      {"set_count_encoding", "UPDATE conversations SET count_encoding = $2 WHERE conv_key = $1"},
       {"record_overflow",
        "UPDATE conversations SET overflow_correction = greatest(overflow_correction, $2), "
        "prompt_limit = CASE WHEN prompt_limit = 0 THEN $3 ELSE least(prompt_limit, $3) END, "
@@ -284,6 +307,7 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.overflow_correction = r[23].as<double>();
   c.prompt_limit = r[24].as<int64_t>();
   c.continued_from = r[25].as<std::string>();
+  c.count_encoding = r[26].as<std::string>();
   return out;
 }
 
@@ -489,7 +513,7 @@ class PostgresStorage final : public Storage {
           "create_conversation", nc.key.tenant_id, nc.key.conversation_id, nc.model,
           nc.system_prompt, nc.pinned_instructions, MetadataToJson(nc.metadata),
           OverridesToJson(nc.overrides), nc.system_prompt_tokens,
-          nc.pinned_instructions_tokens, nc.continued_from);
+          nc.pinned_instructions_tokens, nc.continued_from, nc.count_encoding);
       ConversationRow row = ParseConversation(r[0]);
       if (!nc.continued_from.empty()) {
         int64_t chunk_id = 0;
@@ -807,6 +831,47 @@ class PostgresStorage final : public Storage {
       tx.commit();
       return items.at(0);
     });
+  }
+
+  absl::StatusOr<Conversation> UpdateConversation(const CallContext& ctx,
+                                                 const ConversationKey& key,
+                                                 const ConversationUpdate& u) override {
+    return Run<Conversation>(ctx, "update conversation",
+                             [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
+      pqxx::result locked =
+          tx.exec_prepared("lock_conversation", key.tenant_id, key.conversation_id);
+      if (locked.empty()) return NotFound(key);
+      const ConversationRow row = ParseConversation(locked[0]);
+      const Conversation& c = row.conversation;
+      tx.exec_prepared("update_conversation", row.conv_key, u.model.value_or(c.model),
+                       u.system_prompt.value_or(c.system_prompt),
+                       u.pinned_instructions.value_or(c.pinned_instructions),
+                       OverridesToJson(u.overrides.value_or(c.overrides)), u.system_prompt_tokens,
+                       u.pinned_instructions_tokens, u.count_encoding, u.reset_overflow);
+      InsertEvents(tx, row.conv_key, {u.event});
+      ConversationRow updated = ParseConversation(
+          tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id)[0]);
+      tx.commit();
+      return updated.conversation;
+    });
+  }
+
+  absl::Status SaveTokenCounts(const CallContext& ctx, const ConversationKey& key,
+                               const TokenRecount& recount) override {
+    return Run<bool>(ctx, "save token counts",
+                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+      ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
+      for (const auto& [sequence, count] : recount.items) {
+        tx.exec_prepared("set_item_tokens", conv_key, sequence, count, recount.count_encoding);
+      }
+      for (const SummaryChunk& chunk : recount.chunks) {
+        tx.exec_prepared("set_chunk_tokens", conv_key, chunk.chunk_id, chunk.token_count,
+                         StructureToJson(chunk));
+      }
+      tx.exec_prepared("set_count_encoding", conv_key, recount.count_encoding);
+      tx.commit();
+      return true;
+    }).status();
   }
 
   absl::StatusOr<Conversation> RecordProviderOverflow(const CallContext& ctx,

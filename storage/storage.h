@@ -130,6 +130,18 @@ class Storage {
 
   // Appends audit events that change no state (a failed or truncating
   // compaction). NOT_FOUND for an unknown conversation.
+  // Applies `update` and writes its audit row, moving compaction_version.
+  // NOT_FOUND for an unknown conversation.
+  virtual absl::StatusOr<Conversation> UpdateConversation(const CallContext& ctx,
+                                                         const ConversationKey& key,
+                                                         const ConversationUpdate& update) = 0;
+
+  // Stores counts made with another tokenizer and records it as the
+  // conversation's count_encoding. The view's content does not change, so
+  // neither version moves.
+  virtual absl::Status SaveTokenCounts(const CallContext& ctx, const ConversationKey& key,
+                                       const TokenRecount& recount) = 0;
+
   // A provider refused a view as too long: raises the conversation's
   // overflow_correction to `correction` (never lowers it), lowers its
   // prompt_limit to `prompt_limit` (> 0; never raises it), moves its

@@ -497,6 +497,57 @@ TEST_P(StorageConformanceTest, AContinuationStartsWithTheCarriedChunksAndSaysWhe
   EXPECT_EQ(snap->live_items[0].sequence, 1);
 }
 
+TEST_P(StorageConformanceTest, UpdateReplacesWhatIsSetAndRecountsAreStored) {
+  NewConversation nc;
+  nc.key = Key("updated");
+  nc.model = "small";
+  nc.system_prompt = "old prompt";
+  nc.system_prompt_tokens = 3;
+  nc.count_encoding = "approximate:2";
+  auto created = storage_->CreateConversation(ctx_, nc);
+  ASSERT_TRUE(created.ok());
+  EXPECT_EQ(created->count_encoding, "approximate:2");
+  AppendRequest req;
+  req.key = nc.key;
+  req.items = {Message(Role::kUser, "hello there")};
+  req.items[0].token_count = 8;
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+
+  ConversationUpdate u;
+  u.model = "large";
+  u.system_prompt_tokens = 3;
+  u.pinned_instructions_tokens = 0;
+  u.count_encoding = "approximate:2";
+  u.reset_overflow = true;
+  u.event.event = "conversation_updated";
+  CompactionEvent refused;
+  refused.event = "provider_overflow";
+  ASSERT_TRUE(storage_->RecordProviderOverflow(ctx_, nc.key, 1.5, 100, refused).ok());
+  auto c = storage_->UpdateConversation(ctx_, nc.key, u);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->model, "large");
+  EXPECT_EQ(c->system_prompt, "old prompt");  // Not set: kept.
+  EXPECT_EQ(c->version, created->version + 1);  // The append only.
+  EXPECT_EQ(c->compaction_version, created->compaction_version + 2);
+  EXPECT_DOUBLE_EQ(c->overflow_correction, 1.0);  // A new model starts afresh.
+  EXPECT_EQ(c->prompt_limit, 0);
+
+  TokenRecount recount;
+  recount.count_encoding = "o200k_base";
+  recount.items = {{1, 3}};
+  ASSERT_TRUE(storage_->SaveTokenCounts(ctx_, nc.key, recount).ok());
+  auto snap = storage_->LoadContext(ctx_, nc.key);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->conversation.count_encoding, "o200k_base");
+  ASSERT_EQ(snap->live_items.size(), 1u);
+  EXPECT_EQ(snap->live_items[0].data.token_count, 3);
+  auto events = storage_->ListCompactionEvents(ctx_, nc.key);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ(events->back().event, "conversation_updated");
+  EXPECT_TRUE(absl::IsNotFound(storage_->UpdateConversation(ctx_, Key("nobody"), u).status()));
+}
+
 // Six items; item 2 pinned.
 void AppendSix(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
   AppendRequest req;

@@ -439,5 +439,58 @@ TEST_F(GatewayE2eTest, ReasoningStaysVerbatimWhenRecentAndIsDroppedOrSummarizedB
   }
 }
 
+TEST_F(GatewayE2eTest, AModelChangeRebudgetsAndTheNextViewCompactsIfItMust) {
+  v1::Conversation created;
+  ASSERT_TRUE(Create("switch", {}, &created).ok());
+  ASSERT_TRUE(Append("switch", 0).ok());
+  v1::BuildContextResponse small;
+  ASSERT_TRUE(Build("switch", &small).ok());
+  ASSERT_EQ(small.tokens().context_window(), 4096);
+  ASSERT_FALSE(small.tokens().approximate());
+
+  // To a large model with another tokenizer: the same items, counted again.
+  auto update = [&](const std::string& model) {
+    v1::UpdateConversationRequest req;
+    req.set_conversation_id("switch");
+    req.set_model(model);
+    v1::Conversation out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const grpc::Status s = stub_->UpdateConversation(&ctx, req, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(out.model(), model);
+  };
+  update("big-model");
+  v1::BuildContextResponse big;
+  ASSERT_TRUE(Build("switch", &big).ok());
+  EXPECT_EQ(big.tokens().context_window(), 128000);
+  EXPECT_TRUE(big.tokens().approximate());
+  EXPECT_NE(big.tokens().live(), small.tokens().live());
+  for (int n = 1; n < 30; ++n) {
+    ASSERT_TRUE(Append("switch", n).ok());
+    ASSERT_TRUE(Build("switch", &big).ok());
+    EXPECT_EQ(big.context_status(), v1::CONTEXT_STATUS_FULL) << "128k holds it all";
+  }
+  // Back to the small window: the next view compacts to fit it.
+  update("tiny-2");
+  v1::BuildContextResponse back;
+  std::vector<v1::CompactionCompleted> steps;
+  ASSERT_TRUE(Build("switch", &back, &steps).ok());
+  EXPECT_EQ(back.tokens().context_window(), 4096);
+  EXPECT_LE(back.tokens().total(), 4096);
+  EXPECT_FALSE(steps.empty());
+  EXPECT_NE(back.context_status(), v1::CONTEXT_STATUS_FULL);
+
+  v1::ListCompactionEventsRequest list;
+  list.set_conversation_id("switch");
+  v1::ListCompactionEventsResponse audit;
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  ASSERT_TRUE(stub_->ListCompactionEvents(&ctx, list, &audit).ok());
+  int updates = 0;
+  for (const v1::CompactionEvent& e : audit.events()) updates += e.event() == "conversation_updated";
+  EXPECT_EQ(updates, 2);
+}
+
 }  // namespace
 }  // namespace convstate

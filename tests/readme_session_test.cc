@@ -76,6 +76,7 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "convstate.v1.ConversationState/PinItem",
       "grpc.health.v1.Health/Check",
       "convstate.v1.ConversationState/DeleteConversation",
+      "convstate.v1.ConversationState/UpdateConversation",
   };
   for (const std::string& m : expected) {
     EXPECT_TRUE(methods.count(m)) << "the README's session no longer calls " << m;
@@ -123,22 +124,31 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
     if (name == "BuildContext") {
       v1::BuildContextResponse view;
       ASSERT_TRUE(parse(&view)) << json;
-      if (call.json.find("provider_overflow") != std::string::npos) {
+      const bool overflow = call.json.find("provider_overflow") != std::string::npos;
+      const bool demo = view.conversation_id() == "demo";
+      if (overflow) {
         // The refused view does not come back.
         EXPECT_NE(view.view_hash(), last_demo_hash) << json;
         EXPECT_LT(view.tokens().total() - view.tokens().output_reserve(), 900) << json;
-      } else if (view.conversation_id() == "demo") {
+      } else if (demo && last_demo_hash.empty()) {
         EXPECT_EQ(view.entries_size(), 8) << json;  // system + 6 items + pending
+        EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_FULL);
         last_demo_hash = view.view_hash();
+      } else if (demo) {
+        // After UpdateConversation: the new model's window.
+        EXPECT_EQ(view.tokens().context_window(), 200000) << json;
       } else {
         EXPECT_EQ(view.entries_size(), 2) << json;  // system + pending
-      }
-      if (call.json.find("provider_overflow") == std::string::npos) {
         EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_FULL);
       }
       EXPECT_EQ(view.view_hash().size(), 64u) << json;
       ASSERT_FALSE(view.cache_breakpoints().empty()) << json;
       EXPECT_EQ(view.cache_breakpoints(0).kind(), v1::CACHE_BREAKPOINT_KIND_PINNED) << json;
+    }
+    if (name == "UpdateConversation") {
+      v1::Conversation updated;
+      ASSERT_TRUE(parse(&updated)) << json;
+      EXPECT_EQ(updated.model(), "claude-sonnet-4-5") << json;
     }
     if (name == "CreateConversation" && json.find("\"strict\"") != std::string::npos) {
       v1::Conversation strict;

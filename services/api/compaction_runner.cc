@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "services/common/log.h"
 #include "services/compaction/ledger.h"
@@ -191,6 +192,64 @@ absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
                                                                 options_.lease));
     if (lease.has_value()) return lease;
   }
+}
+
+absl::StatusOr<SummaryResult> CompactionRunner::SummarizeInPieces(
+    const SummaryRequest& req, const ModelProfile& profile, const Tokenizer& tokenizer,
+    const std::function<void(const absl::Status&)>& count_call,
+    std::vector<CompactionEvent>& events) {
+  // What one request may carry of the transcript: the summarizer's window
+  // less the summary and the prompt's own instructions.
+  constexpr int64_t kPromptOverhead = 512;
+  const int64_t limit = profile.summarizer.input_limit;
+  const int64_t budget = limit - req.max_tokens - kPromptOverhead;
+  if (limit <= 0 || req.items.size() < 2 || tokenizer.CountTokens(req.transcript) <= budget) {
+    absl::StatusOr<SummaryResult> r = summarizer_->Summarize(req);
+    count_call(r.status());
+    return r;
+  }
+  // Consecutive pieces whose transcripts fit (an item larger than the
+  // budget alone is a piece; the transcript clips long items).
+  std::vector<std::vector<Item>> pieces(1);
+  int64_t used = 0;
+  for (const Item& item : req.items) {
+    const int64_t tokens = tokenizer.CountTokens(RenderTranscript({item}, req.tool_names));
+    if (!pieces.back().empty() && used + tokens > std::max<int64_t>(budget, 1)) {
+      pieces.emplace_back();
+      used = 0;
+    }
+    pieces.back().push_back(item);
+    used += tokens;
+  }
+  events.push_back(Event("summarized_in_pieces", "summarize", 0, 0,
+                         {{"pieces", pieces.size()},
+                          {"input_limit", limit},
+                          {"model", req.model}}));
+  SummaryResult combined;
+  std::vector<std::string> texts;
+  for (const std::vector<Item>& piece : pieces) {
+    SummaryRequest part = req;
+    part.items = piece;
+    part.transcript = RenderTranscript(piece, req.tool_names);
+    part.max_tokens = std::max<int64_t>(16, req.max_tokens / static_cast<int64_t>(pieces.size()));
+    absl::StatusOr<SummaryResult> r = summarizer_->Summarize(part);
+    count_call(r.status());
+    if (!r.ok()) return r.status();
+    if (combined.model.empty()) {
+      combined.model = r->model;
+      combined.prompt_version = r->prompt_version;
+    }
+    combined.tokens_in += r->tokens_in;
+    combined.tokens_out += r->tokens_out;
+    combined.latency_ms += r->latency_ms;
+    combined.lines.insert(combined.lines.end(), r->lines.begin(), r->lines.end());
+    texts.push_back(std::move(r->text));
+  }
+  combined.text = combined.lines.empty()
+                      ? absl::StrJoin(texts, "\n")
+                      : RenderSummaryLines(combined.lines, req.items.front().sequence,
+                                           req.items.back().sequence);
+  return combined;
 }
 
 void CompactionRunner::Released(const ConversationKey& key) {
@@ -489,9 +548,10 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     req.tokenizer = &tokenizer;
     req.deadline = std::min(ctx.deadline, lease_until);
     req.cancelled = ctx.cancelled;
+    req.model = profile.summarizer.model;
     absl::StatusOr<SummaryResult> summary =
-        IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
-    if (!IsCancelled(ctx)) count_call(summary.status());
+        IsCancelled(ctx) ? absl::CancelledError("the caller cancelled")
+                         : SummarizeInPieces(req, profile, tokenizer, count_call, events);
     if (!summary.ok()) {
       failed = true;
       failure = "summarizer unavailable";
@@ -675,6 +735,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       req.tokenizer = &tokenizer;
       req.deadline = std::min(ctx.deadline, lease_until);
       req.cancelled = ctx.cancelled;
+      req.model = profile.summarizer.model;
       absl::StatusOr<SummaryResult> merged =
           IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
       if (!IsCancelled(ctx)) count_call(merged.status());

@@ -120,6 +120,14 @@ class CompactionRunner {
                                                               const ConversationKey& key,
                                                               bool background);
 
+  // Summarizes `req` in one request, or, when its transcript is larger than
+  // the summarizer model takes (profile.summarizer.input_limit), in
+  // consecutive pieces whose results are joined (and audited in `events`).
+  absl::StatusOr<SummaryResult> SummarizeInPieces(
+      const SummaryRequest& req, const ModelProfile& profile, const Tokenizer& tokenizer,
+      const std::function<void(const absl::Status&)>& count_call,
+      std::vector<CompactionEvent>& events);
+
   // Wakes the waiter of `key`, if any, once this process gave its lease back.
   void Released(const ConversationKey& key);
 

@@ -231,6 +231,14 @@ class FailingCommits final : public Storage {
                                       const std::vector<CompactionEvent>& e) override {
     return base_->RecordCompactionEvents(c, k, e);
   }
+  absl::StatusOr<Conversation> UpdateConversation(const CallContext& c, const ConversationKey& k,
+                                                 const ConversationUpdate& u) override {
+    return base_->UpdateConversation(c, k, u);
+  }
+  absl::Status SaveTokenCounts(const CallContext& c, const ConversationKey& k,
+                               const TokenRecount& r) override {
+    return base_->SaveTokenCounts(c, k, r);
+  }
   absl::StatusOr<Conversation> RecordProviderOverflow(const CallContext& c,
                                                      const ConversationKey& k, double f,
                                                      int64_t l, const CompactionEvent& e) override {
@@ -672,6 +680,30 @@ TEST_F(CompactionRunnerTest, OlderReasoningIsSummarizedAsTextOrDroppedByPolicyAn
     }
     EXPECT_TRUE(audited);
   }
+}
+
+TEST_F(CompactionRunnerTest, ASpanLargerThanTheSummarizersWindowGoesInPieces) {
+  AppendTurns(10, 200);
+  std::vector<int64_t> transcripts;
+  summarizer_.answer = [&](const SummaryRequest& req) {
+    transcripts.push_back(static_cast<int64_t>(req.transcript.size()));  // 1 byte a token.
+    EXPECT_EQ(req.model, "mini");
+    return Short(req);
+  };
+  ResolvedProfile profile = profile_;
+  profile.profile.summarizer.model = "mini";
+  profile.profile.summarizer.input_limit = 1400;  // Less the summary and 512 of prompt.
+  auto snap = storage_->LoadContext(ctx_, {"t", "c"});
+  ASSERT_TRUE(snap.ok());
+  CompactionRunner::Options options;
+  options.clock = &clock_;
+  CompactionRunner runner(options, storage_.get(), &summarizer_);
+  auto out = runner.Run(ctx_, *snap, profile, {}, CompactionMode::kSummarize, "", nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_GT(out->chunk_id, 0);
+  ASSERT_GT(transcripts.size(), 1u);
+  for (int64_t size : transcripts) EXPECT_LE(size, 1400 - 512);
+  EXPECT_TRUE(Has(Events(), "summarized_in_pieces"));
 }
 
 }  // namespace

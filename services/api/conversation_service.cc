@@ -180,6 +180,23 @@ void ToProto(const SummaryChunk& c, v1::SummaryChunk* pc) {
 // ---------------------------------------------------------------------------
 // Requests.
 
+// `s` quoted for a JSON string (without the quotes).
+std::string JsonEscape(absl::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The name of the tokenizer a profile counts with, as stored with counts.
+std::string TokenizerKey(const ModelProfile& profile) {
+  if (profile.encoding != "approximate") return profile.encoding;
+  return absl::StrCat("approximate:", profile.bytes_per_token);
+}
+
 // The chunks a continuation starts with: `active` as they are, counted with
 // the new conversation's tokenizer, ranges and fact sequences set to 0 (they
 // name items of the source), the source recorded on each.
@@ -329,7 +346,8 @@ void ConversationService::CompactInBackground(const ConversationKey& key) {
           snapshot.ok() ? ProfileOf(snapshot->conversation)
                         : absl::StatusOr<ResolvedProfile>(snapshot.status());
       absl::Status status = resolved.status();
-      if (resolved.ok()) {
+      if (resolved.ok()) status = EnsureCounts(ctx, *snapshot, *resolved);
+      if (status.ok()) {
         status = runner_.Run(ctx, std::move(*snapshot), *resolved, {}, CompactionMode::kAuto, "",
                              nullptr, /*background=*/true)
                      .status();
@@ -432,6 +450,7 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
       CountSystemTokens(tokenizer, nc.system_prompt, profile.per_message_tokens);
   nc.pinned_instructions_tokens =
       CountSystemTokens(tokenizer, nc.pinned_instructions, profile.per_message_tokens);
+  nc.count_encoding = TokenizerKey(profile);
   if (source.has_value()) {
     nc.continued_from = req.continue_from();
     nc.carried_chunks = CarriedChunks(source->active_chunks, req.continue_from(), tokenizer,
@@ -446,6 +465,91 @@ absl::StatusOr<v1::Conversation> ConversationService::GetConversation(
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
   ASSIGN_OR_RETURN(Conversation c, storage_->GetConversation(ctx, key));
   return ToProto(c);
+}
+
+absl::StatusOr<v1::Conversation> ConversationService::UpdateConversation(
+    const CallContext& ctx, const v1::UpdateConversationRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  const Limits& limits = options_.limits;
+  if (req.has_model()) RETURN_IF_ERROR(ValidateModelName("model", req.model()));
+  if (req.has_system_prompt()) {
+    RETURN_IF_ERROR(
+        ValidateText("system_prompt", req.system_prompt(), limits.max_system_prompt_bytes));
+  }
+  if (req.has_pinned_instructions()) {
+    RETURN_IF_ERROR(ValidateText("pinned_instructions", req.pinned_instructions(),
+                                 limits.max_system_prompt_bytes));
+  }
+  ASSIGN_OR_RETURN(const Conversation current, storage_->GetConversation(ctx, key));
+  Conversation next = current;
+  ConversationUpdate update;
+  if (req.has_model()) update.model = next.model = req.model();
+  if (req.has_system_prompt()) update.system_prompt = next.system_prompt = req.system_prompt();
+  if (req.has_pinned_instructions()) {
+    update.pinned_instructions = next.pinned_instructions = req.pinned_instructions();
+  }
+  if (req.has_profile_overrides()) {
+    update.overrides = next.overrides = ToOverrides(req.profile_overrides());
+  }
+  absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(next.model);
+  if (!resolved.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("model: ", resolved.status().message()));
+  }
+  const ModelProfile profile = ApplyOverrides((*resolved)->profile, next.overrides);
+  RETURN_IF_ERROR(ValidateProfile(profile, "profile_overrides."));
+  const Tokenizer& tokenizer = *(*resolved)->tokenizer;
+  update.system_prompt_tokens =
+      CountSystemTokens(tokenizer, next.system_prompt, profile.per_message_tokens);
+  update.pinned_instructions_tokens =
+      CountSystemTokens(tokenizer, next.pinned_instructions, profile.per_message_tokens);
+  // Item and chunk counts stay in the tokenizer they were made with until
+  // a view needs them (EnsureCounts).
+  std::string counted_with = current.count_encoding;
+  if (counted_with.empty()) {
+    absl::StatusOr<const ResolvedProfile*> before = models_->Resolve(current.model);
+    counted_with = before.ok() ? TokenizerKey((*before)->profile) : TokenizerKey(profile);
+  }
+  update.count_encoding = counted_with;
+  update.reset_overflow = next.model != current.model;
+  update.event.event = "conversation_updated";
+  update.event.detail = absl::StrCat(
+      R"({"model_before":")", JsonEscape(current.model), R"(","model_after":")",
+      JsonEscape(next.model), R"(","system_prompt":)", req.has_system_prompt() ? "true" : "false",
+      R"(,"pinned_instructions":)", req.has_pinned_instructions() ? "true" : "false",
+      R"(,"profile_overrides":)", req.has_profile_overrides() ? "true" : "false",
+      R"(,"recount":)", counted_with != TokenizerKey(profile) ? "true" : "false", "}");
+  ASSIGN_OR_RETURN(Conversation updated, storage_->UpdateConversation(ctx, key, update));
+  return ToProto(updated);
+}
+
+absl::Status ConversationService::EnsureCounts(const CallContext& ctx, ContextSnapshot& snapshot,
+                                               const ResolvedProfile& resolved) {
+  const std::string wanted = TokenizerKey(resolved.profile);
+  Conversation& c = snapshot.conversation;
+  if (c.count_encoding.empty() || c.count_encoding == wanted) return absl::OkStatus();
+  // Counted with the model before the last UpdateConversation: count what
+  // the view shows again, with this one, and keep the counts.
+  const Tokenizer& tokenizer = *resolved.tokenizer;
+  const int64_t per_message = resolved.profile.per_message_tokens;
+  TokenRecount recount;
+  recount.count_encoding = wanted;
+  for (std::vector<Item>* items : {&snapshot.pinned_items, &snapshot.live_items}) {
+    for (Item& item : *items) {
+      if (item.data.kind == ItemKind::kSummaryMarker) continue;
+      item.data.token_count = CountItemTokens(tokenizer, item.data, per_message);
+      recount.items.emplace_back(item.sequence, item.data.token_count);
+    }
+  }
+  for (SummaryChunk& chunk : snapshot.active_chunks) {
+    chunk.token_count = CountSystemTokens(tokenizer, chunk.text, per_message);
+    for (std::vector<LedgerFact>* facts : {&chunk.facts, &chunk.constraints}) {
+      for (LedgerFact& f : *facts) f.token_count = tokenizer.CountTokens(FactLine(f)) + 1;
+    }
+    recount.chunks.push_back(chunk);
+  }
+  RETURN_IF_ERROR(storage_->SaveTokenCounts(ctx, c.key, recount));
+  c.count_encoding = wanted;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::ListConversationsResponse> ConversationService::ListConversations(
@@ -623,6 +727,7 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
       ValidateItems("pending_input", req.pending_input(), options_.limits.max_pending_items));
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
+  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
   const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
   if (req.provider_reported_tokens() < 0) {
     return absl::InvalidArgumentError("provider_reported_tokens: must not be negative");
@@ -755,6 +860,7 @@ absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
       ValidateItems("pending_input", req.pending_input(), options_.limits.max_pending_items));
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
+  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
   const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
   PlanInput in;
   in.snapshot = &snapshot;
@@ -791,6 +897,7 @@ absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallConte
   RETURN_IF_ERROR(ValidateText("instructions", req.instructions(), 4096));
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
+  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
   ASSIGN_OR_RETURN(CompactionOutcome outcome,
                    runner_.Run(ctx, std::move(snapshot), resolved, {}, mode, req.instructions(),
                                nullptr));

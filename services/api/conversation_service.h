@@ -44,6 +44,8 @@ class ConversationService {
                                                       const v1::CreateConversationRequest& req);
   absl::StatusOr<v1::Conversation> GetConversation(const CallContext& ctx,
                                                    const v1::GetConversationRequest& req);
+  absl::StatusOr<v1::Conversation> UpdateConversation(const CallContext& ctx,
+                                                      const v1::UpdateConversationRequest& req);
   absl::StatusOr<v1::ListConversationsResponse> ListConversations(
       const CallContext& ctx, const v1::ListConversationsRequest& req);
   absl::StatusOr<v1::DeleteConversationResponse> DeleteConversation(
@@ -88,6 +90,12 @@ class ConversationService {
       const CallContext& ctx, const ConversationKey& key, ContextSnapshot snapshot,
       const ResolvedProfile& resolved, const std::vector<ItemData>& pending,
       int64_t reported_tokens, const ProgressSink& progress);
+
+  // Counts the view's items and chunks again when they were counted with
+  // another tokenizer than `resolved`'s (the model changed), and stores the
+  // new counts.
+  absl::Status EnsureCounts(const CallContext& ctx, ContextSnapshot& snapshot,
+                            const ResolvedProfile& resolved);
 
   // The view's status, band and size on the call's span and metrics.
   void RecordView(const v1::BuildContextResponse& view, Band band) const;

@@ -655,5 +655,52 @@ TEST_F(ConversationServiceTest, ContinueFromCarriesSummariesAndFactsNotLiveItems
   EXPECT_TRUE(absl::IsNotFound(service_.CreateConversation(ctx_, resume).status()));
 }
 
+TEST_F(ConversationServiceTest, UpdateConversationRebudgetsForTheNewModel) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("u");
+  create.set_model("small-1");  // 4,096 window, 2 bytes a token.
+  create.set_system_prompt("You are terse.");
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  ASSERT_TRUE(service_.AppendTurn(ctx_, Append("u", std::string(400, 'x'))).ok());
+  v1::BuildContextRequest build;
+  build.set_conversation_id("u");
+  auto before = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->tokens().context_window(), 4096);
+
+  v1::UpdateConversationRequest update;
+  update.set_conversation_id("u");
+  update.set_model("gpt-4o");  // The default profile: 128k, 4 bytes a token.
+  update.set_system_prompt("You are terse and exact.");
+  auto updated = service_.UpdateConversation(ctx_, update);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(updated->model(), "gpt-4o");
+  EXPECT_EQ(updated->system_prompt(), "You are terse and exact.");
+
+  auto after = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->tokens().context_window(), 128000);
+  // The stored item was counted again with the new tokenizer: half the
+  // tokens for the same bytes.
+  EXPECT_LT(after->tokens().live(), before->tokens().live() * 6 / 10);
+  EXPECT_GT(after->tokens().live(), before->tokens().live() * 4 / 10);
+  EXPECT_EQ(after->entries(0).content(), "You are terse and exact.");
+
+  v1::ListCompactionEventsRequest list;
+  list.set_conversation_id("u");
+  auto audit = service_.ListCompactionEvents(ctx_, list);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_GE(audit->events_size(), 1);
+  EXPECT_EQ(audit->events(0).event(), "conversation_updated");
+  EXPECT_NE(audit->events(0).detail_json().find("\"recount\":true"), std::string::npos)
+      << audit->events(0).detail_json();
+
+  update.set_model("");
+  EXPECT_TRUE(absl::IsInvalidArgument(service_.UpdateConversation(ctx_, update).status()));
+  update.set_conversation_id("nobody");
+  update.set_model("gpt-4o");
+  EXPECT_TRUE(absl::IsNotFound(service_.UpdateConversation(ctx_, update).status()));
+}
+
 }  // namespace
 }  // namespace convstate

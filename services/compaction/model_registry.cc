@@ -152,6 +152,21 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::FromText(
     registry->patterns_.emplace_back(p.patterns().begin(), p.patterns().end());
     registry->profiles_.push_back(std::move(resolved));
   }
+  // A summarizer model with a profile of its own: what one request to it
+  // may hold.
+  for (const auto& r : registry->profiles_) {
+    const std::string& model = r->profile.summarizer.model;
+    if (model.empty()) continue;
+    for (size_t i = 0; i < registry->profiles_.size(); ++i) {
+      const ModelProfile& s = registry->profiles_[i]->profile;
+      bool match = s.name == model;
+      for (const std::string& pattern : registry->patterns_[i]) match = match || GlobMatch(pattern, model);
+      if (match) {
+        r->profile.summarizer.input_limit = s.context_window - s.output_reserve;
+        break;
+      }
+    }
+  }
   if (!config.default_profile().empty()) {
     for (const auto& r : registry->profiles_) {
       if (r->profile.name == config.default_profile()) registry->default_ = r.get();

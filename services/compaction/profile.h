@@ -57,6 +57,10 @@ struct ModelProfile {
     int64_t max_chunk_tokens = 2000;
     double chunk_budget_fraction = 0.15;
     double max_chunk_fraction = 0.04;
+    // Tokens the summarizer model takes in one request (its own profile's
+    // window less its output reserve; 0: no limit known). A span larger
+    // than that goes to it in pieces.
+    int64_t input_limit = 0;
   } summarizer;
 
   struct Ledger {

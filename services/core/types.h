@@ -98,6 +98,10 @@ struct Conversation {
   int64_t prompt_limit = 0;
   // The conversation this one continues; empty if none.
   std::string continued_from;
+  // The tokenizer the stored counts were made with ("o200k_base",
+  // "approximate:4"); empty for conversations older than the field (their
+  // counts are taken as the current tokenizer's).
+  std::string count_encoding;
   // The latest compaction lease's fencing token, and whether it is still
   // unexpired (as of the read).
   int64_t lease_token = 0;
@@ -194,6 +198,21 @@ struct SummaryChunk {
   int64_t source_chunk_id = 0;
 };
 
+// One audit row of the compaction trail.
+struct CompactionEvent {
+  // "threshold_hit", "started", "completed", "failed", "pruned", "folded",
+  // "truncated", "no_progress", "summary_oversize".
+  std::string event;
+  // "prune", "summarize", "fold", "truncate", or empty.
+  std::string tier;
+  int64_t tokens_before = 0;
+  int64_t tokens_after = 0;
+  // Free-form JSON object with details (reason, ranges, summarizer).
+  std::string detail = "{}";
+  int64_t event_id = 0;
+  absl::Time create_time;
+};
+
 struct NewConversation {
   ConversationKey key;
   std::string model;
@@ -207,6 +226,33 @@ struct NewConversation {
   // carried over (ids are assigned on insert).
   std::string continued_from;
   std::vector<SummaryChunk> carried_chunks;
+  // The tokenizer of every count above.
+  std::string count_encoding;
+};
+
+// UpdateConversation: each set field replaces the stored one.
+struct ConversationUpdate {
+  std::optional<std::string> model;
+  std::optional<std::string> system_prompt;
+  std::optional<std::string> pinned_instructions;
+  std::optional<ProfileOverrides> overrides;
+  // Counts of the texts as they are after the update.
+  int64_t system_prompt_tokens = 0;
+  int64_t pinned_instructions_tokens = 0;
+  // The tokenizer the stored counts are in after the update.
+  std::string count_encoding;
+  // A new model: what an earlier provider refused says nothing about it
+  // (overflow_correction back to 1, prompt_limit to none).
+  bool reset_overflow = false;
+  CompactionEvent event;
+};
+
+// Counts made again with another tokenizer: of the items and chunks given
+// (chunk counts in token_count and in their facts' and constraints').
+struct TokenRecount {
+  std::string count_encoding;
+  std::vector<std::pair<int64_t, int64_t>> items;  // sequence, count
+  std::vector<SummaryChunk> chunks;
 };
 
 // Token usage a provider reported for the call that produced appended items,
@@ -258,20 +304,6 @@ struct AppendResult {
   bool replayed = false;
 };
 
-// One audit row of the compaction trail.
-struct CompactionEvent {
-  // "threshold_hit", "started", "completed", "failed", "pruned", "folded",
-  // "truncated", "no_progress", "summary_oversize".
-  std::string event;
-  // "prune", "summarize", "fold", "truncate", or empty.
-  std::string tier;
-  int64_t tokens_before = 0;
-  int64_t tokens_after = 0;
-  // Free-form JSON object with details (reason, ranges, summarizer).
-  std::string detail = "{}";
-  int64_t event_id = 0;
-  absl::Time create_time;
-};
 
 // The result of a compaction, applied atomically if the conversation is
 // still in the state the compaction started from.

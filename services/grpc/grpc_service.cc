@@ -400,6 +400,11 @@ GrpcService::Reactor* GrpcService::UnpinItem(Context* ctx, const ByteBuffer* req
   return Unary("UnpinItem", ctx, req, resp, &ConversationService::UnpinItem);
 }
 
+GrpcService::Reactor* GrpcService::UpdateConversation(Context* ctx, const ByteBuffer* req,
+                                                      ByteBuffer* resp) {
+  return Unary("UpdateConversation", ctx, req, resp, &ConversationService::UpdateConversation);
+}
+
 // Compaction events as they happen (compaction_started before the
 // summarizer is called), then the context as the last event.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(

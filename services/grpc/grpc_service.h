@@ -24,7 +24,8 @@ using RawConversationState = v1::ConversationState::WithRawCallbackMethod_Create
                                                 v1::ConversationState::WithRawCallbackMethod_ListCompactionEvents<
                                                     v1::ConversationState::WithRawCallbackMethod_PinItem<
                                                         v1::ConversationState::WithRawCallbackMethod_UnpinItem<
-                                                            v1::ConversationState::Service>>>>>>>>>>>>>>>;
+                                                            v1::ConversationState::WithRawCallbackMethod_UpdateConversation<
+                                                                v1::ConversationState::Service>>>>>>>>>>>>>>>>;
 }  // namespace internal
 
 // The gRPC adapter for convstate.v1.ConversationState. Each call: parse the
@@ -63,6 +64,7 @@ class GrpcService final : public internal::RawConversationState {
   Reactor* ListCompactionEvents(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* PinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* UnpinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
+  Reactor* UpdateConversation(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
 
  private:
   template <typename Req, typename Resp>
