@@ -89,4 +89,41 @@ CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts) {
   return e;
 }
 
+ContextSnapshot SnapshotAt(const Conversation& now, const ViewState& state, int64_t version,
+                           std::vector<SummaryChunk> chunks, std::vector<Item> items) {
+  ContextSnapshot snap;
+  Conversation& c = snap.conversation;
+  c = now;
+  c.model = state.model;
+  c.system_prompt = state.system_prompt;
+  c.pinned_instructions = state.pinned_instructions;
+  c.overrides = state.overrides;
+  c.summarized_through = state.summarized_through;
+  c.prune_boundary = state.prune_boundary;
+  c.token_correction = state.token_correction;
+  c.overflow_correction = state.overflow_correction;
+  c.prompt_limit = state.prompt_limit;
+  c.version = version;
+  c.compaction_version = state.compaction_version;
+  c.last_sequence = items.empty() ? 0 : items.back().sequence;
+  for (SummaryChunk& chunk : chunks) chunk.superseded_by = 0;  // Active then.
+  snap.active_chunks = std::move(chunks);
+  // Markers of chunks written after the state (at the same version) were
+  // not there yet; chunk ids only grow.
+  int64_t last_chunk = 0;
+  for (int64_t id : state.chunk_ids) last_chunk = std::max(last_chunk, id);
+  for (Item& item : items) {
+    if (item.data.kind == ItemKind::kSummaryMarker && item.summary_chunk_id > last_chunk) continue;
+    for (const auto& [sequence, pinned] : state.pins) {
+      if (sequence == item.sequence) item.data.pinned = pinned;
+    }
+    if (item.sequence > state.summarized_through) {
+      snap.live_items.push_back(std::move(item));
+    } else if (item.data.pinned && item.data.kind != ItemKind::kSummaryMarker) {
+      snap.pinned_items.push_back(std::move(item));
+    }
+  }
+  return snap;
+}
+
 }  // namespace convstate

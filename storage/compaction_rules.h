@@ -20,6 +20,13 @@ absl::Status CheckCompaction(const Conversation& conversation,
 // The marker item that records a chunk in the log.
 ItemData MarkerFor(const SummaryChunk& chunk);
 
+// The snapshot a view was built from at `version` under `state`: `now`
+// (the conversation as it is) with the recorded fields put back, `chunks`
+// (the ones the state names) active, and `items` (those stored by then,
+// in sequence order) split into live and pinned with the state's pins.
+ContextSnapshot SnapshotAt(const Conversation& now, const ViewState& state, int64_t version,
+                           std::vector<SummaryChunk> chunks, std::vector<Item> items);
+
 // The audit row of a conversation created from another one's state:
 // "continued", with where from and what was carried.
 CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts);

@@ -31,6 +31,8 @@ struct ConversationState {
   std::vector<SummaryChunk> chunks;
   std::vector<CompactionEvent> events;
   std::map<std::string, IdempotencyRecord> idempotency;
+  // GetContextAt: what each compaction_version's views were built from.
+  std::vector<ViewState> states;
 };
 
 absl::Status NotFound(const ConversationKey& key) {
@@ -74,6 +76,7 @@ class MemoryStorage final : public Storage {
       }
       AddEvents(state, {ContinuedEvent(nc, facts)}, c.create_time);
     }
+    RecordState(state);
     Conversation result = c;
     tenant.emplace(nc.key.conversation_id, std::move(state));
     return result;
@@ -161,6 +164,7 @@ class MemoryStorage final : public Storage {
       item.sequence = c.last_sequence + 1 + static_cast<int64_t>(result.items.size());
       item.turn_index = turn;
       item.create_time = now;
+      item.appended_version = c.version + 1;
       result.items.push_back(item);
     }
     state->items.insert(state->items.end(), result.items.begin(), result.items.end());
@@ -244,6 +248,7 @@ class MemoryStorage final : public Storage {
       marker.turn_index = c.last_turn_index;
       marker.summary_chunk_id = chunk.chunk_id;
       marker.create_time = now;
+      marker.appended_version = c.version;
       state->items.push_back(marker);
       c.last_sequence = marker.sequence;
       c.item_count += 1;
@@ -254,6 +259,7 @@ class MemoryStorage final : public Storage {
     c.prune_boundary = commit.new_prune_boundary;
     c.compaction_version += 1;
     c.update_time = now;
+    RecordState(*state);
     AddEvents(*state, commit.events, now);
     result.version = c.version;
     result.compaction_version = c.compaction_version;
@@ -279,6 +285,7 @@ class MemoryStorage final : public Storage {
     item.data.pinned = pinned;
     state->conversation.compaction_version += 1;
     state->conversation.update_time = Now();
+    RecordState(*state);
     return item;
   }
 
@@ -311,6 +318,44 @@ class MemoryStorage final : public Storage {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<ContextSnapshot> LoadContextAt(const CallContext& ctx, const ConversationKey& key,
+                                                int64_t version,
+                                                int64_t compaction_version) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    const Conversation& c = state->conversation;
+    if (version < 0 || version > c.version) {
+      return absl::OutOfRangeError(absl::StrCat("version: conversation '", key.conversation_id,
+                                                "' is at version ", c.version));
+    }
+    const ViewState* found = nullptr;
+    for (const ViewState& s : state->states) {
+      if (s.version > version) continue;
+      if (compaction_version >= 0 ? s.compaction_version == compaction_version
+                                  : (found == nullptr ||
+                                     s.compaction_version > found->compaction_version)) {
+        found = &s;
+      }
+    }
+    if (found == nullptr) {
+      return absl::OutOfRangeError(absl::StrCat("no view state recorded for conversation '",
+                                                key.conversation_id, "' at version ", version));
+    }
+    std::vector<SummaryChunk> chunks;
+    for (const SummaryChunk& chunk : state->chunks) {
+      if (std::find(found->chunk_ids.begin(), found->chunk_ids.end(), chunk.chunk_id) !=
+          found->chunk_ids.end()) {
+        chunks.push_back(chunk);
+      }
+    }
+    std::vector<Item> items;
+    for (const Item& item : state->items) {
+      if (item.appended_version <= version) items.push_back(item);
+    }
+    return SnapshotAt(c, *found, version, std::move(chunks), std::move(items));
+  }
+
   absl::StatusOr<Conversation> UpdateConversation(const CallContext& ctx,
                                                  const ConversationKey& key,
                                                  const ConversationUpdate& u) override {
@@ -331,6 +376,7 @@ class MemoryStorage final : public Storage {
     }
     c.compaction_version += 1;
     c.update_time = Now();
+    RecordState(*state);
     AddEvents(*state, {u.event}, c.update_time);
     return c;
   }
@@ -369,6 +415,7 @@ class MemoryStorage final : public Storage {
     c.prompt_limit = c.prompt_limit == 0 ? prompt_limit : std::min(c.prompt_limit, prompt_limit);
     c.compaction_version += 1;
     c.update_time = Now();
+    RecordState(*state);
     AddEvents(*state, {event}, Now());
     return c;
   }
@@ -406,6 +453,31 @@ class MemoryStorage final : public Storage {
       if (chunk.superseded_by == 0) out.push_back(chunk);
     }
     return out;
+  }
+
+  // Records what views are built from now (at every compaction_version).
+  static void RecordState(ConversationState& state) {
+    const Conversation& c = state.conversation;
+    ViewState s;
+    s.compaction_version = c.compaction_version;
+    s.version = c.version;
+    s.model = c.model;
+    s.system_prompt = c.system_prompt;
+    s.pinned_instructions = c.pinned_instructions;
+    s.overrides = c.overrides;
+    s.summarized_through = c.summarized_through;
+    s.prune_boundary = c.prune_boundary;
+    s.token_correction = c.token_correction;
+    s.overflow_correction = c.overflow_correction;
+    s.prompt_limit = c.prompt_limit;
+    for (const SummaryChunk& chunk : Active(state)) s.chunk_ids.push_back(chunk.chunk_id);
+    // Pins change items in place here: keep every item's flag.
+    for (const Item& item : state.items) s.pins.emplace_back(item.sequence, item.data.pinned);
+    if (!state.states.empty() && state.states.back().compaction_version == s.compaction_version) {
+      state.states.back() = std::move(s);
+    } else {
+      state.states.push_back(std::move(s));
+    }
   }
 
   static void AddEvents(ConversationState& state, const std::vector<CompactionEvent>& events,

@@ -51,6 +51,7 @@ const DbOperation& DbOperationOf(absl::string_view operation) {
       {"record provider overflow", {"UPDATE", "UPDATE conversations"}},
       {"update conversation", {"UPDATE", "UPDATE conversations"}},
       {"save token counts", {"UPDATE", "UPDATE items summary_chunks"}},
+      {"load context at a version", {"SELECT", "SELECT view_states items summary_chunks"}},
   };
   static const DbOperation kOther{"TRANSACTION", "TRANSACTION"};
   auto it = kOperations->find(operation);
@@ -78,7 +79,8 @@ constexpr char kConversationColumns[] =
 constexpr char kItemColumns[] =
     "i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, i.tool_call_id, "
     "coalesce(p.pinned, i.pinned), i.metadata::text, coalesce(tc.token_count, i.token_count), "
-    "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint";
+    "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint, "
+    "coalesce(i.appended_version, 0)";
 constexpr char kItemsWithPins[] =
     " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
     "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
@@ -131,8 +133,8 @@ const std::vector<Statement>& Statements() {
        "first_sequence, last_sequence, version) VALUES ($1, $2, $3, $4, $5, $6)"},
       {"insert_item",
        "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
-       "tool_name, tool_call_id, pinned, metadata, token_count) "
-       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11)"},
+       "tool_name, tool_call_id, pinned, metadata, token_count, appended_version) "
+       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)"},
       {"bump_conversation",
        "UPDATE conversations SET version = version + 1, item_count = item_count + $2, "
        "last_sequence = $3, last_turn_index = $4, item_tokens = item_tokens + $5, "
@@ -165,7 +167,8 @@ const std::vector<Statement>& Statements() {
        "UPDATE summary_chunks SET superseded_by = $3 WHERE conv_key = $1 AND chunk_id = $2"},
       {"insert_marker",
        "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, token_count, "
-       "summary_chunk_id) VALUES ($1, $2, $3, 'system', 'summary_marker', $4, 0, $5)"},
+       "summary_chunk_id, appended_version) "
+       "VALUES ($1, $2, $3, 'system', 'summary_marker', $4, 0, $5, $6)"},
       {"apply_compaction",
        "UPDATE conversations SET summarized_through = $2, prune_boundary = $3, "
        "compaction_version = compaction_version + 1, item_count = item_count + $4, "
@@ -199,6 +202,33 @@ const std::vector<Statement>& Statements() {
        "WHERE conv_key = $1 AND sequence = $2 AND kind <> 'summary_marker' "
        "ON CONFLICT (conv_key, sequence) DO UPDATE SET pinned = $3, updated_at = now() "
        "RETURNING sequence"},
+      {"record_view_state",
+       "INSERT INTO view_states (conv_key, compaction_version, version, state) "
+       "SELECT c.conv_key, c.compaction_version, c.version, jsonb_build_object("
+       "'model', c.model, 'sp', c.system_prompt, 'pi', c.pinned_instructions, "
+       "'ov', c.profile_overrides, 'st', c.summarized_through, 'pb', c.prune_boundary, "
+       "'tc', c.token_correction, 'oc', c.overflow_correction, 'pl', c.prompt_limit, "
+       "'chunks', coalesce((SELECT jsonb_agg(s.chunk_id ORDER BY s.chunk_id) FROM summary_chunks s "
+       "WHERE s.conv_key = c.conv_key AND s.superseded_by IS NULL), '[]'::jsonb), "
+       "'pins', coalesce((SELECT jsonb_agg(jsonb_build_array(p.sequence, p.pinned) "
+       "ORDER BY p.sequence) FROM item_pins p WHERE p.conv_key = c.conv_key), '[]'::jsonb)) "
+       "FROM conversations c WHERE c.conv_key = $1 "
+       "ON CONFLICT (conv_key, compaction_version) DO UPDATE "
+       "SET version = excluded.version, state = excluded.state"},
+      {"view_state_at",
+       "SELECT compaction_version, version, state::text FROM view_states "
+       "WHERE conv_key = $1 AND ((compaction_version = $3 AND version <= $2) OR "
+       "($3 < 0 AND version <= $2)) ORDER BY compaction_version DESC LIMIT 1"},
+      {"chunks_by_id",
+       absl::StrCat("SELECT ", kChunkColumns,
+                    " FROM summary_chunks WHERE conv_key = $1 AND chunk_id = ANY($2::bigint[]) "
+                    "ORDER BY chunk_id")},
+      {"items_at",
+       "SELECT i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, "
+       "i.tool_call_id, i.pinned, i.metadata::text, i.token_count, "
+       "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint, "
+       "coalesce(i.appended_version, 0) FROM items i "
+       "WHERE i.conv_key = $1 AND coalesce(i.appended_version, 0) <= $2 ORDER BY i.sequence"},
       {"update_conversation",
        "UPDATE conversations SET model = $2, system_prompt = $3, pinned_instructions = $4, "
        "profile_overrides = $5::jsonb, system_prompt_tokens = $6, "
@@ -326,6 +356,7 @@ Item ParseItem(const pqxx::row& r) {
   item.data.token_count = r[9].as<int64_t>();
   item.summary_chunk_id = r[10].as<int64_t>();
   item.create_time = absl::FromUnixMicros(r[11].as<int64_t>());
+  item.appended_version = r[12].as<int64_t>();
   return item;
 }
 
@@ -397,6 +428,25 @@ void StructureFromJson(const std::string& text, SummaryChunk& chunk) {
     chunk.source_conversation_id = it->value("c", std::string());
     chunk.source_chunk_id = it->value("k", int64_t{0});
   }
+}
+
+ViewState ViewStateFromJson(const std::string& text) {
+  const Json j = Json::parse(text);
+  ViewState s;
+  s.model = j.value("model", std::string());
+  s.system_prompt = j.value("sp", std::string());
+  s.pinned_instructions = j.value("pi", std::string());
+  if (j.contains("ov")) s.overrides = OverridesFromJson(j["ov"].dump());
+  s.summarized_through = j.value("st", int64_t{0});
+  s.prune_boundary = j.value("pb", int64_t{0});
+  s.token_correction = j.value("tc", 1.0);
+  s.overflow_correction = j.value("oc", 1.0);
+  s.prompt_limit = j.value("pl", int64_t{0});
+  for (const Json& id : j.value("chunks", Json::array())) s.chunk_ids.push_back(id.get<int64_t>());
+  for (const Json& p : j.value("pins", Json::array())) {
+    s.pins.emplace_back(p.at(0).get<int64_t>(), p.at(1).get<bool>());
+  }
+  return s;
 }
 
 SummaryChunk ParseChunk(const pqxx::row& r) {
@@ -528,6 +578,7 @@ class PostgresStorage final : public Storage {
         }
         InsertEvents(tx, row.conv_key, {ContinuedEvent(nc, facts)});
       }
+      tx.exec_prepared("record_view_state", row.conv_key);
       tx.commit();
       return row.conversation;
     });
@@ -634,7 +685,7 @@ class PostgresStorage final : public Storage {
                          std::string(RoleName(data.role)),
                          std::string(ItemKindName(data.kind)), data.content,
                          data.tool_name, data.tool_call_id, data.pinned,
-                         MetadataToJson(data.metadata), data.token_count);
+                         MetadataToJson(data.metadata), data.token_count, c.version + 1);
         Item item;
         item.data = data;
         item.sequence = sequence;
@@ -742,7 +793,7 @@ class PostgresStorage final : public Storage {
         last_sequence += 1;
         added_items = 1;
         tx.exec_prepared("insert_marker", row.conv_key, last_sequence, c.last_turn_index,
-                         MarkerFor(chunk).content, chunk.chunk_id);
+                         MarkerFor(chunk).content, chunk.chunk_id, c.version);
         result.chunk_id = chunk.chunk_id;
         result.marker_sequence = last_sequence;
       }
@@ -751,6 +802,7 @@ class PostgresStorage final : public Storage {
                                                   added_items, last_sequence);
       result.version = applied[0].as<int64_t>();
       result.compaction_version = applied[1].as<int64_t>();
+      tx.exec_prepared("record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, commit.events);
       tx.commit();
       return result;
@@ -826,10 +878,49 @@ class PostgresStorage final : public Storage {
                                                 " that can be pinned"));
       }
       tx.exec_prepared("bump_compaction_version", conv_key);
+      tx.exec_prepared("record_view_state", conv_key);
       std::vector<Item> items =
           ParseItems(tx.exec_prepared("items_range", conv_key, sequence, sequence));
       tx.commit();
       return items.at(0);
+    });
+  }
+
+  absl::StatusOr<ContextSnapshot> LoadContextAt(const CallContext& ctx, const ConversationKey& key,
+                                                int64_t version,
+                                                int64_t compaction_version) override {
+    return Run<ContextSnapshot>(ctx, "load context at a version",
+                                [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextSnapshot> {
+      pqxx::result found = tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id);
+      if (found.empty()) return NotFound(key);
+      const ConversationRow row = ParseConversation(found[0]);
+      if (version < 0 || version > row.conversation.version) {
+        return absl::OutOfRangeError(absl::StrCat("version: conversation '", key.conversation_id,
+                                                  "' is at version ", row.conversation.version));
+      }
+      pqxx::result state_row =
+          tx.exec_prepared("view_state_at", row.conv_key, version, compaction_version);
+      if (state_row.empty()) {
+        return absl::OutOfRangeError(absl::StrCat(
+            "no view state recorded for conversation '", key.conversation_id, "' at version ",
+            version, compaction_version >= 0 ? absl::StrCat(", compaction_version ",
+                                                            compaction_version)
+                                             : ""));
+      }
+      ViewState state = ViewStateFromJson(state_row[0][2].as<std::string>());
+      state.compaction_version = state_row[0][0].as<int64_t>();
+      state.version = state_row[0][1].as<int64_t>();
+      std::string ids = "{";
+      for (size_t i = 0; i < state.chunk_ids.size(); ++i) {
+        absl::StrAppend(&ids, i ? "," : "", state.chunk_ids[i]);
+      }
+      ids += "}";
+      std::vector<SummaryChunk> chunks;
+      for (const auto& r : tx.exec_prepared("chunks_by_id", row.conv_key, ids)) {
+        chunks.push_back(ParseChunk(r));
+      }
+      std::vector<Item> items = ParseItems(tx.exec_prepared("items_at", row.conv_key, version));
+      return SnapshotAt(row.conversation, state, version, std::move(chunks), std::move(items));
     });
   }
 
@@ -848,6 +939,7 @@ class PostgresStorage final : public Storage {
                        u.pinned_instructions.value_or(c.pinned_instructions),
                        OverridesToJson(u.overrides.value_or(c.overrides)), u.system_prompt_tokens,
                        u.pinned_instructions_tokens, u.count_encoding, u.reset_overflow);
+      tx.exec_prepared("record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, {u.event});
       ConversationRow updated = ParseConversation(
           tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id)[0]);
@@ -885,6 +977,7 @@ class PostgresStorage final : public Storage {
       if (locked.empty()) return NotFound(key);
       const int64_t conv_key = ParseConversation(locked[0]).conv_key;
       tx.exec_prepared("record_overflow", conv_key, correction, prompt_limit);
+      tx.exec_prepared("record_view_state", conv_key);
       InsertEvents(tx, conv_key, {event});
       ConversationRow row = ParseConversation(
           tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id)[0]);

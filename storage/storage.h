@@ -142,6 +142,17 @@ class Storage {
   virtual absl::Status SaveTokenCounts(const CallContext& ctx, const ConversationKey& key,
                                        const TokenRecount& recount) = 0;
 
+  // What the view of `key` was built from at `version`: the items stored by
+  // then, and the state recorded at `compaction_version` (or, when it is
+  // negative, the last one recorded at or before `version`), with the
+  // conversation's fields as they were then. NOT_FOUND for an unknown
+  // conversation; OUT_OF_RANGE for a version it has not reached or a
+  // compaction_version it has no record of or had not reached by then.
+  virtual absl::StatusOr<ContextSnapshot> LoadContextAt(const CallContext& ctx,
+                                                        const ConversationKey& key,
+                                                        int64_t version,
+                                                        int64_t compaction_version) = 0;
+
   // A provider refused a view as too long: raises the conversation's
   // overflow_correction to `correction` (never lowers it), lowers its
   // prompt_limit to `prompt_limit` (> 0; never raises it), moves its

@@ -548,6 +548,60 @@ TEST_P(StorageConformanceTest, UpdateReplacesWhatIsSetAndRecountsAreStored) {
   EXPECT_TRUE(absl::IsNotFound(storage_->UpdateConversation(ctx_, Key("nobody"), u).status()));
 }
 
+TEST_P(StorageConformanceTest, LoadContextAtRebuildsWhatAViewWasBuiltFromAtAVersion) {
+  NewConversation nc;
+  nc.key = Key("history");
+  nc.model = "m";
+  nc.system_prompt = "first prompt";
+  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  auto append = [&](const std::string& text) {
+    AppendRequest req;
+    req.key = nc.key;
+    req.items = {Message(Role::kUser, text), Message(Role::kAssistant, "ok")};
+    ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  };
+  append("one");  // v1: items 1, 2
+  append("two");  // v2: items 3, 4
+  CompactionCommit commit;
+  commit.key = nc.key;
+  SummaryChunk chunk;
+  chunk.from_sequence = 1;
+  chunk.through_sequence = 2;
+  chunk.text = "the first turn";
+  chunk.token_count = 3;
+  chunk.summarizer_model = "s";
+  chunk.prompt_version = "p";
+  commit.chunk = chunk;
+  auto committed = storage_->CommitCompaction(ctx_, commit);  // cv1 at v2; marker 5.
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  append("three");  // v3: items 6, 7
+
+  auto v1 = storage_->LoadContextAt(ctx_, nc.key, 1, -1);
+  ASSERT_TRUE(v1.ok()) << v1.status();
+  EXPECT_TRUE(v1->active_chunks.empty());
+  ASSERT_EQ(v1->live_items.size(), 2u);
+  EXPECT_EQ(v1->conversation.version, 1);
+  EXPECT_EQ(v1->conversation.system_prompt, "first prompt");
+
+  auto before = storage_->LoadContextAt(ctx_, nc.key, 2, 0);  // Before the summary.
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_TRUE(before->active_chunks.empty());
+  EXPECT_EQ(before->live_items.size(), 4u);
+  auto after = storage_->LoadContextAt(ctx_, nc.key, 2, -1);  // The last state of v2.
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->conversation.compaction_version, committed->compaction_version);
+  ASSERT_EQ(after->active_chunks.size(), 1u);
+  EXPECT_EQ(after->conversation.summarized_through, 2);
+  auto v3 = storage_->LoadContextAt(ctx_, nc.key, 3, -1);
+  ASSERT_TRUE(v3.ok());
+  EXPECT_EQ(v3->live_items.back().sequence, 7);
+  EXPECT_EQ(v3->live_items.front().sequence, 3);
+
+  EXPECT_TRUE(absl::IsOutOfRange(storage_->LoadContextAt(ctx_, nc.key, 9, -1).status()));
+  EXPECT_TRUE(absl::IsOutOfRange(storage_->LoadContextAt(ctx_, nc.key, 1, 1).status()));
+  EXPECT_TRUE(absl::IsNotFound(storage_->LoadContextAt(ctx_, Key("none"), 1, -1).status()));
+}
+
 // Six items; item 2 pinned.
 void AppendSix(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
   AppendRequest req;

@@ -492,5 +492,75 @@ TEST_F(GatewayE2eTest, AModelChangeRebudgetsAndTheNextViewCompactsIfItMust) {
   EXPECT_EQ(updates, 2);
 }
 
+TEST_F(GatewayE2eTest, GetContextAtRebuildsEveryPastViewWithTheSameHash) {
+  v1::Conversation created;
+  ASSERT_TRUE(Create("audited", {}, &created).ok());
+  struct Seen {
+    int64_t version, compaction_version;
+    std::string hash;
+    int entries;
+  };
+  std::vector<Seen> seen;
+  for (int n = 0; n < 30; ++n) {
+    ASSERT_TRUE(Append("audited", n).ok());
+    v1::BuildContextResponse view;
+    ASSERT_TRUE(Build("audited", &view).ok());
+    seen.push_back({view.version(), view.compaction_version(), view.view_hash(),
+                    view.entries_size()});
+    if (n == 10) {  // A pin, a new system prompt: later views differ, past ones do not.
+      v1::PinItemRequest pin;
+      pin.set_conversation_id("audited");
+      pin.set_sequence(view.entries(2).sequence() > 0 ? view.entries(2).sequence() : 1);
+      v1::Item pinned;
+      grpc::ClientContext pctx;
+      SetDeadline(pctx);
+      (void)stub_->PinItem(&pctx, pin, &pinned);
+      v1::UpdateConversationRequest update;
+      update.set_conversation_id("audited");
+      update.set_system_prompt("You are an on-call assistant. Be brief.");
+      v1::Conversation out;
+      grpc::ClientContext uctx;
+      SetDeadline(uctx);
+      ASSERT_TRUE(stub_->UpdateConversation(&uctx, update, &out).ok());
+    }
+  }
+  int compactions = 0;
+  for (size_t i = 1; i < seen.size(); ++i) {
+    compactions += seen[i].compaction_version != seen[i - 1].compaction_version;
+  }
+  ASSERT_GE(compactions, 3) << "the views should span several compactions";
+  for (const Seen& s : seen) {
+    v1::GetContextAtRequest req;
+    req.set_conversation_id("audited");
+    req.set_version(s.version);
+    req.set_compaction_version(s.compaction_version);
+    v1::BuildContextResponse past;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const grpc::Status status = stub_->GetContextAt(&ctx, req, &past);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(past.view_hash(), s.hash) << "version " << s.version << " compaction_version "
+                                        << s.compaction_version;
+    EXPECT_EQ(past.entries_size(), s.entries);
+    EXPECT_EQ(past.version(), s.version);
+    EXPECT_EQ(past.compaction_version(), s.compaction_version);
+  }
+  // Without a compaction_version: the last state the version reached.
+  v1::GetContextAtRequest latest;
+  latest.set_conversation_id("audited");
+  latest.set_version(seen.back().version);
+  v1::BuildContextResponse last;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ASSERT_TRUE(stub_->GetContextAt(&ctx, latest, &last).ok());
+  }
+  EXPECT_EQ(last.view_hash(), seen.back().hash);
+  latest.set_version(seen.back().version + 5);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  EXPECT_EQ(stub_->GetContextAt(&ctx, latest, &last).error_code(), grpc::StatusCode::OUT_OF_RANGE);
+}
+
 }  // namespace
 }  // namespace convstate

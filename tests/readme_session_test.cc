@@ -77,6 +77,7 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "grpc.health.v1.Health/Check",
       "convstate.v1.ConversationState/DeleteConversation",
       "convstate.v1.ConversationState/UpdateConversation",
+      "convstate.v1.ConversationState/GetContextAt",
   };
   for (const std::string& m : expected) {
     EXPECT_TRUE(methods.count(m)) << "the README's session no longer calls " << m;
@@ -144,6 +145,14 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       EXPECT_EQ(view.view_hash().size(), 64u) << json;
       ASSERT_FALSE(view.cache_breakpoints().empty()) << json;
       EXPECT_EQ(view.cache_breakpoints(0).kind(), v1::CACHE_BREAKPOINT_KIND_PINNED) << json;
+    }
+    if (name == "GetContextAt") {
+      v1::BuildContextResponse past;
+      ASSERT_TRUE(parse(&past)) << json;
+      EXPECT_EQ(past.entries_size(), 7) << json;  // The first view, without its pending input.
+      EXPECT_EQ(past.version(), 2) << json;
+      EXPECT_EQ(past.compaction_version(), 1) << json;
+      EXPECT_EQ(past.view_hash().size(), 64u) << json;
     }
     if (name == "UpdateConversation") {
       v1::Conversation updated;

@@ -194,6 +194,31 @@ absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
   }
 }
 
+ContextView ViewAsBuilt(const ContextSnapshot& snapshot, const ResolvedProfile& resolved) {
+  const ModelProfile& profile = resolved.profile;
+  ViewOptions options;
+  options.tokenizer = resolved.tokenizer;
+  ContextView view =
+      AssembleView(snapshot, profile, resolved.tokenizer->approximate(), {}, options);
+  if (BandOf(view.tokens.total, profile) == Band::kEmergency ||
+      view.tokens.total > profile.context_window) {
+    PlanInput in;
+    in.snapshot = &snapshot;
+    in.profile = profile;
+    in.approximate = resolved.tokenizer->approximate();
+    in.tokenizer = resolved.tokenizer;
+    const Truncation t = PlanTruncation(in, snapshot.conversation.prune_boundary,
+                                        Threshold(profile, profile.hard_threshold));
+    if (t.any()) {
+      options.truncate_before = t.before_sequence;
+      options.truncate_chunks = t.chunks;
+      options.ledger_budget = t.ledger_budget;
+      view = AssembleView(snapshot, profile, resolved.tokenizer->approximate(), {}, options);
+    }
+  }
+  return view;
+}
+
 absl::StatusOr<SummaryResult> CompactionRunner::SummarizeInPieces(
     const SummaryRequest& req, const ModelProfile& profile, const Tokenizer& tokenizer,
     const std::function<void(const absl::Status&)>& count_call,

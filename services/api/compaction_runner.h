@@ -66,6 +66,11 @@ inline absl::Duration LeaseMargin(absl::Duration lease) {
   return std::min(absl::Seconds(2), lease / 4);
 }
 
+// The view BuildContext returns for `snapshot` when it compacts nothing:
+// assembled as stored, truncated when over the emergency band or the
+// window, as Run does. Used to rebuild past views (GetContextAt).
+ContextView ViewAsBuilt(const ContextSnapshot& snapshot, const ResolvedProfile& profile);
+
 // Runs compactions: plan, summarize outside any transaction, commit with a
 // compare-and-set, fold, and truncate the view as the last resort. Every
 // step writes an audit row. Thread-safe.

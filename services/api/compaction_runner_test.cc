@@ -231,6 +231,10 @@ class FailingCommits final : public Storage {
                                       const std::vector<CompactionEvent>& e) override {
     return base_->RecordCompactionEvents(c, k, e);
   }
+  absl::StatusOr<ContextSnapshot> LoadContextAt(const CallContext& c, const ConversationKey& k,
+                                                int64_t v, int64_t cv) override {
+    return base_->LoadContextAt(c, k, v, cv);
+  }
   absl::StatusOr<Conversation> UpdateConversation(const CallContext& c, const ConversationKey& k,
                                                  const ConversationUpdate& u) override {
     return base_->UpdateConversation(c, k, u);

@@ -522,6 +522,32 @@ absl::StatusOr<v1::Conversation> ConversationService::UpdateConversation(
   return ToProto(updated);
 }
 
+absl::StatusOr<v1::BuildContextResponse> ConversationService::GetContextAt(
+    const CallContext& ctx, const v1::GetContextAtRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  if (req.version() < 0) return absl::InvalidArgumentError("version: must not be negative");
+  if (req.has_compaction_version() && req.compaction_version() < 0) {
+    return absl::InvalidArgumentError("compaction_version: must not be negative");
+  }
+  ASSIGN_OR_RETURN(
+      ContextSnapshot snapshot,
+      storage_->LoadContextAt(ctx, key, req.version(),
+                              req.has_compaction_version() ? req.compaction_version() : -1));
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
+  // The prompts as they were then, counted now (counts are not part of
+  // what the hash covers).
+  Conversation& c = snapshot.conversation;
+  c.system_prompt_tokens =
+      CountSystemTokens(*resolved.tokenizer, c.system_prompt, resolved.profile.per_message_tokens);
+  c.pinned_instructions_tokens = CountSystemTokens(*resolved.tokenizer, c.pinned_instructions,
+                                                   resolved.profile.per_message_tokens);
+  CompactionOutcome outcome;
+  outcome.view = ViewAsBuilt(snapshot, resolved);
+  outcome.prune_boundary = c.prune_boundary;
+  outcome.plan.band = BandOf(outcome.view.tokens.total, resolved.profile);
+  return ResponseOf(key, outcome);
+}
+
 absl::Status ConversationService::EnsureCounts(const CallContext& ctx, ContextSnapshot& snapshot,
                                                const ResolvedProfile& resolved) {
   const std::string wanted = TokenizerKey(resolved.profile);

@@ -46,6 +46,8 @@ class ConversationService {
                                                    const v1::GetConversationRequest& req);
   absl::StatusOr<v1::Conversation> UpdateConversation(const CallContext& ctx,
                                                       const v1::UpdateConversationRequest& req);
+  absl::StatusOr<v1::BuildContextResponse> GetContextAt(const CallContext& ctx,
+                                                        const v1::GetContextAtRequest& req);
   absl::StatusOr<v1::ListConversationsResponse> ListConversations(
       const CallContext& ctx, const v1::ListConversationsRequest& req);
   absl::StatusOr<v1::DeleteConversationResponse> DeleteConversation(

@@ -132,6 +132,9 @@ struct Item {
   // For summary markers: the chunk the marker stands for.
   int64_t summary_chunk_id = 0;
   absl::Time create_time;
+  // The conversation's version once the item was stored (for a marker: the
+  // version when its chunk was written); 0 if unknown (older items).
+  int64_t appended_version = 0;
 };
 
 // True if `item` opens a new turn: a user message.
@@ -228,6 +231,26 @@ struct NewConversation {
   std::vector<SummaryChunk> carried_chunks;
   // The tokenizer of every count above.
   std::string count_encoding;
+};
+
+// What a view was built from after a change that was not an append
+// (GetContextAt): recorded at every compaction_version.
+struct ViewState {
+  int64_t compaction_version = 0;
+  // The conversation's version when it was recorded.
+  int64_t version = 0;
+  std::string model;
+  std::string system_prompt;
+  std::string pinned_instructions;
+  ProfileOverrides overrides;
+  int64_t summarized_through = 0;
+  int64_t prune_boundary = 0;
+  double token_correction = 1.0;
+  double overflow_correction = 1.0;
+  int64_t prompt_limit = 0;
+  std::vector<int64_t> chunk_ids;
+  // Pins set after the append, by sequence.
+  std::vector<std::pair<int64_t, bool>> pins;
 };
 
 // UpdateConversation: each set field replaces the stored one.

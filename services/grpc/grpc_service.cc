@@ -405,6 +405,11 @@ GrpcService::Reactor* GrpcService::UpdateConversation(Context* ctx, const ByteBu
   return Unary("UpdateConversation", ctx, req, resp, &ConversationService::UpdateConversation);
 }
 
+GrpcService::Reactor* GrpcService::GetContextAt(Context* ctx, const ByteBuffer* req,
+                                                ByteBuffer* resp) {
+  return Unary("GetContextAt", ctx, req, resp, &ConversationService::GetContextAt);
+}
+
 // Compaction events as they happen (compaction_started before the
 // summarizer is called), then the context as the last event.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(

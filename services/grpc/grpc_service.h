@@ -25,7 +25,8 @@ using RawConversationState = v1::ConversationState::WithRawCallbackMethod_Create
                                                     v1::ConversationState::WithRawCallbackMethod_PinItem<
                                                         v1::ConversationState::WithRawCallbackMethod_UnpinItem<
                                                             v1::ConversationState::WithRawCallbackMethod_UpdateConversation<
-                                                                v1::ConversationState::Service>>>>>>>>>>>>>>>>;
+                                                                v1::ConversationState::WithRawCallbackMethod_GetContextAt<
+                                                                    v1::ConversationState::Service>>>>>>>>>>>>>>>>>;
 }  // namespace internal
 
 // The gRPC adapter for convstate.v1.ConversationState. Each call: parse the
@@ -65,6 +66,7 @@ class GrpcService final : public internal::RawConversationState {
   Reactor* PinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* UnpinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* UpdateConversation(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
+  Reactor* GetContextAt(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
 
  private:
   template <typename Req, typename Resp>
