@@ -3,7 +3,10 @@
 -- next needs them. Empty for older conversations: their counts are the
 -- current model's.
 ALTER TABLE conversations
-  ADD COLUMN count_encoding text NOT NULL DEFAULT '';
+  ADD COLUMN count_encoding text NOT NULL DEFAULT '',
+  -- True once any count was made again: only then do reads look beside
+  -- the items for counts.
+  ADD COLUMN recounted boolean NOT NULL DEFAULT false;
 
 -- Items stay append-only: counts made again with another tokenizer live
 -- beside them, one row per item and tokenizer, and are read in place of

@@ -400,6 +400,7 @@ class MemoryStorage final : public Storage {
       }
     }
     state->conversation.count_encoding = recount.count_encoding;
+    state->conversation.recounted = true;
     return absl::OkStatus();
   }
 

@@ -71,7 +71,8 @@ constexpr char kConversationColumns[] =
     "floor(extract(epoch FROM updated_at) * 1000000)::bigint, "
     "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction, "
     "prune_boundary, lease_token, coalesce(lease_expires_at > now(), false), "
-    "compaction_version, overflow_correction, prompt_limit, continued_from, count_encoding";
+    "compaction_version, overflow_correction, prompt_limit, continued_from, count_encoding, "
+    "recounted";
 
 // Items with their pins: a pin set after the append overrides the flag;
 // and with their count in the conversation's current tokenizer when it was
@@ -81,10 +82,23 @@ constexpr char kItemColumns[] =
     "coalesce(p.pinned, i.pinned), i.metadata::text, coalesce(tc.token_count, i.token_count), "
     "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint, "
     "coalesce(i.appended_version, 0)";
-constexpr char kItemsWithPins[] =
-    " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
-    "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
-    "AND tc.encoding = (SELECT count_encoding FROM conversations cc WHERE cc.conv_key = i.conv_key) ";
+// `encoding` names the parameter holding the conversation's count_encoding.
+// Items are joined with item_token_counts only in the statements for
+// conversations that were recounted (the "_recounted" variants); the
+// others read the items' own counts and take the same parameter unused.
+std::string ItemsWithPins(const char* encoding, bool recounted) {
+  if (!recounted) {
+    return absl::StrCat(
+        " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key "
+        "AND p.sequence = i.sequence "
+        "CROSS JOIN (SELECT NULL::bigint AS token_count, ", encoding, "::text AS encoding) tc ");
+  }
+  return absl::StrCat(
+      " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
+      "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
+      "AND tc.encoding = ",
+      encoding, " ");
+}
 
 constexpr char kChunkColumns[] =
     "chunk_id, from_sequence, through_sequence, text, token_count, "
@@ -185,15 +199,27 @@ const std::vector<Statement>& Statements() {
        "floor(extract(epoch FROM created_at) * 1000000)::bigint "
        "FROM compaction_events WHERE conv_key = $1 ORDER BY event_id"},
       {"items_range",
-       absl::StrCat("SELECT ", kItemColumns, kItemsWithPins,
+       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$4", false),
+                    "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
+                    "ORDER BY i.sequence")},
+      {"items_range_recounted",
+       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$4", true),
                     "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
                     "ORDER BY i.sequence")},
       {"list_items",
-       absl::StrCat("SELECT ", kItemColumns, kItemsWithPins,
+       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$4", false),
+                    "WHERE i.conv_key = $1 AND i.sequence > $2 "
+                    "ORDER BY i.sequence LIMIT $3")},
+      {"list_items_recounted",
+       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$4", true),
                     "WHERE i.conv_key = $1 AND i.sequence > $2 "
                     "ORDER BY i.sequence LIMIT $3")},
       {"context_items",
-       absl::StrCat("SELECT ", kItemColumns, kItemsWithPins,
+       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$3", false),
+                    "WHERE i.conv_key = $1 AND (i.sequence > $2 OR coalesce(p.pinned, i.pinned)) "
+                    "ORDER BY i.sequence")},
+      {"context_items_recounted",
+       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$3", true),
                     "WHERE i.conv_key = $1 AND (i.sequence > $2 OR coalesce(p.pinned, i.pinned)) "
                     "ORDER BY i.sequence")},
       {"pin_item",
@@ -243,7 +269,8 @@ const std::vector<Statement>& Statements() {
       {"set_chunk_tokens",
        "UPDATE summary_chunks SET token_count = $3, structure = $4::jsonb "
        "WHERE conv_key = $1 AND chunk_id = $2"},
-      {"set_count_encoding", "UPDATE conversations SET count_encoding = $2 WHERE conv_key = $1"},
+      {"set_count_encoding",
+       "UPDATE conversations SET count_encoding = $2, recounted = true WHERE conv_key = $1"},
       {"record_overflow",
        "UPDATE conversations SET overflow_correction = greatest(overflow_correction, $2), "
        "prompt_limit = CASE WHEN prompt_limit = 0 THEN $3 ELSE least(prompt_limit, $3) END, "
@@ -338,6 +365,7 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.prompt_limit = r[24].as<int64_t>();
   c.continued_from = r[25].as<std::string>();
   c.count_encoding = r[26].as<std::string>();
+  c.recounted = r[27].as<bool>();
   return out;
 }
 
@@ -652,8 +680,9 @@ class PostgresStorage final : public Storage {
           }
           AppendResult replay;
           replay.items = ParseItems(tx.exec_prepared(
-              "items_range", row.conv_key, seen[0][1].as<int64_t>(),
-              seen[0][2].as<int64_t>()));
+              row.conversation.recounted ? "items_range_recounted" : "items_range", row.conv_key,
+              seen[0][1].as<int64_t>(), seen[0][2].as<int64_t>(),
+              row.conversation.count_encoding));
           replay.version = seen[0][3].as<int64_t>();
           replay.replayed = true;
           return replay;
@@ -726,8 +755,12 @@ class PostgresStorage final : public Storage {
                                               int limit) override {
     return Run<std::vector<Item>>(ctx, "list items",
                                   [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Item>> {
-      ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
-      return ParseItems(tx.exec_prepared("list_items", conv_key, after_sequence, limit));
+      pqxx::result found = tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id);
+      if (found.empty()) return NotFound(key);
+      const ConversationRow row = ParseConversation(found[0]);
+      return ParseItems(tx.exec_prepared(
+          row.conversation.recounted ? "list_items_recounted" : "list_items", row.conv_key,
+          after_sequence, limit, row.conversation.count_encoding));
     });
   }
 
@@ -749,7 +782,9 @@ class PostgresStorage final : public Storage {
       }
       const int64_t marker = snap.conversation.summarized_through;
       for (Item& item :
-           ParseItems(tx.exec_prepared("context_items", row.conv_key, marker))) {
+           ParseItems(tx.exec_prepared(
+               snap.conversation.recounted ? "context_items_recounted" : "context_items",
+               row.conv_key, marker, snap.conversation.count_encoding))) {
         if (item.sequence > marker) {
           snap.live_items.push_back(std::move(item));
         } else {
@@ -871,7 +906,8 @@ class PostgresStorage final : public Storage {
       pqxx::result locked =
           tx.exec_prepared("lock_conversation", key.tenant_id, key.conversation_id);
       if (locked.empty()) return NotFound(key);
-      const int64_t conv_key = ParseConversation(locked[0]).conv_key;
+      const ConversationRow pinned_row = ParseConversation(locked[0]);
+      const int64_t conv_key = pinned_row.conv_key;
       if (tx.exec_prepared("pin_item", conv_key, sequence, pinned).empty()) {
         return absl::NotFoundError(absl::StrCat("conversation '", key.conversation_id,
                                                 "' has no item ", sequence,
@@ -880,7 +916,9 @@ class PostgresStorage final : public Storage {
       tx.exec_prepared("bump_compaction_version", conv_key);
       tx.exec_prepared("record_view_state", conv_key);
       std::vector<Item> items =
-          ParseItems(tx.exec_prepared("items_range", conv_key, sequence, sequence));
+          ParseItems(tx.exec_prepared(
+              pinned_row.conversation.recounted ? "items_range_recounted" : "items_range",
+              conv_key, sequence, sequence, pinned_row.conversation.count_encoding));
       tx.commit();
       return items.at(0);
     });

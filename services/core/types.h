@@ -102,6 +102,8 @@ struct Conversation {
   // "approximate:4"); empty for conversations older than the field (their
   // counts are taken as the current tokenizer's).
   std::string count_encoding;
+  // True once some count was made again with another tokenizer.
+  bool recounted = false;
   // The latest compaction lease's fencing token, and whether it is still
   // unexpired (as of the read).
   int64_t lease_token = 0;
