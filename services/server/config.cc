@@ -377,6 +377,8 @@ std::string ConfigUsage() {
       "    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT    full URL for metrics, used as given\n"
       "    OTEL_EXPORTER_OTLP_HEADERS             k=v,... sent with every export (and _TRACES_/_METRICS_)\n"
       "    OTEL_EXPORTER_OTLP_TIMEOUT             ms per export request (default 10000; and per signal)\n"
+      "    OTEL_EXPORTER_OTLP_CERTIFICATE         CA bundle for an https collector\n"
+      "    OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_KEY   client TLS (PEM)\n"
       "    OTEL_EXPORTER_OTLP_PROTOCOL            only http/protobuf\n"
       "    OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER   otlp (default) or none\n"
       "    OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES    the resource (k=v,...)\n"

@@ -142,6 +142,14 @@ absl::StatusOr<TelemetryOptions> OptionsFromEnvironment(const GetEnv& env) {
   Merge(&o.traces_headers, ParseKeyValueList(Get(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS")));
   Merge(&o.metrics_headers, ParseKeyValueList(Get(env, "OTEL_EXPORTER_OTLP_METRICS_HEADERS")));
 
+  o.ca_file = Get(env, "OTEL_EXPORTER_OTLP_CERTIFICATE");
+  o.client_certificate = Get(env, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE");
+  o.client_key = Get(env, "OTEL_EXPORTER_OTLP_CLIENT_KEY");
+  if (o.client_certificate.empty() != o.client_key.empty()) {
+    return absl::InvalidArgumentError(
+        "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY: set both or "
+        "neither");
+  }
   absl::Duration timeout = o.traces_timeout;
   RETURN_IF_ERROR(Millis(env, "OTEL_EXPORTER_OTLP_TIMEOUT", &timeout));
   o.traces_timeout = o.metrics_timeout = timeout;

@@ -25,6 +25,13 @@ struct TelemetryOptions {
   // OTEL_EXPORTER_OTLP_HEADERS, then the per-signal variables.
   std::vector<std::pair<std::string, std::string>> traces_headers;
   std::vector<std::pair<std::string, std::string>> metrics_headers;
+  // OTEL_EXPORTER_OTLP_CERTIFICATE: CA bundle that verifies an https
+  // collector (default: the system's); OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE
+  // and OTEL_EXPORTER_OTLP_CLIENT_KEY: this service's certificate and key
+  // for a collector that asks for one (PEM files).
+  std::string ca_file;
+  std::string client_certificate;
+  std::string client_key;
   // OTEL_EXPORTER_OTLP_TIMEOUT (and per signal), per export request.
   absl::Duration traces_timeout = absl::Seconds(10);
   absl::Duration metrics_timeout = absl::Seconds(10);

@@ -288,6 +288,11 @@ long OtlpExporter::Post(const std::string& url,
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout))));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  if (!options_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+  if (!options_.client_certificate.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT, options_.client_certificate.c_str());
+    curl_easy_setopt(curl, CURLOPT_SSLKEY, options_.client_key.c_str());
+  }
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, CollectBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
   // A hung collector must not hold shutdown past its grace period.

@@ -154,6 +154,16 @@ TEST(OptionsTest, DefaultsAndRefusals) {
   EXPECT_FALSE(OptionsFromEnvironment(EnvOf({{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}})).ok());
   EXPECT_FALSE(OptionsFromEnvironment(EnvOf({{"OTEL_EXPORTER_OTLP_TIMEOUT", "soon"}})).ok());
   EXPECT_FALSE(OptionsFromEnvironment(EnvOf({{"OTEL_TRACES_SAMPLER", "nope"}})).ok());
+  // A client certificate needs its key.
+  EXPECT_FALSE(OptionsFromEnvironment(
+                   EnvOf({{"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", "/etc/convstate/otel.pem"}}))
+                   .ok());
+  auto tls = OptionsFromEnvironment(EnvOf({{"OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/ca.pem"},
+                                           {"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", "/c.pem"},
+                                           {"OTEL_EXPORTER_OTLP_CLIENT_KEY", "/k.pem"}}));
+  ASSERT_TRUE(tls.ok());
+  EXPECT_EQ(tls->ca_file, "/etc/ca.pem");
+  EXPECT_EQ(tls->client_key, "/k.pem");
 }
 
 TEST(MetricsTest, HistogramBucketsAndCounters) {
