@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "absl/strings/escaping.h"
+
 namespace convstate {
 
 struct Sha256::State {
@@ -29,13 +31,7 @@ std::string Sha256::HexDigest() const {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_DigestFinal_ex(copy.ctx, digest, &size);
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(2 * size, '0');
-  for (unsigned int i = 0; i < size; ++i) {
-    out[2 * i] = kDigits[digest[i] >> 4];
-    out[2 * i + 1] = kDigits[digest[i] & 0xf];
-  }
-  return out;
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
 std::string Sha256::Hex(absl::string_view bytes) {

@@ -67,27 +67,10 @@ void LogServerError(const char* method, const absl::Status& status) {
 
 constexpr char kServicePrefix[] = "convstate.v1.ConversationState/";
 
-const char* CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
-  }
+// "OK", "NOT_FOUND", ...: gRPC's codes are Abseil's, number for number (the
+// same correspondence ToGrpcStatus relies on).
+std::string CodeName(grpc::StatusCode code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
 }
 
 // The codes that are the server's fault; the others are the caller's
@@ -134,7 +117,7 @@ class RpcTrace {
   telemetry::Span* span() { return &span_; }
 
   void Finish(const grpc::Status& status) {
-    const char* code = CodeName(status.error_code());
+    const std::string code = CodeName(status.error_code());
     if (span_.recording()) {
       span_.SetAttribute("rpc.response.status_code", code);
       if (IsServerError(status.error_code())) {

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -95,13 +96,8 @@ std::optional<SpanContext> ParseTraceparent(absl::string_view traceparent,
 }
 
 std::string ToHex(const uint8_t* bytes, size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(2 * size, '0');
-  for (size_t i = 0; i < size; ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
-  }
-  return out;
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(bytes), size));
 }
 
 std::string FormatTraceparent(const SpanContext& c) {
@@ -237,7 +233,11 @@ Span Tracer::StartChild(const SpanContext& parent, absl::string_view name, SpanK
   return Start(name, kind, parent.trace_id, parent.span_id, parent.sampled, parent.trace_state);
 }
 
-ScopedSpan::ScopedSpan(Span* span) : previous_(current_span) {
+namespace {
+
+// Makes `span` the thread's current span, and its ids those of the
+// thread's log lines (none unless it is recorded).
+void MakeCurrent(Span* span) {
   current_span = span;
   if (span != nullptr && span->recording()) {
     const SpanContext& c = span->context();
@@ -248,16 +248,11 @@ ScopedSpan::ScopedSpan(Span* span) : previous_(current_span) {
   }
 }
 
-ScopedSpan::~ScopedSpan() {
-  current_span = previous_;
-  if (previous_ != nullptr && previous_->recording()) {
-    const SpanContext& c = previous_->context();
-    SetLogTraceIds(ToHex(c.trace_id.data(), c.trace_id.size()),
-                   ToHex(c.span_id.data(), c.span_id.size()));
-  } else {
-    SetLogTraceIds("", "");
-  }
-}
+}  // namespace
+
+ScopedSpan::ScopedSpan(Span* span) : previous_(current_span) { MakeCurrent(span); }
+
+ScopedSpan::~ScopedSpan() { MakeCurrent(previous_); }
 
 Span* CurrentSpan() { return current_span; }
 
