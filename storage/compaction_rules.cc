@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 
 namespace convstate {
@@ -78,14 +80,11 @@ CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts) {
   e.event = "continued";
   e.tokens_before = 0;
   e.tokens_after = tokens;
-  // Identifiers only; quoted as JSON strings.
-  std::string from;
-  for (char ch : nc.continued_from) {
-    if (ch == '"' || ch == '\\') from.push_back('\\');
-    from.push_back(ch);
-  }
-  e.detail = absl::StrCat(R"({"from":")", from, R"(","chunks":)", nc.carried_chunks.size(),
-                          R"(,"facts":)", facts, R"(,"constraints":)", constraints, "}");
+  e.detail = nlohmann::json{{"from", nc.continued_from},
+                            {"chunks", nc.carried_chunks.size()},
+                            {"facts", facts},
+                            {"constraints", constraints}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return e;
 }
 

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -180,15 +182,10 @@ void ToProto(const SummaryChunk& c, v1::SummaryChunk* pc) {
 // ---------------------------------------------------------------------------
 // Requests.
 
-// `s` quoted for a JSON string (without the quotes).
-std::string JsonEscape(absl::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out.push_back(c);
-  }
-  return out;
+// An audit row's detail: a JSON object (text that is not UTF-8 is replaced,
+// never thrown on).
+std::string DetailJson(const nlohmann::json& detail) {
+  return detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // The name of the tokenizer a profile counts with, as stored with counts.
@@ -214,14 +211,13 @@ std::vector<SummaryChunk> CarriedChunks(const std::vector<SummaryChunk>& active,
     carried.from_sequence = 0;
     carried.through_sequence = 0;
     carried.lines.clear();  // Attributed to items of the source.
-    carried.token_count = CountSystemTokens(tokenizer, carried.text, per_message_tokens);
     for (std::vector<LedgerFact>* facts : {&carried.facts, &carried.constraints}) {
       for (LedgerFact& f : *facts) {
         f.sequence = 0;
         f.turn_index = 0;
-        f.token_count = tokenizer.CountTokens(FactLine(f)) + 1;
       }
     }
+    CountChunk(carried, tokenizer, per_message_tokens);
     out.push_back(std::move(carried));
   }
   return out;
@@ -512,12 +508,12 @@ absl::StatusOr<v1::Conversation> ConversationService::UpdateConversation(
   update.count_encoding = counted_with;
   update.reset_overflow = next.model != current.model;
   update.event.event = "conversation_updated";
-  update.event.detail = absl::StrCat(
-      R"({"model_before":")", JsonEscape(current.model), R"(","model_after":")",
-      JsonEscape(next.model), R"(","system_prompt":)", req.has_system_prompt() ? "true" : "false",
-      R"(,"pinned_instructions":)", req.has_pinned_instructions() ? "true" : "false",
-      R"(,"profile_overrides":)", req.has_profile_overrides() ? "true" : "false",
-      R"(,"recount":)", counted_with != TokenizerKey(profile) ? "true" : "false", "}");
+  update.event.detail = DetailJson({{"model_before", current.model},
+                                     {"model_after", next.model},
+                                     {"system_prompt", req.has_system_prompt()},
+                                     {"pinned_instructions", req.has_pinned_instructions()},
+                                     {"profile_overrides", req.has_profile_overrides()},
+                                     {"recount", counted_with != TokenizerKey(profile)}});
   ASSIGN_OR_RETURN(Conversation updated, storage_->UpdateConversation(ctx, key, update));
   return ToProto(updated);
 }
@@ -567,10 +563,7 @@ absl::Status ConversationService::EnsureCounts(const CallContext& ctx, ContextSn
     }
   }
   for (SummaryChunk& chunk : snapshot.active_chunks) {
-    chunk.token_count = CountSystemTokens(tokenizer, chunk.text, per_message);
-    for (std::vector<LedgerFact>* facts : {&chunk.facts, &chunk.constraints}) {
-      for (LedgerFact& f : *facts) f.token_count = tokenizer.CountTokens(FactLine(f)) + 1;
-    }
+    CountChunk(chunk, tokenizer, per_message);
     recount.chunks.push_back(chunk);
   }
   RETURN_IF_ERROR(storage_->SaveTokenCounts(ctx, c.key, recount));
@@ -828,11 +821,12 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::RecoverFromOverflo
   event.event = "provider_overflow";
   event.tokens_before = estimated;
   event.tokens_after = reported_tokens;
-  event.detail = absl::StrCat(R"({"reported_tokens":)", reported_tokens,
-                              R"(,"estimated_tokens":)", estimated,
-                              R"(,"correction_before":)", before, R"(,"correction_after":)",
-                              after, R"(,"prompt_limit":)", limit, R"(,"refused_view_hash":")",
-                              refused_hash, R"("})");
+  event.detail = DetailJson({{"reported_tokens", reported_tokens},
+                             {"estimated_tokens", estimated},
+                             {"correction_before", before},
+                             {"correction_after", after},
+                             {"prompt_limit", limit},
+                             {"refused_view_hash", refused_hash}});
   RETURN_IF_ERROR(storage_->RecordProviderOverflow(ctx, key, after, limit, event).status());
   ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
 

@@ -263,6 +263,17 @@ std::string FactLine(const LedgerFact& fact) {
                       fact.text);
 }
 
+int64_t FactTokens(const LedgerFact& fact, const Tokenizer& tokenizer) {
+  return tokenizer.CountTokens(FactLine(fact)) + 1;  // And its line break.
+}
+
+void CountChunk(SummaryChunk& chunk, const Tokenizer& tokenizer, int64_t per_message_tokens) {
+  chunk.token_count = CountSystemTokens(tokenizer, chunk.text, per_message_tokens);
+  for (std::vector<LedgerFact>* facts : {&chunk.facts, &chunk.constraints}) {
+    for (LedgerFact& f : *facts) f.token_count = FactTokens(f, tokenizer);
+  }
+}
+
 Extraction ExtractLedger(const std::vector<Item>& items,
                          const std::map<std::string, std::string>& tool_names,
                          const Tokenizer& tokenizer) {
@@ -275,7 +286,7 @@ Extraction ExtractLedger(const std::vector<Item>& items,
     fact.turn_index = item.turn_index;
     fact.role = role;
     fact.text = std::move(text);
-    fact.token_count = tokenizer.CountTokens(FactLine(fact)) + 1;  // And its line break.
+    fact.token_count = FactTokens(fact, tokenizer);
     fact.token_hashes = FactTokenHashes(fact.text);
     to.push_back(std::move(fact));
   };

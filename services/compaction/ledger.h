@@ -61,6 +61,13 @@ Extraction ExtractLedger(const std::vector<Item>& items,
 // The line the view shows for `fact`, e.g. "- U#12: Ticket INC-4821 ...".
 std::string FactLine(const LedgerFact& fact);
 
+// Tokens `fact` takes in the ledger: its line and the line break.
+int64_t FactTokens(const LedgerFact& fact, const Tokenizer& tokenizer);
+
+// Counts `chunk`'s text, facts and standing instructions again with
+// `tokenizer` (a model change, a continuation under another model).
+void CountChunk(SummaryChunk& chunk, const Tokenizer& tokenizer, int64_t per_message_tokens);
+
 // A normalized form for deduplication (lowercase, single spaces).
 std::string FactKey(absl::string_view text);
 
