@@ -37,7 +37,6 @@ using v1::ConversationState;
 constexpr int64_t kWindow = 4096;
 constexpr char kExtractive[] = "convstate-extractive";
 
-constexpr const char* kProfiles = testing::kTinyProfiles;
 
 // One turn of a conversation about one of several topics.
 struct TurnText {
@@ -88,8 +87,7 @@ class CompactionE2eTest : public ::testing::Test {
   }
 
   void StartServer(std::vector<std::string> extra = {}) {
-    const std::string profiles = std::string(std::getenv("TEST_TMPDIR")) + "/profiles.textproto";
-    std::ofstream(profiles) << kProfiles;
+    const std::string profiles = testing::WriteTinyProfiles();
     std::vector<std::string> flags = {"--database_url=" + db_->url(),
                                       "--model_profiles=" + profiles};
     flags.insert(flags.end(), extra.begin(), extra.end());

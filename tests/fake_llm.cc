@@ -1,7 +1,5 @@
 #include "tests/fake_llm.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,24 +10,15 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/http_test_server.h"
 
 namespace convstate::testing {
 namespace {
 
 using Json = nlohmann::json;
-
-void WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
 
 std::string Response(int status, const std::string& body) {
   const char* reason = status == 200 ? "OK" : status == 429 ? "Too Many Requests" : "Error";
@@ -55,21 +44,9 @@ LlmBehavior FromJson(const Json& j) {
 
 absl::StatusOr<std::unique_ptr<FakeLlm>> FakeLlm::Start() {
   std::unique_ptr<FakeLlm> llm(new FakeLlm());
-  llm->listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (llm->listen_fd_ < 0) return absl::InternalError("socket failed");
-  int one = 1;
-  ::setsockopt(llm->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (::bind(llm->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(llm->listen_fd_, 64) != 0) {
-    return absl::InternalError("bind/listen failed");
-  }
-  socklen_t len = sizeof(addr);
-  ::getsockname(llm->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  llm->port_ = ntohs(addr.sin_port);
+  absl::StatusOr<int> fd = ListenOnLoopback(0, &llm->port_);
+  if (!fd.ok()) return fd.status();
+  llm->listen_fd_ = *fd;
   llm->acceptor_ = std::thread([raw = llm.get()] { raw->Serve(); });
   return llm;
 }
@@ -152,48 +129,22 @@ void FakeLlm::Serve() {
 }
 
 void FakeLlm::Handle(int fd) {
-  std::string data;
-  char buf[8192];
-  size_t header_end = std::string::npos;
-  size_t content_length = 0;
-  while (true) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 200) <= 0) {
-      if (stopping_) break;
-      continue;
-    }
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
-    if (header_end == std::string::npos) {
-      header_end = data.find("\r\n\r\n");
-      if (header_end != std::string::npos) {
-        const std::string lower = absl::AsciiStrToLower(data.substr(0, header_end));
-        const size_t at = lower.find("content-length:");
-        if (at != std::string::npos) {
-          absl::SimpleAtoi(absl::StripAsciiWhitespace(
-                               lower.substr(at + 15, lower.find("\r\n", at) - at - 15)),
-                           &content_length);
-        }
-      }
-    }
-    if (header_end != std::string::npos && data.size() >= header_end + 4 + content_length) break;
-  }
-  if (header_end == std::string::npos) {
+  const std::optional<HttpRequest> http = ReadHttpRequest(fd, stopping_);
+  if (!http.has_value()) {
     ::close(fd);
     return;
   }
-  const std::string head = data.substr(0, header_end);
-  const std::string body = data.substr(header_end + 4);
-  const std::string request_line = head.substr(0, head.find("\r\n"));
+  const std::string& head = http->head;
+  const std::string& body = http->body;
+  const std::string& request_line = http->request_line;
   if (absl::StartsWith(request_line, "POST /control")) {
     absl::Status s = Control(body);
-    WriteAll(fd, Response(s.ok() ? 200 : 400, s.ok() ? "{}" : Json{{"error", s.message()}}.dump()));
+    SendAll(fd, Response(s.ok() ? 200 : 400, s.ok() ? "{}" : Json{{"error", s.message()}}.dump()));
     ::close(fd);
     return;
   }
   if (absl::StartsWith(request_line, "GET /stats")) {
-    WriteAll(fd, Response(200, StatsJson()));
+    SendAll(fd, Response(200, StatsJson()));
     ::close(fd);
     return;
   }
@@ -225,7 +176,7 @@ void FakeLlm::Handle(int fd) {
     return;
   }
   if (b.kind == LlmBehavior::Kind::kFail) {
-    WriteAll(fd, Response(b.status, Json{{"error", {{"message", "scripted failure"}}}}.dump()));
+    SendAll(fd, Response(b.status, Json{{"error", {{"message", "scripted failure"}}}}.dump()));
     ::close(fd);
     return;
   }
@@ -261,7 +212,7 @@ void FakeLlm::Handle(int fd) {
        {{"prompt_tokens", body.size() / 4},
         {"completion_tokens", text.size() / 4},
         {"total_tokens", body.size() / 4 + text.size() / 4}}}};
-  WriteAll(fd, Response(200, out.dump()));
+  SendAll(fd, Response(200, out.dump()));
   ::close(fd);
 }
 

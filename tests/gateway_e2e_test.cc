@@ -61,8 +61,7 @@ class GatewayE2eTest : public ::testing::Test {
     auto db = ScratchDatabase::Create(/*migrate=*/false);
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
-    const std::string profiles = std::string(std::getenv("TEST_TMPDIR")) + "/profiles.textproto";
-    std::ofstream(profiles) << testing::kTinyProfiles;
+    const std::string profiles = testing::WriteTinyProfiles();
     auto server = ServerProcess::Start({"--database_url=" + db_->url(),
                                         "--model_profiles=" + profiles, "--otel_disabled",
                                         "--background_compaction=false"});

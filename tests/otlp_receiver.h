@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
+#include "tests/http_test_server.h"
 
 namespace convstate::testing {
 
@@ -55,7 +56,9 @@ class OtlpReceiver {
  private:
   OtlpReceiver() = default;
   void Serve();
+  // Reads one request on `fd`, answers it, closes `fd`.
   void Handle(int fd);
+  void Answer(int fd, const HttpRequest& request);
 
   int listen_fd_ = -1;
   int port_ = 0;

@@ -37,7 +37,6 @@ using testing::ServerProcess;
 using testing::SetDeadline;
 using v1::ConversationState;
 
-constexpr const char* kProfiles = testing::kTinyProfiles;
 
 // Planted in every item: no span or event may carry it.
 constexpr char kMarker[] = "CONTENT-MARKER-7f3a";
@@ -106,8 +105,7 @@ class TelemetryE2eTest : public ::testing::Test {
   }
 
   void StartServer(std::vector<std::string> extra) {
-    const std::string profiles = std::string(std::getenv("TEST_TMPDIR")) + "/profiles.textproto";
-    std::ofstream(profiles) << kProfiles;
+    const std::string profiles = testing::WriteTinyProfiles();
     std::vector<std::string> flags = {"--database_url=" + db_->url(),
                                       "--model_profiles=" + profiles};
     flags.insert(flags.end(), extra.begin(), extra.end());

@@ -5,6 +5,10 @@
 // window (o200k_base), so that a few dozen turns go through every tier;
 // "brief-*" are the same but drop reasoning blocks when they summarize.
 
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
 namespace convstate::testing {
 
 inline constexpr char kTinyProfiles[] = R"pb(
@@ -34,6 +38,14 @@ inline constexpr char kTinyProfiles[] = R"pb(
     reasoning_policy: "drop"
   }
 )pb";
+
+// Writes kTinyProfiles to the test's temporary folder; returns the path, for
+// the server's --model_profiles.
+inline std::string WriteTinyProfiles() {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/profiles.textproto";
+  std::ofstream(path) << kTinyProfiles;
+  return path;
+}
 
 }  // namespace convstate::testing
 
