@@ -66,6 +66,7 @@ class MemoryStorage final : public Storage {
     c.continued_from = nc.continued_from;
     c.count_encoding = nc.count_encoding;
     c.create_time = c.update_time = Now();
+    c.storage_key = ++last_storage_key_;
     if (!nc.continued_from.empty()) {
       int64_t facts = 0;
       for (SummaryChunk chunk : nc.carried_chunks) {
@@ -219,6 +220,28 @@ class MemoryStorage final : public Storage {
       }
     }
     return snap;
+  }
+
+  absl::StatusOr<ContextDelta> LoadContextSince(const CallContext& ctx,
+                                                const ConversationKey& key,
+                                                const Conversation* held) override {
+    {
+      RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+      absl::MutexLock lock(&mu_);
+      ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+      ContextDelta delta;
+      delta.kind = DeltaKind(state->conversation, held);
+      if (delta.kind != ContextDelta::Kind::kReloaded) {
+        delta.snapshot.conversation = state->conversation;
+        for (int64_t s = held->last_sequence; s < state->conversation.last_sequence; ++s) {
+          delta.snapshot.live_items.push_back(state->items[s]);
+        }
+        return delta;
+      }
+    }
+    ContextDelta delta;
+    ASSIGN_OR_RETURN(delta.snapshot, LoadContext(ctx, key));
+    return delta;
   }
 
   absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,
@@ -511,6 +534,7 @@ class MemoryStorage final : public Storage {
   // tenant id -> conversation id -> state.
   std::map<std::string, std::map<std::string, ConversationState>> tenants_
       ABSL_GUARDED_BY(mu_);
+  int64_t last_storage_key_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

@@ -49,13 +49,29 @@ absl::Status ExceptionToStatus(const std::exception& e, absl::string_view operat
   return absl::InternalError(absl::StrCat(operation, ": internal storage error"));
 }
 
-std::string WithConnectTimeout(const std::string& url, absl::Duration timeout) {
-  if (absl::StrContains(url, "connect_timeout=")) return url;
-  const int64_t seconds = std::max<int64_t>(1, absl::ToInt64Seconds(timeout));
+namespace {
+
+// `url` with the connection parameter `name` set to `value` (already
+// escaped for the URL's form), unless the URL names it.
+std::string WithParameter(const std::string& url, absl::string_view name,
+                          absl::string_view uri_value, absl::string_view keyword_value) {
+  if (absl::StrContains(url, absl::StrCat(name, "="))) return url;
   const bool is_uri = absl::StartsWith(url, "postgresql://") || absl::StartsWith(url, "postgres://");
-  if (!is_uri) return absl::StrCat(url, " connect_timeout=", seconds);
-  return absl::StrCat(url, absl::StrContains(url, "?") ? "&" : "?", "connect_timeout=",
-                      seconds);
+  if (!is_uri) return absl::StrCat(url, " ", name, "=", keyword_value);
+  return absl::StrCat(url, absl::StrContains(url, "?") ? "&" : "?", name, "=", uri_value);
+}
+
+}  // namespace
+
+std::string WithConnectTimeout(const std::string& url, absl::Duration timeout) {
+  const std::string seconds = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Seconds(timeout)));
+  return WithParameter(url, "connect_timeout", seconds, seconds);
+}
+
+std::string WithStatementTimeout(const std::string& url, absl::Duration timeout) {
+  const int64_t ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout));
+  return WithParameter(url, "options", absl::StrCat("-c%20statement_timeout%3D", ms),
+                       absl::StrCat("'-c statement_timeout=", ms, "'"));
 }
 
 int64_t TimeoutMillis(absl::Time deadline, absl::Duration fallback) {

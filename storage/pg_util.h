@@ -24,6 +24,11 @@ absl::Status ExceptionToStatus(const std::exception& e, absl::string_view operat
 // `url` with libpq's connect_timeout set unless it already has one.
 std::string WithConnectTimeout(const std::string& url, absl::Duration timeout);
 
+// `url` with the session's default statement_timeout set at connection
+// start (libpq's `options`), unless it already sets options: the bound for
+// statements run outside a transaction, which set no timeout of their own.
+std::string WithStatementTimeout(const std::string& url, absl::Duration timeout);
+
 // Milliseconds left until `deadline`, at least 1; `fallback` when the
 // deadline is infinite.
 int64_t TimeoutMillis(absl::Time deadline, absl::Duration fallback);

@@ -1,7 +1,9 @@
 #include "storage/postgres_storage.h"
 
+#include <iterator>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "services/common/log.h"
@@ -63,25 +66,36 @@ using Json = nlohmann::json;
 // ---------------------------------------------------------------------------
 // Statements. Every one is prepared once per connection and parameterized.
 
-constexpr char kConversationColumns[] =
-    "conv_key, tenant_id, conversation_id, model, system_prompt, "
-    "pinned_instructions, metadata::text, profile_overrides::text, version, "
-    "item_count, last_sequence, last_turn_index, summarized_through, "
-    "floor(extract(epoch FROM created_at) * 1000000)::bigint, "
-    "floor(extract(epoch FROM updated_at) * 1000000)::bigint, "
-    "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction, "
-    "prune_boundary, lease_token, coalesce(lease_expires_at > now(), false), "
-    "compaction_version, overflow_correction, prompt_limit, continued_from, count_encoding, "
-    "recounted";
+// The columns of a conversation row, each an expression over
+// `conversations`, in ParseConversation's order.
+constexpr const char* kConversationColumnList[] = {
+    "conv_key", "tenant_id", "conversation_id", "model", "system_prompt",
+    "pinned_instructions", "metadata::text", "profile_overrides::text", "version",
+    "item_count", "last_sequence", "last_turn_index", "summarized_through",
+    "floor(extract(epoch FROM created_at) * 1000000)::bigint",
+    "floor(extract(epoch FROM updated_at) * 1000000)::bigint",
+    "system_prompt_tokens", "pinned_instructions_tokens", "item_tokens", "token_correction",
+    "prune_boundary", "lease_token", "coalesce(lease_expires_at > now(), false)",
+    "compaction_version", "overflow_correction", "prompt_limit", "continued_from",
+    "count_encoding", "recounted"};
+const std::string& ConversationColumns() {
+  static const auto* const kColumns = new std::string(absl::StrJoin(kConversationColumnList, ", "));
+  return *kColumns;
+}
 
 // Items with their pins: a pin set after the append overrides the flag;
 // and with their count in the conversation's current tokenizer when it was
 // made again after a model change.
-constexpr char kItemColumns[] =
-    "i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, i.tool_call_id, "
-    "coalesce(p.pinned, i.pinned), i.metadata::text, coalesce(tc.token_count, i.token_count), "
-    "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint, "
-    "coalesce(i.appended_version, 0)";
+constexpr const char* kItemColumnList[] = {
+    "i.sequence", "i.turn_index", "i.role", "i.kind", "i.content", "i.tool_name",
+    "i.tool_call_id", "coalesce(p.pinned, i.pinned)", "i.metadata::text",
+    "coalesce(tc.token_count, i.token_count)", "coalesce(i.summary_chunk_id, 0)",
+    "floor(extract(epoch FROM i.created_at) * 1000000)::bigint",
+    "coalesce(i.appended_version, 0)"};
+const std::string& ItemColumns() {
+  static const auto* const kColumns = new std::string(absl::StrJoin(kItemColumnList, ", "));
+  return *kColumns;
+}
 // `encoding` names the parameter holding the conversation's count_encoding.
 // Items are joined with item_token_counts only in the statements for
 // conversations that were recounted (the "_recounted" variants); the
@@ -100,12 +114,56 @@ std::string ItemsWithPins(const char* encoding, bool recounted) {
       encoding, " ");
 }
 
-constexpr char kChunkColumns[] =
-    "chunk_id, from_sequence, through_sequence, text, token_count, "
-    "summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
-    "coalesce(superseded_by, 0), "
-    "floor(extract(epoch FROM created_at) * 1000000)::bigint, structure::text, "
-    "coalesce(recall, -1)";
+constexpr const char* kChunkColumnList[] = {
+    "chunk_id", "from_sequence", "through_sequence", "text", "token_count",
+    "summarizer_model", "prompt_version", "tokens_in", "tokens_out", "latency_ms",
+    "coalesce(superseded_by, 0)",
+    "floor(extract(epoch FROM created_at) * 1000000)::bigint", "structure::text",
+    "coalesce(recall, -1)"};
+const std::string& ChunkColumns() {
+  static const auto* const kColumns = new std::string(absl::StrJoin(kChunkColumnList, ", "));
+  return *kColumns;
+}
+
+// The statement that loads a context in one round trip, or what changed in
+// it since a held snapshot (LoadContextSince). Its rows share one shape:
+// the part (0 the conversation, 1 an active chunk, 2 an item), an ordering
+// key, then the part's own columns as text (libpq hands every value over as
+// text anyway), padded with NULLs. Parameters: tenant, conversation id, and
+// the held row's conv_key (0: none), compaction_version, count_encoding,
+// recounted, version and last_sequence. Chunks and the pinned items behind
+// the marker come only when the whole context is reloaded; items after the
+// held last sequence (or after the marker, on a reload) always.
+std::string LoadContextSinceSql() {
+  constexpr size_t kWidth = std::size(kConversationColumnList);
+  auto part = [](int number, const char* order, const auto& columns) {
+    std::vector<std::string> out = {absl::StrCat(number), absl::StrCat(order, "::bigint")};
+    for (const char* c : columns) out.push_back(absl::StrCat("(", c, ")::text"));
+    while (out.size() < kWidth + 2) out.push_back("NULL::text");
+    return absl::StrJoin(out, ", ");
+  };
+  const std::string items_from = absl::StrCat(
+      " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
+      "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
+      "AND tc.encoding = (SELECT count_encoding FROM c WHERE recounted) "
+      "WHERE i.conv_key = (SELECT conv_key FROM c) ");
+  return absl::StrCat(
+      "WITH c AS (SELECT *, (conv_key <> $3 OR compaction_version <> $4 OR count_encoding <> $5 "
+      "OR recounted <> $6 OR version < $7) AS reload FROM conversations "
+      "WHERE tenant_id = $1 AND conversation_id = $2) "
+      "SELECT ", part(0, "0", kConversationColumnList), " FROM c "
+      "UNION ALL SELECT ", part(1, "chunk_id", kChunkColumnList),
+      " FROM summary_chunks WHERE conv_key = (SELECT conv_key FROM c WHERE reload) "
+      "AND superseded_by IS NULL "
+      "UNION ALL SELECT ", part(2, "i.sequence", kItemColumnList), items_from,
+      "AND i.sequence > (SELECT CASE WHEN reload THEN summarized_through ELSE $8 END FROM c) "
+      "UNION ALL SELECT ", part(2, "i.sequence", kItemColumnList), items_from,
+      "AND i.sequence <= (SELECT summarized_through FROM c WHERE reload) "
+      "AND coalesce(p.pinned, i.pinned) AND i.sequence IN ("
+      "SELECT sequence FROM items WHERE conv_key = (SELECT conv_key FROM c) AND pinned "
+      "UNION ALL SELECT sequence FROM item_pins WHERE conv_key = (SELECT conv_key FROM c)) "
+      "ORDER BY 1, 2");
+}
 
 struct Statement {
   const char* name;
@@ -122,18 +180,18 @@ const std::vector<Statement>& Statements() {
                     "count_encoding) "
                     "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11) "
                     "RETURNING ",
-                    kConversationColumns)},
+                    ConversationColumns())},
       {"get_conversation",
-       absl::StrCat("SELECT ", kConversationColumns,
+       absl::StrCat("SELECT ", ConversationColumns(),
                     " FROM conversations WHERE tenant_id = $1 AND conversation_id = $2")},
       {"conv_key",
        "SELECT conv_key FROM conversations WHERE tenant_id = $1 AND conversation_id = $2"},
       {"lock_conversation",
-       absl::StrCat("SELECT ", kConversationColumns,
+       absl::StrCat("SELECT ", ConversationColumns(),
                     " FROM conversations WHERE tenant_id = $1 AND conversation_id = $2 "
                     "FOR UPDATE")},
       {"list_conversations",
-       absl::StrCat("SELECT ", kConversationColumns,
+       absl::StrCat("SELECT ", ConversationColumns(),
                     " FROM conversations WHERE tenant_id = $1 AND conversation_id > $2 "
                     "ORDER BY conversation_id LIMIT $3")},
       {"delete_conversation",
@@ -192,36 +250,28 @@ const std::vector<Statement>& Statements() {
        "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
        "detail) VALUES ($1, $2, $3, $4, $5, $6::jsonb)"},
       {"all_chunks",
-       absl::StrCat("SELECT ", kChunkColumns,
+       absl::StrCat("SELECT ", ChunkColumns(),
                     " FROM summary_chunks WHERE conv_key = $1 ORDER BY chunk_id")},
       {"list_events",
        "SELECT event_id, event, tier, tokens_before, tokens_after, detail::text, "
        "floor(extract(epoch FROM created_at) * 1000000)::bigint "
        "FROM compaction_events WHERE conv_key = $1 ORDER BY event_id"},
       {"items_range",
-       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$4", false),
+       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", false),
                     "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
                     "ORDER BY i.sequence")},
       {"items_range_recounted",
-       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$4", true),
+       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", true),
                     "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
                     "ORDER BY i.sequence")},
       {"list_items",
-       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$4", false),
+       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", false),
                     "WHERE i.conv_key = $1 AND i.sequence > $2 "
                     "ORDER BY i.sequence LIMIT $3")},
       {"list_items_recounted",
-       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$4", true),
+       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", true),
                     "WHERE i.conv_key = $1 AND i.sequence > $2 "
                     "ORDER BY i.sequence LIMIT $3")},
-      {"context_items",
-       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$3", false),
-                    "WHERE i.conv_key = $1 AND (i.sequence > $2 OR coalesce(p.pinned, i.pinned)) "
-                    "ORDER BY i.sequence")},
-      {"context_items_recounted",
-       absl::StrCat("SELECT ", kItemColumns, ItemsWithPins("$3", true),
-                    "WHERE i.conv_key = $1 AND (i.sequence > $2 OR coalesce(p.pinned, i.pinned)) "
-                    "ORDER BY i.sequence")},
       {"pin_item",
        "INSERT INTO item_pins (conv_key, sequence, pinned) "
        "SELECT conv_key, sequence, $3 FROM items "
@@ -246,7 +296,7 @@ const std::vector<Statement>& Statements() {
        "WHERE conv_key = $1 AND ((compaction_version = $3 AND version <= $2) OR "
        "($3 < 0 AND version <= $2)) ORDER BY compaction_version DESC LIMIT 1"},
       {"chunks_by_id",
-       absl::StrCat("SELECT ", kChunkColumns,
+       absl::StrCat("SELECT ", ChunkColumns(),
                     " FROM summary_chunks WHERE conv_key = $1 AND chunk_id = ANY($2::bigint[]) "
                     "ORDER BY chunk_id")},
       {"items_at",
@@ -278,8 +328,9 @@ const std::vector<Statement>& Statements() {
       {"bump_compaction_version",
        "UPDATE conversations SET compaction_version = compaction_version + 1, updated_at = now() "
        "WHERE conv_key = $1"},
+      {"load_context_since", LoadContextSinceSql()},
       {"active_chunks",
-       absl::StrCat("SELECT ", kChunkColumns,
+       absl::StrCat("SELECT ", ChunkColumns(),
                     " FROM summary_chunks WHERE conv_key = $1 AND superseded_by IS NULL "
                     "ORDER BY chunk_id")},
   };
@@ -339,6 +390,7 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   ConversationRow out;
   out.conv_key = r[0].as<int64_t>();
   Conversation& c = out.conversation;
+  c.storage_key = out.conv_key;
   c.key.tenant_id = r[1].as<std::string>();
   c.key.conversation_id = r[2].as<std::string>();
   c.model = r[3].as<std::string>();
@@ -516,7 +568,9 @@ absl::StatusOr<int64_t> ConvKeyOf(pqxx::transaction_base& tx, const Conversation
 class ConnectionPool {
  public:
   explicit ConnectionPool(const PostgresOptions& options)
-      : url_(pg::WithConnectTimeout(options.database_url, options.connect_timeout)),
+      : url_(pg::WithStatementTimeout(
+            pg::WithConnectTimeout(options.database_url, options.connect_timeout),
+            options.default_timeout)),
         max_size_(options.pool_size < 1 ? 1 : options.pool_size) {}
 
   // Takes an idle connection, or opens one if fewer than the maximum are
@@ -766,32 +820,47 @@ class PostgresStorage final : public Storage {
 
   absl::StatusOr<ContextSnapshot> LoadContext(const CallContext& ctx,
                                               const ConversationKey& key) override {
-    // REPEATABLE READ: the conversation row, chunks and items come from one
-    // snapshot, so a concurrent compaction is seen entirely or not at all.
-    using SnapshotTx = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
-    return Run<ContextSnapshot, SnapshotTx>(
-        ctx, "load context", [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextSnapshot> {
-      pqxx::result conv = tx.exec_prepared("get_conversation", key.tenant_id,
-                                           key.conversation_id);
-      if (conv.empty()) return NotFound(key);
-      ConversationRow row = ParseConversation(conv[0]);
-      ContextSnapshot snap;
-      snap.conversation = std::move(row.conversation);
-      for (const auto& r : tx.exec_prepared("active_chunks", row.conv_key)) {
-        snap.active_chunks.push_back(ParseChunk(r));
-      }
+    ASSIGN_OR_RETURN(ContextDelta delta, LoadContextSince(ctx, key, nullptr));
+    return std::move(delta.snapshot);
+  }
+
+  // One statement, so one round trip and one consistent snapshot: a
+  // concurrent compaction is seen entirely or not at all. No transaction is
+  // opened around it; the connection's default statement_timeout bounds it.
+  absl::StatusOr<ContextDelta> LoadContextSince(const CallContext& ctx,
+                                                const ConversationKey& key,
+                                                const Conversation* held) override {
+    return Run<ContextDelta, pqxx::nontransaction>(
+        ctx, "load context", [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextDelta> {
+      const Conversation none;
+      const Conversation& h = held == nullptr ? none : *held;
+      const pqxx::result r = tx.exec_prepared(
+          "load_context_since", key.tenant_id, key.conversation_id, h.storage_key,
+          h.compaction_version, h.count_encoding, h.recounted, h.version, h.last_sequence);
+      if (r.empty()) return NotFound(key);
+      constexpr int kData = 2;  // The part and the ordering key come first.
+      ContextDelta delta;
+      ContextSnapshot& snap = delta.snapshot;
+      snap.conversation =
+          ParseConversation(r[0].slice(kData, kData + std::size(kConversationColumnList)))
+              .conversation;
+      delta.kind = DeltaKind(snap.conversation, held);
       const int64_t marker = snap.conversation.summarized_through;
-      for (Item& item :
-           ParseItems(tx.exec_prepared(
-               snap.conversation.recounted ? "context_items_recounted" : "context_items",
-               row.conv_key, marker, snap.conversation.count_encoding))) {
-        if (item.sequence > marker) {
-          snap.live_items.push_back(std::move(item));
-        } else {
+      for (pqxx::result::size_type i = 1; i < r.size(); ++i) {
+        const pqxx::row row = r[i];
+        if (row[0].as<int>() == 1) {
+          snap.active_chunks.push_back(
+              ParseChunk(row.slice(kData, kData + std::size(kChunkColumnList))));
+          continue;
+        }
+        Item item = ParseItem(row.slice(kData, kData + std::size(kItemColumnList)));
+        if (delta.kind == ContextDelta::Kind::kReloaded && item.sequence <= marker) {
           snap.pinned_items.push_back(std::move(item));
+        } else {
+          snap.live_items.push_back(std::move(item));
         }
       }
-      return snap;
+      return delta;
     });
   }
 
@@ -1080,9 +1149,11 @@ class PostgresStorage final : public Storage {
       bool retry = false;
       try {
         Tx tx(*conn);
-        tx.exec_prepared("set_timeout",
-                         std::to_string(pg::TimeoutMillis(ctx.deadline,
-                                                          options_.default_timeout)));
+        if constexpr (!std::is_same_v<Tx, pqxx::nontransaction>) {
+          tx.exec_prepared("set_timeout",
+                           std::to_string(pg::TimeoutMillis(ctx.deadline,
+                                                            options_.default_timeout)));
+        }
         result = fn(tx);
       } catch (const pqxx::in_doubt_error& e) {
         result = pg::ExceptionToStatus(e, operation);

@@ -96,6 +96,15 @@ class Storage {
   virtual absl::StatusOr<ContextSnapshot> LoadContext(
       const CallContext& ctx, const ConversationKey& key) = 0;
 
+  // The context as it changed since `held`, the conversation row of a
+  // snapshot the caller keeps (null: none), in one read: the row alone when
+  // nothing changed, the row and the appended items when only appends
+  // happened, the whole context otherwise (see ContextDelta and DeltaKind).
+  // NOT_FOUND for an unknown conversation.
+  virtual absl::StatusOr<ContextDelta> LoadContextSince(const CallContext& ctx,
+                                                        const ConversationKey& key,
+                                                        const Conversation* held) = 0;
+
   // Applies a compaction in one transaction: the new chunk with a marker
   // item appended to the log, superseded chunks marked, summarized_through
   // and prune_boundary moved, the audit events, the version bumped. ABORTED

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "storage/compaction_rules.h"
 #include "gmock/gmock.h"
 
 namespace convstate {
@@ -691,6 +692,80 @@ TEST_P(StorageConformanceTest, CompactionWritesChunkAndMarkerAndMovesTheView) {
   ASSERT_THAT(*chunks, SizeIs(2));
   EXPECT_EQ((*chunks)[0].text, "summary of 1-4");
   EXPECT_EQ((*chunks)[1].chunk_id, 2);
+}
+
+// What a held snapshot needs to catch up: nothing, the appended items, or
+// everything; brought up to date it equals a fresh LoadContext.
+TEST_P(StorageConformanceTest, LoadContextSinceSendsOnlyWhatChanged) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  auto held = storage_->LoadContext(ctx_, Key("c"));
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_GT(held->conversation.storage_key, 0);
+  auto same_as_fresh = [&](const ContextSnapshot& got) {
+    auto fresh = storage_->LoadContext(ctx_, Key("c"));
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    EXPECT_EQ(got.conversation.version, fresh->conversation.version);
+    EXPECT_EQ(got.conversation.compaction_version, fresh->conversation.compaction_version);
+    EXPECT_EQ(got.conversation.item_tokens, fresh->conversation.item_tokens);
+    EXPECT_EQ(Sequences(got.pinned_items), Sequences(fresh->pinned_items));
+    EXPECT_EQ(Sequences(got.live_items), Sequences(fresh->live_items));
+    ASSERT_EQ(got.live_items.size(), fresh->live_items.size());
+    for (size_t i = 0; i < got.live_items.size(); ++i) {
+      EXPECT_EQ(got.live_items[i].data.content, fresh->live_items[i].data.content);
+      EXPECT_EQ(got.live_items[i].data.pinned, fresh->live_items[i].data.pinned);
+    }
+    ASSERT_EQ(got.active_chunks.size(), fresh->active_chunks.size());
+    for (size_t i = 0; i < got.active_chunks.size(); ++i) {
+      EXPECT_EQ(got.active_chunks[i].text, fresh->active_chunks[i].text);
+    }
+  };
+
+  auto delta = storage_->LoadContextSince(ctx_, Key("c"), &held->conversation);
+  ASSERT_TRUE(delta.ok()) << delta.status();
+  EXPECT_EQ(delta->kind, ContextDelta::Kind::kUnchanged);
+  EXPECT_TRUE(delta->snapshot.live_items.empty());
+  EXPECT_EQ(delta->snapshot.conversation.version, 1);
+
+  AppendText(Key("c"), "seven");
+  AppendText(Key("c"), "eight");
+  delta = storage_->LoadContextSince(ctx_, Key("c"), &held->conversation);
+  ASSERT_TRUE(delta.ok()) << delta.status();
+  EXPECT_EQ(delta->kind, ContextDelta::Kind::kAppended);
+  EXPECT_THAT(Sequences(delta->snapshot.live_items), ElementsAre(7, 8));
+  EXPECT_TRUE(delta->snapshot.active_chunks.empty());
+  ContextSnapshot caught_up = ApplyDelta(*held, *std::move(delta));
+  same_as_fresh(caught_up);
+
+  // A compaction (and a pin behind the marker) reloads everything.
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 4, "summary of 1-4");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  ASSERT_TRUE(storage_->SetPinned(ctx_, Key("c"), 3, true).ok());
+  delta = storage_->LoadContextSince(ctx_, Key("c"), &caught_up.conversation);
+  ASSERT_TRUE(delta.ok()) << delta.status();
+  EXPECT_EQ(delta->kind, ContextDelta::Kind::kReloaded);
+  EXPECT_THAT(Sequences(delta->snapshot.pinned_items), ElementsAre(2, 3));
+  ASSERT_THAT(delta->snapshot.active_chunks, SizeIs(1));
+  caught_up = ApplyDelta(caught_up, *std::move(delta));
+  same_as_fresh(caught_up);
+  delta = storage_->LoadContextSince(ctx_, Key("c"), nullptr);
+  ASSERT_TRUE(delta.ok());
+  EXPECT_EQ(delta->kind, ContextDelta::Kind::kReloaded);
+  same_as_fresh(delta->snapshot);
+
+  // Another conversation under the same id is never taken for the held one.
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("c")).ok());
+  Create("c");
+  delta = storage_->LoadContextSince(ctx_, Key("c"), &caught_up.conversation);
+  ASSERT_TRUE(delta.ok()) << delta.status();
+  EXPECT_EQ(delta->kind, ContextDelta::Kind::kReloaded);
+  EXPECT_TRUE(delta->snapshot.live_items.empty());
+  EXPECT_TRUE(delta->snapshot.active_chunks.empty());
+  EXPECT_NE(delta->snapshot.conversation.storage_key, caught_up.conversation.storage_key);
+  EXPECT_TRUE(absl::IsNotFound(
+      storage_->LoadContextSince(ctx_, Key("none"), &caught_up.conversation).status()));
 }
 
 TEST_P(StorageConformanceTest, ChunkStructureAndRecallRoundTrip) {

@@ -210,6 +210,10 @@ class FailingCommits final : public Storage {
                                               const ConversationKey& k) override {
     return base_->LoadContext(c, k);
   }
+  absl::StatusOr<ContextDelta> LoadContextSince(const CallContext& c, const ConversationKey& k,
+                                                const Conversation* held) override {
+    return base_->LoadContextSince(c, k, held);
+  }
   absl::StatusOr<CompactionResult> CommitCompaction(const CallContext&,
                                                     const CompactionCommit&) override {
     return absl::InternalError("invalid byte sequence for encoding \"UTF8\"");

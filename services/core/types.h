@@ -62,6 +62,9 @@ struct ProfileOverrides {
 
 struct Conversation {
   ConversationKey key;
+  // The store's own key for this conversation: a conversation deleted and
+  // created again under the same id gets another one. 0 when unknown.
+  int64_t storage_key = 0;
   std::string model;
   std::string system_prompt;
   std::string pinned_instructions;
@@ -379,6 +382,25 @@ struct ContextSnapshot {
   std::vector<Item> pinned_items;
   // Items after the latest marker, in sequence order.
   std::vector<Item> live_items;
+};
+
+// What changed in a conversation's context since a snapshot a caller
+// already holds (Storage::LoadContextSince).
+struct ContextDelta {
+  enum class Kind {
+    // Nothing: `snapshot.conversation` is the row as it is (the same
+    // versions), the rest of `snapshot` is empty.
+    kUnchanged,
+    // Only appends: `snapshot.conversation` is the row as it is and
+    // `snapshot.live_items` holds the items appended since, in order.
+    kAppended,
+    // Anything else (a compaction, a pin, a model change, a recount, another
+    // conversation under the same id, or no snapshot held): `snapshot` is
+    // the whole context, as LoadContext returns it.
+    kReloaded,
+  };
+  Kind kind = Kind::kReloaded;
+  ContextSnapshot snapshot;
 };
 
 }  // namespace convstate
