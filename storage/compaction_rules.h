@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "services/core/context_delta.h"
 #include "services/core/types.h"
 
 namespace convstate {
@@ -26,17 +27,6 @@ ItemData MarkerFor(const SummaryChunk& chunk);
 // in sequence order) split into live and pinned with the state's pins.
 ContextSnapshot SnapshotAt(const Conversation& now, const ViewState& state, int64_t version,
                            std::vector<SummaryChunk> chunks, std::vector<Item> items);
-
-// How the conversation `now` differs from `held`, the row of a snapshot a
-// caller keeps (null: none): kUnchanged at the same versions, kAppended
-// when only the version moved (appends change nothing else), kReloaded
-// otherwise. Every backend's LoadContextSince decides by this rule.
-ContextDelta::Kind DeltaKind(const Conversation& now, const Conversation* held);
-
-// `held` brought up to date with `delta` (from LoadContextSince(held's
-// conversation)): the same snapshot, the new row, or the row and the
-// appended items after the held ones.
-ContextSnapshot ApplyDelta(const ContextSnapshot& held, ContextDelta delta);
 
 // The audit row of a conversation created from another one's state:
 // "continued", with where from and what was carried.

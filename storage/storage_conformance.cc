@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "storage/compaction_rules.h"
+#include "services/core/context_delta.h"
 #include "gmock/gmock.h"
 
 namespace convstate {

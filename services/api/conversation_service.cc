@@ -19,6 +19,7 @@
 #include "services/compaction/context_view.h"
 #include "services/compaction/ledger.h"
 #include "services/compaction/planner.h"
+#include "services/core/context_delta.h"
 
 namespace convstate {
 namespace {
@@ -298,6 +299,7 @@ ConversationService::ConversationService(Options options, const ModelRegistry* m
       models_(models),
       storage_(storage),
       runner_(options_.compaction, storage, summarizer),
+      cache_(options_.context_cache_bytes, options_.compaction.telemetry),
       background_(std::make_unique<ThreadPool>(1, 64)) {}
 
 ConversationService::~ConversationService() {
@@ -741,13 +743,38 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
 
 absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
     const CallContext& ctx, const v1::BuildContextRequest& req, const ProgressSink& progress) {
+  ASSIGN_OR_RETURN(ViewAnswer answer, View(ctx, req, progress, /*wire=*/false));
+  return std::move(*answer.message);
+}
+
+absl::StatusOr<std::shared_ptr<const std::string>> ConversationService::BuildContextWire(
+    const CallContext& ctx, const v1::BuildContextRequest& req) {
+  ASSIGN_OR_RETURN(ViewAnswer answer, View(ctx, req, nullptr, /*wire=*/true));
+  return std::move(answer.wire);
+}
+
+absl::StatusOr<std::shared_ptr<const CachedContext>> ConversationService::CurrentContext(
+    const CallContext& ctx, const ConversationKey& key) {
+  std::shared_ptr<const CachedContext> held = cache_.Get(key);
+  absl::StatusOr<ContextDelta> delta = storage_->LoadContextSince(
+      ctx, key, held == nullptr ? nullptr : &held->snapshot->conversation);
+  if (absl::IsNotFound(delta.status())) cache_.Erase(key);
+  if (!delta.ok()) return delta.status();
+  cache_.CountLookup(delta->kind);
+  if (delta->kind == ContextDelta::Kind::kUnchanged) return held;
+  auto current = std::make_shared<CachedContext>();
+  current->snapshot = std::make_shared<const ContextSnapshot>(
+      held == nullptr ? std::move(delta->snapshot)
+                      : ApplyDelta(*held->snapshot, *std::move(delta)));
+  return current;
+}
+
+absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
+    const CallContext& ctx, const v1::BuildContextRequest& req, const ProgressSink& progress,
+    bool wire) {
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
   RETURN_IF_ERROR(
       ValidateItems("pending_input", req.pending_input(), options_.limits.max_pending_items));
-  ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
-  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
-  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
-  const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
   if (req.provider_reported_tokens() < 0) {
     return absl::InvalidArgumentError("provider_reported_tokens: must not be negative");
   }
@@ -755,18 +782,64 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::BuildContext(
     return absl::InvalidArgumentError(
         "provider_reported_tokens: only with provider_overflow set");
   }
+  ASSIGN_OR_RETURN(std::shared_ptr<const CachedContext> current, CurrentContext(ctx, key));
+  const bool plain = req.pending_input().empty() && !req.provider_overflow();
+  ViewAnswer answer;
+  if (plain && wire && current->plain_view != nullptr) {
+    // Nothing changed since this replica built the same view: send it again.
+    RecordView(static_cast<v1::ContextStatus>(current->status), current->view_tokens,
+               current->band);
+    if (options_.background_compaction && current->band == Band::kSoft) {
+      CompactInBackground(key);
+    }
+    answer.wire = current->plain_view;
+    return answer;
+  }
+  const ContextSnapshot& held = *current->snapshot;
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(held.conversation));
+  ContextSnapshot snapshot = held;
+  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
+  const bool recounted = snapshot.conversation.count_encoding != held.conversation.count_encoding;
+  const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
   if (req.provider_overflow()) {
-    return RecoverFromOverflow(ctx, key, std::move(snapshot), resolved, pending,
-                               req.provider_reported_tokens(), progress);
+    cache_.Erase(key);
+    ASSIGN_OR_RETURN(answer.message,
+                     RecoverFromOverflow(ctx, key, std::move(snapshot), resolved, pending,
+                                         req.provider_reported_tokens(), progress));
+  } else {
+    ASSIGN_OR_RETURN(CompactionOutcome outcome,
+                     runner_.Run(ctx, std::move(snapshot), resolved, pending,
+                                 CompactionMode::kByBand, "", progress));
+    if (options_.background_compaction && outcome.plan.band == Band::kSoft &&
+        resolved.profile.compaction_enabled) {
+      CompactInBackground(key);
+    }
+    answer.message = ResponseOf(key, outcome);
+    // The context read stays good until the conversation changes; a view
+    // that compacted or truncated nothing is the same for the next call
+    // without pending input, so it is kept serialized.
+    const bool unchanged = !recounted && outcome.version == held.conversation.version &&
+                           outcome.compaction_version == held.conversation.compaction_version;
+    if (unchanged) {
+      auto kept = std::make_shared<CachedContext>(*current);
+      if (plain && outcome.view.status != ContextStatus::kTruncated &&
+          outcome.invalidated_breakpoint == CacheBreakpointKind::kUnspecified &&
+          (outcome.plan.empty() || !resolved.profile.compaction_enabled)) {
+        kept->plain_view = std::make_shared<const std::string>(answer.message->SerializeAsString());
+        kept->band = outcome.plan.band;
+        kept->status = answer.message->context_status();
+        kept->view_tokens = answer.message->tokens().total();
+        if (wire) answer.wire = kept->plain_view;
+      }
+      cache_.Put(key, std::move(kept));
+    } else {
+      cache_.Erase(key);
+    }
   }
-  ASSIGN_OR_RETURN(CompactionOutcome outcome,
-                   runner_.Run(ctx, std::move(snapshot), resolved, pending,
-                               CompactionMode::kByBand, "", progress));
-  if (options_.background_compaction && outcome.plan.band == Band::kSoft &&
-      resolved.profile.compaction_enabled) {
-    CompactInBackground(key);
+  if (wire && answer.wire == nullptr) {
+    answer.wire = std::make_shared<const std::string>(answer.message->SerializeAsString());
   }
-  return ResponseOf(key, outcome);
+  return answer;
 }
 
 v1::BuildContextResponse ConversationService::ResponseOf(const ConversationKey& key,
@@ -785,7 +858,7 @@ v1::BuildContextResponse ConversationService::ResponseOf(const ConversationKey& 
   }
   out.set_invalidated_breakpoint(
       static_cast<v1::CacheBreakpointKind>(outcome.invalidated_breakpoint));
-  RecordView(out, outcome.plan.band);
+  RecordView(out.context_status(), out.tokens().total(), outcome.plan.band);
   return out;
 }
 
@@ -857,19 +930,16 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::RecoverFromOverflo
   return ResponseOf(key, outcome);
 }
 
-void ConversationService::RecordView(const v1::BuildContextResponse& view, Band band) const {
+void ConversationService::RecordView(v1::ContextStatus status, int64_t tokens, Band band) const {
   telemetry::Span* span = telemetry::CurrentSpan();
   if (span != nullptr && span->recording()) {
-    span->SetAttribute("convstate.context.status",
-                       v1::ContextStatus_Name(view.context_status()));
+    span->SetAttribute("convstate.context.status", v1::ContextStatus_Name(status));
     span->SetAttribute("convstate.context.band", v1::Band_Name(static_cast<v1::Band>(band)));
-    span->SetAttribute("convstate.view.tokens", view.tokens().total());
-    span->SetAttribute("gen_ai.conversation.compacted",
-                       view.context_status() != v1::CONTEXT_STATUS_FULL);
+    span->SetAttribute("convstate.view.tokens", tokens);
+    span->SetAttribute("gen_ai.conversation.compacted", status != v1::CONTEXT_STATUS_FULL);
   }
   if (options_.compaction.telemetry != nullptr) {
-    options_.compaction.telemetry->instruments().view_tokens->Record(
-        static_cast<double>(view.tokens().total()));
+    options_.compaction.telemetry->instruments().view_tokens->Record(static_cast<double>(tokens));
   }
 }
 

@@ -5,7 +5,11 @@
 
 #include "absl/status/statusor.h"
 #include "convstate/v1/convstate.pb.h"
+#include <optional>
+#include <string>
+
 #include "services/api/compaction_runner.h"
+#include "services/api/context_cache.h"
 #include "services/api/validation.h"
 #include "services/common/thread_pool.h"
 #include "services/compaction/summarizer.h"
@@ -32,6 +36,9 @@ class ConversationService {
     // Compact in the background when a BuildContext finds the conversation
     // in the soft band, so that the next call finds the work done.
     bool background_compaction = true;
+    // Bytes of conversations' contexts (and their last plain views) kept
+    // between calls, validated against storage on every call; 0 keeps none.
+    int64_t context_cache_bytes = int64_t{256} << 20;
   };
 
   // `models`, `storage` and `summarizer` must outlive the service.
@@ -63,6 +70,13 @@ class ConversationService {
   absl::StatusOr<v1::BuildContextResponse> BuildContext(const CallContext& ctx,
                                                         const v1::BuildContextRequest& req,
                                                         const ProgressSink& progress);
+  // BuildContext's response serialized, as a gRPC adapter sends it. Calls
+  // without pending input that find the conversation as this replica last
+  // saw it share the bytes built the first time.
+  absl::StatusOr<std::shared_ptr<const std::string>> BuildContextWire(
+      const CallContext& ctx, const v1::BuildContextRequest& req);
+  // What the context cache holds and how its lookups went.
+  ContextCache::Stats context_cache_stats() const { return cache_.stats(); }
   absl::StatusOr<v1::InspectContextResponse> InspectContext(
       const CallContext& ctx, const v1::InspectContextRequest& req);
   absl::StatusOr<v1::CompactResponse> Compact(const CallContext& ctx,
@@ -100,7 +114,20 @@ class ConversationService {
                             const ResolvedProfile& resolved);
 
   // The view's status, band and size on the call's span and metrics.
-  void RecordView(const v1::BuildContextResponse& view, Band band) const;
+  void RecordView(v1::ContextStatus status, int64_t tokens, Band band) const;
+
+  // The conversation's context as it is now: what this replica holds,
+  // brought up to date by one storage read (and kept again by View).
+  absl::StatusOr<std::shared_ptr<const CachedContext>> CurrentContext(const CallContext& ctx,
+                                                                     const ConversationKey& key);
+
+  // BuildContext as a message (wire false) or as serialized bytes.
+  struct ViewAnswer {
+    std::optional<v1::BuildContextResponse> message;
+    std::shared_ptr<const std::string> wire;
+  };
+  absl::StatusOr<ViewAnswer> View(const CallContext& ctx, const v1::BuildContextRequest& req,
+                                  const ProgressSink& progress, bool wire);
 
   // Pending input as items, counted with `profile`'s tokenizer.
   std::vector<ItemData> PendingItems(const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
@@ -128,6 +155,7 @@ class ConversationService {
   const ModelRegistry* const models_;
   Storage* const storage_;
   CompactionRunner runner_;
+  ContextCache cache_;
   absl::Mutex models_mu_;
   absl::flat_hash_map<std::string, std::string> models_by_key_ ABSL_GUARDED_BY(models_mu_);
   absl::Mutex background_mu_;

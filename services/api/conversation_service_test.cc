@@ -78,6 +78,65 @@ class ConversationServiceTest : public ::testing::Test {
   CallContext ctx_;
 };
 
+// A replica keeps each conversation's context between calls and asks
+// storage only what changed; a plain view that did not change is sent again
+// as the same bytes, serialized once.
+TEST_F(ConversationServiceTest, ViewsComeFromTheKeptContextAndFollowEveryChange) {
+  Create("kept", "You are terse.");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(service_.AppendTurn(ctx_, Append("kept", "hello")).ok());
+  v1::BuildContextRequest build;
+  build.set_conversation_id("kept");
+  auto first = service_.BuildContextWire(ctx_, build);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(service_.context_cache_stats().misses, 1);
+  auto second = service_.BuildContextWire(ctx_, build);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(service_.context_cache_stats().hits, 1);
+  EXPECT_EQ(first->get(), second->get());  // The same bytes, not a copy.
+  // The message form is the same view.
+  auto message = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(message.ok());
+  EXPECT_EQ(message->SerializeAsString(), **first);
+
+  // Pending input is never answered from the kept bytes.
+  v1::BuildContextRequest pending = build;
+  *pending.add_pending_input() = Message(v1::ROLE_USER, "and now?");
+  auto with_pending = service_.BuildContext(ctx_, pending);
+  ASSERT_TRUE(with_pending.ok());
+  EXPECT_EQ(with_pending->entries_size(), message->entries_size() + 1);
+
+  // An append: only the new item is read, and the view shows it.
+  ASSERT_TRUE(service_.AppendTurn(ctx_, Append("kept", "a new question")).ok());
+  auto after_append = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(after_append.ok());
+  EXPECT_EQ(service_.context_cache_stats().appended, 1);
+  EXPECT_EQ(after_append->entries(after_append->entries_size() - 1).content(), "a new question");
+  EXPECT_EQ(after_append->version(), 4);
+
+  // A pin changes the compaction version: the whole context is read again.
+  const int64_t misses = service_.context_cache_stats().misses;
+  v1::PinItemRequest pin;
+  pin.set_conversation_id("kept");
+  pin.set_sequence(1);
+  ASSERT_TRUE(service_.PinItem(ctx_, pin).ok());
+  auto after_pin = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(after_pin.ok());
+  EXPECT_EQ(service_.context_cache_stats().misses, misses + 1);
+  EXPECT_EQ(after_pin->compaction_version(), after_append->compaction_version() + 1);
+
+  // Deleted and created again under the same id: the old context is gone.
+  v1::DeleteConversationRequest del;
+  del.set_conversation_id("kept");
+  ASSERT_TRUE(service_.DeleteConversation(ctx_, del).ok());
+  EXPECT_EQ(service_.BuildContextWire(ctx_, build).status().code(), absl::StatusCode::kNotFound);
+  Create("kept", "You are verbose.");
+  auto recreated = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(recreated.ok());
+  ASSERT_EQ(recreated->entries_size(), 1);
+  EXPECT_EQ(recreated->entries(0).content(), "You are verbose.");
+  EXPECT_GE(service_.context_cache_stats().entries, 1);
+}
+
 TEST_F(ConversationServiceTest, CreateFillsDefaultsAndGeneratesIds) {
   v1::CreateConversationRequest req;
   req.set_model("self-hosted/llama-3.3-70b");

@@ -50,6 +50,16 @@ grpc::ByteBuffer Serialize(const google::protobuf::Message& message) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
+// Bytes already serialized, sent without a copy: the slice holds a
+// reference to them until gRPC is done writing.
+grpc::ByteBuffer Serialize(const std::shared_ptr<const std::string>& wire) {
+  auto* held = new std::shared_ptr<const std::string>(wire);
+  grpc::Slice slice(const_cast<char*>(wire->data()), wire->size(),
+                    [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); },
+                    held);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
 // Logged here, where the error is handed to the client: failures that are
 // the server's or the database's, not the caller's.
 void LogServerError(const char* method, const absl::Status& status) {
@@ -346,7 +356,7 @@ GrpcService::Reactor* GrpcService::ListItems(Context* ctx, const ByteBuffer* req
 
 GrpcService::Reactor* GrpcService::BuildContext(Context* ctx, const ByteBuffer* req,
                                                 ByteBuffer* resp) {
-  return Unary("BuildContext", ctx, req, resp, &ConversationService::BuildContext);
+  return Unary("BuildContext", ctx, req, resp, &ConversationService::BuildContextWire);
 }
 
 GrpcService::Reactor* GrpcService::InspectContext(Context* ctx, const ByteBuffer* req,

@@ -191,6 +191,17 @@ const std::vector<Flag>& Flags() {
       {"background_compaction",
        "compact in the background when a conversation enters the soft band (default true)",
        BoolField([](ServerConfig& c) -> bool& { return c.server.service.background_compaction; })},
+      {"context_cache_mb",
+       "MiB of conversations' contexts kept between calls, checked against PostgreSQL on "
+       "every call; 0 keeps none (default 256)",
+       [](ServerConfig& c, const std::string& v) {
+         int64_t mb = 0;
+         if (!absl::SimpleAtoi(v, &mb) || mb < 0 || mb > (int64_t{1} << 20)) {
+           return absl::InvalidArgumentError("must be a whole number of MiB from 0 to 1048576");
+         }
+         c.server.service.context_cache_bytes = mb << 20;
+         return absl::OkStatus();
+       }},
       {"replica_id", "this replica's name in compaction leases (default host:pid)",
        [](ServerConfig& c, const std::string& v) {
          c.server.service.compaction.holder = v;

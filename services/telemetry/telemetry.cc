@@ -37,6 +37,15 @@ Instruments MakeInstruments(MetricRegistry* m) {
                                   "Tokens of each view BuildContext returns",
                                   {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144,
                                    524288, 1048576});
+  i.cache_lookups = m->AddCounter(
+      "convstate.context_cache.lookups", "{lookup}",
+      "BuildContext reads of a conversation, by convstate.cache.result (hit, appended, miss)");
+  i.cache_evictions = m->AddCounter("convstate.context_cache.evictions", "{entry}",
+                                    "Conversations the context cache let go to stay in its bound");
+  i.cache_bytes = m->AddGauge("convstate.context_cache.bytes", "By",
+                              "Bytes the context cache holds, as it counts them");
+  i.cache_entries = m->AddGauge("convstate.context_cache.entries", "{conversation}",
+                                "Conversations the context cache holds");
   i.spans_dropped = m->AddCounter("convstate.telemetry.spans_dropped", "{span}",
                                   "Spans dropped: the export queue was full or the export failed");
   i.export_failures = m->AddCounter("convstate.telemetry.export_failures", "{request}",

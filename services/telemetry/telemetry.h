@@ -44,6 +44,14 @@ struct Instruments {
   Gauge* summarizer_circuit_open;
   // convstate.view.tokens: tokens of each view BuildContext returns.
   Histogram* view_tokens;
+  // convstate.context_cache.lookups by convstate.cache.result (hit: the
+  // held context was current; appended: only new items were read; miss:
+  // read whole), convstate.context_cache.evictions, and the cache's size in
+  // convstate.context_cache.bytes and convstate.context_cache.entries.
+  Counter* cache_lookups;
+  Counter* cache_evictions;
+  Gauge* cache_bytes;
+  Gauge* cache_entries;
   // convstate.telemetry.spans_dropped and convstate.telemetry.export_failures.
   Counter* spans_dropped;
   Counter* export_failures;

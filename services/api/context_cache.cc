@@ -1,0 +1,132 @@
+#include "services/api/context_cache.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace convstate {
+namespace {
+
+// What an element costs besides its text: the struct and allocator slack.
+constexpr int64_t kItemOverhead = 256;
+constexpr int64_t kFactOverhead = 96;
+
+int64_t ItemBytes(const Item& item) {
+  int64_t bytes = kItemOverhead + static_cast<int64_t>(item.data.content.size() +
+                                                       item.data.tool_name.size() +
+                                                       item.data.tool_call_id.size());
+  for (const auto& [k, v] : item.data.metadata) bytes += static_cast<int64_t>(k.size() + v.size());
+  return bytes;
+}
+
+int64_t FactsBytes(const std::vector<LedgerFact>& facts) {
+  int64_t bytes = 0;
+  for (const LedgerFact& f : facts) {
+    bytes += kFactOverhead + static_cast<int64_t>(f.text.size() + 8 * f.token_hashes.size());
+  }
+  return bytes;
+}
+
+}  // namespace
+
+int64_t SnapshotBytes(const ContextSnapshot& s) {
+  const Conversation& c = s.conversation;
+  int64_t bytes = static_cast<int64_t>(sizeof(ContextSnapshot) + c.system_prompt.size() +
+                                       c.pinned_instructions.size() + c.model.size());
+  for (const auto& [k, v] : c.metadata) bytes += static_cast<int64_t>(k.size() + v.size());
+  for (const Item& item : s.pinned_items) bytes += ItemBytes(item);
+  for (const Item& item : s.live_items) bytes += ItemBytes(item);
+  for (const SummaryChunk& chunk : s.active_chunks) {
+    bytes += kItemOverhead + static_cast<int64_t>(chunk.text.size());
+    for (const SummaryLine& l : chunk.lines) {
+      bytes += kFactOverhead + static_cast<int64_t>(l.speaker.size() + l.text.size());
+    }
+    bytes += FactsBytes(chunk.facts) + FactsBytes(chunk.constraints);
+  }
+  return bytes;
+}
+
+ContextCache::ContextCache(int64_t max_bytes, telemetry::Telemetry* telemetry)
+    : max_bytes_(max_bytes), telemetry_(telemetry) {}
+
+std::string ContextCache::KeyOf(const ConversationKey& key) {
+  // Tenant ids hold no NUL (they are validated UTF-8 without control
+  // characters), so the pair maps to one string.
+  return absl::StrCat(key.tenant_id, std::string(1, '\0'), key.conversation_id);
+}
+
+std::shared_ptr<const CachedContext> ContextCache::Get(const ConversationKey& key) {
+  if (max_bytes_ <= 0) return nullptr;
+  absl::MutexLock lock(&mu_);
+  auto it = index_.find(KeyOf(key));
+  if (it == index_.end()) return nullptr;
+  order_.splice(order_.begin(), order_, it->second);
+  return it->second->entry;
+}
+
+void ContextCache::Put(const ConversationKey& key, std::shared_ptr<const CachedContext> entry) {
+  if (max_bytes_ <= 0 || entry == nullptr) return;
+  int64_t bytes = SnapshotBytes(*entry->snapshot);
+  if (entry->plain_view != nullptr) bytes += static_cast<int64_t>(entry->plain_view->size());
+  std::string k = KeyOf(key);
+  absl::MutexLock lock(&mu_);
+  if (auto it = index_.find(k); it != index_.end()) Unlink(it->second);
+  if (bytes > max_bytes_) {
+    Report();
+    return;
+  }
+  order_.push_front(Node{k, std::move(entry), bytes});
+  index_[std::move(k)] = order_.begin();
+  bytes_ += bytes;
+  while (bytes_ > max_bytes_) {
+    Unlink(std::prev(order_.end()));
+    ++evictions_;
+    if (telemetry_ != nullptr) telemetry_->instruments().cache_evictions->Add(1);
+  }
+  Report();
+}
+
+void ContextCache::Erase(const ConversationKey& key) {
+  if (max_bytes_ <= 0) return;
+  absl::MutexLock lock(&mu_);
+  if (auto it = index_.find(KeyOf(key)); it != index_.end()) {
+    Unlink(it->second);
+    Report();
+  }
+}
+
+void ContextCache::Unlink(std::list<Node>::iterator it) {
+  bytes_ -= it->bytes;
+  index_.erase(it->key);
+  order_.erase(it);
+}
+
+void ContextCache::Report() const {
+  if (telemetry_ == nullptr) return;
+  telemetry_->instruments().cache_bytes->Set(static_cast<double>(bytes_));
+  telemetry_->instruments().cache_entries->Set(static_cast<double>(index_.size()));
+}
+
+void ContextCache::CountLookup(ContextDelta::Kind kind) const {
+  std::atomic<int64_t>& count = kind == ContextDelta::Kind::kUnchanged  ? hits_
+                                : kind == ContextDelta::Kind::kAppended ? appended_
+                                                                        : misses_;
+  count.fetch_add(1, std::memory_order_relaxed);
+  if (telemetry_ == nullptr) return;
+  const char* result = kind == ContextDelta::Kind::kUnchanged  ? "hit"
+                       : kind == ContextDelta::Kind::kAppended ? "appended"
+                                                               : "miss";
+  telemetry_->instruments().cache_lookups->Add(1, {{"convstate.cache.result", result}});
+}
+
+ContextCache::Stats ContextCache::stats() const {
+  absl::MutexLock lock(&mu_);
+  return Stats{bytes_,
+               static_cast<int64_t>(index_.size()),
+               evictions_,
+               hits_.load(std::memory_order_relaxed),
+               appended_.load(std::memory_order_relaxed),
+               misses_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace convstate

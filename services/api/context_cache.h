@@ -1,0 +1,95 @@
+#ifndef CONVSTATE_SERVICES_API_CONTEXT_CACHE_H_
+#define CONVSTATE_SERVICES_API_CONTEXT_CACHE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "services/compaction/planner.h"
+#include "services/core/types.h"
+#include "services/telemetry/telemetry.h"
+
+namespace convstate {
+
+// What a replica keeps of a conversation between calls: the context as
+// last read, and the serialized answer to a BuildContext without pending
+// input for it, when that answer compacted nothing. Immutable once shared.
+struct CachedContext {
+  std::shared_ptr<const ContextSnapshot> snapshot;
+  // The BuildContextResponse wire bytes; null when none was kept.
+  std::shared_ptr<const std::string> plain_view;
+  // The plain view's band, status (convstate.v1.ContextStatus) and total,
+  // for the call's span and metrics when it is served again.
+  Band band = Band::kNormal;
+  int status = 0;
+  int64_t view_tokens = 0;
+};
+
+// Bytes `snapshot` holds, roughly: its text and a fixed cost per element.
+int64_t SnapshotBytes(const ContextSnapshot& snapshot);
+
+// Conversations' contexts kept by one replica, at most `max_bytes` of
+// them, the least recently used let go first. Nothing here is trusted
+// without asking storage: every use checks the conversation's versions
+// (Storage::LoadContextSince), so a change made by another replica is
+// seen on the next call. Thread-safe.
+class ContextCache {
+ public:
+  // `max_bytes` 0 keeps nothing. `telemetry` may be null.
+  ContextCache(int64_t max_bytes, telemetry::Telemetry* telemetry);
+
+  ContextCache(const ContextCache&) = delete;
+  ContextCache& operator=(const ContextCache&) = delete;
+
+  // The entry for `key`, or null; marks it recently used.
+  std::shared_ptr<const CachedContext> Get(const ConversationKey& key);
+  // Keeps `entry` for `key` in place of any other, then lets the least
+  // recently used entries go until the cache is within its bound. An entry
+  // larger than the bound is not kept.
+  void Put(const ConversationKey& key, std::shared_ptr<const CachedContext> entry);
+  void Erase(const ConversationKey& key);
+
+  // Counts a lookup's outcome: what LoadContextSince had to read.
+  void CountLookup(ContextDelta::Kind kind) const;
+
+  struct Stats {
+    int64_t bytes = 0;
+    int64_t entries = 0;
+    int64_t evictions = 0;
+    // Lookups by what LoadContextSince had to read.
+    int64_t hits = 0;
+    int64_t appended = 0;
+    int64_t misses = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Node {
+    std::string key;
+    std::shared_ptr<const CachedContext> entry;
+    int64_t bytes = 0;
+  };
+  static std::string KeyOf(const ConversationKey& key);
+  void Unlink(std::list<Node>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Report() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int64_t max_bytes_;
+  telemetry::Telemetry* const telemetry_;
+  mutable absl::Mutex mu_;
+  // Most recently used first.
+  std::list<Node> order_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::list<Node>::iterator> index_ ABSL_GUARDED_BY(mu_);
+  int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable std::atomic<int64_t> hits_{0};
+  mutable std::atomic<int64_t> appended_{0};
+  mutable std::atomic<int64_t> misses_{0};
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_API_CONTEXT_CACHE_H_

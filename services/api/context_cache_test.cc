@@ -1,0 +1,80 @@
+#include "services/api/context_cache.h"
+
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace convstate {
+namespace {
+
+std::shared_ptr<const CachedContext> Entry(const std::string& text, int items = 1) {
+  auto snapshot = std::make_shared<ContextSnapshot>();
+  for (int i = 0; i < items; ++i) {
+    Item item;
+    item.sequence = i + 1;
+    item.data.content = text;
+    snapshot->live_items.push_back(item);
+  }
+  auto entry = std::make_shared<CachedContext>();
+  entry->snapshot = std::move(snapshot);
+  return entry;
+}
+
+ConversationKey Key(const std::string& id) { return ConversationKey{"t", id}; }
+
+TEST(ContextCacheTest, KeepsWhatWasPutAndCountsItsBytes) {
+  ContextCache cache(1 << 20, nullptr);
+  EXPECT_EQ(cache.Get(Key("a")), nullptr);
+  auto entry = Entry(std::string(1000, 'x'));
+  cache.Put(Key("a"), entry);
+  EXPECT_EQ(cache.Get(Key("a")), entry);
+  // Another tenant's conversation of the same id is another entry.
+  EXPECT_EQ(cache.Get(ConversationKey{"u", "a"}), nullptr);
+  const ContextCache::Stats stats = cache.stats();
+  EXPECT_EQ(stats.entries, 1);
+  EXPECT_EQ(stats.bytes, SnapshotBytes(*entry->snapshot));
+  EXPECT_GT(stats.bytes, 1000);
+
+  // Replacing an entry counts only the new one; erasing frees it.
+  auto with_view = std::make_shared<CachedContext>(*entry);
+  with_view->plain_view = std::make_shared<const std::string>(500, 'v');
+  cache.Put(Key("a"), with_view);
+  EXPECT_EQ(cache.stats().bytes, SnapshotBytes(*entry->snapshot) + 500);
+  cache.Erase(Key("a"));
+  EXPECT_EQ(cache.Get(Key("a")), nullptr);
+  EXPECT_EQ(cache.stats().bytes, 0);
+  EXPECT_EQ(cache.stats().entries, 0);
+}
+
+TEST(ContextCacheTest, LetsTheLeastRecentlyUsedGoFirst) {
+  const int64_t one = SnapshotBytes(*Entry(std::string(10000, 'x'))->snapshot);
+  ContextCache cache(3 * one, nullptr);
+  cache.Put(Key("a"), Entry(std::string(10000, 'a')));
+  cache.Put(Key("b"), Entry(std::string(10000, 'b')));
+  cache.Put(Key("c"), Entry(std::string(10000, 'c')));
+  ASSERT_NE(cache.Get(Key("a")), nullptr);  // Now b is the least recent.
+  cache.Put(Key("d"), Entry(std::string(10000, 'd')));
+  EXPECT_EQ(cache.Get(Key("b")), nullptr);
+  EXPECT_NE(cache.Get(Key("a")), nullptr);
+  EXPECT_NE(cache.Get(Key("c")), nullptr);
+  EXPECT_NE(cache.Get(Key("d")), nullptr);
+  EXPECT_EQ(cache.stats().evictions, 1);
+  EXPECT_LE(cache.stats().bytes, 3 * one);
+
+  // One entry larger than the whole bound is not kept, and pushes nothing
+  // out.
+  cache.Put(Key("huge"), Entry(std::string(10000, 'h'), 10));
+  EXPECT_EQ(cache.Get(Key("huge")), nullptr);
+  EXPECT_EQ(cache.stats().entries, 3);
+}
+
+TEST(ContextCacheTest, ZeroBytesKeepsNothing) {
+  ContextCache cache(0, nullptr);
+  cache.Put(Key("a"), Entry("x"));
+  EXPECT_EQ(cache.Get(Key("a")), nullptr);
+  EXPECT_EQ(cache.stats().entries, 0);
+}
+
+}  // namespace
+}  // namespace convstate
