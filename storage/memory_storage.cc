@@ -231,7 +231,8 @@ class MemoryStorage final : public Storage {
       ASSIGN_OR_RETURN(ConversationState * state, Find(key));
       ContextDelta delta;
       delta.kind = DeltaKind(state->conversation, held);
-      if (delta.kind != ContextDelta::Kind::kReloaded) {
+      if (delta.kind == ContextDelta::Kind::kUnchanged) return delta;
+      if (delta.kind == ContextDelta::Kind::kAppended) {
         delta.snapshot.conversation = state->conversation;
         for (int64_t s = held->last_sequence; s < state->conversation.last_sequence; ++s) {
           delta.snapshot.live_items.push_back(state->items[s]);

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "services/common/log.h"
@@ -125,44 +126,80 @@ const std::string& ChunkColumns() {
   return *kColumns;
 }
 
-// The statement that loads a context in one round trip, or what changed in
-// it since a held snapshot (LoadContextSince). Its rows share one shape:
-// the part (0 the conversation, 1 an active chunk, 2 an item), an ordering
-// key, then the part's own columns as text (libpq hands every value over as
-// text anyway), padded with NULLs. Parameters: tenant, conversation id, and
-// the held row's conv_key (0: none), compaction_version, count_encoding,
-// recounted, version and last_sequence. Chunks and the pinned items behind
-// the marker come only when the whole context is reloaded; items after the
-// held last sequence (or after the marker, on a reload) always.
-std::string LoadContextSinceSql() {
+// The statements that read a context in one round trip (LoadContextSince).
+// Their rows share one shape: the part (0 the conversation, 1 an active
+// chunk, 2 an item), an ordering key, then the part's own columns as text
+// (libpq hands every value over as text anyway), padded with NULLs.
+std::string ContextRow(int part, const char* order, const std::vector<std::string>& columns) {
   constexpr size_t kWidth = std::size(kConversationColumnList);
-  auto part = [](int number, const char* order, const auto& columns) {
-    std::vector<std::string> out = {absl::StrCat(number), absl::StrCat(order, "::bigint")};
-    for (const char* c : columns) out.push_back(absl::StrCat("(", c, ")::text"));
-    while (out.size() < kWidth + 2) out.push_back("NULL::text");
-    return absl::StrJoin(out, ", ");
-  };
+  std::vector<std::string> out = {absl::StrCat(part), absl::StrCat(order, "::bigint")};
+  for (const std::string& c : columns) out.push_back(absl::StrCat("(", c, ")::text"));
+  while (out.size() < kWidth + 2) out.push_back("NULL::text");
+  return absl::StrJoin(out, ", ");
+}
+
+std::vector<std::string> Columns(absl::Span<const char* const> list) {
+  return std::vector<std::string>(list.begin(), list.end());
+}
+
+// Everything a view needs ($1 tenant, $2 conversation id): the row, the
+// active chunks, the pinned items behind the marker and the items after it.
+std::string LoadContextSql() {
   const std::string items_from = absl::StrCat(
       " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
       "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
       "AND tc.encoding = (SELECT count_encoding FROM c WHERE recounted) "
       "WHERE i.conv_key = (SELECT conv_key FROM c) ");
+  const std::string item = ContextRow(2, "i.sequence", Columns(kItemColumnList));
   return absl::StrCat(
-      "WITH c AS (SELECT *, (conv_key <> $3 OR compaction_version <> $4 OR count_encoding <> $5 "
-      "OR recounted <> $6 OR version < $7) AS reload FROM conversations "
-      "WHERE tenant_id = $1 AND conversation_id = $2) "
-      "SELECT ", part(0, "0", kConversationColumnList), " FROM c "
-      "UNION ALL SELECT ", part(1, "chunk_id", kChunkColumnList),
-      " FROM summary_chunks WHERE conv_key = (SELECT conv_key FROM c WHERE reload) "
-      "AND superseded_by IS NULL "
-      "UNION ALL SELECT ", part(2, "i.sequence", kItemColumnList), items_from,
-      "AND i.sequence > (SELECT CASE WHEN reload THEN summarized_through ELSE $8 END FROM c) "
-      "UNION ALL SELECT ", part(2, "i.sequence", kItemColumnList), items_from,
-      "AND i.sequence <= (SELECT summarized_through FROM c WHERE reload) "
+      "WITH c AS (SELECT * FROM conversations WHERE tenant_id = $1 AND conversation_id = $2) "
+      "SELECT ", ContextRow(0, "0", Columns(kConversationColumnList)), " FROM c "
+      "UNION ALL SELECT ", ContextRow(1, "chunk_id", Columns(kChunkColumnList)),
+      " FROM summary_chunks WHERE conv_key = (SELECT conv_key FROM c) AND superseded_by IS NULL "
+      "UNION ALL SELECT ", item, items_from,
+      "AND i.sequence > (SELECT summarized_through FROM c) "
+      "UNION ALL SELECT ", item, items_from,
+      "AND i.sequence <= (SELECT summarized_through FROM c) "
       "AND coalesce(p.pinned, i.pinned) AND i.sequence IN ("
       "SELECT sequence FROM items WHERE conv_key = (SELECT conv_key FROM c) AND pinned "
       "UNION ALL SELECT sequence FROM item_pins WHERE conv_key = (SELECT conv_key FROM c)) "
       "ORDER BY 1, 2");
+}
+
+// What a held snapshot ($3 its last sequence, $4 its conv_key, $5 its
+// compaction_version) needs when only appends happened, with a plan of
+// three nodes (an index lookup each side of a nested loop): the row's
+// versions and the fields an append changes (bump_conversation's), and one
+// row per item appended since, while the row is still the held conversation
+// at the held compaction_version. Nothing else in the row changes without
+// moving compaction_version; appended items carry no later pin or recount
+// (either would move compaction_version or count_encoding, and the caller
+// reloads), so no join is needed for them.
+constexpr const char* kAppendedColumnList[] = {
+    "conv_key", "version", "compaction_version", "count_encoding", "recounted", "item_count",
+    "last_sequence", "last_turn_index", "item_tokens", "token_correction",
+    "floor(extract(epoch FROM updated_at) * 1000000)::bigint"};
+
+std::string LoadAppendedSql() {
+  // The items' columns are computed inside the lateral subquery under names
+  // of their own (x.i0, ...), so that the conversation's columns, which
+  // name the table's columns unqualified, resolve against it alone.
+  std::vector<std::string> item_columns;
+  std::vector<std::string> columns = Columns(kAppendedColumnList);
+  for (size_t k = 0; k < std::size(kItemColumnList); ++k) {
+    std::string column = kItemColumnList[k];
+    if (column == "coalesce(p.pinned, i.pinned)") column = "i.pinned";
+    if (column == "coalesce(tc.token_count, i.token_count)") column = "i.token_count";
+    item_columns.push_back(absl::StrCat("(", column, ")::text AS i", k));
+    columns.push_back(absl::StrCat("x.i", k));
+  }
+  return absl::StrCat(
+      "SELECT ", absl::StrJoin(columns, ", "),
+      " FROM conversations LEFT JOIN LATERAL (SELECT ", absl::StrJoin(item_columns, ", "),
+      " FROM items i WHERE i.conv_key = conversations.conv_key AND conversations.conv_key = $4 "
+      "AND conversations.compaction_version = $5 "
+      "AND i.sequence > $3 AND i.sequence <= conversations.last_sequence "
+      "ORDER BY i.sequence) x ON true WHERE tenant_id = $1 AND conversation_id = $2");
 }
 
 struct Statement {
@@ -328,7 +365,8 @@ const std::vector<Statement>& Statements() {
       {"bump_compaction_version",
        "UPDATE conversations SET compaction_version = compaction_version + 1, updated_at = now() "
        "WHERE conv_key = $1"},
-      {"load_context_since", LoadContextSinceSql()},
+      {"load_context", LoadContextSql()},
+      {"load_appended", LoadAppendedSql()},
       {"active_chunks",
        absl::StrCat("SELECT ", ChunkColumns(),
                     " FROM summary_chunks WHERE conv_key = $1 AND superseded_by IS NULL "
@@ -824,44 +862,88 @@ class PostgresStorage final : public Storage {
     return std::move(delta.snapshot);
   }
 
-  // One statement, so one round trip and one consistent snapshot: a
-  // concurrent compaction is seen entirely or not at all. No transaction is
-  // opened around it; the connection's default statement_timeout bounds it.
+  // One statement, so one round trip and one consistent snapshot: the
+  // conversation row and the items appended since `held` when there is a
+  // held snapshot (what a warm call needs), everything otherwise; and a
+  // second one with everything when the row says more than appends
+  // happened. No transaction is opened around them; the connection's
+  // default statement_timeout bounds each.
   absl::StatusOr<ContextDelta> LoadContextSince(const CallContext& ctx,
                                                 const ConversationKey& key,
                                                 const Conversation* held) override {
     return Run<ContextDelta, pqxx::nontransaction>(
         ctx, "load context", [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextDelta> {
-      const Conversation none;
-      const Conversation& h = held == nullptr ? none : *held;
-      const pqxx::result r = tx.exec_prepared(
-          "load_context_since", key.tenant_id, key.conversation_id, h.storage_key,
-          h.compaction_version, h.count_encoding, h.recounted, h.version, h.last_sequence);
-      if (r.empty()) return NotFound(key);
-      constexpr int kData = 2;  // The part and the ordering key come first.
-      ContextDelta delta;
-      ContextSnapshot& snap = delta.snapshot;
-      snap.conversation =
-          ParseConversation(r[0].slice(kData, kData + std::size(kConversationColumnList)))
-              .conversation;
-      delta.kind = DeltaKind(snap.conversation, held);
-      const int64_t marker = snap.conversation.summarized_through;
-      for (pqxx::result::size_type i = 1; i < r.size(); ++i) {
-        const pqxx::row row = r[i];
-        if (row[0].as<int>() == 1) {
-          snap.active_chunks.push_back(
-              ParseChunk(row.slice(kData, kData + std::size(kChunkColumnList))));
-          continue;
-        }
-        Item item = ParseItem(row.slice(kData, kData + std::size(kItemColumnList)));
-        if (delta.kind == ContextDelta::Kind::kReloaded && item.sequence <= marker) {
-          snap.pinned_items.push_back(std::move(item));
-        } else {
-          snap.live_items.push_back(std::move(item));
-        }
+      if (held != nullptr) {
+        ASSIGN_OR_RETURN(ContextDelta delta,
+                         ParseAppended(tx.exec_prepared(
+                                           "load_appended", key.tenant_id, key.conversation_id,
+                                           held->last_sequence, held->storage_key,
+                                           held->compaction_version),
+                                       key, *held));
+        if (delta.kind != ContextDelta::Kind::kReloaded) return delta;
       }
-      return delta;
+      return ParseContext(tx.exec_prepared("load_context", key.tenant_id, key.conversation_id),
+                          key);
     });
+  }
+
+  // The rows of load_appended as a delta from `held`; kReloaded with nothing
+  // read when more than appends happened.
+  static absl::StatusOr<ContextDelta> ParseAppended(const pqxx::result& r,
+                                                    const ConversationKey& key,
+                                                    const Conversation& held) {
+    if (r.empty()) return NotFound(key);
+    const pqxx::row first = r[0];
+    Conversation now;
+    now.storage_key = first[0].as<int64_t>();
+    now.version = first[1].as<int64_t>();
+    now.compaction_version = first[2].as<int64_t>();
+    now.count_encoding = first[3].as<std::string>();
+    now.recounted = first[4].as<bool>();
+    ContextDelta delta;
+    delta.kind = DeltaKind(now, &held);
+    if (delta.kind != ContextDelta::Kind::kAppended) return delta;
+    // The held row with what the appends changed.
+    Conversation& c = delta.snapshot.conversation;
+    c = held;
+    c.version = now.version;
+    c.item_count = first[5].as<int64_t>();
+    c.last_sequence = first[6].as<int64_t>();
+    c.last_turn_index = first[7].as<int64_t>();
+    c.item_tokens = first[8].as<int64_t>();
+    c.token_correction = first[9].as<double>();
+    c.update_time = absl::FromUnixMicros(first[10].as<int64_t>());
+    constexpr int kItem = std::size(kAppendedColumnList);
+    for (const pqxx::row& row : r) {
+      if (row[kItem].is_null()) continue;
+      delta.snapshot.live_items.push_back(
+          ParseItem(row.slice(kItem, kItem + std::size(kItemColumnList))));
+    }
+    return delta;
+  }
+
+  // The rows of load_context: the whole context.
+  static absl::StatusOr<ContextDelta> ParseContext(const pqxx::result& r,
+                                                   const ConversationKey& key) {
+    if (r.empty()) return NotFound(key);
+    constexpr int kData = 2;  // The part and the ordering key come first.
+    ContextDelta delta;
+    ContextSnapshot& snap = delta.snapshot;
+    snap.conversation =
+        ParseConversation(r[0].slice(kData, kData + std::size(kConversationColumnList)))
+            .conversation;
+    const int64_t marker = snap.conversation.summarized_through;
+    for (pqxx::result::size_type i = 1; i < r.size(); ++i) {
+      const pqxx::row row = r[i];
+      if (row[0].as<int>() == 1) {
+        snap.active_chunks.push_back(
+            ParseChunk(row.slice(kData, kData + std::size(kChunkColumnList))));
+        continue;
+      }
+      Item item = ParseItem(row.slice(kData, kData + std::size(kItemColumnList)));
+      (item.sequence <= marker ? snap.pinned_items : snap.live_items).push_back(std::move(item));
+    }
+    return delta;
   }
 
   absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,

@@ -708,6 +708,12 @@ TEST_P(StorageConformanceTest, LoadContextSinceSendsOnlyWhatChanged) {
     EXPECT_EQ(got.conversation.version, fresh->conversation.version);
     EXPECT_EQ(got.conversation.compaction_version, fresh->conversation.compaction_version);
     EXPECT_EQ(got.conversation.item_tokens, fresh->conversation.item_tokens);
+    EXPECT_EQ(got.conversation.item_count, fresh->conversation.item_count);
+    EXPECT_EQ(got.conversation.last_sequence, fresh->conversation.last_sequence);
+    EXPECT_EQ(got.conversation.last_turn_index, fresh->conversation.last_turn_index);
+    EXPECT_EQ(got.conversation.token_correction, fresh->conversation.token_correction);
+    EXPECT_EQ(got.conversation.update_time, fresh->conversation.update_time);
+    EXPECT_EQ(got.conversation.system_prompt, fresh->conversation.system_prompt);
     EXPECT_EQ(Sequences(got.pinned_items), Sequences(fresh->pinned_items));
     EXPECT_EQ(Sequences(got.live_items), Sequences(fresh->live_items));
     ASSERT_EQ(got.live_items.size(), fresh->live_items.size());
@@ -725,7 +731,7 @@ TEST_P(StorageConformanceTest, LoadContextSinceSendsOnlyWhatChanged) {
   ASSERT_TRUE(delta.ok()) << delta.status();
   EXPECT_EQ(delta->kind, ContextDelta::Kind::kUnchanged);
   EXPECT_TRUE(delta->snapshot.live_items.empty());
-  EXPECT_EQ(delta->snapshot.conversation.version, 1);
+  EXPECT_EQ(ApplyDelta(*held, *delta).conversation.version, 1);
 
   AppendText(Key("c"), "seven");
   AppendText(Key("c"), "eight");
@@ -733,6 +739,8 @@ TEST_P(StorageConformanceTest, LoadContextSinceSendsOnlyWhatChanged) {
   ASSERT_TRUE(delta.ok()) << delta.status();
   EXPECT_EQ(delta->kind, ContextDelta::Kind::kAppended);
   EXPECT_THAT(Sequences(delta->snapshot.live_items), ElementsAre(7, 8));
+  EXPECT_EQ(delta->snapshot.live_items[1].data.content, "eight");
+  EXPECT_EQ(delta->snapshot.conversation.version, 3);
   EXPECT_TRUE(delta->snapshot.active_chunks.empty());
   ContextSnapshot caught_up = ApplyDelta(*held, *std::move(delta));
   same_as_fresh(caught_up);

@@ -94,7 +94,8 @@ class ServerE2eTest : public ::testing::Test {
   }
 
   // Sends `wire` as the request body of `method`, bypassing the typed stub.
-  grpc::Status RawCall(const std::string& method, const std::string& wire) {
+  grpc::Status RawCall(const std::string& method, const std::string& wire,
+                       std::string* body = nullptr) {
     grpc::GenericStub generic(channel_);
     grpc::ClientContext ctx;
     SetDeadline(ctx, kCallDeadline);
@@ -109,6 +110,15 @@ class ServerE2eTest : public ::testing::Test {
                         done.Notify();
                       });
     done.WaitForNotification();
+    if (body != nullptr && status.ok()) {
+      std::vector<grpc::Slice> slices;
+      body->clear();
+      if (response.Dump(&slices).ok()) {
+        for (const grpc::Slice& s : slices) {
+          body->append(reinterpret_cast<const char*>(s.begin()), s.size());
+        }
+      }
+    }
     return status;
   }
 
@@ -117,6 +127,32 @@ class ServerE2eTest : public ::testing::Test {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ConversationState::Stub> stub_;
 };
+
+// The benchmark echo answers as many bytes as asked, only when switched
+// on; methods nobody serves stay UNIMPLEMENTED either way.
+TEST_F(ServerE2eTest, BenchEchoAnswersTheSizeAskedOnlyWhenOn) {
+  StartServer();
+  EXPECT_EQ(RawCall("/convstate.bench.Echo/Echo", "100").error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  ASSERT_EQ(server_->Stop(SIGTERM).value_or(-1), 0);
+  StartServer({"--bench_echo"});
+  std::string body;
+  grpc::Status s = RawCall("/convstate.bench.Echo/Echo", "86016", &body);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(body.size(), 86016u);
+  s = RawCall("/convstate.bench.Echo/Echo", "0", &body);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(body.empty());
+  EXPECT_EQ(RawCall("/convstate.bench.Echo/Echo", "lots").error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(RawCall("/convstate.bench.Echo/Echo", "999999999999").error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(RawCall("/convstate.bench.Nothing/Here", "1").error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  // The API is served as before.
+  v1::Conversation c = Create("after-echo");
+  EXPECT_EQ(c.conversation_id(), "after-echo");
+}
 
 TEST_F(ServerE2eTest, ServesHealthAndReflection) {
   StartServer();

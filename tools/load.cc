@@ -12,8 +12,18 @@
 //   mixed    both, on conversations with an 8k window so that compactions
 //            happen along the way
 //   health   the standard health Check: a plain gRPC round trip
-// With --database_url it also times a primary-key SELECT on the same
-// database, one client, as the floor a BuildContext stands on.
+//   floor    BuildContext as in `build`, each call followed by the server's
+//            same-size echo (--bench_echo: as many bytes as that view) and,
+//            with --database_url, a primary-key SELECT on the same
+//            database: the floor of a BuildContext, interleaved with it
+//   echo     the same-size echo alone (--bench_echo), as many bytes as the
+//            view of a conversation set up as for `build`: the throughput
+//            floor of `build`
+//   insert   the floor of an AppendTurn: the same two rows INSERTed in one
+//            statement, committed as durably, into a scratch table of the
+//            database (--database_url; no convstate call)
+// With --database_url the other scenarios also time a primary-key SELECT,
+// one client, after the run.
 //
 // Prints, per RPC: calls, errors by code, calls per second, p50/p90/p99.
 // Bounded by --duration_s and --max_requests; sends nothing but to the
@@ -22,6 +32,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -40,6 +51,7 @@
 #include "absl/strings/str_split.h"
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/rpc_helpers.h"
 
@@ -58,6 +70,10 @@ struct Args {
   int history = 0;
   int item_bytes = 400;
   std::string database_url;
+  // BuildContext answers parsed into messages, as a gateway does; false
+  // takes them as raw bytes, as the echo's are (what the server alone
+  // costs, when the client shares its machine).
+  bool decode = true;
 };
 
 bool Loopback(const std::string& target) {
@@ -92,6 +108,9 @@ bool Parse(int argc, char** argv, Args* a) {
       ok = absl::SimpleAtoi(v, &a->item_bytes) && a->item_bytes > 0;
     } else if (name == "database_url") {
       a->database_url = v;
+    } else if (name == "decode") {
+      ok = v == "true" || v == "false";
+      a->decode = v == "true";
     } else {
       return false;
     }
@@ -104,8 +123,13 @@ bool Parse(int argc, char** argv, Args* a) {
       return false;
     }
   }
+  if (a->scenario == "insert" && a->database_url.empty()) {
+    std::fprintf(stderr, "--scenario=insert needs --database_url\n");
+    return false;
+  }
   return a->scenario == "append" || a->scenario == "build" || a->scenario == "mixed" ||
-         a->scenario == "health";
+         a->scenario == "health" || a->scenario == "floor" || a->scenario == "insert" ||
+         a->scenario == "echo";
 }
 
 using Clock = std::chrono::steady_clock;
@@ -163,6 +187,7 @@ class Load {
   // Creates the conversations the scenario works on.
   bool Setup() {
     if (args_.scenario == "health") return true;
+    if (args_.scenario == "insert") return CreateInsertTable();
     auto stub = convstate::v1::ConversationState::NewStub(channels_[0]);
     std::mt19937_64 rng(1);
     for (int c = 0; c < args_.conversations; ++c) {
@@ -205,6 +230,18 @@ class Load {
       }
       if (!Fill(*stub, id, args_.items, rng)) return false;
     }
+    if (args_.scenario == "echo") {
+      convstate::v1::BuildContextRequest req;
+      req.set_tenant_id(tenant_);
+      req.set_conversation_id("c0");
+      convstate::v1::BuildContextResponse view;
+      grpc::ClientContext ctx;
+      if (auto s = stub->BuildContext(&ctx, req, &view); !s.ok()) {
+        std::fprintf(stderr, "build: %s\n", s.error_message().c_str());
+        return false;
+      }
+      echo_bytes_ = view.ByteSizeLong();
+    }
     return true;
   }
 
@@ -231,7 +268,9 @@ class Load {
 
   // A primary-key SELECT on the same database: the floor of a BuildContext.
   void DatabaseBaseline() {
-    if (args_.database_url.empty()) return;
+    if (args_.database_url.empty() || args_.scenario == "floor" || args_.scenario == "insert") {
+      return;
+    }
     try {
       pqxx::connection conn(args_.database_url);
       conn.prepare("pk", "SELECT conversation_id FROM conversations "
@@ -248,6 +287,18 @@ class Load {
       Report("postgres pk select", s, std::chrono::duration<double>(Clock::now() - start).count());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "database baseline: %s\n", e.what());
+    }
+  }
+
+  // Removes the insert scenario's scratch table.
+  void DropInsertTable() {
+    if (args_.scenario != "insert") return;
+    try {
+      pqxx::connection conn(args_.database_url);
+      pqxx::nontransaction tx(conn);
+      tx.exec(absl::StrCat("DROP TABLE IF EXISTS ", kInsertTable));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "insert scenario: %s\n", e.what());
     }
   }
 
@@ -272,20 +323,123 @@ class Load {
     return true;
   }
 
+  static constexpr char kInsertTable[] = "load_insert_baseline";
+
+  // The scratch table of the insert scenario: the columns of an item.
+  bool CreateInsertTable() {
+    try {
+      pqxx::connection conn(args_.database_url);
+      pqxx::work tx(conn);
+      tx.exec(absl::StrCat("DROP TABLE IF EXISTS ", kInsertTable));
+      tx.exec(absl::StrCat(
+          "CREATE TABLE ", kInsertTable,
+          " (conv_key bigint, sequence bigint, turn_index bigint, role text, kind text, "
+          "content text, tool_name text, tool_call_id text, pinned boolean, metadata jsonb, "
+          "token_count bigint, created_at timestamptz NOT NULL DEFAULT now(), "
+          "PRIMARY KEY (conv_key, sequence))"));
+      tx.commit();
+      return true;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "insert scenario: %s\n", e.what());
+      return false;
+    }
+  }
+
+  // Two rows like an AppendTurn's, one statement, committed durably.
+  void WorkInsert(int t, Clock::time_point end, std::map<std::string, Stats>& stats) {
+    std::mt19937_64 rng(1000 + t);
+    try {
+      pqxx::connection conn(args_.database_url);
+      conn.prepare("insert", absl::StrCat(
+          "INSERT INTO ", kInsertTable,
+          " (conv_key, sequence, turn_index, role, kind, content, tool_name, tool_call_id, "
+          "pinned, metadata, token_count) VALUES "
+          "($1, $2, $3, 'user', 'message', $4, '', '', false, '{}', $5), "
+          "($1, $2 + 1, $3, 'assistant', 'message', $6, '', '', false, '{}', $7)"));
+      int64_t sequence = 0;
+      while (Clock::now() < end && requests_.fetch_add(1) < args_.max_requests) {
+        const std::string user = Filler(args_.item_bytes, rng);
+        const std::string assistant = Filler(args_.item_bytes, rng);
+        const auto t0 = Clock::now();
+        pqxx::nontransaction tx(conn);
+        tx.exec_prepared("insert", t, sequence + 1, sequence / 2 + 1, user, 100, assistant, 100);
+        sequence += 2;
+        stats["INSERT (2 rows)"].micros.push_back(
+            std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      }
+    } catch (const std::exception& e) {
+      stats["INSERT (2 rows)"].errors[e.what()]++;
+    }
+  }
+
+  // The echo's answer of `bytes` bytes, through a generic stub: no
+  // decoding.
+  static grpc::Status Echo(grpc::GenericStub& generic, size_t bytes) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    size_t got = 0;
+    grpc::Status status = Raw(generic, ctx, "/convstate.bench.Echo/Echo", std::to_string(bytes), &got);
+    if (status.ok() && got != bytes) {
+      return grpc::Status(grpc::StatusCode::INTERNAL, "echo answered another size");
+    }
+    return status;
+  }
+
+  // A unary call with a raw body; sets `bytes` to the answer's size.
+  static grpc::Status Raw(grpc::GenericStub& generic, grpc::ClientContext& ctx,
+                          const std::string& method, const std::string& body, size_t* bytes) {
+    grpc::Slice slice(body);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    grpc::Status status;
+    generic.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
+                      [&](grpc::Status s) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        status = std::move(s);
+                        done = true;
+                        cv.notify_one();
+                      });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    *bytes = response.Length();
+    return status;
+  }
+
   void Work(int t, Clock::time_point end, std::map<std::string, Stats>& stats) {
+    if (args_.scenario == "insert") {
+      WorkInsert(t, end, stats);
+      return;
+    }
     auto channel = channels_[t % channels_.size()];
     auto stub = convstate::v1::ConversationState::NewStub(channel);
     auto health = grpc::health::v1::Health::NewStub(channel);
+    grpc::GenericStub generic(channel);
+    std::unique_ptr<pqxx::connection> db;
+    if (args_.scenario == "floor" && !args_.database_url.empty()) {
+      db = std::make_unique<pqxx::connection>(args_.database_url);
+      db->prepare("pk", "SELECT conversation_id FROM conversations "
+                        "WHERE tenant_id = $1 AND conversation_id = $2");
+    }
     std::mt19937_64 rng(1000 + t);
+    // Reused from call to call, as a client that reads many views would:
+    // parsing into it again reuses its entries and strings.
+    convstate::v1::BuildContextResponse view;
     while (Clock::now() < end && requests_.fetch_add(1) < args_.max_requests) {
       const std::string id = absl::StrCat("c", rng() % args_.conversations);
+      size_t view_bytes = 0;
       bool append = args_.scenario == "append" || (args_.scenario == "mixed" && rng() % 2 == 0);
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
       grpc::Status s;
       std::string name;
       const auto t0 = Clock::now();
-      if (args_.scenario == "health") {
+      if (args_.scenario == "echo") {
+        name = "echo (same size)";
+        s = Echo(generic, echo_bytes_);
+      } else if (args_.scenario == "health") {
         name = "Health.Check";
         grpc::health::v1::HealthCheckRequest req;
         grpc::health::v1::HealthCheckResponse out;
@@ -304,14 +458,36 @@ class Load {
         convstate::v1::BuildContextRequest req;
         req.set_tenant_id(tenant_);
         req.set_conversation_id(id);
-        convstate::v1::BuildContextResponse out;
-        s = stub->BuildContext(&ctx, req, &out);
+        if (args_.decode) {
+          s = stub->BuildContext(&ctx, req, &view);
+          view_bytes = view.ByteSizeLong();
+        } else {
+          s = Raw(generic, ctx, "/convstate.v1.ConversationState/BuildContext",
+                  req.SerializeAsString(), &view_bytes);
+        }
       }
       Stats& st = stats[name];
       if (s.ok()) {
         st.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       } else {
         st.errors[std::to_string(s.error_code())]++;
+      }
+      if (args_.scenario != "floor") continue;
+      // The floor of the call just made, right after it.
+      const auto e0 = Clock::now();
+      const grpc::Status e = Echo(generic, view_bytes);
+      Stats& es = stats["echo (same size)"];
+      if (e.ok()) {
+        es.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - e0).count());
+      } else {
+        es.errors[std::to_string(e.error_code())]++;
+      }
+      if (db != nullptr) {
+        const auto d0 = Clock::now();
+        pqxx::nontransaction tx(*db);
+        tx.exec_prepared("pk", tenant_, id);
+        stats["postgres pk select"].micros.push_back(
+            std::chrono::duration<double, std::micro>(Clock::now() - d0).count());
       }
     }
   }
@@ -320,6 +496,7 @@ class Load {
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::string tenant_;
   std::atomic<int64_t> requests_{0};
+  size_t echo_bytes_ = 0;
 };
 
 }  // namespace
@@ -328,15 +505,17 @@ int main(int argc, char** argv) {
   Args args;
   if (!Parse(argc, argv, &args)) {
     std::fprintf(stderr,
-                 "usage: load --targets=127.0.0.1:PORT[,...] --scenario=append|build|mixed|health "
+                 "usage: load --targets=127.0.0.1:PORT[,...] "
+                 "--scenario=append|build|mixed|health|floor|insert "
                  "[--concurrency=1] [--duration_s=10] [--max_requests=200000] "
                  "[--conversations=16] [--items=200] [--history=0] [--item_bytes=400] "
-                 "[--database_url=URL]\n");
+                 "[--database_url=URL] [--decode=true|false]\n");
     return 2;
   }
   Load load(args);
   if (!load.Setup()) return 1;
   load.Run();
   load.DatabaseBaseline();
+  load.DropInsertTable();
   return 0;
 }

@@ -18,6 +18,7 @@ ContextDelta::Kind DeltaKind(const Conversation& now, const Conversation* held) 
 ContextSnapshot ApplyDelta(const ContextSnapshot& held, ContextDelta delta) {
   if (delta.kind == ContextDelta::Kind::kReloaded) return std::move(delta.snapshot);
   ContextSnapshot out = held;
+  if (delta.kind == ContextDelta::Kind::kUnchanged) return out;
   out.conversation = std::move(delta.snapshot.conversation);
   out.live_items.reserve(out.live_items.size() + delta.snapshot.live_items.size());
   for (Item& item : delta.snapshot.live_items) out.live_items.push_back(std::move(item));

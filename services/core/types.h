@@ -388,8 +388,7 @@ struct ContextSnapshot {
 // already holds (Storage::LoadContextSince).
 struct ContextDelta {
   enum class Kind {
-    // Nothing: `snapshot.conversation` is the row as it is (the same
-    // versions), the rest of `snapshot` is empty.
+    // Nothing a view shows: `snapshot` is empty; the held one is current.
     kUnchanged,
     // Only appends: `snapshot.conversation` is the row as it is and
     // `snapshot.live_items` holds the items appended since, in order.

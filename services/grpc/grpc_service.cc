@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "services/api/wire_check.h"
 #include "services/common/log.h"
+#include "services/grpc/shared_bytes.h"
 #include "services/grpc/status.h"
 
 namespace convstate {
@@ -50,14 +51,8 @@ grpc::ByteBuffer Serialize(const google::protobuf::Message& message) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
-// Bytes already serialized, sent without a copy: the slice holds a
-// reference to them until gRPC is done writing.
 grpc::ByteBuffer Serialize(const std::shared_ptr<const std::string>& wire) {
-  auto* held = new std::shared_ptr<const std::string>(wire);
-  grpc::Slice slice(const_cast<char*>(wire->data()), wire->size(),
-                    [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); },
-                    held);
-  return grpc::ByteBuffer(&slice, 1);
+  return SharedBytes(wire);
 }
 
 // Logged here, where the error is handed to the client: failures that are

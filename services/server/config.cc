@@ -202,6 +202,10 @@ const std::vector<Flag>& Flags() {
          c.server.service.context_cache_bytes = mb << 20;
          return absl::OkStatus();
        }},
+      {"bench_echo",
+       "also serve /convstate.bench.Echo/Echo, a same-size echo that benchmarks compare "
+       "BuildContext with (default false)",
+       BoolField([](ServerConfig& c) -> bool& { return c.server.bench_echo; })},
       {"replica_id", "this replica's name in compaction leases (default host:pid)",
        [](ServerConfig& c, const std::string& v) {
          c.server.service.compaction.holder = v;

@@ -59,6 +59,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
       kServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
       "grpc.reflection.v1alpha.ServerReflection"});
   builder.RegisterService(s->reflection_v1_.get());
+  if (options.bench_echo) {
+    s->bench_echo_ = std::make_unique<BenchEcho>(s->workers_.get(),
+                                                 static_cast<size_t>(options.max_message_bytes));
+    builder.RegisterCallbackGenericService(s->bench_echo_.get());
+  }
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::FailedPreconditionError(absl::StrCat("cannot listen on ", listen));

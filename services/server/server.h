@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "services/api/conversation_service.h"
 #include "services/compaction/model_registry.h"
+#include "services/grpc/bench_echo.h"
 #include "services/grpc/reflection_v1.h"
 #include "services/telemetry/telemetry.h"
 #include "storage/storage.h"
@@ -42,6 +43,8 @@ struct ServerOptions {
   // stops taking calls: load balancers see it and stop sending first.
   absl::Duration drain = absl::ZeroDuration();
   ConversationService::Options service;
+  // Serve the benchmark echo (BenchEcho) beside the API.
+  bool bench_echo = false;
 };
 
 // The convstate gRPC server: ConversationState, the standard health service
@@ -80,6 +83,7 @@ class Server {
   std::unique_ptr<ThreadPool> workers_;
   std::unique_ptr<GrpcService> grpc_service_;
   std::unique_ptr<ReflectionV1> reflection_v1_;
+  std::unique_ptr<BenchEcho> bench_echo_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string address_;
