@@ -74,6 +74,25 @@ std::string WithStatementTimeout(const std::string& url, absl::Duration timeout)
                        absl::StrCat("'-c statement_timeout=", ms, "'"));
 }
 
+std::string TextArray(const std::vector<absl::string_view>& values) {
+  size_t size = 2;
+  for (absl::string_view v : values) size += v.size() + 3;
+  std::string out;
+  out.reserve(size);
+  out.push_back('{');
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.push_back('"');
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    out.push_back('"');
+  }
+  out.push_back('}');
+  return out;
+}
+
 int64_t TimeoutMillis(absl::Time deadline, absl::Duration fallback) {
   if (deadline == absl::InfiniteFuture()) return absl::ToInt64Milliseconds(fallback);
   return std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));

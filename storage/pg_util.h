@@ -6,6 +6,7 @@
 
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -28,6 +29,11 @@ std::string WithConnectTimeout(const std::string& url, absl::Duration timeout);
 // start (libpq's `options`), unless it already sets options: the bound for
 // statements run outside a transaction, which set no timeout of their own.
 std::string WithStatementTimeout(const std::string& url, absl::Duration timeout);
+
+// A PostgreSQL array literal of `values` as text: `{"a","b"}`, each element
+// quoted, quotes and backslashes escaped. For a whole list of values in one
+// parameter (unnest($1::text[])).
+std::string TextArray(const std::vector<absl::string_view>& values);
 
 // Milliseconds left until `deadline`, at least 1; `fallback` when the
 // deadline is infinite.

@@ -250,6 +250,38 @@ const std::vector<Statement>& Statements() {
        "token_correction = $6, updated_at = now() "
        "WHERE conv_key = $1 "
        "RETURNING version, floor(extract(epoch FROM now()) * 1000000)::bigint"},
+      // An append in one statement, when nothing needs the locked row in
+      // C++ first (no usage report): the conversation row is updated, and
+      // so locked, only if it is at the expected version ($3, -1 for any),
+      // bound to the expected model ($4, '' for any) and has not seen the
+      // idempotency key ($5, '' for none); then the items ($6..$14, arrays
+      // in order: role, kind, content, tool name, tool call id, pinned,
+      // metadata, tokens, turns started up to and including each item)
+      // and the key ($15 the fingerprint) are inserted after it. $16 is
+      // the number of items, $17 the turns they start, $18 their tokens.
+      // No row: one of the conditions failed (or there is no such
+      // conversation); the caller takes the transaction below instead.
+      {"append_items",
+       "WITH c AS (UPDATE conversations SET version = version + 1, "
+       "item_count = item_count + $16, last_sequence = last_sequence + $16, "
+       "last_turn_index = last_turn_index + $17, item_tokens = item_tokens + $18, "
+       "updated_at = now() "
+       "WHERE tenant_id = $1 AND conversation_id = $2 AND ($3 < 0 OR version = $3) "
+       "AND ($4 = '' OR model = $4) AND ($5 = '' OR NOT EXISTS (SELECT 1 FROM idempotency_keys k "
+       "WHERE k.conv_key = conversations.conv_key AND k.idempotency_key = $5)) "
+       "RETURNING conv_key, version, last_sequence - $16 AS first, last_turn_index - $17 AS turn, "
+       "floor(extract(epoch FROM now()) * 1000000)::bigint AS now_us), "
+       "ins AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, tool_name, "
+       "tool_call_id, pinned, metadata, token_count, appended_version) "
+       "SELECT c.conv_key, c.first + u.n, c.turn + u.turns, u.role, u.kind, u.content, "
+       "u.tool_name, u.tool_call_id, u.pinned, u.metadata::jsonb, u.tokens, c.version FROM c, "
+       "unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::boolean[], "
+       "$12::text[], $13::bigint[], $14::bigint[]) WITH ORDINALITY "
+       "AS u(role, kind, content, tool_name, tool_call_id, pinned, metadata, tokens, turns, n)), "
+       "k AS (INSERT INTO idempotency_keys (conv_key, idempotency_key, request_fingerprint, "
+       "first_sequence, last_sequence, version) "
+       "SELECT c.conv_key, $5, $15, c.first + 1, c.first + $16, c.version FROM c WHERE $5 <> '') "
+       "SELECT version, first, turn, now_us FROM c"},
       {"insert_usage",
        "INSERT INTO provider_usage (conv_key, sequence, input_tokens, output_tokens, "
        "cached_input_tokens, reasoning_tokens, estimated_input, correction_after) "
@@ -752,6 +784,14 @@ class PostgresStorage final : public Storage {
     if (request.items.empty()) {
       return absl::InvalidArgumentError("items: at least one item is required");
     }
+    if (!request.usage.has_value()) {
+      absl::StatusOr<std::optional<AppendResult>> fast = AppendInOneStatement(ctx, request);
+      // Refused (a replay, a stale version, another model, no such
+      // conversation) or raced by the same idempotency key: the
+      // transaction below tells which, and answers.
+      if (!fast.ok() && !absl::IsAlreadyExists(fast.status())) return fast.status();
+      if (fast.ok() && fast->has_value()) return std::move(**fast);
+    }
     return Run<AppendResult>(ctx, "append items",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<AppendResult> {
       // The row lock serializes appends to one conversation: sequence numbers
@@ -839,6 +879,71 @@ class PostgresStorage final : public Storage {
       tx.commit();
       return result;
     });
+  }
+
+  // AppendItems in one round trip (the append_items statement); nullopt
+  // when the statement wrote nothing.
+  absl::StatusOr<std::optional<AppendResult>> AppendInOneStatement(const CallContext& ctx,
+                                                                  const AppendRequest& request) {
+    const std::vector<ItemData>& items = request.items;
+    std::vector<absl::string_view> roles, kinds, contents, tool_names, call_ids, metadata;
+    std::vector<std::string> metadata_json;
+    metadata_json.reserve(items.size());
+    std::string pinned = "{", tokens = "{", turns = "{";
+    int64_t turn = 0;
+    int64_t total_tokens = 0;
+    for (const ItemData& data : items) {
+      roles.push_back(RoleName(data.role));
+      kinds.push_back(ItemKindName(data.kind));
+      contents.push_back(data.content);
+      tool_names.push_back(data.tool_name);
+      call_ids.push_back(data.tool_call_id);
+      metadata_json.push_back(MetadataToJson(data.metadata));
+      if (StartsTurn(data)) ++turn;
+      total_tokens += data.token_count;
+      const char* sep = pinned.size() > 1 ? "," : "";
+      absl::StrAppend(&pinned, sep, data.pinned ? "t" : "f");
+      absl::StrAppend(&tokens, sep, data.token_count);
+      absl::StrAppend(&turns, sep, turn);
+    }
+    for (const std::string& m : metadata_json) metadata.push_back(m);
+    absl::StrAppend(&pinned, "}");
+    absl::StrAppend(&tokens, "}");
+    absl::StrAppend(&turns, "}");
+    // In a transaction block, not as a statement of its own: a connection
+    // found broken before the commit is then known not to have written,
+    // and the append is retried on another; one that breaks during the
+    // commit is reported as of unknown outcome, as for every write.
+    return Run<std::optional<AppendResult>>(
+        ctx, "append items",
+        [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::optional<AppendResult>> {
+          const pqxx::result r = tx.exec_prepared(
+              "append_items", request.key.tenant_id, request.key.conversation_id,
+              request.expected_version.value_or(-1), request.expected_model,
+              request.idempotency_key, pg::TextArray(roles), pg::TextArray(kinds),
+              pg::TextArray(contents), pg::TextArray(tool_names), pg::TextArray(call_ids),
+              pinned, pg::TextArray(metadata), tokens, turns, request.request_fingerprint,
+              static_cast<int64_t>(items.size()), turn, total_tokens);
+          if (r.empty()) return std::nullopt;
+          tx.commit();
+          AppendResult result;
+          result.version = r[0][0].as<int64_t>();
+          int64_t sequence = r[0][1].as<int64_t>();
+          int64_t turn_index = r[0][2].as<int64_t>();
+          const absl::Time now = absl::FromUnixMicros(r[0][3].as<int64_t>());
+          for (const ItemData& data : items) {
+            Item item;
+            item.data = data;
+            item.sequence = ++sequence;
+            if (StartsTurn(data)) ++turn_index;
+            item.turn_index = turn_index;
+            item.create_time = now;
+            item.appended_version = result.version;
+            result.items.push_back(std::move(item));
+          }
+          return std::optional<AppendResult>(std::move(result));
+        },
+        /*own_timeout=*/false);
   }
 
   absl::StatusOr<std::vector<Item>> ListItems(const CallContext& ctx,
@@ -1214,8 +1319,15 @@ class PostgresStorage final : public Storage {
   //
   // Each transaction is a client span (child of the calling thread's span)
   // named by its query summary; no statement text or value goes in it.
+  // Runs `fn` in a transaction of type `Tx`, retried once on a new
+  // connection if the connection turns out broken before the commit. A
+  // transaction block starts with the call's statement timeout, unless
+  // `own_timeout` is false (a transaction of one statement, bounded by the
+  // connection's default: one round trip less); so does a statement run
+  // outside one (pqxx::nontransaction).
   template <typename T, typename Tx = pqxx::work, typename Fn>
-  absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn) {
+  absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn,
+                        bool own_timeout = true) {
     const DbOperation& op = DbOperationOf(operation);
     telemetry::Span span = telemetry::StartSpan(op.summary, telemetry::SpanKind::kClient);
     if (span.recording()) {
@@ -1231,7 +1343,7 @@ class PostgresStorage final : public Storage {
       bool retry = false;
       try {
         Tx tx(*conn);
-        if constexpr (!std::is_same_v<Tx, pqxx::nontransaction>) {
+        if (!std::is_same_v<Tx, pqxx::nontransaction> && own_timeout) {
           tx.exec_prepared("set_timeout",
                            std::to_string(pg::TimeoutMillis(ctx.deadline,
                                                             options_.default_timeout)));

@@ -19,9 +19,9 @@
 //   echo     the same-size echo alone (--bench_echo), as many bytes as the
 //            view of a conversation set up as for `build`: the throughput
 //            floor of `build`
-//   insert   the floor of an AppendTurn: the same two rows INSERTed in one
-//            statement, committed as durably, into a scratch table of the
-//            database (--database_url; no convstate call)
+//   insert   the floor of an AppendTurn: a transaction INSERTing the same
+//            two rows, committed as durably, into a scratch table shaped
+//            like items (--database_url; no convstate call)
 // With --database_url the other scenarios also time a primary-key SELECT,
 // one client, after the run.
 //
@@ -345,7 +345,8 @@ class Load {
     }
   }
 
-  // Two rows like an AppendTurn's, one statement, committed durably.
+  // Two rows like an AppendTurn's in a transaction (BEGIN, INSERT,
+  // COMMIT), committed durably.
   void WorkInsert(int t, Clock::time_point end, std::map<std::string, Stats>& stats) {
     std::mt19937_64 rng(1000 + t);
     try {
@@ -361,8 +362,9 @@ class Load {
         const std::string user = Filler(args_.item_bytes, rng);
         const std::string assistant = Filler(args_.item_bytes, rng);
         const auto t0 = Clock::now();
-        pqxx::nontransaction tx(conn);
+        pqxx::work tx(conn);
         tx.exec_prepared("insert", t, sequence + 1, sequence / 2 + 1, user, 100, assistant, 100);
+        tx.commit();
         sequence += 2;
         stats["INSERT (2 rows)"].micros.push_back(
             std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
