@@ -910,10 +910,11 @@ class PostgresStorage final : public Storage {
     absl::StrAppend(&pinned, "}");
     absl::StrAppend(&tokens, "}");
     absl::StrAppend(&turns, "}");
-    // In a transaction block, not as a statement of its own: a connection
-    // found broken before the commit is then known not to have written,
-    // and the append is retried on another; one that breaks during the
-    // commit is reported as of unknown outcome, as for every write.
+    // In a transaction block, not as a statement of its own: it runs under
+    // the call's deadline, and a connection found broken before the commit
+    // is known not to have written (the append is retried on another); one
+    // that breaks during the commit is reported as of unknown outcome, as
+    // for every write.
     return Run<std::optional<AppendResult>>(
         ctx, "append items",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::optional<AppendResult>> {
@@ -942,8 +943,7 @@ class PostgresStorage final : public Storage {
             result.items.push_back(std::move(item));
           }
           return std::optional<AppendResult>(std::move(result));
-        },
-        /*own_timeout=*/false);
+        });
   }
 
   absl::StatusOr<std::vector<Item>> ListItems(const CallContext& ctx,
@@ -1321,13 +1321,11 @@ class PostgresStorage final : public Storage {
   // named by its query summary; no statement text or value goes in it.
   // Runs `fn` in a transaction of type `Tx`, retried once on a new
   // connection if the connection turns out broken before the commit. A
-  // transaction block starts with the call's statement timeout, unless
-  // `own_timeout` is false (a transaction of one statement, bounded by the
-  // connection's default: one round trip less); so does a statement run
-  // outside one (pqxx::nontransaction).
+  // transaction block starts with the call's statement timeout; a statement
+  // run outside one (pqxx::nontransaction) is bounded by the connection's
+  // default.
   template <typename T, typename Tx = pqxx::work, typename Fn>
-  absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn,
-                        bool own_timeout = true) {
+  absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn) {
     const DbOperation& op = DbOperationOf(operation);
     telemetry::Span span = telemetry::StartSpan(op.summary, telemetry::SpanKind::kClient);
     if (span.recording()) {
@@ -1343,7 +1341,7 @@ class PostgresStorage final : public Storage {
       bool retry = false;
       try {
         Tx tx(*conn);
-        if (!std::is_same_v<Tx, pqxx::nontransaction> && own_timeout) {
+        if constexpr (!std::is_same_v<Tx, pqxx::nontransaction>) {
           tx.exec_prepared("set_timeout",
                            std::to_string(pg::TimeoutMillis(ctx.deadline,
                                                             options_.default_timeout)));
