@@ -129,16 +129,18 @@ void ToProto(const TokenBreakdown& t, v1::TokenBreakdown* pt) {
 
 namespace {
 
-void ToProto(const ContextView& view, v1::BuildContextResponse* out) {
+// Moves the entries' texts into `out`: each is copied once, into the
+// message, on its way from storage to the wire.
+void ToProto(ContextView&& view, v1::BuildContextResponse* out) {
   out->set_version(view.version);
   out->set_compaction_version(view.compaction_version);
   out->mutable_entries()->Reserve(static_cast<int>(view.entries.size()));
-  for (const ViewEntry& e : view.entries) {
+  for (ViewEntry& e : view.entries) {
     v1::ContextEntry* pe = out->add_entries();
     pe->set_section(static_cast<v1::Section>(e.section));
     pe->set_role(static_cast<v1::Role>(e.role));
     pe->set_kind(static_cast<v1::ItemKind>(e.kind));
-    pe->set_content(e.content);
+    pe->set_content(std::move(e.content));
     pe->set_tool_name(e.tool_name);
     pe->set_tool_call_id(e.tool_call_id);
     pe->set_sequence(e.sequence);
@@ -843,11 +845,12 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
 }
 
 v1::BuildContextResponse ConversationService::ResponseOf(const ConversationKey& key,
-                                                         const CompactionOutcome& outcome) const {
+                                                         CompactionOutcome& outcome) const {
   v1::BuildContextResponse out;
   out.set_conversation_id(key.conversation_id);
-  ToProto(outcome.view, &out);
+  // Hashed before the texts move into the response.
   const ViewDigest digest = DigestView(outcome.view, outcome.prune_boundary);
+  ToProto(std::move(outcome.view), &out);
   out.set_view_hash(digest.view_hash);
   for (const CacheBreakpoint& b : digest.breakpoints) {
     v1::CacheBreakpoint* pb = out.add_cache_breakpoints();
@@ -960,10 +963,8 @@ absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
   in.tokenizer = resolved.tokenizer;
   const CompactionPlan plan = PlanCompaction(in, CompactionMode::kAuto);
   v1::InspectContextResponse out;
-  v1::BuildContextResponse as_built;
-  ToProto(plan.view_before, &as_built);
-  *out.mutable_tokens() = as_built.tokens();
-  out.set_context_status(as_built.context_status());
+  ToProto(plan.view_before.tokens, out.mutable_tokens());
+  out.set_context_status(static_cast<v1::ContextStatus>(plan.view_before.status));
   out.set_band(static_cast<v1::Band>(plan.band));
   for (const std::string& action : plan.actions) out.add_planned_actions(action);
   if (plan.cannot_fit.has_value()) out.add_planned_actions("cannot fit: " + *plan.cannot_fit);

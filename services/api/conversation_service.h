@@ -96,8 +96,9 @@ class ConversationService {
   absl::StatusOr<ResolvedProfile> ProfileOf(const Conversation& conversation) const;
 
   // The response for `outcome`'s view: entries, tokens, hash, breakpoints.
+  // The view's texts move into it.
   v1::BuildContextResponse ResponseOf(const ConversationKey& key,
-                                      const CompactionOutcome& outcome) const;
+                                      CompactionOutcome& outcome) const;
 
   // BuildContext after the provider refused the last view as too long:
   // corrects the conversation's estimate, writes the audit row, compacts to
