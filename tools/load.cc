@@ -137,9 +137,12 @@ using Clock = std::chrono::steady_clock;
 struct Stats {
   std::vector<double> micros;
   std::map<std::string, int64_t> errors;
+  // Response bytes of the calls that succeeded, where known.
+  int64_t bytes = 0;
   void Merge(const Stats& o) {
     micros.insert(micros.end(), o.micros.begin(), o.micros.end());
     for (const auto& [k, v] : o.errors) errors[k] += v;
+    bytes += o.bytes;
   }
 };
 
@@ -159,9 +162,13 @@ void Report(const std::string& name, Stats& s, double seconds) {
   }
   const double p50 = Percentile(s.micros, 0.50), p90 = Percentile(s.micros, 0.90),
                p99 = Percentile(s.micros, 0.99);
-  std::printf("%-22s calls=%-8zu errors=%-4lld %9.0f/s  p50=%8.1f us  p90=%8.1f us  p99=%8.1f us%s\n",
+  std::string size;
+  if (s.bytes > 0 && !s.micros.empty()) {
+    size = absl::StrFormat("  %.1f kB/answer", s.bytes / 1000.0 / s.micros.size());
+  }
+  std::printf("%-22s calls=%-8zu errors=%-4lld %9.0f/s  p50=%8.1f us  p90=%8.1f us  p99=%8.1f us%s%s\n",
               name.c_str(), s.micros.size(), static_cast<long long>(errors),
-              s.micros.size() / seconds, p50, p90, p99, codes.c_str());
+              s.micros.size() / seconds, p50, p90, p99, size.c_str(), codes.c_str());
 }
 
 std::string Filler(int bytes, std::mt19937_64& rng) {
@@ -441,6 +448,7 @@ class Load {
       if (args_.scenario == "echo") {
         name = "echo (same size)";
         s = Echo(generic, echo_bytes_);
+        view_bytes = echo_bytes_;
       } else if (args_.scenario == "health") {
         name = "Health.Check";
         grpc::health::v1::HealthCheckRequest req;
@@ -471,6 +479,7 @@ class Load {
       Stats& st = stats[name];
       if (s.ok()) {
         st.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        st.bytes += static_cast<int64_t>(view_bytes);
       } else {
         st.errors[std::to_string(s.error_code())]++;
       }
