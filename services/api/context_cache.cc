@@ -50,8 +50,8 @@ ContextCache::ContextCache(int64_t max_bytes, telemetry::Telemetry* telemetry)
     : max_bytes_(max_bytes), telemetry_(telemetry) {}
 
 std::string ContextCache::KeyOf(const ConversationKey& key) {
-  // Tenant ids hold no NUL (they are validated UTF-8 without control
-  // characters), so the pair maps to one string.
+  // Ids hold only letters, digits and . _ : - (ValidateId), never a NUL, so
+  // the pair maps to one string.
   return absl::StrCat(key.tenant_id, std::string(1, '\0'), key.conversation_id);
 }
 
