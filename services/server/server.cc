@@ -13,6 +13,7 @@
 #include "services/common/log.h"
 #include "services/common/thread_pool.h"
 #include "services/grpc/grpc_service.h"
+#include "services/grpc/protobuf_log.h"
 #include "services/grpc/reflection_v1.h"
 
 namespace convstate {
@@ -40,6 +41,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
   s->grpc_service_ = std::make_unique<GrpcService>(s->service_.get(), s->workers_.get(),
                                                    s->telemetry_.get());
 
+  // A client can make libprotobuf log a line per request (invalid UTF-8):
+  // counted instead.
+  RouteProtobufLogs(s->telemetry_->instruments().invalid_utf8);
   grpc::EnableDefaultHealthCheckService(true);
   // gRPC's health service keeps no descriptor in protobuf's pool; linking
   // our definition in (and touching it here) lets reflection describe it,
@@ -126,6 +130,8 @@ void Server::Shutdown(absl::Duration grace) {
 
 Server::~Server() {
   if (server_ != nullptr) Shutdown(absl::ZeroDuration());
+  // The counter goes with this server's telemetry.
+  RouteProtobufLogs(nullptr);
 }
 
 }  // namespace convstate

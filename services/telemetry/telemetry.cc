@@ -46,6 +46,9 @@ Instruments MakeInstruments(MetricRegistry* m) {
                               "Bytes the context cache holds, as it counts them");
   i.cache_entries = m->AddGauge("convstate.context_cache.entries", "{conversation}",
                                 "Conversations the context cache holds");
+  i.invalid_utf8 = m->AddCounter(
+      "convstate.requests.invalid_utf8", "{request}",
+      "Requests refused because a string field held invalid UTF-8 (not logged one by one)");
   i.spans_dropped = m->AddCounter("convstate.telemetry.spans_dropped", "{span}",
                                   "Spans dropped: the export queue was full or the export failed");
   i.export_failures = m->AddCounter("convstate.telemetry.export_failures", "{request}",

@@ -52,6 +52,9 @@ struct Instruments {
   Counter* cache_evictions;
   Gauge* cache_bytes;
   Gauge* cache_entries;
+  // convstate.requests.invalid_utf8: requests refused because a string
+  // field held invalid UTF-8 (as libprotobuf reported them).
+  Counter* invalid_utf8;
   // convstate.telemetry.spans_dropped and convstate.telemetry.export_failures.
   Counter* spans_dropped;
   Counter* export_failures;
