@@ -68,7 +68,7 @@ constexpr int64_t kIntMax = 2147483647;
 
 const std::vector<Flag>& Flags() {
   static const auto* const kFlags = new std::vector<Flag>{
-      {"host", "address to listen on (default 0.0.0.0)",
+      {"host", "address to listen on (default 127.0.0.1, loopback only; 0.0.0.0 for every interface)",
        [](ServerConfig& c, const std::string& v) {
          c.server.host = v;
          return v.empty() ? absl::InvalidArgumentError("must not be empty") : absl::OkStatus();

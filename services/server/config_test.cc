@@ -24,6 +24,10 @@ TEST(LoadConfigTest, DefaultsAndEnvironment) {
   EXPECT_EQ(c->vocab_dir, "/home/x/.cache/convstate/vocab/gpt-tokenizer-4.0.0");
   EXPECT_TRUE(c->model_profiles.empty());
   EXPECT_EQ(c->server.port, 50051);
+  // Loopback unless asked otherwise.
+  EXPECT_EQ(c->server.host, "127.0.0.1");
+  EXPECT_EQ(c->server.service.context_cache_bytes, int64_t{256} << 20);
+  EXPECT_FALSE(c->server.bench_echo);
   EXPECT_EQ(c->storage, "postgres");
   EXPECT_EQ(c->postgres.database_url, "postgresql://env/db");
   EXPECT_TRUE(c->migrate);
@@ -76,6 +80,12 @@ TEST(LoadConfigTest, BadInputNamesTheSetting) {
   EXPECT_EQ(LoadConfig({"--migrate=maybe"}, kNoEnv).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(LoadConfig({"stray"}, kNoEnv).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoadConfig({"--context_cache_mb=-1"}, kNoEnv).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto cache = LoadConfig({"--context_cache_mb=0", "--bench_echo"}, kNoEnv);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  EXPECT_EQ(cache->server.service.context_cache_bytes, 0);
+  EXPECT_TRUE(cache->server.bench_echo);
   EXPECT_EQ(LoadConfig({"--config=/nonexistent/file"}, kNoEnv).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

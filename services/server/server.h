@@ -26,7 +26,10 @@ class ThreadPool;
 
 struct ServerOptions {
   // Address to listen on; port 0 picks a free port (see Server::port()).
-  std::string host = "0.0.0.0";
+  // Loopback unless asked: the API carries no authentication yet, so
+  // reaching the port must be a choice (--host=0.0.0.0 behind a network
+  // boundary of your own).
+  std::string host = "127.0.0.1";
   int port = 50051;
   // Largest request or response gRPC accepts, in bytes; larger requests are
   // RESOURCE_EXHAUSTED before they reach the service.
