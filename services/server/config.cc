@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -349,6 +351,13 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
   }
   // The summarizer's API key: from its file, else its variable. Never logged.
   if (!config.summarizer_api_key_file.empty()) {
+    // A secret that every user of the machine can read is refused.
+    struct stat st;
+    if (stat(config.summarizer_api_key_file.c_str(), &st) == 0 && (st.st_mode & S_IROTH) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--summarizer_api_key_file: ", config.summarizer_api_key_file,
+          " is readable by every user; make it private (chmod 600) first"));
+    }
     std::ifstream in(config.summarizer_api_key_file);
     if (!in) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -1,5 +1,7 @@
 #include "services/server/config.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -64,6 +66,12 @@ TEST(LoadConfigTest, SummarizerKeyComesFromItsVariableOrFile) {
   EXPECT_EQ(c->summarizer.max_retries, 1);
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/key";
   std::ofstream(path) << "sk-file\n";
+  // Readable by every user: refused, without the key in the message.
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  c = LoadConfig({"--summarizer_api_key_file=" + path}, kNoEnv);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(c.status().message().find("sk-file"), std::string::npos);
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
   c = LoadConfig({"--summarizer_api_key_file=" + path}, Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->summarizer.api_key, "sk-file");
