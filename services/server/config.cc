@@ -70,11 +70,41 @@ constexpr int64_t kIntMax = 2147483647;
 
 const std::vector<Flag>& Flags() {
   static const auto* const kFlags = new std::vector<Flag>{
-      {"host", "address to listen on (default 127.0.0.1, loopback only; 0.0.0.0 for every interface)",
+      {"host",
+       "address to listen on (default 127.0.0.1, loopback only, or 0.0.0.0 with --tls_cert)",
        [](ServerConfig& c, const std::string& v) {
          c.server.host = v;
+         c.host_given = true;
          return v.empty() ? absl::InvalidArgumentError("must not be empty") : absl::OkStatus();
        }},
+      {"tls_cert", "PEM certificate chain to serve TLS with (with --tls_key); default plaintext",
+       [](ServerConfig& c, const std::string& v) {
+         c.server.tls.cert_file = v;
+         return absl::OkStatus();
+       }},
+      {"tls_key", "PEM private key of --tls_cert; must not be readable by every user",
+       [](ServerConfig& c, const std::string& v) {
+         c.server.tls.key_file = v;
+         return absl::OkStatus();
+       }},
+      {"tls_client_ca", "PEM CA that clients' certificates must chain to (mutual TLS)",
+       [](ServerConfig& c, const std::string& v) {
+         c.server.tls.client_ca_file = v;
+         return absl::OkStatus();
+       }},
+      {"tls_client_auth",
+       "with --tls_client_ca: require (default) or optional, a client certificate",
+       [](ServerConfig& c, const std::string& v) {
+         if (v != "require" && v != "optional") {
+           return absl::InvalidArgumentError(
+               absl::StrCat("expected require or optional, got '", v, "'"));
+         }
+         c.server.tls.require_client_cert = v == "require";
+         return absl::OkStatus();
+       }},
+      {"tls_refresh_ms",
+       "how often the TLS files are checked for changes and read again (default 5000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.server.tls.refresh; })},
       {"port", "port to listen on; 0 picks a free one (default 50051)",
        IntField<int>([](ServerConfig& c) -> int& { return c.server.port; }, 0, 65535)},
       {"storage", "postgres or memory (default postgres; memory loses data at exit)",
@@ -306,6 +336,53 @@ absl::Status ReadFile(ServerConfig& config, const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// A file a secret lives in: it must exist, be readable, and not be
+// readable by every user.
+absl::Status CheckSecretFile(const char* flag, const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || access(path.c_str(), R_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read ", path));
+  }
+  if ((st.st_mode & S_IROTH) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--", flag, ": ", path, " is readable by every user; make it private (chmod 600) first"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReadable(const char* flag, const std::string& path) {
+  if (access(path.c_str(), R_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read ", path));
+  }
+  return absl::OkStatus();
+}
+
+// TLS settings that go together, files that can be read, a private key
+// that is private; and the default host: every interface with TLS,
+// loopback without.
+absl::Status CheckTls(ServerConfig& config) {
+  const TlsOptions& tls = config.server.tls;
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key: give both or neither");
+  }
+  if (!tls.client_ca_file.empty() && tls.cert_file.empty()) {
+    return absl::InvalidArgumentError("--tls_client_ca: needs --tls_cert and --tls_key");
+  }
+  if (tls.enabled()) {
+    RETURN_IF_ERROR(CheckReadable("tls_cert", tls.cert_file));
+    RETURN_IF_ERROR(CheckSecretFile("tls_key", tls.key_file));
+    if (!tls.client_ca_file.empty()) {
+      RETURN_IF_ERROR(CheckReadable("tls_client_ca", tls.client_ca_file));
+    }
+    if (!config.host_given) config.server.host = "0.0.0.0";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, const GetEnv& env) {
   ServerConfig config;
   {
@@ -349,15 +426,10 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
     if (!sampler.ok()) return Annotate(sampler.status(), "--otel_sampler");
     config.telemetry.sampler = *sampler;
   }
+  RETURN_IF_ERROR(CheckTls(config));
   // The summarizer's API key: from its file, else its variable. Never logged.
   if (!config.summarizer_api_key_file.empty()) {
-    // A secret that every user of the machine can read is refused.
-    struct stat st;
-    if (stat(config.summarizer_api_key_file.c_str(), &st) == 0 && (st.st_mode & S_IROTH) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--summarizer_api_key_file: ", config.summarizer_api_key_file,
-          " is readable by every user; make it private (chmod 600) first"));
-    }
+    RETURN_IF_ERROR(CheckSecretFile("summarizer_api_key_file", config.summarizer_api_key_file));
     std::ifstream in(config.summarizer_api_key_file);
     if (!in) {
       return absl::InvalidArgumentError(absl::StrCat(

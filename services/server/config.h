@@ -43,6 +43,9 @@ struct ServerConfig {
   std::string otel_sampler;
   std::string otel_sampler_arg;
   bool help = false;
+  // Whether --host was given; without it the host is 127.0.0.1, or 0.0.0.0
+  // with TLS.
+  bool host_given = false;
 };
 
 // Reads an environment variable; null when unset.

@@ -8,6 +8,9 @@
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_credentials_options.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "services/common/log.h"
@@ -20,6 +23,29 @@ namespace convstate {
 
 namespace {
 constexpr char kServiceName[] = "convstate.v1.ConversationState";
+}  // namespace
+
+namespace {
+
+std::shared_ptr<grpc::ServerCredentials> Credentials(const TlsOptions& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  const unsigned int refresh =
+      static_cast<unsigned int>(std::max<int64_t>(1, absl::ToInt64Seconds(tls.refresh)));
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      tls.key_file, tls.cert_file, tls.client_ca_file, refresh);
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_identity_key_cert_pairs();
+  if (tls.client_ca_file.empty()) {
+    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  } else {
+    options.watch_root_certs();
+    options.set_cert_request_type(tls.require_client_cert
+                                      ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                      : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  }
+  return grpc::experimental::TlsServerCredentials(options);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOptions& options,
@@ -54,7 +80,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
       absl::StrContains(options.host, ':') ? absl::StrCat("[", options.host, "]") : options.host;
   const std::string listen = absl::StrCat(host, ":", options.port);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(listen, Credentials(options.tls), &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(s->grpc_service_.get());

@@ -24,6 +24,23 @@ namespace convstate {
 class GrpcService;
 class ThreadPool;
 
+// Transport security: TLS with a certificate and key from files, and
+// optionally clients' certificates checked against a CA (mutual TLS). The
+// files are read again when they change (polled every `refresh`), so
+// certificates can be rotated without a restart.
+struct TlsOptions {
+  std::string cert_file;
+  std::string key_file;
+  // When set, clients present a certificate signed by this CA.
+  std::string client_ca_file;
+  // With a client CA: refuse clients without a certificate (else a client
+  // may present none, and one that does is verified).
+  bool require_client_cert = true;
+  absl::Duration refresh = absl::Seconds(5);
+
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 struct ServerOptions {
   // Address to listen on; port 0 picks a free port (see Server::port()).
   // Loopback unless asked: the API carries no authentication yet, so
@@ -48,6 +65,8 @@ struct ServerOptions {
   ConversationService::Options service;
   // Serve the benchmark echo (BenchEcho) beside the API.
   bool bench_echo = false;
+  // Plaintext when not enabled.
+  TlsOptions tls;
 };
 
 // The convstate gRPC server: ConversationState, the standard health service
