@@ -69,6 +69,23 @@ ItemData MarkerFor(const SummaryChunk& chunk) {
   return marker;
 }
 
+std::vector<Item> NumberAppended(const std::vector<ItemData>& items, int64_t last_sequence,
+                                 int64_t last_turn_index, int64_t version) {
+  std::vector<Item> out;
+  out.reserve(items.size());
+  int64_t turn = last_turn_index;
+  for (const ItemData& data : items) {
+    if (StartsTurn(data)) ++turn;
+    Item item;
+    item.data = data;
+    item.sequence = last_sequence + 1 + static_cast<int64_t>(out.size());
+    item.turn_index = turn;
+    item.appended_version = version;
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
 CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts) {
   int64_t tokens = 0;
   int64_t constraints = 0;

@@ -21,6 +21,13 @@ absl::Status CheckCompaction(const Conversation& conversation,
 // The marker item that records a chunk in the log.
 ItemData MarkerFor(const SummaryChunk& chunk);
 
+// The items of an append as stored after `last_sequence` and
+// `last_turn_index`: sequences one after another, the turn index moved by
+// each item that starts a turn, appended at `version`. Creation times are
+// left to the backend.
+std::vector<Item> NumberAppended(const std::vector<ItemData>& items, int64_t last_sequence,
+                                 int64_t last_turn_index, int64_t version);
+
 // The snapshot a view was built from at `version` under `state`: `now`
 // (the conversation as it is) with the recorded fields put back, `chunks`
 // (the ones the state names) active, and `items` (those stored by then,

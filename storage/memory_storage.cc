@@ -156,21 +156,14 @@ class MemoryStorage final : public Storage {
     if (usage.has_value()) usage->estimated_input_tokens = EstimatedPrompt(c, items);
     AppendResult result;
     const absl::Time now = Now();
-    int64_t turn = c.last_turn_index;
-    for (const ItemData& data : items) {
-      c.item_tokens += data.token_count;
-      if (StartsTurn(data)) ++turn;
-      Item item;
-      item.data = data;
-      item.sequence = c.last_sequence + 1 + static_cast<int64_t>(result.items.size());
-      item.turn_index = turn;
+    result.items = NumberAppended(items, c.last_sequence, c.last_turn_index, c.version + 1);
+    for (Item& item : result.items) {
+      c.item_tokens += item.data.token_count;
       item.create_time = now;
-      item.appended_version = c.version + 1;
-      result.items.push_back(item);
     }
     state->items.insert(state->items.end(), result.items.begin(), result.items.end());
     c.last_sequence = state->items.back().sequence;
-    c.last_turn_index = turn;
+    c.last_turn_index = state->items.back().turn_index;
     c.item_count += static_cast<int64_t>(result.items.size());
     c.version += 1;
     c.update_time = now;

@@ -835,24 +835,20 @@ class PostgresStorage final : public Storage {
       std::optional<UsageReport> usage = request.usage;
       if (usage.has_value()) usage->estimated_input_tokens = EstimatedPrompt(c, items);
       AppendResult result;
-      int64_t turn = c.last_turn_index;
-      int64_t sequence = c.last_sequence;
+      result.items = NumberAppended(items, c.last_sequence, c.last_turn_index, c.version + 1);
       int64_t tokens = 0;
-      for (const ItemData& data : items) {
+      for (const Item& item : result.items) {
+        const ItemData& data = item.data;
         tokens += data.token_count;
-        if (StartsTurn(data)) ++turn;
-        ++sequence;
-        tx.exec_prepared("insert_item", row.conv_key, sequence, turn,
+        tx.exec_prepared("insert_item", row.conv_key, item.sequence, item.turn_index,
                          std::string(RoleName(data.role)),
                          std::string(ItemKindName(data.kind)), data.content,
                          data.tool_name, data.tool_call_id, data.pinned,
-                         MetadataToJson(data.metadata), data.token_count, c.version + 1);
-        Item item;
-        item.data = data;
-        item.sequence = sequence;
-        item.turn_index = turn;
-        result.items.push_back(std::move(item));
+                         MetadataToJson(data.metadata), data.token_count,
+                         item.appended_version);
       }
+      const int64_t sequence = result.items.back().sequence;
+      const int64_t turn = result.items.back().turn_index;
       double correction = c.token_correction;
       if (usage.has_value() && usage->correct) {
         correction = UpdateCorrection(correction, usage->input_tokens,
@@ -885,31 +881,30 @@ class PostgresStorage final : public Storage {
   // when the statement wrote nothing.
   absl::StatusOr<std::optional<AppendResult>> AppendInOneStatement(const CallContext& ctx,
                                                                   const AppendRequest& request) {
-    const std::vector<ItemData>& items = request.items;
+    // Numbered from 0: the statement adds the conversation's last sequence
+    // and turn index as it finds them under the lock.
+    std::vector<Item> numbered = NumberAppended(request.items, 0, 0, 0);
     std::vector<absl::string_view> roles, kinds, contents, tool_names, call_ids, metadata;
     std::vector<std::string> metadata_json;
-    metadata_json.reserve(items.size());
-    std::string pinned = "{", tokens = "{", turns = "{";
-    int64_t turn = 0;
+    std::vector<const char*> pinned;
+    std::vector<int64_t> tokens, turns;
+    metadata_json.reserve(numbered.size());
     int64_t total_tokens = 0;
-    for (const ItemData& data : items) {
+    for (const Item& item : numbered) {
+      const ItemData& data = item.data;
       roles.push_back(RoleName(data.role));
       kinds.push_back(ItemKindName(data.kind));
       contents.push_back(data.content);
       tool_names.push_back(data.tool_name);
       call_ids.push_back(data.tool_call_id);
       metadata_json.push_back(MetadataToJson(data.metadata));
-      if (StartsTurn(data)) ++turn;
+      pinned.push_back(data.pinned ? "t" : "f");
+      tokens.push_back(data.token_count);
+      turns.push_back(item.turn_index);
       total_tokens += data.token_count;
-      const char* sep = pinned.size() > 1 ? "," : "";
-      absl::StrAppend(&pinned, sep, data.pinned ? "t" : "f");
-      absl::StrAppend(&tokens, sep, data.token_count);
-      absl::StrAppend(&turns, sep, turn);
     }
     for (const std::string& m : metadata_json) metadata.push_back(m);
-    absl::StrAppend(&pinned, "}");
-    absl::StrAppend(&tokens, "}");
-    absl::StrAppend(&turns, "}");
+    auto array = [](const auto& values) { return absl::StrCat("{", absl::StrJoin(values, ","), "}"); };
     // In a transaction block, not as a statement of its own: it runs under
     // the call's deadline, and a connection found broken before the commit
     // is known not to have written (the append is retried on another); one
@@ -923,24 +918,22 @@ class PostgresStorage final : public Storage {
               request.expected_version.value_or(-1), request.expected_model,
               request.idempotency_key, pg::TextArray(roles), pg::TextArray(kinds),
               pg::TextArray(contents), pg::TextArray(tool_names), pg::TextArray(call_ids),
-              pinned, pg::TextArray(metadata), tokens, turns, request.request_fingerprint,
-              static_cast<int64_t>(items.size()), turn, total_tokens);
+              array(pinned), pg::TextArray(metadata), array(tokens), array(turns),
+              request.request_fingerprint, static_cast<int64_t>(numbered.size()),
+              turns.back(), total_tokens);
           if (r.empty()) return std::nullopt;
           tx.commit();
           AppendResult result;
           result.version = r[0][0].as<int64_t>();
-          int64_t sequence = r[0][1].as<int64_t>();
-          int64_t turn_index = r[0][2].as<int64_t>();
+          const int64_t last_sequence = r[0][1].as<int64_t>();
+          const int64_t last_turn_index = r[0][2].as<int64_t>();
           const absl::Time now = absl::FromUnixMicros(r[0][3].as<int64_t>());
-          for (const ItemData& data : items) {
-            Item item;
-            item.data = data;
-            item.sequence = ++sequence;
-            if (StartsTurn(data)) ++turn_index;
-            item.turn_index = turn_index;
-            item.create_time = now;
+          result.items = numbered;
+          for (Item& item : result.items) {
+            item.sequence += last_sequence;
+            item.turn_index += last_turn_index;
             item.appended_version = result.version;
-            result.items.push_back(std::move(item));
+            item.create_time = now;
           }
           return std::optional<AppendResult>(std::move(result));
         });
