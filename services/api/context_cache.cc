@@ -108,15 +108,19 @@ void ContextCache::Report() const {
 }
 
 void ContextCache::CountLookup(ContextDelta::Kind kind) const {
-  std::atomic<int64_t>& count = kind == ContextDelta::Kind::kUnchanged  ? hits_
-                                : kind == ContextDelta::Kind::kAppended ? appended_
-                                                                        : misses_;
-  count.fetch_add(1, std::memory_order_relaxed);
-  if (telemetry_ == nullptr) return;
-  const char* result = kind == ContextDelta::Kind::kUnchanged  ? "hit"
-                       : kind == ContextDelta::Kind::kAppended ? "appended"
-                                                               : "miss";
-  telemetry_->instruments().cache_lookups->Add(1, {{"convstate.cache.result", result}});
+  std::atomic<int64_t>* count = &misses_;
+  const char* result = "miss";
+  if (kind == ContextDelta::Kind::kUnchanged) {
+    count = &hits_;
+    result = "hit";
+  } else if (kind == ContextDelta::Kind::kAppended) {
+    count = &appended_;
+    result = "appended";
+  }
+  count->fetch_add(1, std::memory_order_relaxed);
+  if (telemetry_ != nullptr) {
+    telemetry_->instruments().cache_lookups->Add(1, {{"convstate.cache.result", result}});
+  }
 }
 
 ContextCache::Stats ContextCache::stats() const {

@@ -23,10 +23,12 @@ struct CachedContext {
   // The BuildContextResponse wire bytes; null when none was kept.
   std::shared_ptr<const std::string> plain_view;
   // The plain view's band, status (convstate.v1.ContextStatus) and total,
-  // for the call's span and metrics when it is served again.
+  // for the call's span and metrics when it is served again, and whether
+  // serving it asks for a background compaction (as building it did).
   Band band = Band::kNormal;
   int status = 0;
   int64_t view_tokens = 0;
+  bool compact_in_background = false;
 };
 
 // Bytes `snapshot` holds, roughly: its text and a fixed cost per element.

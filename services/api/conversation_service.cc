@@ -791,9 +791,7 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
     // Nothing changed since this replica built the same view: send it again.
     RecordView(static_cast<v1::ContextStatus>(current->status), current->view_tokens,
                current->band);
-    if (options_.background_compaction && current->band == Band::kSoft) {
-      CompactInBackground(key);
-    }
+    if (current->compact_in_background) CompactInBackground(key);
     answer.wire = current->plain_view;
     return answer;
   }
@@ -812,10 +810,10 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
     ASSIGN_OR_RETURN(CompactionOutcome outcome,
                      runner_.Run(ctx, std::move(snapshot), resolved, pending,
                                  CompactionMode::kByBand, "", progress));
-    if (options_.background_compaction && outcome.plan.band == Band::kSoft &&
-        resolved.profile.compaction_enabled) {
-      CompactInBackground(key);
-    }
+    const bool compact_in_background = options_.background_compaction &&
+                                       outcome.plan.band == Band::kSoft &&
+                                       resolved.profile.compaction_enabled;
+    if (compact_in_background) CompactInBackground(key);
     answer.message = ResponseOf(key, outcome);
     // The context read stays good until the conversation changes; a view
     // that compacted or truncated nothing is the same for the next call
@@ -831,6 +829,7 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
         kept->band = outcome.plan.band;
         kept->status = answer.message->context_status();
         kept->view_tokens = answer.message->tokens().total();
+        kept->compact_in_background = compact_in_background;
         if (wire) answer.wire = kept->plain_view;
       }
       cache_.Put(key, std::move(kept));
