@@ -24,6 +24,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "migrations/embedded_migrations.h"
+#include "services/grpc/byte_buffers.h"
 #include "tests/pg_harness.h"
 #include "tests/rpc_helpers.h"
 #include "tests/server_process.h"
@@ -110,15 +111,7 @@ class ServerE2eTest : public ::testing::Test {
                         done.Notify();
                       });
     done.WaitForNotification();
-    if (body != nullptr && status.ok()) {
-      std::vector<grpc::Slice> slices;
-      body->clear();
-      if (response.Dump(&slices).ok()) {
-        for (const grpc::Slice& s : slices) {
-          body->append(reinterpret_cast<const char*>(s.begin()), s.size());
-        }
-      }
-    }
+    if (body != nullptr && status.ok()) *body = BytesOf(response).value_or("");
     return status;
   }
 

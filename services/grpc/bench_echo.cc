@@ -1,10 +1,11 @@
 #include "services/grpc/bench_echo.h"
 
-#include <vector>
+#include <optional>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "services/grpc/shared_bytes.h"
+#include "services/grpc/byte_buffers.h"
 
 namespace convstate {
 namespace {
@@ -22,13 +23,9 @@ class EchoReactor final : public grpc::ServerGenericBidiReactor {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request"));
       return;
     }
-    std::vector<grpc::Slice> slices;
-    std::string body;
-    if (request_.Dump(&slices).ok()) {
-      for (const grpc::Slice& s : slices) body.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
+    const std::optional<std::string> body = BytesOf(request_);
     size_t bytes = 0;
-    if (!absl::SimpleAtoi(body, &bytes) || bytes > max_bytes_) {
+    if (!body.has_value() || !absl::SimpleAtoi(*body, &bytes) || bytes > max_bytes_) {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrCat("the body is a byte count from 0 to ", max_bytes_)));
       return;

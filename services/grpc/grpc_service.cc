@@ -15,7 +15,7 @@
 #include "absl/time/clock.h"
 #include "services/api/wire_check.h"
 #include "services/common/log.h"
-#include "services/grpc/shared_bytes.h"
+#include "services/grpc/byte_buffers.h"
 #include "services/grpc/status.h"
 
 namespace convstate {
@@ -30,15 +30,10 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext& ctx) {
 // Parses `buffer` into `message`. A request protobuf refuses is
 // INVALID_ARGUMENT, naming the field when it is a string with invalid UTF-8.
 absl::Status ParseRequest(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
-  std::vector<grpc::Slice> slices;
-  if (!buffer.Dump(&slices).ok()) return absl::InvalidArgumentError("unreadable request");
-  std::string wire;
-  wire.reserve(buffer.Length());
-  for (const grpc::Slice& s : slices) {
-    wire.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  if (message->ParseFromString(wire)) return absl::OkStatus();
-  if (auto field = FindInvalidUtf8(message->GetDescriptor(), wire)) {
+  const std::optional<std::string> wire = BytesOf(buffer);
+  if (!wire.has_value()) return absl::InvalidArgumentError("unreadable request");
+  if (message->ParseFromString(*wire)) return absl::OkStatus();
+  if (auto field = FindInvalidUtf8(message->GetDescriptor(), *wire)) {
     return absl::InvalidArgumentError(absl::StrCat(*field, ": not valid UTF-8"));
   }
   return absl::InvalidArgumentError(
