@@ -4,8 +4,8 @@
 // encode_ordinary) with cl100k_base and o200k_base. Run by
 // tools/golden/generate. Each line covers a run of 256 assigned code points
 // (by their order) and records, per encoding, the token count and the
-// FNV-1a 64 hash of the token ids (each as 4 bytes, little-endian) of the
-// document made of Entry(c) for each of them. tokenizer_codepoints_test
+// fingerprint of the token ids (services/common/fingerprint, each id added
+// as an int64) of the document made of Entry(c) for each of them. tokenizer_codepoints_test
 // builds the same documents.
 "use strict";
 const fs = require("fs");
@@ -20,13 +20,15 @@ const { get_encoding } = require("tiktoken");
 const Entry = (c) => `a${c}B${c}${c}${c}${c}1 ${c}_a\n`;
 const kPerDocument = 256;
 
-function fnv1a64(ids) {
+// The project's Fingerprinter (services/common/fingerprint) over the ids,
+// each added as an int64: FNV-1a 64 over 8 little-endian bytes per id.
+function fingerprint(ids) {
   let h = 0xcbf29ce484222325n;
   const prime = 0x100000001b3n;
   const mask = 0xffffffffffffffffn;
   for (const id of ids) {
-    for (let k = 0; k < 4; ++k) {
-      h ^= BigInt((id >>> (8 * k)) & 0xff);
+    for (let k = 0; k < 8; ++k) {
+      h ^= k < 4 ? BigInt((id >>> (8 * k)) & 0xff) : 0n;
       h = (h * prime) & mask;
     }
   }
@@ -48,9 +50,9 @@ async function main() {
   }
   const encodings = ["cl100k_base", "o200k_base"];
   const lines = [
-    "# Reference token counts and id hashes (FNV-1a 64) of every assigned code point of",
+    "# Reference token counts and id fingerprints (FNV-1a 64, each id as an int64) of every assigned code point of",
     "# Unicode 16.0 in context; written by tools/golden/generate (npm tiktoken, encode_ordinary).",
-    `# ${assigned.length} code points, ${kPerDocument} per document; encoding first last tokens hash`,
+    `# ${assigned.length} code points, ${kPerDocument} per document; encoding first last tokens fingerprint`,
   ];
   for (const e of encodings) {
     const enc = get_encoding(e);
@@ -60,7 +62,7 @@ async function main() {
       const ids = enc.encode_ordinary(text);
       const first = run[0].toString(16).toUpperCase();
       const last = run[run.length - 1].toString(16).toUpperCase();
-      lines.push(`${e} ${first} ${last} ${ids.length} ${fnv1a64(ids)}`);
+      lines.push(`${e} ${first} ${last} ${ids.length} ${fingerprint(ids)}`);
     }
     enc.free();
   }
