@@ -6,8 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "convstate/config/v1/model_profiles.pb.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/text_format.h"
+#include "services/common/text_proto.h"
 #include "services/compaction/bpe_tokenizer.h"
 
 extern const char kConvstateDefaultModelProfiles[];
@@ -57,18 +56,6 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
   return out;
 }
 
-// Collects parse errors with their line numbers.
-class ErrorCollector : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (first_.empty()) first_ = absl::StrCat("line ", line + 1, ":", column + 1, ": ", message);
-  }
-  const std::string& first() const { return first_; }
-
- private:
-  std::string first_;
-};
-
 }  // namespace
 
 bool GlobMatch(absl::string_view pattern, absl::string_view text) {
@@ -109,11 +96,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::FromFile(
 absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::FromText(
     absl::string_view textproto, const std::string& vocab_dir) {
   config::v1::ModelProfiles config;
-  google::protobuf::TextFormat::Parser parser;
-  ErrorCollector errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(std::string(textproto), &config)) {
-    return absl::InvalidArgumentError(absl::StrCat("model profiles: ", errors.first()));
+  if (absl::Status parsed = ParseTextProto(textproto, &config); !parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("model profiles: ", parsed.message()));
   }
   std::unique_ptr<ModelRegistry> registry(new ModelRegistry());
   std::set<std::string> names;
