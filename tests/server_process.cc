@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -54,6 +56,19 @@ std::string ServerProcess::RunfilePath(const std::string& runfile) {
                       runfile);
 }
 
+namespace {
+
+// Servers in tests run without authentication unless the test says who may
+// call (--access_file) or asks for --auth itself.
+void AddAuthNone(std::vector<std::string>& flags) {
+  const bool given = std::any_of(flags.begin(), flags.end(), [](const std::string& f) {
+    return absl::StartsWith(f, "--access_file=") || absl::StartsWith(f, "--auth=");
+  });
+  if (!given) flags.push_back("--auth=none");
+}
+
+}  // namespace
+
 std::string ServerProcess::BinaryPath() { return RunfilePath("services/server/convstate_server"); }
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
@@ -61,6 +76,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   std::vector<std::string> all = flags;
   all.push_back("--host=127.0.0.1");
   all.push_back("--port=0");
+  AddAuthNone(all);
   return StartProgram("services/server/convstate_server", all, "convstate listening on ",
                       timeout);
 }
@@ -146,7 +162,9 @@ ServerProcess::~ServerProcess() {
 
 absl::StatusOr<int> ServerProcess::RunToExit(const std::vector<std::string>& flags) {
   const std::string binary = BinaryPath();
-  std::vector<char*> argv = Argv(binary, flags);
+  std::vector<std::string> all = flags;
+  AddAuthNone(all);
+  std::vector<char*> argv = Argv(binary, all);
   pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {

@@ -15,7 +15,8 @@ namespace convstate::testing {
 // The real convstate_server binary, run as a child process on loopback.
 class ServerProcess {
  public:
-  // Starts the server with `flags` plus --host=127.0.0.1 --port=0, and waits
+  // Starts the server with `flags` plus --host=127.0.0.1 --port=0 (and
+  // --auth=none unless `flags` hold --access_file or --auth), and waits
   // (up to `timeout`) for its "convstate listening on" line. Fails if the
   // process exits first; its stderr goes to the test log.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(

@@ -1,21 +1,18 @@
 #include "services/grpc/grpc_service.h"
 
-#include <atomic>
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "services/api/wire_check.h"
 #include "services/common/log.h"
 #include "services/grpc/byte_buffers.h"
+#include "services/grpc/event_writer.h"
 #include "services/grpc/status.h"
 
 namespace convstate {
@@ -96,6 +93,8 @@ absl::string_view MetadataValue(const grpc::CallbackServerContext& ctx, const ch
   return absl::string_view(it->second.data(), it->second.size());
 }
 
+}  // namespace
+
 // One RPC as telemetry sees it: the server span (made current on the
 // worker that runs the call) and the duration metric. Finish once.
 class RpcTrace {
@@ -138,107 +137,10 @@ class RpcTrace {
   telemetry::Span span_;
 };
 
+namespace {
+
 const grpc::Status kOverloaded(grpc::StatusCode::UNAVAILABLE,
                                "server overloaded or shutting down; retry with backoff");
-
-// Writes events as they come, one write in flight at a time, then the
-// status once every queued event is out. Send and Close may be called from
-// any thread. StartWrite and Finish are called with no lock held: gRPC may
-// run OnWriteDone or OnDone inline from them.
-//
-// Two owners share the object: gRPC, until OnDone, and the producer (the
-// worker computing the view), until Release. It is deleted when both are
-// done, so the producer may call Send, Close or Cancelled after the client
-// went away: they turn into no-ops once the call has ended.
-class EventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
- public:
-  void Send(grpc::ByteBuffer event) {
-    mu_.Lock();
-    if (closing_ || done_) {  // Nothing may follow Close; no one reads after OnDone.
-      mu_.Unlock();
-      return;
-    }
-    queue_.push_back(std::move(event));
-    Step();
-  }
-  void Close(grpc::Status status) {
-    mu_.Lock();
-    if (closing_ || done_) {
-      mu_.Unlock();
-      return;
-    }
-    closing_ = true;
-    status_ = std::move(status);
-    Step();
-  }
-  // True once the client cancelled or the call ended.
-  bool Cancelled() const { return cancelled_.load(std::memory_order_acquire); }
-  // The producer is done with this object.
-  void Release() { Unref(); }
-
-  void OnWriteDone(bool ok) override {
-    mu_.Lock();
-    writing_ = false;
-    queue_.pop_front();
-    if (!ok) {  // The client went away: nothing more can be written.
-      cancelled_.store(true, std::memory_order_release);
-      queue_.clear();
-      if (!closing_) {
-        closing_ = true;
-        status_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-      }
-    }
-    Step();
-  }
-  void OnCancel() override { cancelled_.store(true, std::memory_order_release); }
-  void OnDone() override {
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-      queue_.clear();
-    }
-    cancelled_.store(true, std::memory_order_release);
-    Unref();
-  }
-
- private:
-  ~EventWriter() override = default;
-
-  void Unref() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
-  }
-
-  // Called with mu_ held: decides the next step, releases mu_, takes it.
-  void Step() ABSL_UNLOCK_FUNCTION(mu_) {
-    if (writing_ || finished_ || done_) {
-      mu_.Unlock();
-    } else if (!queue_.empty()) {
-      writing_ = true;
-      // A deque keeps references valid on push_back; only OnWriteDone pops.
-      grpc::ByteBuffer* next = &queue_.front();
-      mu_.Unlock();
-      StartWrite(next);
-    } else if (closing_) {
-      finished_ = true;
-      const grpc::Status status = status_;
-      mu_.Unlock();
-      Finish(status);  // May run OnDone inline; the producer's reference keeps this alive.
-    } else {
-      mu_.Unlock();
-    }
-  }
-
-  // gRPC's reference and the producer's.
-  std::atomic<int> refs_{2};
-  std::atomic<bool> cancelled_{false};
-  absl::Mutex mu_;
-  std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status status_ ABSL_GUARDED_BY(mu_);
-};
 
 v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
   v1::BuildContextEvent event;
@@ -273,8 +175,22 @@ v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
 }  // namespace
 
 GrpcService::GrpcService(ConversationService* service, ThreadPool* workers,
-                         telemetry::Telemetry* telemetry)
-    : service_(service), workers_(workers), telemetry_(telemetry) {}
+                         telemetry::Telemetry* telemetry, AccessGate* gate)
+    : service_(service), workers_(workers), telemetry_(telemetry), gate_(gate) {}
+
+absl::Status GrpcService::AdmitAndParse(const Context& ctx, const char* method,
+                                        const ByteBuffer& request,
+                                        google::protobuf::Message* message, RpcTrace* trace) {
+  absl::StatusOr<std::optional<auth::Principal>> principal = gate_->Admit(ctx, method);
+  if (!principal.ok()) return principal.status();
+  if (principal->has_value() && trace->span()->recording()) {
+    trace->span()->SetAttribute("convstate.principal", (*principal)->name);
+    trace->span()->SetAttribute("convstate.tenant", (*principal)->tenant);
+  }
+  if (absl::Status parsed = ParseRequest(request, message); !parsed.ok()) return parsed;
+  if (principal->has_value()) return gate_->ApplyTenant(**principal, message);
+  return absl::OkStatus();
+}
 
 template <typename Req, typename Resp>
 GrpcService::Reactor* GrpcService::Unary(
@@ -283,8 +199,9 @@ GrpcService::Reactor* GrpcService::Unary(
   Reactor* reactor = ctx->DefaultReactor();
   auto trace = std::make_shared<RpcTrace>(telemetry_, *ctx, method_name);
   auto req = std::make_shared<Req>();
-  if (absl::Status parsed = ParseRequest(*request, req.get()); !parsed.ok()) {
-    const grpc::Status status = ToGrpcStatus(parsed);
+  if (absl::Status admitted = AdmitAndParse(*ctx, method_name, *request, req.get(), trace.get());
+      !admitted.ok()) {
+    const grpc::Status status = ToGrpcStatus(admitted);
     trace->Finish(status);
     reactor->Finish(status);
     return reactor;
@@ -400,8 +317,10 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(
   auto* writer = new EventWriter();
   auto trace = std::make_shared<RpcTrace>(telemetry_, *ctx, "StreamBuildContext");
   auto req = std::make_shared<v1::BuildContextRequest>();
-  if (absl::Status parsed = ParseRequest(*request, req.get()); !parsed.ok()) {
-    const grpc::Status status = ToGrpcStatus(parsed);
+  if (absl::Status admitted =
+          AdmitAndParse(*ctx, "StreamBuildContext", *request, req.get(), trace.get());
+      !admitted.ok()) {
+    const grpc::Status status = ToGrpcStatus(admitted);
     trace->Finish(status);
     writer->Close(status);
     writer->Release();

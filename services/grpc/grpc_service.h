@@ -4,9 +4,12 @@
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "services/api/conversation_service.h"
 #include "services/common/thread_pool.h"
+#include "services/grpc/access_gate.h"
 #include "services/telemetry/telemetry.h"
 
 namespace convstate {
+
+class RpcTrace;
 
 namespace internal {
 using RawConversationState = v1::ConversationState::WithRawCallbackMethod_CreateConversation<
@@ -42,8 +45,9 @@ class GrpcService final : public internal::RawConversationState {
   // `service`, `workers` and `telemetry` must outlive this object and
   // every call on it. Each call gets a server span (the child of an
   // incoming W3C traceparent) and an rpc.server.call.duration point.
+  // `gate` decides who may call what (see AccessGate).
   GrpcService(ConversationService* service, ThreadPool* workers,
-              telemetry::Telemetry* telemetry);
+              telemetry::Telemetry* telemetry, AccessGate* gate);
 
   using ByteBuffer = grpc::ByteBuffer;
   using Context = grpc::CallbackServerContext;
@@ -75,9 +79,15 @@ class GrpcService final : public internal::RawConversationState {
                  absl::StatusOr<Resp> (ConversationService::*method)(const CallContext&,
                                                                       const Req&));
 
+  // The gate's verdict on the call, then the request parsed into
+  // `message` with the credential's tenant in it.
+  absl::Status AdmitAndParse(const Context& ctx, const char* method, const ByteBuffer& request,
+                             google::protobuf::Message* message, RpcTrace* trace);
+
   ConversationService* const service_;
   ThreadPool* const workers_;
   telemetry::Telemetry* const telemetry_;
+  AccessGate* const gate_;
 };
 
 }  // namespace convstate

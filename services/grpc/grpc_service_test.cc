@@ -69,7 +69,9 @@ class GrpcServiceTest : public ::testing::Test {
                                                      &summarizer_);
     workers_ = std::make_unique<ThreadPool>(4, 1000);
     telemetry_ = telemetry::Telemetry::Disabled();
-    grpc_service_ = std::make_unique<GrpcService>(service_.get(), workers_.get(), telemetry_.get());
+    gate_ = std::make_unique<AccessGate>(telemetry_.get());
+    grpc_service_ = std::make_unique<GrpcService>(service_.get(), workers_.get(), telemetry_.get(),
+                                                  gate_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -115,6 +117,7 @@ class GrpcServiceTest : public ::testing::Test {
   std::unique_ptr<ConversationService> service_;
   std::unique_ptr<ThreadPool> workers_;
   std::unique_ptr<telemetry::Telemetry> telemetry_;
+  std::unique_ptr<AccessGate> gate_;
   std::unique_ptr<GrpcService> grpc_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::ConversationState::Stub> stub_;

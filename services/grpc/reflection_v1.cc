@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/descriptor.pb.h"
+#include "services/grpc/status.h"
 
 namespace convstate {
 namespace {
@@ -57,12 +58,26 @@ class Reactor final
   refl::ServerReflectionResponse response_;
 };
 
+// A stream refused before its first message.
+class Refused final
+    : public grpc::ServerBidiReactor<refl::ServerReflectionRequest, refl::ServerReflectionResponse> {
+ public:
+  explicit Refused(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
-ReflectionV1::ReflectionV1(std::vector<std::string> services) : services_(std::move(services)) {}
+ReflectionV1::ReflectionV1(std::vector<std::string> services, AccessGate* gate)
+    : services_(std::move(services)), gate_(gate) {}
 
 grpc::ServerBidiReactor<refl::ServerReflectionRequest, refl::ServerReflectionResponse>*
-ReflectionV1::ServerReflectionInfo(grpc::CallbackServerContext*) {
+ReflectionV1::ServerReflectionInfo(grpc::CallbackServerContext* ctx) {
+  if (gate_ != nullptr) {
+    if (absl::Status admitted = gate_->AdmitReflection(*ctx); !admitted.ok()) {
+      return new Refused(admitted);
+    }
+  }
   return new Reactor(this);
 }
 

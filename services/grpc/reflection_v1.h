@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
+#include "services/grpc/access_gate.h"
 
 namespace convstate {
 
@@ -15,8 +16,9 @@ namespace convstate {
 // their dependencies.
 class ReflectionV1 final : public grpc::reflection::v1::ServerReflection::CallbackService {
  public:
-  // `services`: the full names list_services reports.
-  explicit ReflectionV1(std::vector<std::string> services);
+  // `services`: the full names list_services reports. `gate` (which must
+  // outlive this object) decides who may ask; null: anyone.
+  explicit ReflectionV1(std::vector<std::string> services, AccessGate* gate = nullptr);
 
   grpc::ServerBidiReactor<grpc::reflection::v1::ServerReflectionRequest,
                           grpc::reflection::v1::ServerReflectionResponse>*
@@ -28,6 +30,7 @@ class ReflectionV1 final : public grpc::reflection::v1::ServerReflection::Callba
 
  private:
   const std::vector<std::string> services_;
+  AccessGate* const gate_;
 };
 
 }  // namespace convstate

@@ -105,6 +105,32 @@ const std::vector<Flag>& Flags() {
       {"tls_refresh_ms",
        "how often the TLS files are checked for changes and read again (default 5000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.server.tls.refresh; })},
+      {"access_file",
+       "who may call: bearer tokens and client certificates mapped to a tenant and a role, and "
+       "tenants' limits (protos/convstate/config/v1/access.proto); must not be readable by "
+       "every user",
+       [](ServerConfig& c, const std::string& v) {
+         c.server.access.access_file = v;
+         return v.empty() ? absl::InvalidArgumentError("must not be empty") : absl::OkStatus();
+       }},
+      {"auth",
+       "access_file (default: every call needs a credential from --access_file) or none (no "
+       "authentication, every tenant open to every caller: local development only)",
+       [](ServerConfig& c, const std::string& v) {
+         if (v != "none" && v != "access_file") {
+           return absl::InvalidArgumentError(
+               absl::StrCat("expected access_file or none, got '", v, "'"));
+         }
+         c.auth_none = v == "none";
+         return absl::OkStatus();
+       }},
+      {"public_health", "grpc.health.v1.Health answers callers without a credential (default false)",
+       BoolField([](ServerConfig& c) -> bool& { return c.server.access.public_health; })},
+      {"public_reflection",
+       "server reflection answers callers without a credential (default false)",
+       BoolField([](ServerConfig& c) -> bool& { return c.server.access.public_reflection; })},
+      {"access_refresh_ms", "how often --access_file is checked for changes (default 5000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.server.access.refresh; })},
       {"port", "port to listen on; 0 picks a free one (default 50051)",
        IntField<int>([](ServerConfig& c) -> int& { return c.server.port; }, 0, 65535)},
       {"storage", "postgres or memory (default postgres; memory loses data at exit)",
@@ -381,6 +407,22 @@ absl::Status CheckTls(ServerConfig& config) {
   return absl::OkStatus();
 }
 
+// Authentication is chosen, not defaulted away: an access file, or
+// --auth=none said out loud.
+absl::Status CheckAccess(const ServerConfig& config) {
+  const std::string& file = config.server.access.access_file;
+  if (config.auth_none && !file.empty()) {
+    return absl::InvalidArgumentError("--auth=none and --access_file: give one or the other");
+  }
+  if (!config.auth_none && file.empty()) {
+    return absl::InvalidArgumentError(
+        "--access_file: required (who may call, see protos/convstate/config/v1/access.proto); "
+        "--auth=none runs without authentication, for local development only");
+  }
+  if (!file.empty()) RETURN_IF_ERROR(CheckSecretFile("access_file", file));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, const GetEnv& env) {
@@ -427,6 +469,7 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
     config.telemetry.sampler = *sampler;
   }
   RETURN_IF_ERROR(CheckTls(config));
+  RETURN_IF_ERROR(CheckAccess(config));
   // The summarizer's API key: from its file, else its variable. Never logged.
   if (!config.summarizer_api_key_file.empty()) {
     RETURN_IF_ERROR(CheckSecretFile("summarizer_api_key_file", config.summarizer_api_key_file));

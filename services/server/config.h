@@ -43,6 +43,8 @@ struct ServerConfig {
   std::string otel_sampler;
   std::string otel_sampler_arg;
   bool help = false;
+  // --auth=none: no authentication (else --access_file is required).
+  bool auth_none = false;
   // Whether --host was given; without it the host is 127.0.0.1, or 0.0.0.0
   // with TLS.
   bool host_given = false;

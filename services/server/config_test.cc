@@ -21,7 +21,7 @@ GetEnv Env(std::map<std::string, std::string> vars) {
 const GetEnv kNoEnv = Env({});
 
 TEST(LoadConfigTest, DefaultsAndEnvironment) {
-  auto c = LoadConfig({}, Env({{"CONVSTATE_DATABASE_URL", "postgresql://env/db"}, {"HOME", "/home/x"}}));
+  auto c = LoadConfig({"--auth=none"}, Env({{"CONVSTATE_DATABASE_URL", "postgresql://env/db"}, {"HOME", "/home/x"}}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->vocab_dir, "/home/x/.cache/convstate/vocab/gpt-tokenizer-4.0.0");
   EXPECT_TRUE(c->model_profiles.empty());
@@ -43,7 +43,7 @@ TEST(LoadConfigTest, FlagsOverrideTheFileWhichOverridesTheEnvironment) {
     f << "# comment\n\nport = 6000\n  database_url = postgresql://file/db  \n"
          "max_item_bytes=2048\nmigrate = false\n";
   }
-  auto c = LoadConfig({"--config=" + path, "--port=7000", "--storage=memory",
+  auto c = LoadConfig({"--auth=none", "--config=" + path, "--port=7000", "--storage=memory",
                        "--model_profiles=/etc/profiles.textproto"},
                       Env({{"CONVSTATE_DATABASE_URL", "postgresql://env/db"},
                            {"CONVSTATE_VOCAB_DIR", "/opt/vocab"}}));
@@ -58,7 +58,7 @@ TEST(LoadConfigTest, FlagsOverrideTheFileWhichOverridesTheEnvironment) {
 }
 
 TEST(LoadConfigTest, SummarizerKeyComesFromItsVariableOrFile) {
-  auto c = LoadConfig({"--summarizer_url=http://127.0.0.1:9/v1", "--summarizer_retries=1"},
+  auto c = LoadConfig({"--auth=none", "--summarizer_url=http://127.0.0.1:9/v1", "--summarizer_retries=1"},
                       Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->summarizer.base_url, "http://127.0.0.1:9/v1");
@@ -68,55 +68,55 @@ TEST(LoadConfigTest, SummarizerKeyComesFromItsVariableOrFile) {
   std::ofstream(path) << "sk-file\n";
   // Readable by every user: refused, without the key in the message.
   ASSERT_EQ(chmod(path.c_str(), 0644), 0);
-  c = LoadConfig({"--summarizer_api_key_file=" + path}, kNoEnv);
+  c = LoadConfig({"--auth=none", "--summarizer_api_key_file=" + path}, kNoEnv);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(c.status().message().find("sk-file"), std::string::npos);
   ASSERT_EQ(chmod(path.c_str(), 0600), 0);
-  c = LoadConfig({"--summarizer_api_key_file=" + path}, Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));
+  c = LoadConfig({"--auth=none", "--summarizer_api_key_file=" + path}, Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->summarizer.api_key, "sk-file");
-  c = LoadConfig({"--summarizer_api_key_env=MY_KEY"}, Env({{"MY_KEY", "sk-mine"}}));
+  c = LoadConfig({"--auth=none", "--summarizer_api_key_env=MY_KEY"}, Env({{"MY_KEY", "sk-mine"}}));
   EXPECT_EQ(c->summarizer.api_key, "sk-mine");
 }
 
 TEST(LoadConfigTest, BadInputNamesTheSetting) {
-  EXPECT_EQ(LoadConfig({"--port=70000"}, kNoEnv).status().message(),
+  EXPECT_EQ(LoadConfig({"--auth=none", "--port=70000"}, kNoEnv).status().message(),
             "--port: expected a whole number in 0..65535, got '70000'");
-  EXPECT_EQ(LoadConfig({"--nope=1"}, kNoEnv).status().message(), "--nope: unknown setting");
-  EXPECT_EQ(LoadConfig({"--storage=redis"}, kNoEnv).status().message(),
+  EXPECT_EQ(LoadConfig({"--auth=none", "--nope=1"}, kNoEnv).status().message(), "--nope: unknown setting");
+  EXPECT_EQ(LoadConfig({"--auth=none", "--storage=redis"}, kNoEnv).status().message(),
             "--storage: expected postgres or memory, got 'redis'");
-  EXPECT_EQ(LoadConfig({"--migrate=maybe"}, kNoEnv).status().code(),
+  EXPECT_EQ(LoadConfig({"--auth=none", "--migrate=maybe"}, kNoEnv).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(LoadConfig({"stray"}, kNoEnv).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(LoadConfig({"--context_cache_mb=-1"}, kNoEnv).status().code(),
+  EXPECT_EQ(LoadConfig({"--auth=none", "stray"}, kNoEnv).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoadConfig({"--auth=none", "--context_cache_mb=-1"}, kNoEnv).status().code(),
             absl::StatusCode::kInvalidArgument);
-  auto cache = LoadConfig({"--context_cache_mb=0", "--bench_echo"}, kNoEnv);
+  auto cache = LoadConfig({"--auth=none", "--context_cache_mb=0", "--bench_echo"}, kNoEnv);
   ASSERT_TRUE(cache.ok()) << cache.status();
   EXPECT_EQ(cache->server.service.context_cache_bytes, 0);
   EXPECT_TRUE(cache->server.bench_echo);
-  EXPECT_EQ(LoadConfig({"--config=/nonexistent/file"}, kNoEnv).status().code(),
+  EXPECT_EQ(LoadConfig({"--auth=none", "--config=/nonexistent/file"}, kNoEnv).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST(LoadConfigTest, ASummarizerThatCannotFinishInsideTheLeaseIsRefused) {
   // The defaults fit: 12 s x (2 + 2) plus backoff inside a 60 s lease.
-  auto ok = LoadConfig({"--summarizer_url=http://127.0.0.1:1/v1"}, kNoEnv);
+  auto ok = LoadConfig({"--auth=none", "--summarizer_url=http://127.0.0.1:1/v1"}, kNoEnv);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_LE(WorstCaseDuration(ok->summarizer),
             ok->server.service.compaction.lease - LeaseMargin(ok->server.service.compaction.lease));
-  auto bad = LoadConfig({"--summarizer_url=http://127.0.0.1:1/v1", "--summarizer_timeout_ms=20000",
+  auto bad = LoadConfig({"--auth=none", "--summarizer_url=http://127.0.0.1:1/v1", "--summarizer_timeout_ms=20000",
                          "--compaction_lease_ms=30000"},
                         kNoEnv);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("--compaction_lease_ms"), absl::string_view::npos)
       << bad.status();
   // Without an LLM there is nothing to fit.
-  EXPECT_TRUE(LoadConfig({"--summarizer_timeout_ms=20000", "--compaction_lease_ms=30000"}, kNoEnv)
+  EXPECT_TRUE(LoadConfig({"--auth=none", "--summarizer_timeout_ms=20000", "--compaction_lease_ms=30000"}, kNoEnv)
                   .ok());
 }
 
 TEST(LoadConfigTest, HelpListsEverySetting) {
-  auto c = LoadConfig({"--help"}, kNoEnv);
+  auto c = LoadConfig({"--auth=none", "--help"}, kNoEnv);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->help);
   const std::string usage = ConfigUsage();
@@ -126,7 +126,7 @@ TEST(LoadConfigTest, HelpListsEverySetting) {
 }
 
 TEST(LoadConfigTest, OpenTelemetryFromTheEnvironmentAndFlags) {
-  auto c = LoadConfig({}, Env({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"},
+  auto c = LoadConfig({"--auth=none"}, Env({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"},
                                {"OTEL_TRACES_SAMPLER", "parentbased_traceidratio"},
                                {"OTEL_TRACES_SAMPLER_ARG", "0.1"},
                                {"OTEL_SERVICE_NAME", "state"}}));
@@ -137,7 +137,7 @@ TEST(LoadConfigTest, OpenTelemetryFromTheEnvironmentAndFlags) {
   EXPECT_TRUE(c->telemetry.sampler.parent_based);
 
   // Flags win; the sampler's name and ratio combine with the environment's.
-  c = LoadConfig({"--otel_endpoint=http://other:4318/", "--otel_sampler_arg=0.5",
+  c = LoadConfig({"--auth=none", "--otel_endpoint=http://other:4318/", "--otel_sampler_arg=0.5",
                   "--otel_metrics_endpoint=", "--shutdown_drain_ms=3000"},
                  Env({{"OTEL_TRACES_SAMPLER", "traceidratio"}}));
   ASSERT_TRUE(c.ok()) << c.status();
@@ -147,9 +147,9 @@ TEST(LoadConfigTest, OpenTelemetryFromTheEnvironmentAndFlags) {
   EXPECT_FALSE(c->telemetry.sampler.parent_based);
   EXPECT_EQ(c->server.drain, absl::Seconds(3));
 
-  EXPECT_FALSE(LoadConfig({"--otel_sampler=sometimes"}, kNoEnv).ok());
-  EXPECT_FALSE(LoadConfig({}, Env({{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}})).ok());
-  EXPECT_TRUE(LoadConfig({"--otel_disabled"}, kNoEnv)->telemetry.disabled);
+  EXPECT_FALSE(LoadConfig({"--auth=none", "--otel_sampler=sometimes"}, kNoEnv).ok());
+  EXPECT_FALSE(LoadConfig({"--auth=none"}, Env({{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}})).ok());
+  EXPECT_TRUE(LoadConfig({"--auth=none", "--otel_disabled"}, kNoEnv)->telemetry.disabled);
 }
 
 }  // namespace

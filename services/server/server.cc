@@ -11,8 +11,6 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_credentials_options.h"
-#include "grpc/health/v1/health.pb.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "services/common/log.h"
 #include "services/common/thread_pool.h"
 #include "services/grpc/grpc_service.h"
@@ -64,18 +62,27 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
                                                       s->storage_.get(), s->summarizer_.get());
   s->workers_ = std::make_unique<ThreadPool>(options.worker_threads,
                                              static_cast<size_t>(options.max_queued_calls));
+  const AccessOptions& access = options.access;
+  if (access.access_file.empty()) {
+    s->gate_ = std::make_unique<AccessGate>(s->telemetry_.get());
+  } else {
+    absl::StatusOr<std::unique_ptr<auth::AccessFile>> file =
+        auth::AccessFile::Open(access.access_file, access.refresh);
+    if (!file.ok()) return file.status();
+    s->gate_ = std::make_unique<AccessGate>(std::move(*file), access, s->telemetry_.get());
+  }
   s->grpc_service_ = std::make_unique<GrpcService>(s->service_.get(), s->workers_.get(),
-                                                   s->telemetry_.get());
+                                                   s->telemetry_.get(), s->gate_.get());
+  s->health_ = std::make_unique<HealthService>(std::vector<std::string>{kServiceName},
+                                               s->gate_.get());
 
   // A client can make libprotobuf log a line per request (invalid UTF-8):
   // counted instead.
   RouteProtobufLogs(s->telemetry_->instruments().invalid_utf8);
-  grpc::EnableDefaultHealthCheckService(true);
-  // gRPC's health service keeps no descriptor in protobuf's pool; linking
-  // our definition in (and touching it here) lets reflection describe it,
-  // so that reflection-only clients can call grpc.health.v1.Health.
-  (void)grpc::health::v1::HealthCheckRequest::descriptor();
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // gRPC's own reflection service (v1alpha, for older clients) cannot ask
+  // the gate: it is served only when reflection needs no credential.
+  const bool open_reflection = !s->gate_->enabled() || access.public_reflection;
+  if (open_reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   const std::string host =
       absl::StrContains(options.host, ':') ? absl::StrCat("[", options.host, "]") : options.host;
   const std::string listen = absl::StrCat(host, ":", options.port);
@@ -84,10 +91,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(s->grpc_service_.get());
+  builder.RegisterService(s->health_.get());
   // Reflection v1 beside gRPC's own v1alpha: both list every service here.
-  s->reflection_v1_ = std::make_unique<ReflectionV1>(std::vector<std::string>{
-      kServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
-      "grpc.reflection.v1alpha.ServerReflection"});
+  std::vector<std::string> listed = {kServiceName, "grpc.health.v1.Health",
+                                     "grpc.reflection.v1.ServerReflection"};
+  if (open_reflection) listed.push_back("grpc.reflection.v1alpha.ServerReflection");
+  s->reflection_v1_ = std::make_unique<ReflectionV1>(std::move(listed), s->gate_.get());
   builder.RegisterService(s->reflection_v1_.get());
   if (options.bench_echo) {
     s->bench_echo_ = std::make_unique<BenchEcho>(s->workers_.get(),
@@ -100,7 +109,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
   }
   s->address_ = absl::StrCat(host, ":", s->port_);
   s->drain_ = options.drain;
-  s->server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  if (!s->gate_->enabled()) {
+    LogWarning("--auth=none: every caller may read and change every tenant's conversations; "
+               "for local development only");
+  }
   if (options.health_interval > absl::ZeroDuration()) {
     Server* server = s.get();
     const absl::Duration interval = options.health_interval;
@@ -125,8 +137,7 @@ void Server::MonitorHealth(absl::Duration interval) {
       } else {
         LogWarning("storage does not answer (", ping.ToString(), "): health NOT_SERVING");
       }
-      server_->GetHealthCheckService()->SetServingStatus(serving);
-      server_->GetHealthCheckService()->SetServingStatus(kServiceName, serving);
+      health_->SetServing(serving);
     }
     health_cv_.WaitWithTimeout(&health_mu_, interval);
   }
@@ -143,7 +154,7 @@ void Server::Shutdown(absl::Duration grace) {
   if (health_thread_.joinable()) health_thread_.join();
   // Load balancers and health probes see NOT_SERVING first, for the drain
   // period while calls are still taken.
-  server_->GetHealthCheckService()->Shutdown();
+  health_->Shutdown();
   if (drain_ > absl::ZeroDuration()) {
     LogInfo("draining for ", absl::FormatDuration(drain_), ": health NOT_SERVING");
     absl::SleepFor(drain_);

@@ -10,7 +10,9 @@
 #include "absl/time/time.h"
 #include "services/api/conversation_service.h"
 #include "services/compaction/model_registry.h"
+#include "services/grpc/access_gate.h"
 #include "services/grpc/bench_echo.h"
+#include "services/grpc/health_service.h"
 #include "services/grpc/reflection_v1.h"
 #include "services/telemetry/telemetry.h"
 #include "storage/storage.h"
@@ -43,9 +45,8 @@ struct TlsOptions {
 
 struct ServerOptions {
   // Address to listen on; port 0 picks a free port (see Server::port()).
-  // Loopback unless asked: the API carries no authentication yet, so
-  // reaching the port must be a choice (--host=0.0.0.0 behind a network
-  // boundary of your own).
+  // Loopback unless asked (convstate_server listens on every interface by
+  // default with TLS).
   std::string host = "127.0.0.1";
   int port = 50051;
   // Largest request or response gRPC accepts, in bytes; larger requests are
@@ -67,10 +68,12 @@ struct ServerOptions {
   bool bench_echo = false;
   // Plaintext when not enabled.
   TlsOptions tls;
+  // Who may call; without an access file, anyone (for local development).
+  AccessOptions access;
 };
 
 // The convstate gRPC server: ConversationState, the standard health service
-// and server reflection, on one port.
+// and server reflection, on one port, behind one access gate.
 class Server {
  public:
   // Starts serving `storage`. FAILED_PRECONDITION if the address cannot be
@@ -103,7 +106,9 @@ class Server {
   std::unique_ptr<Summarizer> summarizer_;
   std::unique_ptr<ConversationService> service_;
   std::unique_ptr<ThreadPool> workers_;
+  std::unique_ptr<AccessGate> gate_;
   std::unique_ptr<GrpcService> grpc_service_;
+  std::unique_ptr<HealthService> health_;
   std::unique_ptr<ReflectionV1> reflection_v1_;
   std::unique_ptr<BenchEcho> bench_echo_;
   std::unique_ptr<grpc::Server> server_;

@@ -49,6 +49,10 @@ Instruments MakeInstruments(MetricRegistry* m) {
   i.invalid_utf8 = m->AddCounter(
       "convstate.requests.invalid_utf8", "{request}",
       "Requests refused because a string field held invalid UTF-8 (not logged one by one)");
+  i.refused = m->AddCounter(
+      "convstate.requests.refused", "{request}",
+      "Calls refused before they ran, by convstate.refusal (unauthenticated, permission_denied, "
+      "rate_limited)");
   i.spans_dropped = m->AddCounter("convstate.telemetry.spans_dropped", "{span}",
                                   "Spans dropped: the export queue was full or the export failed");
   i.export_failures = m->AddCounter("convstate.telemetry.export_failures", "{request}",

@@ -55,6 +55,10 @@ struct Instruments {
   // convstate.requests.invalid_utf8: requests refused because a string
   // field held invalid UTF-8 (as libprotobuf reported them).
   Counter* invalid_utf8;
+  // convstate.requests.refused: calls refused before they ran, by
+  // convstate.refusal (unauthenticated, permission_denied, rate_limited);
+  // counted, not logged one by one.
+  Counter* refused;
   // convstate.telemetry.spans_dropped and convstate.telemetry.export_failures.
   Counter* spans_dropped;
   Counter* export_failures;

@@ -264,13 +264,16 @@ bazel_cmd() {
 
 # start_server DIR NAME DATABASE_URL [flags...]: starts the built server in
 # the background on a free loopback port, logging to DIR/NAME.log, and waits
-# until it listens. Sets SERVER_PID and SERVER_ADDRESS. Call it directly,
+# until it listens; without --access_file or --auth among the flags, with
+# --auth=none. Sets SERVER_PID and SERVER_ADDRESS. Call it directly,
 # not in $(...): the caller's cleanup needs SERVER_PID.
 start_server() {
   local dir="$1" name="$2" url="$3"; shift 3
   local port; port=$(free_port)
+  local auth=(--auth=none)  # Unless the caller says who may call.
+  local a; for a in "$@"; do case "$a" in --access_file=*|--auth=*) auth=() ;; esac; done
   "$CONVSTATE_ROOT/bazel-bin/services/server/convstate_server" --host=127.0.0.1 --port="$port" \
-    --database_url="$url" --vocab_dir="$CONVSTATE_VOCAB_DIR" "$@" \
+    --database_url="$url" --vocab_dir="$CONVSTATE_VOCAB_DIR" ${auth[@]+"${auth[@]}"} "$@" \
     >"$dir/$name.out" 2>"$dir/$name.log" &
   SERVER_PID=$!
   for _ in $(seq 1 100); do
