@@ -69,6 +69,12 @@ ItemData MarkerFor(const SummaryChunk& chunk) {
   return marker;
 }
 
+int64_t ContentBytes(const std::vector<ItemData>& items) {
+  int64_t bytes = 0;
+  for (const ItemData& item : items) bytes += static_cast<int64_t>(item.content.size());
+  return bytes;
+}
+
 std::vector<Item> NumberAppended(const std::vector<ItemData>& items, int64_t last_sequence,
                                  int64_t last_turn_index, int64_t version) {
   std::vector<Item> out;

@@ -28,6 +28,10 @@ ItemData MarkerFor(const SummaryChunk& chunk);
 std::vector<Item> NumberAppended(const std::vector<ItemData>& items, int64_t last_sequence,
                                  int64_t last_turn_index, int64_t version);
 
+// The bytes of the items' content: what they add to their tenant's stored
+// bytes (TenantUsage).
+int64_t ContentBytes(const std::vector<ItemData>& items);
+
 // The snapshot a view was built from at `version` under `state`: `now`
 // (the conversation as it is) with the recorded fields put back, `chunks`
 // (the ones the state names) active, and `items` (those stored by then,

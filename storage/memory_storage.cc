@@ -28,6 +28,8 @@ struct ConversationState {
   std::string lease_holder;
   absl::Time lease_expires = absl::InfinitePast();
   std::vector<Item> items;  // items[i].sequence == i + 1
+  // Bytes of the content clients appended (TenantUsage).
+  int64_t content_bytes = 0;
   std::vector<SummaryChunk> chunks;
   std::vector<CompactionEvent> events;
   std::map<std::string, IdempotencyRecord> idempotency;
@@ -89,6 +91,20 @@ class MemoryStorage final : public Storage {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     return state->conversation;
+  }
+
+  absl::StatusOr<TenantUsage> GetTenantUsage(const CallContext& ctx,
+                                             const std::string& tenant_id) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    TenantUsage usage;
+    auto tenant = tenants_.find(tenant_id);
+    if (tenant == tenants_.end()) return usage;
+    for (const auto& [id, state] : tenant->second) {
+      usage.conversations += 1;
+      usage.stored_bytes += state.content_bytes;
+    }
+    return usage;
   }
 
   absl::StatusOr<std::vector<Conversation>> ListConversations(
@@ -165,6 +181,7 @@ class MemoryStorage final : public Storage {
     c.last_sequence = state->items.back().sequence;
     c.last_turn_index = state->items.back().turn_index;
     c.item_count += static_cast<int64_t>(result.items.size());
+    state->content_bytes += ContentBytes(items);
     c.version += 1;
     c.update_time = now;
     if (usage.has_value() && usage->correct) {

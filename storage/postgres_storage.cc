@@ -227,6 +227,9 @@ const std::vector<Statement>& Statements() {
        absl::StrCat("SELECT ", ConversationColumns(),
                     " FROM conversations WHERE tenant_id = $1 AND conversation_id = $2 "
                     "FOR UPDATE")},
+      {"tenant_usage",
+       "SELECT count(*), coalesce(sum(content_bytes), 0)::bigint FROM conversations "
+       "WHERE tenant_id = $1"},
       {"list_conversations",
        absl::StrCat("SELECT ", ConversationColumns(),
                     " FROM conversations WHERE tenant_id = $1 AND conversation_id > $2 "
@@ -247,7 +250,7 @@ const std::vector<Statement>& Statements() {
       {"bump_conversation",
        "UPDATE conversations SET version = version + 1, item_count = item_count + $2, "
        "last_sequence = $3, last_turn_index = $4, item_tokens = item_tokens + $5, "
-       "token_correction = $6, updated_at = now() "
+       "token_correction = $6, content_bytes = content_bytes + $7, updated_at = now() "
        "WHERE conv_key = $1 "
        "RETURNING version, floor(extract(epoch FROM now()) * 1000000)::bigint"},
       // An append in one statement, when nothing needs the locked row in
@@ -258,14 +261,15 @@ const std::vector<Statement>& Statements() {
       // in order: role, kind, content, tool name, tool call id, pinned,
       // metadata, tokens, turns started up to and including each item)
       // and the key ($15 the fingerprint) are inserted after it. $16 is
-      // the number of items, $17 the turns they start, $18 their tokens.
+      // the number of items, $17 the turns they start, $18 their tokens,
+      // $19 the bytes of their content.
       // No row: one of the conditions failed (or there is no such
       // conversation); the caller takes the transaction below instead.
       {"append_items",
        "WITH c AS (UPDATE conversations SET version = version + 1, "
        "item_count = item_count + $16, last_sequence = last_sequence + $16, "
        "last_turn_index = last_turn_index + $17, item_tokens = item_tokens + $18, "
-       "updated_at = now() "
+       "content_bytes = content_bytes + $19, updated_at = now() "
        "WHERE tenant_id = $1 AND conversation_id = $2 AND ($3 < 0 OR version = $3) "
        "AND ($4 = '' OR model = $4) AND ($5 = '' OR NOT EXISTS (SELECT 1 FROM idempotency_keys k "
        "WHERE k.conv_key = conversations.conv_key AND k.idempotency_key = $5)) "
@@ -752,6 +756,16 @@ class PostgresStorage final : public Storage {
     });
   }
 
+  absl::StatusOr<TenantUsage> GetTenantUsage(const CallContext& ctx,
+                                             const std::string& tenant_id) override {
+    return Run<TenantUsage, pqxx::nontransaction>(
+        ctx, "read tenant usage",
+        [&](pqxx::transaction_base& tx) -> absl::StatusOr<TenantUsage> {
+          const pqxx::result r = tx.exec_prepared("tenant_usage", tenant_id);
+          return TenantUsage{r[0][0].as<int64_t>(), r[0][1].as<int64_t>()};
+        });
+  }
+
   absl::StatusOr<std::vector<Conversation>> ListConversations(
       const CallContext& ctx, const std::string& tenant_id,
       const std::string& after_id, int limit) override {
@@ -856,7 +870,7 @@ class PostgresStorage final : public Storage {
       }
       pqxx::result bumped = tx.exec_prepared(
           "bump_conversation", row.conv_key, static_cast<int64_t>(items.size()),
-          sequence, turn, tokens, correction);
+          sequence, turn, tokens, correction, ContentBytes(items));
       if (usage.has_value()) {
         const UsageReport& u = *usage;
         tx.exec_prepared("insert_usage", row.conv_key, sequence, u.input_tokens,
@@ -920,7 +934,7 @@ class PostgresStorage final : public Storage {
               pg::TextArray(contents), pg::TextArray(tool_names), pg::TextArray(call_ids),
               array(pinned), pg::TextArray(metadata), array(tokens), array(turns),
               request.request_fingerprint, static_cast<int64_t>(numbered.size()),
-              turns.back(), total_tokens);
+              turns.back(), total_tokens, ContentBytes(request.items));
           if (r.empty()) return std::nullopt;
           tx.commit();
           AppendResult result;

@@ -64,6 +64,11 @@ class Storage {
   virtual absl::StatusOr<Conversation> GetConversation(
       const CallContext& ctx, const ConversationKey& key) = 0;
 
+  // How many conversations the tenant holds and the bytes of their items'
+  // content.
+  virtual absl::StatusOr<TenantUsage> GetTenantUsage(const CallContext& ctx,
+                                                     const std::string& tenant_id) = 0;
+
   // The tenant's conversations with ids greater than `after_id`, ordered by
   // id, at most `limit`.
   virtual absl::StatusOr<std::vector<Conversation>> ListConversations(

@@ -151,6 +151,31 @@ TEST_P(StorageConformanceTest, ListConversationsPaginatesInIdOrder) {
   EXPECT_TRUE(none->empty());
 }
 
+TEST_P(StorageConformanceTest, TenantUsageCountsConversationsAndTheirContentBytes) {
+  Create("a");
+  Create("b");
+  AppendText(Key("a"), "hello");
+  // An append with a usage report takes the other path of a backend.
+  AppendRequest req;
+  req.key = Key("b");
+  req.items.push_back(Message(Role::kAssistant, "h\xc3\xa9llo"));
+  req.usage = UsageReport{200, 20, 0, 0, 0, /*correct=*/false};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  auto usage = storage_->GetTenantUsage(ctx_, tenant_);
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->conversations, 2);
+  EXPECT_EQ(usage->stored_bytes, 5 + 6);
+  auto other = storage_->GetTenantUsage(ctx_, tenant_ + "-other");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->conversations, 0);
+  EXPECT_EQ(other->stored_bytes, 0);
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("b")).ok());
+  usage = storage_->GetTenantUsage(ctx_, tenant_);
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->conversations, 1);
+  EXPECT_EQ(usage->stored_bytes, 5);
+}
+
 TEST_P(StorageConformanceTest, DeleteRemovesConversationAndItems) {
   Create("doomed");
   AppendText(Key("doomed"), "one");

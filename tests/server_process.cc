@@ -72,18 +72,18 @@ void AddAuthNone(std::vector<std::string>& flags) {
 std::string ServerProcess::BinaryPath() { return RunfilePath("services/server/convstate_server"); }
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
-    const std::vector<std::string>& flags, absl::Duration timeout) {
+    const std::vector<std::string>& flags, absl::Duration timeout, const std::string& log_file) {
   std::vector<std::string> all = flags;
   all.push_back("--host=127.0.0.1");
   all.push_back("--port=0");
   AddAuthNone(all);
   return StartProgram("services/server/convstate_server", all, "convstate listening on ",
-                      timeout);
+                      timeout, log_file);
 }
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartProgram(
     const std::string& runfile, const std::vector<std::string>& all,
-    const std::string& ready_prefix, absl::Duration timeout) {
+    const std::string& ready_prefix, absl::Duration timeout, const std::string& log_file) {
   int out[2];
   if (pipe(out) != 0) return absl::InternalError("pipe failed");
   const std::string binary = RunfilePath(runfile);
@@ -94,6 +94,10 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartProgram(
     dup2(out[1], STDOUT_FILENO);
     close(out[0]);
     close(out[1]);
+    if (!log_file.empty()) {
+      const int log = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      if (log >= 0) dup2(log, STDERR_FILENO);
+    }
     execv(binary.c_str(), argv.data());
     _exit(127);
   }

@@ -18,14 +18,17 @@ class ServerProcess {
   // Starts the server with `flags` plus --host=127.0.0.1 --port=0 (and
   // --auth=none unless `flags` hold --access_file or --auth), and waits
   // (up to `timeout`) for its "convstate listening on" line. Fails if the
-  // process exits first; its stderr goes to the test log.
+  // process exits first. Its stderr goes to the test log, or is appended
+  // to `log_file` when one is named.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
-      const std::vector<std::string>& flags, absl::Duration timeout = absl::Seconds(60));
+      const std::vector<std::string>& flags, absl::Duration timeout = absl::Seconds(60),
+      const std::string& log_file = "");
   // Any program of this workspace (`runfile`, e.g. "tests/fake_llm_server")
   // that prints "<ready_prefix>HOST:PORT" once it listens.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> StartProgram(
       const std::string& runfile, const std::vector<std::string>& args,
-      const std::string& ready_prefix, absl::Duration timeout = absl::Seconds(60));
+      const std::string& ready_prefix, absl::Duration timeout = absl::Seconds(60),
+      const std::string& log_file = "");
   // Kills the process if it still runs.
   ~ServerProcess();
 

@@ -21,47 +21,20 @@
 #include "tests/pg_harness.h"
 #include "tests/rpc_helpers.h"
 #include "tests/server_process.h"
+#include "tests/test_certs.h"
 
 namespace convstate {
 namespace {
 
 using testing::ScratchDatabase;
 using testing::ServerProcess;
+using testing::MakeCa;
+using testing::MakeCert;
+using testing::ReadFile;
 using testing::SetDeadline;
+using testing::Shell;
 
-std::string Dir() { return std::getenv("TEST_TMPDIR"); }
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs a shell command in the test's directory; true if it exited 0.
-bool Shell(const std::string& command) {
-  return std::system(absl::StrCat("cd '", Dir(), "' && ", command, " >/dev/null 2>&1").c_str()) ==
-         0;
-}
-
-// A CA named `ca` (ca.pem, ca.key).
-bool MakeCa(const std::string& ca) {
-  return Shell(absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-                            "-nodes -keyout ", ca, ".key -out ", ca, ".pem -days 2 -subj /CN=", ca));
-}
-
-// A certificate `name`.pem / `name`.key signed by `ca`, valid for
-// localhost and 127.0.0.1.
-bool MakeCert(const std::string& name, const std::string& ca) {
-  return Shell(absl::StrCat(
-             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ", name,
-             ".key -out ", name, ".csr -subj /CN=", name)) &&
-         Shell(absl::StrCat("printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > ", name,
-                            ".ext && openssl x509 -req -in ", name, ".csr -CA ", ca,
-                            ".pem -CAkey ", ca, ".key -CAcreateserial -out ", name,
-                            ".pem -days 2 -extfile ", name, ".ext")) &&
-         chmod(absl::StrCat(Dir(), "/", name, ".key").c_str(), 0600) == 0;
-}
+std::string Dir() { return testing::TestDir(); }
 
 class TlsE2eTest : public ::testing::Test {
  protected:
@@ -107,13 +80,7 @@ class TlsE2eTest : public ::testing::Test {
 
   static std::shared_ptr<grpc::ChannelCredentials> Tls(const std::string& ca,
                                                        const std::string& client = "") {
-    grpc::SslCredentialsOptions options;
-    options.pem_root_certs = Read(Dir() + "/" + ca + ".pem");
-    if (!client.empty()) {
-      options.pem_cert_chain = Read(Dir() + "/" + client + ".pem");
-      options.pem_private_key = Read(Dir() + "/" + client + ".key");
-    }
-    return grpc::SslCredentials(options);
+    return testing::TlsCredentials(ca, client);
   }
 
   std::unique_ptr<ScratchDatabase> db_;

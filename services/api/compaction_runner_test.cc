@@ -189,6 +189,10 @@ class FailingCommits final : public Storage {
                                                const ConversationKey& k) override {
     return base_->GetConversation(c, k);
   }
+  absl::StatusOr<TenantUsage> GetTenantUsage(const CallContext& c,
+                                             const std::string& t) override {
+    return base_->GetTenantUsage(c, t);
+  }
   absl::StatusOr<std::vector<Conversation>> ListConversations(const CallContext& c,
                                                               const std::string& t,
                                                               const std::string& a,

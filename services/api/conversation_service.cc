@@ -302,6 +302,7 @@ ConversationService::ConversationService(Options options, const ModelRegistry* m
       storage_(storage),
       runner_(options_.compaction, storage, summarizer),
       cache_(options_.context_cache_bytes, options_.compaction.telemetry),
+      quota_(options_.tenant_limits, storage),
       background_(std::make_unique<ThreadPool>(1, 64)) {}
 
 ConversationService::~ConversationService() {
@@ -456,6 +457,7 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
     nc.carried_chunks = CarriedChunks(source->active_chunks, req.continue_from(), tokenizer,
                                       profile.per_message_tokens);
   }
+  RETURN_IF_ERROR(quota_.AdmitConversation(ctx, nc.key.tenant_id));
   ASSIGN_OR_RETURN(Conversation created, storage_->CreateConversation(ctx, nc));
   return ToProto(created);
 }
@@ -647,6 +649,11 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
     }
     return absl::OkStatus();
   };
+  int64_t content_bytes = 0;
+  for (const ItemData& item : append.items) {
+    content_bytes += static_cast<int64_t>(item.content.size());
+  }
+  RETURN_IF_ERROR(quota_.AdmitBytes(ctx, append.key.tenant_id, content_bytes));
   ASSIGN_OR_RETURN(std::string model, ModelOf(ctx, append.key, /*refresh=*/false));
   RETURN_IF_ERROR(count(model));
   absl::StatusOr<AppendResult> appended = storage_->AppendItems(ctx, append);
@@ -658,6 +665,7 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
     appended = storage_->AppendItems(ctx, append);
   }
   ASSIGN_OR_RETURN(AppendResult result, std::move(appended));
+  if (!result.replayed) quota_.Appended(append.key.tenant_id, content_bytes);
   v1::AppendTurnResponse out;
   for (const Item& item : result.items) ToProto(item, out.add_items());
   out.set_version(result.version);

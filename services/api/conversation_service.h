@@ -10,6 +10,7 @@
 
 #include "services/api/compaction_runner.h"
 #include "services/api/context_cache.h"
+#include "services/api/tenant_quota.h"
 #include "services/api/validation.h"
 #include "services/common/thread_pool.h"
 #include "services/compaction/summarizer.h"
@@ -39,6 +40,8 @@ class ConversationService {
     // Bytes of conversations' contexts (and their last plain views) kept
     // between calls, validated against storage on every call; 0 keeps none.
     int64_t context_cache_bytes = int64_t{256} << 20;
+    // Each tenant's limits on conversations and stored bytes; unset: none.
+    TenantQuota::LimitsOf tenant_limits;
   };
 
   // `models`, `storage` and `summarizer` must outlive the service.
@@ -157,6 +160,7 @@ class ConversationService {
   Storage* const storage_;
   CompactionRunner runner_;
   ContextCache cache_;
+  TenantQuota quota_;
   absl::Mutex models_mu_;
   absl::flat_hash_map<std::string, std::string> models_by_key_ ABSL_GUARDED_BY(models_mu_);
   absl::Mutex background_mu_;

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "services/core/types.h"
 
 namespace convstate::auth {
 
@@ -37,14 +38,7 @@ struct Principal {
   Role role = Role::kReader;
 };
 
-// A tenant's limits; 0 is no limit.
-struct TenantLimits {
-  int64_t max_conversations = 0;
-  int64_t max_stored_bytes = 0;
-  double max_requests_per_second = 0;
-  // Calls allowed at once above the rate; 0: one second's worth.
-  int64_t burst = 0;
-};
+using ::convstate::TenantLimits;
 
 // One parsed access file: bearer tokens and client certificates mapped to a
 // tenant and a role, and tenants' limits. Thread-safe.

@@ -43,6 +43,23 @@ struct ConversationKey {
   std::string conversation_id;
 };
 
+// What a tenant holds, against its limits.
+struct TenantUsage {
+  int64_t conversations = 0;
+  // Bytes of item content across its conversations.
+  int64_t stored_bytes = 0;
+};
+
+// A tenant's limits; 0 is no limit.
+struct TenantLimits {
+  int64_t max_conversations = 0;
+  int64_t max_stored_bytes = 0;
+  // Calls per second on each replica, and the calls allowed at once above
+  // it (0: one second's worth).
+  double max_requests_per_second = 0;
+  int64_t burst = 0;
+};
+
 // Per-conversation changes to the model profile; unset means "the
 // profile's value".
 struct ProfileOverrides {

@@ -56,12 +56,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
   s->models_ = std::move(models);
   s->storage_ = std::move(storage);
   s->summarizer_ = summarizer != nullptr ? std::move(summarizer) : NewExtractiveSummarizer();
-  ConversationService::Options service_options = options.service;
-  service_options.compaction.telemetry = s->telemetry_.get();
-  s->service_ = std::make_unique<ConversationService>(service_options, s->models_.get(),
-                                                      s->storage_.get(), s->summarizer_.get());
-  s->workers_ = std::make_unique<ThreadPool>(options.worker_threads,
-                                             static_cast<size_t>(options.max_queued_calls));
   const AccessOptions& access = options.access;
   if (access.access_file.empty()) {
     s->gate_ = std::make_unique<AccessGate>(s->telemetry_.get());
@@ -71,6 +65,18 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
     if (!file.ok()) return file.status();
     s->gate_ = std::make_unique<AccessGate>(std::move(*file), access, s->telemetry_.get());
   }
+  ConversationService::Options service_options = options.service;
+  service_options.compaction.telemetry = s->telemetry_.get();
+  AccessGate* gate = s->gate_.get();
+  if (gate->enabled()) {
+    service_options.tenant_limits = [gate](const std::string& tenant) {
+      return gate->Limits(tenant);
+    };
+  }
+  s->service_ = std::make_unique<ConversationService>(service_options, s->models_.get(),
+                                                      s->storage_.get(), s->summarizer_.get());
+  s->workers_ = std::make_unique<ThreadPool>(options.worker_threads,
+                                             static_cast<size_t>(options.max_queued_calls));
   s->grpc_service_ = std::make_unique<GrpcService>(s->service_.get(), s->workers_.get(),
                                                    s->telemetry_.get(), s->gate_.get());
   s->health_ = std::make_unique<HealthService>(std::vector<std::string>{kServiceName},

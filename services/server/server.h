@@ -104,9 +104,10 @@ class Server {
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<Storage> storage_;
   std::unique_ptr<Summarizer> summarizer_;
+  // Before the service: its limits come from the gate's access file.
+  std::unique_ptr<AccessGate> gate_;
   std::unique_ptr<ConversationService> service_;
   std::unique_ptr<ThreadPool> workers_;
-  std::unique_ptr<AccessGate> gate_;
   std::unique_ptr<GrpcService> grpc_service_;
   std::unique_ptr<HealthService> health_;
   std::unique_ptr<ReflectionV1> reflection_v1_;
