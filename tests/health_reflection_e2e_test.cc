@@ -4,11 +4,14 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/buf_client.h"
 #include "tests/pg_harness.h"
@@ -77,6 +80,37 @@ TEST_F(HealthReflectionE2eTest, HealthIsNotServingWhileDrainingAtShutdown) {
     not_serving = absl::StrContains(Health((*server)->address(), "grpc-v1"), "NOT_SERVING");
   }
   EXPECT_TRUE(not_serving) << "health never said NOT_SERVING while draining";
+  auto code = (*server)->Stop(SIGTERM);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+}
+
+TEST_F(HealthReflectionE2eTest, WatchStreamsTheStatusAndItsChange) {
+  auto server = ServerProcess::Start(
+      {"--database_url=" + db_->url(), "--otel_disabled", "--shutdown_drain_ms=3000"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto health = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service("convstate.v1.ConversationState");
+  auto stream = health->Watch(&ctx, req);
+  grpc::health::v1::HealthCheckResponse status;
+  ASSERT_TRUE(stream->Read(&status));
+  EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  ASSERT_EQ(::kill((*server)->pid(), SIGTERM), 0);
+  ASSERT_TRUE(stream->Read(&status));
+  EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  ctx.TryCancel();
+  // A service the server does not have is reported as unknown.
+  grpc::ClientContext unknown_ctx;
+  unknown_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  req.set_service("no.such.Service");
+  auto unknown = health->Watch(&unknown_ctx, req);
+  ASSERT_TRUE(unknown->Read(&status));
+  EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::SERVICE_UNKNOWN);
+  unknown_ctx.TryCancel();
   auto code = (*server)->Stop(SIGTERM);
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 0);

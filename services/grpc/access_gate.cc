@@ -125,8 +125,8 @@ absl::Status AccessGate::ApplyTenant(const auth::Principal& principal,
   const google::protobuf::Reflection* reflection = request->GetReflection();
   const std::string asked = reflection->GetString(*request, field);
   if (!asked.empty() && asked != principal.tenant) {
-    return Refuse(absl::PermissionDeniedError(absl::StrCat(
-                      "tenant_id: the credential is for another tenant than '", asked, "'")),
+    return Refuse(absl::PermissionDeniedError(
+                      "tenant_id: not the tenant of the credential (leave it empty)"),
                   "permission_denied");
   }
   reflection->SetString(request, field, principal.tenant);

@@ -61,7 +61,11 @@ class EventWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     Step();
   }
-  void OnCancel() override { cancelled_.store(true, std::memory_order_release); }
+  // The call ends: nothing more is written, whatever the producer does.
+  void OnCancel() override {
+    cancelled_.store(true, std::memory_order_release);
+    Close(grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled"));
+  }
   void OnDone() override {
     {
       absl::MutexLock lock(&mu_);

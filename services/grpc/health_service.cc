@@ -26,10 +26,12 @@ HealthService::HealthService(std::vector<std::string> services, AccessGate* gate
   for (std::string& name : services) serving_[std::move(name)] = true;
 }
 
-HealthService::~HealthService() {
+HealthService::~HealthService() { EndWatches(); }
+
+void HealthService::EndWatches() {
   absl::MutexLock lock(&mu_);
   for (const Watcher& w : watchers_) {
-    w.writer->Close(grpc::Status(grpc::StatusCode::CANCELLED, "server shutting down"));
+    w.writer->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
     w.writer->Release();
   }
   watchers_.clear();

@@ -33,6 +33,9 @@ class HealthService final : public internal::HealthBase {
   void SetServing(bool serving);
   // NOT_SERVING from now on, whatever SetServing says later.
   void Shutdown();
+  // Ends every open watch (after Shutdown told them NOT_SERVING), so that
+  // the server's own shutdown does not wait for them.
+  void EndWatches();
 
   grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx,
                                   const grpc::health::v1::HealthCheckRequest* request,

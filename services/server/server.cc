@@ -165,6 +165,7 @@ void Server::Shutdown(absl::Duration grace) {
     LogInfo("draining for ", absl::FormatDuration(drain_), ": health NOT_SERVING");
     absl::SleepFor(drain_);
   }
+  health_->EndWatches();
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
   workers_.reset();  // Runs whatever is still queued, then joins.
   // The last spans and metrics go out within a bounded time of their own.
