@@ -3,12 +3,9 @@
 // and without client certificates, a private key that is not private, and
 // a certificate rotated on disk while the server runs.
 
-#include <sys/stat.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
