@@ -111,6 +111,34 @@ CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts) {
   return e;
 }
 
+CompactionEvent RedactedEvent(const RedactRequest& request, int64_t chunks_removed) {
+  CompactionEvent e;
+  e.event = "items_redacted";
+  e.detail = nlohmann::json{{"by", request.actor},
+                            {"sequences", request.sequences},
+                            {"reason", request.reason},
+                            {"chunks_removed", chunks_removed}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return e;
+}
+
+std::optional<int64_t> RedactionCut(const std::vector<SummaryChunk>& chunks,
+                                    const std::vector<int64_t>& sequences) {
+  auto holds = [](const SummaryChunk& c, int64_t s) {
+    return c.summarizer_model != kRedactedChunkModel && s >= c.from_sequence &&
+           s <= c.through_sequence;
+  };
+  // `sequences` is sorted: the first one held is the earliest.
+  for (int64_t s : sequences) {
+    std::optional<int64_t> cut;
+    for (const SummaryChunk& c : chunks) {
+      if (holds(c, s) && (!cut.has_value() || c.from_sequence > *cut)) cut = c.from_sequence;
+    }
+    if (cut.has_value()) return cut;
+  }
+  return std::nullopt;
+}
+
 ContextSnapshot SnapshotAt(const Conversation& now, const ViewState& state, int64_t version,
                            std::vector<SummaryChunk> chunks, std::vector<Item> items) {
   ContextSnapshot snap;

@@ -1,6 +1,7 @@
 #ifndef CONVSTATE_STORAGE_COMPACTION_RULES_H_
 #define CONVSTATE_STORAGE_COMPACTION_RULES_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,18 @@ ContextSnapshot SnapshotAt(const Conversation& now, const ViewState& state, int6
 // The audit row of a conversation created from another one's state:
 // "continued", with where from and what was carried.
 CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts);
+
+// The `items_redacted` audit row of a redaction: who, which, why, and how
+// many chunks went with it.
+CompactionEvent RedactedEvent(const RedactRequest& request, int64_t chunks_removed);
+
+// Where a redaction of `sequences` cuts the summaries: the start of the
+// innermost chunk (not already emptied) holding the earliest of them that
+// any chunk holds. Every chunk ending at or after it is derived from a
+// redacted item or comes after one, and goes; nullopt if no chunk holds
+// any of them.
+std::optional<int64_t> RedactionCut(const std::vector<SummaryChunk>& chunks,
+                                    const std::vector<int64_t>& sequences);
 
 }  // namespace convstate
 

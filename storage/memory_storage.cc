@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "services/common/sha256.h"
 #include "services/common/status_macros.h"
 #include "storage/compaction_rules.h"
 
@@ -321,6 +323,76 @@ class MemoryStorage final : public Storage {
     state->conversation.update_time = Now();
     RecordState(*state);
     return item;
+  }
+
+  absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,
+                                           const RedactRequest& request) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(request.key));
+    for (int64_t s : request.sequences) {
+      if (s < 1 || s > static_cast<int64_t>(state->items.size())) {
+        return absl::NotFoundError(absl::StrCat("conversation '", request.key.conversation_id,
+                                                "' has no item ", s));
+      }
+      if (state->items[s - 1].data.kind == ItemKind::kSummaryMarker) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sequences: item ", s, " is a summary marker, not content"));
+      }
+    }
+    Conversation& c = state->conversation;
+    RedactResult result;
+    for (int64_t s : request.sequences) {
+      Item& item = state->items[s - 1];
+      if (item.redacted_sha256.empty()) {
+        item.redacted_sha256 = Sha256::Hex(item.data.content);
+        state->content_bytes -= static_cast<int64_t>(item.data.content.size());
+        c.item_tokens += request.tombstone_tokens - item.data.token_count;
+        item.data.content = request.tombstone;
+        item.data.metadata.clear();
+        item.data.token_count = request.tombstone_tokens;
+      }
+      result.items.push_back(item);
+    }
+    if (std::optional<int64_t> cut = RedactionCut(state->chunks, request.sequences)) {
+      absl::flat_hash_set<int64_t> emptied;
+      for (SummaryChunk& chunk : state->chunks) {
+        if (chunk.through_sequence < *cut || chunk.summarizer_model == kRedactedChunkModel) {
+          continue;
+        }
+        SummaryChunk retired;
+        retired.chunk_id = chunk.chunk_id;
+        retired.from_sequence = chunk.from_sequence;
+        retired.through_sequence = chunk.through_sequence;
+        retired.create_time = chunk.create_time;
+        retired.summarizer_model = kRedactedChunkModel;
+        retired.superseded_by = chunk.chunk_id;
+        chunk = std::move(retired);
+        emptied.insert(chunk.chunk_id);
+      }
+      result.chunks_removed = static_cast<int64_t>(emptied.size());
+      // Chunks that only a retired fold superseded are active again.
+      int64_t summarized_through = 0;
+      for (SummaryChunk& chunk : state->chunks) {
+        if (chunk.summarizer_model == kRedactedChunkModel) continue;
+        if (emptied.contains(chunk.superseded_by)) chunk.superseded_by = 0;
+        if (chunk.superseded_by == 0) {
+          summarized_through = std::max(summarized_through, chunk.through_sequence);
+        }
+      }
+      c.summarized_through = summarized_through;
+    }
+    for (auto& [key, record] : state->idempotency) {
+      for (int64_t s : request.sequences) {
+        if (s >= record.first_sequence && s <= record.last_sequence) record.fingerprint = "redacted";
+      }
+    }
+    c.compaction_version += 1;
+    c.update_time = Now();
+    RecordState(*state);
+    AddEvents(*state, {RedactedEvent(request, result.chunks_removed)}, c.update_time);
+    result.compaction_version = c.compaction_version;
+    return result;
   }
 
   absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(

@@ -1,5 +1,6 @@
 #include "storage/postgres_storage.h"
 
+#include <algorithm>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -92,7 +93,7 @@ constexpr const char* kItemColumnList[] = {
     "i.tool_call_id", "coalesce(p.pinned, i.pinned)", "i.metadata::text",
     "coalesce(tc.token_count, i.token_count)", "coalesce(i.summary_chunk_id, 0)",
     "floor(extract(epoch FROM i.created_at) * 1000000)::bigint",
-    "coalesce(i.appended_version, 0)"};
+    "coalesce(i.appended_version, 0)", "coalesce(i.redacted_sha256, '')"};
 const std::string& ItemColumns() {
   static const auto* const kColumns = new std::string(absl::StrJoin(kItemColumnList, ", "));
   return *kColumns;
@@ -351,6 +352,57 @@ const std::vector<Statement>& Statements() {
        "WHERE conv_key = $1 AND sequence = $2 AND kind <> 'summary_marker' "
        "ON CONFLICT (conv_key, sequence) DO UPDATE SET pinned = $3, updated_at = now() "
        "RETURNING sequence"},
+      // RedactItems. $2 is the array of sequences throughout.
+      {"redact_check",
+       "SELECT s, i.kind FROM unnest($2::bigint[]) s "
+       "LEFT JOIN items i ON i.conv_key = $1 AND i.sequence = s ORDER BY s"},
+      // Tombstones ($3 the content, $4 its tokens) with the hash of what
+      // they replace; the bytes and tokens removed, for the totals.
+      {"redact_items",
+       "WITH old AS (SELECT sequence, octet_length(content) AS bytes, token_count FROM items "
+       "WHERE conv_key = $1 AND sequence = ANY($2::bigint[]) AND redacted_sha256 IS NULL), "
+       "done AS (UPDATE items i SET "
+       "redacted_sha256 = encode(sha256(convert_to(i.content, 'UTF8')), 'hex'), "
+       "content = $3, metadata = '{}', token_count = $4 FROM old "
+       "WHERE i.conv_key = $1 AND i.sequence = old.sequence RETURNING i.sequence) "
+       "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
+       "count(*) FROM old"},
+      {"redact_token_counts",
+       "DELETE FROM item_token_counts WHERE conv_key = $1 AND sequence = ANY($2::bigint[])"},
+      // Where the summaries are cut (RedactionCut): the start of the
+      // innermost chunk holding the earliest redacted item any chunk holds.
+      {"redact_cut",
+       "WITH first AS (SELECT min(s) AS s FROM unnest($2::bigint[]) s WHERE EXISTS (SELECT 1 "
+       "FROM summary_chunks c WHERE c.conv_key = $1 AND c.summarizer_model <> 'redacted' "
+       "AND s BETWEEN c.from_sequence AND c.through_sequence)) "
+       "SELECT max(c.from_sequence) FROM summary_chunks c, first WHERE c.conv_key = $1 "
+       "AND c.summarizer_model <> 'redacted' "
+       "AND first.s BETWEEN c.from_sequence AND c.through_sequence"},
+      // Every chunk ending at or after the cut ($2 here), emptied and
+      // retired; then the chunks only a retired fold superseded, active
+      // again.
+      {"redact_chunks",
+       "UPDATE summary_chunks SET text = '', structure = '{}', token_count = 0, recall = NULL, "
+       "tokens_in = 0, tokens_out = 0, summarizer_model = 'redacted', superseded_by = chunk_id "
+       "WHERE conv_key = $1 AND through_sequence >= $2 AND summarizer_model <> 'redacted'"},
+      {"redact_reactivate",
+       "UPDATE summary_chunks c SET superseded_by = NULL WHERE c.conv_key = $1 "
+       "AND c.summarizer_model <> 'redacted' AND c.superseded_by IN (SELECT r.chunk_id "
+       "FROM summary_chunks r WHERE r.conv_key = $1 AND r.summarizer_model = 'redacted')"},
+      // Totals less what was removed ($2 bytes, $3 tokens, $4 tombstone
+      // tokens in all); the boundary back to the last active chunk ($5:
+      // chunks went).
+      {"redact_conversation",
+       "UPDATE conversations SET content_bytes = content_bytes - $2, "
+       "item_tokens = item_tokens - $3 + $4, summarized_through = CASE WHEN $5 THEN "
+       "coalesce((SELECT max(through_sequence) FROM summary_chunks k WHERE k.conv_key = $1 "
+       "AND k.superseded_by IS NULL), 0) ELSE summarized_through END, "
+       "compaction_version = compaction_version + 1, updated_at = now() "
+       "WHERE conv_key = $1 RETURNING compaction_version"},
+      {"redact_idempotency",
+       "UPDATE idempotency_keys k SET request_fingerprint = 'redacted' WHERE conv_key = $1 "
+       "AND EXISTS (SELECT 1 FROM unnest($2::bigint[]) s "
+       "WHERE s BETWEEN k.first_sequence AND k.last_sequence)"},
       {"record_view_state",
        "INSERT INTO view_states (conv_key, compaction_version, version, state) "
        "SELECT c.conv_key, c.compaction_version, c.version, jsonb_build_object("
@@ -376,7 +428,7 @@ const std::vector<Statement>& Statements() {
        "SELECT i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, "
        "i.tool_call_id, i.pinned, i.metadata::text, i.token_count, "
        "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint, "
-       "coalesce(i.appended_version, 0) FROM items i "
+       "coalesce(i.appended_version, 0), coalesce(i.redacted_sha256, '') FROM items i "
        "WHERE i.conv_key = $1 AND coalesce(i.appended_version, 0) <= $2 ORDER BY i.sequence"},
       {"update_conversation",
        "UPDATE conversations SET model = $2, system_prompt = $3, pinned_instructions = $4, "
@@ -511,6 +563,7 @@ Item ParseItem(const pqxx::row& r) {
   item.summary_chunk_id = r[10].as<int64_t>();
   item.create_time = absl::FromUnixMicros(r[11].as<int64_t>());
   item.appended_version = r[12].as<int64_t>();
+  item.redacted_sha256 = r[13].as<std::string>();
   return item;
 }
 
@@ -1184,6 +1237,60 @@ class PostgresStorage final : public Storage {
               conv_key, sequence, sequence, pinned_row.conversation.count_encoding));
       tx.commit();
       return items.at(0);
+    });
+  }
+
+  absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,
+                                           const RedactRequest& request) override {
+    const std::string sequences =
+        absl::StrCat("{", absl::StrJoin(request.sequences, ","), "}");
+    return Run<RedactResult>(ctx, "redact items",
+                             [&](pqxx::transaction_base& tx) -> absl::StatusOr<RedactResult> {
+      pqxx::result locked = tx.exec_prepared("lock_conversation", request.key.tenant_id,
+                                             request.key.conversation_id);
+      if (locked.empty()) return NotFound(request.key);
+      const ConversationRow row = ParseConversation(locked[0]);
+      const int64_t conv_key = row.conv_key;
+      for (const auto& r : tx.exec_prepared("redact_check", conv_key, sequences)) {
+        if (r[1].is_null()) {
+          return absl::NotFoundError(absl::StrCat("conversation '", request.key.conversation_id,
+                                                  "' has no item ", r[0].as<int64_t>()));
+        }
+        if (r[1].as<std::string>() == "summary_marker") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "sequences: item ", r[0].as<int64_t>(), " is a summary marker, not content"));
+        }
+      }
+      const pqxx::row removed = tx.exec_prepared1("redact_items", conv_key, sequences,
+                                                  request.tombstone, request.tombstone_tokens);
+      tx.exec_prepared("redact_token_counts", conv_key, sequences);
+      RedactResult result;
+      const pqxx::row cut = tx.exec_prepared1("redact_cut", conv_key, sequences);
+      if (!cut[0].is_null()) {
+        result.chunks_removed =
+            tx.exec_prepared("redact_chunks", conv_key, cut[0].as<int64_t>()).affected_rows();
+        tx.exec_prepared("redact_reactivate", conv_key);
+      }
+      const int64_t redacted = removed[2].as<int64_t>();
+      result.compaction_version =
+          tx.exec_prepared1("redact_conversation", conv_key, removed[0].as<int64_t>(),
+                            removed[1].as<int64_t>(), redacted * request.tombstone_tokens,
+                            result.chunks_removed > 0)[0]
+              .as<int64_t>();
+      tx.exec_prepared("redact_idempotency", conv_key, sequences);
+      tx.exec_prepared("record_view_state", conv_key);
+      InsertEvents(tx, conv_key, {RedactedEvent(request, result.chunks_removed)});
+      const std::vector<Item> range = ParseItems(tx.exec_prepared(
+          row.conversation.recounted ? "items_range_recounted" : "items_range", conv_key,
+          request.sequences.front(), request.sequences.back(), row.conversation.count_encoding));
+      for (const Item& item : range) {
+        if (std::binary_search(request.sequences.begin(), request.sequences.end(),
+                               item.sequence)) {
+          result.items.push_back(item);
+        }
+      }
+      tx.commit();
+      return result;
     });
   }
 

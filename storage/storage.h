@@ -23,6 +23,9 @@ struct CallContext {
   // calls that cannot be cancelled. Long waits and summarizer calls stop
   // when it turns true. Must stay callable for the whole operation.
   std::function<bool()> cancelled;
+  // Who makes the call: the credential's name, for audit rows; empty when
+  // the server runs without authentication.
+  std::string principal;
 };
 
 // True if the caller of `ctx` has cancelled.
@@ -141,6 +144,19 @@ class Storage {
   // conversation or item, or a summary marker.
   virtual absl::StatusOr<Item> SetPinned(const CallContext& ctx, const ConversationKey& key,
                                          int64_t sequence, bool pinned) = 0;
+
+  // Erases the content of the items at `request.sequences` (see
+  // RedactItems in the API): each becomes `request.tombstone` with the
+  // SHA-256 of what it held; every chunk whose span holds one of them, and
+  // every chunk after the first such, is emptied and retired (superseded by
+  // itself, model kRedactedChunkModel); summarized_through moves back to
+  // the last chunk still active; idempotency records covering them lose
+  // their fingerprint; compaction_version moves and an `items_redacted`
+  // event is written, all at once. NOT_FOUND for an unknown conversation or
+  // sequence, INVALID_ARGUMENT for a summary marker; items already redacted
+  // are left alone.
+  virtual absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,
+                                                   const RedactRequest& request) = 0;
 
   // Appends audit events that change no state (a failed or truncating
   // compaction). NOT_FOUND for an unknown conversation.

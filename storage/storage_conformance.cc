@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "services/common/sha256.h"
 #include "services/core/context_delta.h"
 #include "gmock/gmock.h"
 
@@ -662,6 +663,84 @@ CompactionEvent Event(const std::string& name) {
   e.tokens_after = 40;
   e.detail = R"({"reason":"test"})";
   return e;
+}
+
+TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));  // m1 .. m6
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 2, "summary of m1 and m2");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // chunk 1, marker 7
+  commit.expected_summarized_through = 2;
+  commit.chunk = Chunk(3, 4, "summary of m3 and m4");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // chunk 2, marker 8
+  commit.expected_summarized_through = 4;
+  commit.chunk = Chunk(1, 4, "fold of m1 to m4");
+  commit.supersedes = {1, 2};
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // chunk 3, marker 9
+  const int64_t before = storage_->GetConversation(ctx_, Key("c"))->compaction_version;
+
+  RedactRequest req;
+  req.key = Key("c");
+  req.sequences = {3};
+  req.tombstone = "[gone]";
+  req.tombstone_tokens = 2;
+  req.actor = "privacy-officer";
+  req.reason = "erasure request";
+  auto redacted = storage_->RedactItems(ctx_, req);
+  ASSERT_TRUE(redacted.ok()) << redacted.status();
+  ASSERT_THAT(redacted->items, SizeIs(1));
+  const Item& item = redacted->items[0];
+  EXPECT_EQ(item.sequence, 3);
+  EXPECT_EQ(item.data.role, Role::kUser);
+  EXPECT_EQ(item.data.content, "[gone]");
+  EXPECT_EQ(item.data.token_count, 2);
+  EXPECT_EQ(item.redacted_sha256, Sha256::Hex("m3"));
+  // Chunk 2 holds item 3; the fold holds chunk 2; chunk 1 comes before.
+  EXPECT_EQ(redacted->chunks_removed, 2);
+  EXPECT_EQ(redacted->compaction_version, before + 1);
+  auto chunks = storage_->ListSummaries(ctx_, Key("c"), /*include_superseded=*/true);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_THAT(*chunks, SizeIs(3));
+  EXPECT_EQ((*chunks)[0].text, "summary of m1 and m2");
+  for (int i : {1, 2}) {
+    EXPECT_EQ((*chunks)[i].text, "") << i;
+    EXPECT_EQ((*chunks)[i].summarizer_model, kRedactedChunkModel);
+    EXPECT_EQ((*chunks)[i].superseded_by, (*chunks)[i].chunk_id);
+  }
+  // Chunk 1 is active again, and the view starts after it: items 3 and 4
+  // are live again.
+  auto context = storage_->LoadContext(ctx_, Key("c"));
+  ASSERT_TRUE(context.ok());
+  ASSERT_THAT(context->active_chunks, SizeIs(1));
+  EXPECT_EQ(context->active_chunks[0].chunk_id, 1);
+  EXPECT_EQ(context->conversation.summarized_through, 2);
+  ASSERT_FALSE(context->live_items.empty());
+  EXPECT_EQ(context->live_items[0].sequence, 3);
+  EXPECT_EQ(context->live_items[0].data.content, "[gone]");
+  auto events = storage_->ListCompactionEvents(ctx_, Key("c"));
+  ASSERT_TRUE(events.ok());
+  ASSERT_FALSE(events->empty());
+  EXPECT_EQ(events->back().event, "items_redacted");
+  EXPECT_THAT(events->back().detail, ::testing::HasSubstr("privacy-officer"));
+  EXPECT_THAT(events->back().detail, ::testing::HasSubstr("erasure request"));
+  // Again: nothing more happens to the item, the hash stays.
+  req.tombstone_tokens = 5;
+  auto again = storage_->RedactItems(ctx_, req);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->items[0].redacted_sha256, Sha256::Hex("m3"));
+  EXPECT_EQ(again->items[0].data.token_count, 2);
+  EXPECT_EQ(again->chunks_removed, 0);
+  // Markers and unknown items are refused, and change nothing.
+  req.sequences = {7};
+  EXPECT_EQ(storage_->RedactItems(ctx_, req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.sequences = {1, 99};
+  EXPECT_EQ(storage_->RedactItems(ctx_, req).status().code(), absl::StatusCode::kNotFound);
+  auto first = storage_->ListItems(ctx_, Key("c"), 0, 1);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ((*first)[0].data.content, "m1");
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("c"))->compaction_version, before + 2);
 }
 
 TEST_P(StorageConformanceTest, CompactionWritesChunkAndMarkerAndMovesTheView) {

@@ -6,7 +6,6 @@
 
 #include <sys/stat.h>
 
-#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -16,8 +15,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -27,7 +24,7 @@
 #include "tests/pg_harness.h"
 #include "tests/rpc_helpers.h"
 #include "tests/server_process.h"
-#include "tests/test_certs.h"
+#include "tests/test_credentials.h"
 
 namespace convstate {
 namespace {
@@ -35,6 +32,7 @@ namespace {
 using testing::Buf;
 using testing::MakeCa;
 using testing::MakeCert;
+using testing::MakeToken;
 using testing::Message;
 using testing::ReadFile;
 using testing::ScratchDatabase;
@@ -43,32 +41,9 @@ using testing::SetDeadline;
 using testing::ShellQuote;
 using testing::TestDir;
 using testing::TlsCredentials;
+using testing::Token;
 using testing::WaitUntil;
 using Stub = v1::ConversationState::Stub;
-
-struct Token {
-  std::string secret;
-  std::string entry;  // The access file line.
-};
-
-// A token made by tools/make_token, as an operator makes one.
-Token MakeToken(const std::string& tenant, const std::string& role, const std::string& name) {
-  const std::string command = absl::StrCat(ServerProcess::RunfilePath("tools/make_token"), " ",
-                                           tenant, " ", role, " ", name);
-  std::string out;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[512];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-    pclose(pipe);
-  }
-  Token token;
-  for (absl::string_view line : absl::StrSplit(out, '\n')) {
-    if (absl::ConsumePrefix(&line, "#   ")) token.secret = std::string(line);
-    if (absl::StartsWith(line, "tokens {")) token.entry = std::string(line);
-  }
-  return token;
-}
 
 // Every token of the suite, by name.
 std::map<std::string, Token>& Tokens() {

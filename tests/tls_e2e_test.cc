@@ -18,7 +18,7 @@
 #include "tests/pg_harness.h"
 #include "tests/rpc_helpers.h"
 #include "tests/server_process.h"
-#include "tests/test_certs.h"
+#include "tests/test_credentials.h"
 
 namespace convstate {
 namespace {

@@ -189,6 +189,10 @@ class FailingCommits final : public Storage {
                                                const ConversationKey& k) override {
     return base_->GetConversation(c, k);
   }
+  absl::StatusOr<RedactResult> RedactItems(const CallContext& c,
+                                           const RedactRequest& r) override {
+    return base_->RedactItems(c, r);
+  }
   absl::StatusOr<TenantUsage> GetTenantUsage(const CallContext& c,
                                              const std::string& t) override {
     return base_->GetTenantUsage(c, t);

@@ -28,6 +28,11 @@ constexpr int kDefaultConversationPage = 50;
 constexpr int kDefaultItemPage = 100;
 constexpr int kMaxPage = 1000;
 constexpr int kMaxIdempotencyKeyBytes = 128;
+// RedactItems: items per call, the reason's size, and what an erased item
+// holds instead of its content.
+constexpr int kMaxRedactedPerCall = 1000;
+constexpr int kMaxRedactionReasonBytes = 1024;
+constexpr char kTombstone[] = "[redacted]";
 // Conversations whose model this replica remembers (a model never changes
 // for a conversation; storage checks it on every append).
 constexpr size_t kMaxCachedModels = 100000;
@@ -109,6 +114,10 @@ void ToProto(const Item& item, v1::Item* out) {
   out->set_token_count(item.data.token_count);
   out->set_summary_chunk_id(item.summary_chunk_id);
   SetTimestamp(item.create_time, out->mutable_create_time());
+  if (!item.redacted_sha256.empty()) {
+    out->set_redacted(true);
+    out->set_redacted_sha256(item.redacted_sha256);
+  }
 }
 
 }  // namespace
@@ -1038,6 +1047,50 @@ absl::StatusOr<v1::Item> ConversationService::SetPinned(const CallContext& ctx,
   ASSIGN_OR_RETURN(Item item, storage_->SetPinned(ctx, key, sequence, pinned));
   v1::Item out;
   ToProto(item, &out);
+  return out;
+}
+
+absl::StatusOr<v1::RedactItemsResponse> ConversationService::RedactItems(
+    const CallContext& ctx, const v1::RedactItemsRequest& req) {
+  RedactRequest redact;
+  ASSIGN_OR_RETURN(redact.key, ToKey(req.tenant_id(), req.conversation_id()));
+  if (req.sequences().empty()) {
+    return absl::InvalidArgumentError("sequences: at least one is required");
+  }
+  if (req.sequences_size() > kMaxRedactedPerCall) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequences: at most ", kMaxRedactedPerCall, " per call"));
+  }
+  for (int64_t s : req.sequences()) {
+    if (s <= 0) return absl::InvalidArgumentError("sequences: must be positive");
+  }
+  if (req.reason().empty()) return absl::InvalidArgumentError("reason: required");
+  RETURN_IF_ERROR(ValidateText("reason", req.reason(), kMaxRedactionReasonBytes));
+  redact.sequences.assign(req.sequences().begin(), req.sequences().end());
+  std::sort(redact.sequences.begin(), redact.sequences.end());
+  redact.sequences.erase(std::unique(redact.sequences.begin(), redact.sequences.end()),
+                         redact.sequences.end());
+  // The tombstone is counted with the conversation's own tokenizer.
+  ASSIGN_OR_RETURN(std::string model, ModelOf(ctx, redact.key, /*refresh=*/true));
+  absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(model);
+  if (!resolved.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", model, "' has no profile in the current configuration"));
+  }
+  ItemData tombstone;
+  tombstone.content = kTombstone;
+  redact.tombstone = kTombstone;
+  redact.tombstone_tokens = CountItemTokens(*(*resolved)->tokenizer, tombstone,
+                                            (*resolved)->profile.per_message_tokens);
+  redact.actor = ctx.principal;
+  redact.reason = req.reason();
+  ASSIGN_OR_RETURN(RedactResult result, storage_->RedactItems(ctx, redact));
+  // This replica's copy goes now; others see the new compaction_version.
+  cache_.Erase(redact.key);
+  v1::RedactItemsResponse out;
+  for (const Item& item : result.items) ToProto(item, out.add_items());
+  out.set_chunks_removed(result.chunks_removed);
+  out.set_compaction_version(result.compaction_version);
   return out;
 }
 

@@ -92,6 +92,9 @@ class ConversationService {
       const CallContext& ctx, const v1::ListCompactionEventsRequest& req);
   absl::StatusOr<v1::Item> PinItem(const CallContext& ctx, const v1::PinItemRequest& req);
   absl::StatusOr<v1::Item> UnpinItem(const CallContext& ctx, const v1::UnpinItemRequest& req);
+  // Erases items' content and every summary derived from it (see the API).
+  absl::StatusOr<v1::RedactItemsResponse> RedactItems(const CallContext& ctx,
+                                                      const v1::RedactItemsRequest& req);
 
  private:
   // The conversation's profile (its model's, with its overrides) and

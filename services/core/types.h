@@ -157,6 +157,9 @@ struct Item {
   // The conversation's version once the item was stored (for a marker: the
   // version when its chunk was written); 0 if unknown (older items).
   int64_t appended_version = 0;
+  // Set once the content was erased (RedactItems): the SHA-256 (hex) of
+  // what was removed.
+  std::string redacted_sha256;
 };
 
 // True if `item` opens a new turn: a user message.
@@ -378,6 +381,29 @@ struct CompactionLease {
   int64_t token = 0;
   absl::Time expires;
 };
+
+// An erasure (RedactItems) as storage carries it out.
+struct RedactRequest {
+  ConversationKey key;
+  // Sorted, distinct, positive.
+  std::vector<int64_t> sequences;
+  // What the items' content becomes, and its token count.
+  std::string tombstone;
+  int64_t tombstone_tokens = 0;
+  // The audit row's "by" and "reason".
+  std::string actor;
+  std::string reason;
+};
+
+struct RedactResult {
+  // The items as they now are, in sequence order.
+  std::vector<Item> items;
+  int64_t chunks_removed = 0;
+  int64_t compaction_version = 0;
+};
+
+// The name summary chunks emptied by a redaction carry as their model.
+inline constexpr char kRedactedChunkModel[] = "redacted";
 
 struct CompactionResult {
   // The conversation's version (unchanged by compactions) and its

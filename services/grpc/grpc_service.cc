@@ -180,9 +180,11 @@ GrpcService::GrpcService(ConversationService* service, ThreadPool* workers,
 
 absl::Status GrpcService::AdmitAndParse(const Context& ctx, const char* method,
                                         const ByteBuffer& request,
-                                        google::protobuf::Message* message, RpcTrace* trace) {
+                                        google::protobuf::Message* message, RpcTrace* trace,
+                                        std::string* principal_name) {
   absl::StatusOr<std::optional<auth::Principal>> principal = gate_->Admit(ctx, method);
   if (!principal.ok()) return principal.status();
+  if (principal->has_value()) *principal_name = (*principal)->name;
   if (principal->has_value() && trace->span()->recording()) {
     trace->span()->SetAttribute("convstate.principal", (*principal)->name);
     trace->span()->SetAttribute("convstate.tenant", (*principal)->tenant);
@@ -199,7 +201,9 @@ GrpcService::Reactor* GrpcService::Unary(
   Reactor* reactor = ctx->DefaultReactor();
   auto trace = std::make_shared<RpcTrace>(telemetry_, *ctx, method_name);
   auto req = std::make_shared<Req>();
-  if (absl::Status admitted = AdmitAndParse(*ctx, method_name, *request, req.get(), trace.get());
+  std::string principal;
+  if (absl::Status admitted =
+          AdmitAndParse(*ctx, method_name, *request, req.get(), trace.get(), &principal);
       !admitted.ok()) {
     const grpc::Status status = ToGrpcStatus(admitted);
     trace->Finish(status);
@@ -207,7 +211,8 @@ GrpcService::Reactor* GrpcService::Unary(
     return reactor;
   }
   // The context lives until Finish, which the worker calls last.
-  const CallContext call{DeadlineOf(*ctx), [ctx] { return ctx->IsCancelled(); }};
+  const CallContext call{DeadlineOf(*ctx), [ctx] { return ctx->IsCancelled(); },
+                         std::move(principal)};
   const bool queued = workers_->Schedule([this, method_name, method, call, req, response,
                                           reactor, trace] {
     grpc::Status status;
@@ -310,6 +315,11 @@ GrpcService::Reactor* GrpcService::GetContextAt(Context* ctx, const ByteBuffer* 
   return Unary("GetContextAt", ctx, req, resp, &ConversationService::GetContextAt);
 }
 
+GrpcService::Reactor* GrpcService::RedactItems(Context* ctx, const ByteBuffer* req,
+                                               ByteBuffer* resp) {
+  return Unary("RedactItems", ctx, req, resp, &ConversationService::RedactItems);
+}
+
 // Compaction events as they happen (compaction_started before the
 // summarizer is called), then the context as the last event.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(
@@ -317,8 +327,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(
   auto* writer = new EventWriter();
   auto trace = std::make_shared<RpcTrace>(telemetry_, *ctx, "StreamBuildContext");
   auto req = std::make_shared<v1::BuildContextRequest>();
-  if (absl::Status admitted =
-          AdmitAndParse(*ctx, "StreamBuildContext", *request, req.get(), trace.get());
+  std::string principal;
+  if (absl::Status admitted = AdmitAndParse(*ctx, "StreamBuildContext", *request, req.get(),
+                                            trace.get(), &principal);
       !admitted.ok()) {
     const grpc::Status status = ToGrpcStatus(admitted);
     trace->Finish(status);
@@ -327,7 +338,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(
     return writer;
   }
   // After the call ends gRPC forgets `ctx`; the writer outlives it.
-  const CallContext call{DeadlineOf(*ctx), [writer] { return writer->Cancelled(); }};
+  const CallContext call{DeadlineOf(*ctx), [writer] { return writer->Cancelled(); },
+                         std::move(principal)};
   const bool queued = workers_->Schedule([this, call, req, writer, trace] {
     grpc::Status status;
     v1::BuildContextEvent event;

@@ -29,7 +29,8 @@ using RawConversationState = v1::ConversationState::WithRawCallbackMethod_Create
                                                         v1::ConversationState::WithRawCallbackMethod_UnpinItem<
                                                             v1::ConversationState::WithRawCallbackMethod_UpdateConversation<
                                                                 v1::ConversationState::WithRawCallbackMethod_GetContextAt<
-                                                                    v1::ConversationState::Service>>>>>>>>>>>>>>>>>;
+                                                                    v1::ConversationState::WithRawCallbackMethod_RedactItems<
+                                                                        v1::ConversationState::Service>>>>>>>>>>>>>>>>>>;
 }  // namespace internal
 
 // The gRPC adapter for convstate.v1.ConversationState. Each call: parse the
@@ -71,6 +72,7 @@ class GrpcService final : public internal::RawConversationState {
   Reactor* UnpinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* UpdateConversation(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
   Reactor* GetContextAt(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
+  Reactor* RedactItems(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
 
  private:
   template <typename Req, typename Resp>
@@ -80,9 +82,11 @@ class GrpcService final : public internal::RawConversationState {
                                                                       const Req&));
 
   // The gate's verdict on the call, then the request parsed into
-  // `message` with the credential's tenant in it.
+  // `message` with the credential's tenant in it; `principal` gets the
+  // credential's name (empty without authentication).
   absl::Status AdmitAndParse(const Context& ctx, const char* method, const ByteBuffer& request,
-                             google::protobuf::Message* message, RpcTrace* trace);
+                             google::protobuf::Message* message, RpcTrace* trace,
+                             std::string* principal);
 
   ConversationService* const service_;
   ThreadPool* const workers_;

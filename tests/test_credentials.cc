@@ -1,13 +1,18 @@
-#include "tests/test_certs.h"
+#include "tests/test_credentials.h"
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "grpcpp/security/credentials.h"
+#include "tests/server_process.h"
 
 namespace convstate::testing {
 
@@ -53,6 +58,24 @@ std::shared_ptr<grpc::ChannelCredentials> TlsCredentials(const std::string& ca,
     options.pem_private_key = ReadFile(TestDir() + "/" + client + ".key");
   }
   return grpc::SslCredentials(options);
+}
+
+Token MakeToken(const std::string& tenant, const std::string& role, const std::string& name) {
+  const std::string command = absl::StrCat(ServerProcess::RunfilePath("tools/make_token"), " ",
+                                           tenant, " ", role, " ", name);
+  std::string out;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[512];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+    pclose(pipe);
+  }
+  Token token;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    if (absl::ConsumePrefix(&line, "#   ")) token.secret = std::string(line);
+    if (absl::StartsWith(line, "tokens {")) token.entry = std::string(line);
+  }
+  return token;
 }
 
 }  // namespace convstate::testing

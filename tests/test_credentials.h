@@ -1,8 +1,9 @@
-#ifndef CONVSTATE_TESTS_TEST_CERTS_H_
-#define CONVSTATE_TESTS_TEST_CERTS_H_
+#ifndef CONVSTATE_TESTS_TEST_CREDENTIALS_H_
+#define CONVSTATE_TESTS_TEST_CREDENTIALS_H_
 
-// Certificates a test makes for itself with openssl (from Debian), in its
-// TEST_TMPDIR, and the files around them.
+// Credentials a test makes for itself: certificates (openssl from Debian,
+// in its TEST_TMPDIR) and bearer tokens (tools/make_token, as an operator
+// makes them).
 
 #include <memory>
 #include <string>
@@ -34,6 +35,16 @@ bool MakeCert(const std::string& name, const std::string& ca, int days = 2);
 std::shared_ptr<grpc::ChannelCredentials> TlsCredentials(const std::string& ca,
                                                          const std::string& client = "");
 
+struct Token {
+  std::string secret;
+  // The access file's line for it.
+  std::string entry;
+};
+
+// A token made by tools/make_token (a runfile of the test); empty fields if
+// it failed.
+Token MakeToken(const std::string& tenant, const std::string& role, const std::string& name);
+
 }  // namespace convstate::testing
 
-#endif  // CONVSTATE_TESTS_TEST_CERTS_H_
+#endif  // CONVSTATE_TESTS_TEST_CREDENTIALS_H_

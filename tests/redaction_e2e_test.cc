@@ -1,0 +1,261 @@
+// Erasure end to end: a secret a user typed is summarized into chunks, the
+// ledger and the idempotency record, then RedactItems removes it, and a
+// scan of every table, the views and the server's log finds it nowhere;
+// DeleteConversation is held to the same scan.
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "convstate/v1/convstate.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "services/common/sha256.h"
+#include "tests/pg_harness.h"
+#include "tests/rpc_helpers.h"
+#include "tests/server_process.h"
+#include "tests/test_credentials.h"
+#include "tests/test_profiles.h"
+
+namespace convstate {
+namespace {
+
+using testing::MakeItem;
+using testing::MakeToken;
+using testing::Message;
+using testing::ReadFile;
+using testing::ScratchDatabase;
+using testing::ServerProcess;
+using testing::SetDeadline;
+using testing::TestDir;
+using v1::ConversationState;
+
+constexpr char kSecret[] = "ACCT-7731-SECRET";
+const std::string kSecretMessage =
+    absl::StrCat("Remember this for later: my bank account number is ", kSecret, ".");
+
+class RedactionE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = ScratchDatabase::Create(/*migrate=*/false);
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
+    operator_ = MakeToken("acme", "operator", "privacy-officer");
+    ASSERT_FALSE(operator_.secret.empty()) << "tools/make_token failed";
+    const std::string access = TestDir() + "/access.textproto";
+    std::ofstream(access, std::ios::trunc) << operator_.entry << "\n";
+    chmod(access.c_str(), 0600);
+    log_file_ = TestDir() + "/redaction-server.log";
+    auto server = ServerProcess::Start(
+        {"--database_url=" + db_->url(), "--model_profiles=" + testing::WriteTinyProfiles(),
+         "--otel_disabled", "--background_compaction=false", "--access_file=" + access},
+        absl::Seconds(60), log_file_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    stub_ = ConversationState::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  void Prepare(grpc::ClientContext& ctx) {
+    SetDeadline(ctx);
+    ctx.AddMetadata("authorization", "Bearer " + operator_.secret);
+  }
+
+  void Create(const std::string& id) {
+    v1::CreateConversationRequest req;
+    req.set_conversation_id(id);
+    req.set_model("tiny-1");
+    v1::Conversation out;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    const grpc::Status s = stub_->CreateConversation(&ctx, req, &out);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  // Appends `items`; the sequence of the first.
+  int64_t Append(const std::string& id, std::vector<v1::NewItem> items,
+                 const std::string& idempotency_key = "") {
+    v1::AppendTurnRequest req;
+    req.set_conversation_id(id);
+    req.set_idempotency_key(idempotency_key);
+    for (v1::NewItem& item : items) *req.add_items() = std::move(item);
+    v1::AppendTurnResponse out;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    const grpc::Status s = stub_->AppendTurn(&ctx, req, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return s.ok() ? out.items(0).sequence() : 0;
+  }
+
+  // A turn of ordinary work, about 150 tokens.
+  void Filler(const std::string& id, int n) {
+    Append(id, {Message(v1::ROLE_USER, absl::StrCat("[turn ", n, "] Why is api-", n,
+                                                    " slow on port ", 8000 + n, "?")),
+                Message(v1::ROLE_ASSISTANT,
+                        absl::StrCat("api-", n, " waits on db-", n, " because the orders table "
+                                     "lacks an index on customer_id; we decided to add the "
+                                     "index and roll back release 1.", n, " tonight, after the "
+                                     "batch window closes at 02:00 UTC."))});
+  }
+
+  v1::BuildContextResponse Build(const std::string& id) {
+    v1::BuildContextRequest req;
+    req.set_conversation_id(id);
+    v1::BuildContextResponse out;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    const grpc::Status s = stub_->BuildContext(&ctx, req, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return out;
+  }
+
+  // Rows of every table of the schema whose text holds `needle`, as
+  // "table: count" lines.
+  std::string RowsHolding(const std::string& needle) {
+    auto tables = db_->QueryValue(
+        "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.tables "
+        "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'");
+    EXPECT_TRUE(tables.ok());
+    std::string found;
+    for (absl::string_view table : absl::StrSplit(*tables, ',')) {
+      auto count = db_->QueryValue(absl::StrCat("SELECT count(*) FROM ", table, " t WHERE t::text LIKE '%",
+                                                needle, "%'"));
+      EXPECT_TRUE(count.ok()) << table;
+      if (count.ok() && *count != "0") absl::StrAppend(&found, table, ": ", *count, "\n");
+    }
+    return found;
+  }
+
+  std::unique_ptr<ScratchDatabase> db_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<ConversationState::Stub> stub_;
+  testing::Token operator_;
+  std::string log_file_;
+};
+
+TEST_F(RedactionE2eTest, ARedactedSecretIsNowhereAfterwards) {
+  Create("c");
+  Filler("c", 1);
+  const int64_t secret_at =
+      Append("c", {Message(v1::ROLE_USER, kSecretMessage),
+                   Message(v1::ROLE_ASSISTANT, "Noted, I will keep that account number.")},
+             "append-with-the-secret");
+  ASSERT_GT(secret_at, 0);
+  for (int n = 2; n <= 40; ++n) {
+    Filler("c", n);
+    Build("c");
+  }
+  // The secret has spread: into summary chunks (text or ledger) as well as
+  // the item itself.
+  const std::string before = RowsHolding(kSecret);
+  ASSERT_TRUE(absl::StrContains(before, "summary_chunks")) << before;
+  ASSERT_TRUE(absl::StrContains(before, "items")) << before;
+
+  v1::RedactItemsRequest req;
+  req.set_conversation_id("c");
+  req.add_sequences(secret_at);
+  req.set_reason("erasure request 2026-118");
+  v1::RedactItemsResponse out;
+  {
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    const grpc::Status s = stub_->RedactItems(&ctx, req, &out);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  ASSERT_EQ(out.items_size(), 1);
+  const v1::Item& tombstone = out.items(0);
+  EXPECT_EQ(tombstone.sequence(), secret_at);
+  EXPECT_EQ(tombstone.role(), v1::ROLE_USER);
+  EXPECT_EQ(tombstone.kind(), v1::ITEM_KIND_MESSAGE);
+  EXPECT_TRUE(tombstone.redacted());
+  EXPECT_EQ(tombstone.redacted_sha256(), Sha256::Hex(kSecretMessage));
+  EXPECT_FALSE(absl::StrContains(tombstone.content(), kSecret));
+  EXPECT_GT(out.chunks_removed(), 0);
+
+  // The view goes on, compacting again from the tombstone.
+  for (int n = 41; n <= 50; ++n) {
+    Filler("c", n);
+    const v1::BuildContextResponse view = Build("c");
+    EXPECT_FALSE(absl::StrContains(view.DebugString(), kSecret)) << "turn " << n;
+  }
+  EXPECT_EQ(RowsHolding(kSecret), "");
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) > 0 FROM summary_chunks"), "t")
+      << "compaction should have run again after the redaction";
+  // Who, when, which, why.
+  v1::ListCompactionEventsRequest events_req;
+  events_req.set_conversation_id("c");
+  v1::ListCompactionEventsResponse events;
+  {
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    ASSERT_TRUE(stub_->ListCompactionEvents(&ctx, events_req, &events).ok());
+  }
+  bool audited = false;
+  for (const auto& e : events.events()) {
+    if (e.event() != "items_redacted") continue;
+    audited = true;
+    EXPECT_TRUE(absl::StrContains(e.detail_json(), "privacy-officer")) << e.detail_json();
+    EXPECT_TRUE(absl::StrContains(e.detail_json(), "erasure request 2026-118")) << e.detail_json();
+    EXPECT_TRUE(absl::StrContains(e.detail_json(), absl::StrCat(secret_at))) << e.detail_json();
+    EXPECT_TRUE(e.has_create_time());
+  }
+  EXPECT_TRUE(audited);
+
+  // A deleted conversation leaves nothing behind either.
+  Create("d");
+  Append("d", {Message(v1::ROLE_USER, kSecretMessage)}, "d-key");
+  for (int n = 1; n <= 30; ++n) {
+    Filler("d", n);
+    Build("d");
+  }
+  ASSERT_NE(RowsHolding(kSecret), "");
+  {
+    v1::DeleteConversationRequest del;
+    del.set_conversation_id("d");
+    v1::DeleteConversationResponse gone;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    ASSERT_TRUE(stub_->DeleteConversation(&ctx, del, &gone).ok());
+  }
+  EXPECT_EQ(RowsHolding(kSecret), "");
+  ASSERT_TRUE(server_->Stop(SIGTERM).ok());
+  const std::string log = ReadFile(log_file_);
+  EXPECT_FALSE(log.empty());
+  EXPECT_FALSE(absl::StrContains(log, kSecret)) << log;
+}
+
+TEST_F(RedactionE2eTest, BadRequestsAreRefusedAndChangeNothing) {
+  Create("c");
+  const int64_t first = Append("c", {Message(v1::ROLE_USER, "hello")});
+  auto redact = [&](std::vector<int64_t> sequences, const std::string& reason) {
+    v1::RedactItemsRequest req;
+    req.set_conversation_id("c");
+    for (int64_t s : sequences) req.add_sequences(s);
+    req.set_reason(reason);
+    v1::RedactItemsResponse out;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    return stub_->RedactItems(&ctx, req, &out);
+  };
+  EXPECT_EQ(redact({}, "why").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(redact({first}, "").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(redact({0}, "why").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(redact({first, 99}, "why").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(*db_->QueryValue("SELECT content FROM items"), "hello");
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM compaction_events WHERE event = "
+                             "'items_redacted'"),
+            "0");
+  // Twice is once.
+  ASSERT_TRUE(redact({first}, "why").ok());
+  ASSERT_TRUE(redact({first}, "why again").ok());
+  EXPECT_EQ(*db_->QueryValue("SELECT redacted_sha256 FROM items"), Sha256::Hex("hello"));
+}
+
+}  // namespace
+}  // namespace convstate
