@@ -5,8 +5,11 @@
 // and passes its path in CONVSTATE_BUF. Responses come back as JSON; the
 // checks parse them into this build's types.
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
 #include <set>
@@ -23,6 +26,7 @@
 #include "tests/buf_client.h"
 #include "tests/pg_harness.h"
 #include "tests/server_process.h"
+#include "tests/test_credentials.h"
 
 namespace convstate {
 namespace {
@@ -204,6 +208,102 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       EXPECT_FALSE(appended.replayed()) << json;
     }
   }
+}
+
+// The Security section's session: grpcurl over TLS with a bearer token.
+struct SecureCall {
+  std::string token;   // "TOKEN" or "OPERATOR_TOKEN"
+  std::string method;  // "package.Service/Method", or "list"
+  std::string json;
+};
+
+std::vector<SecureCall> ExtractSecureCalls(const std::string& readme) {
+  // grpcurl -cacert ca.pem -H "authorization: Bearer $TOKEN" [-d '<json>'] [\ newline]
+  //   localhost:50443 <method or list>
+  static const std::regex kCall(
+      R"re(grpcurl -cacert ca\.pem -H "authorization: Bearer \$([A-Z_]+)"(?: -d '([^']*)')?\s*(?:\\\s*)?localhost:50443 ([A-Za-z0-9_.]+/[A-Za-z0-9_]+|list))re");
+  std::vector<SecureCall> calls;
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), kCall);
+       it != std::sregex_iterator(); ++it) {
+    calls.push_back({(*it)[1].str(), (*it)[3].str(), (*it)[2].str()});
+  }
+  return calls;
+}
+
+TEST(ReadmeSessionTest, TheSecureSessionRunsWithTlsAndTokens) {
+  const std::string readme = ReadReadme();
+  const std::vector<SecureCall> calls = ExtractSecureCalls(readme);
+  std::set<std::string> methods;
+  for (const SecureCall& c : calls) methods.insert(c.method);
+  for (const char* m : {"list", "grpc.health.v1.Health/Check",
+                        "convstate.v1.ConversationState/CreateConversation",
+                        "convstate.v1.ConversationState/AppendTurn",
+                        "convstate.v1.ConversationState/BuildContext",
+                        "convstate.v1.ConversationState/RedactItems"}) {
+    EXPECT_TRUE(methods.count(m)) << "the README's secure session no longer calls " << m;
+  }
+  // What the section's set-up makes: a CA, a certificate for localhost, a
+  // gateway's and an operator's token in a private access file.
+  ASSERT_TRUE(testing::MakeCa("ca") && testing::MakeCert("server", "ca")) << "openssl failed";
+  const std::map<std::string, testing::Token> tokens = {
+      {"TOKEN", testing::MakeToken("acme", "gateway", "acme-gateway")},
+      {"OPERATOR_TOKEN", testing::MakeToken("acme", "operator", "privacy-officer")}};
+  const std::string dir = testing::TestDir();
+  const std::string access = dir + "/access.textproto";
+  {
+    std::ofstream out(access, std::ios::trunc);
+    for (const auto& [name, token] : tokens) {
+      ASSERT_FALSE(token.secret.empty()) << "tools/make_token failed";
+      out << token.entry << "\n";
+    }
+  }
+  ASSERT_EQ(chmod(access.c_str(), 0600), 0);
+  auto db = testing::ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto server = testing::ServerProcess::Start(
+      {"--database_url=" + (*db)->url(), "--otel_disabled", "--tls_cert=" + dir + "/server.pem",
+       "--tls_key=" + dir + "/server.key", "--access_file=" + access});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_NE(std::getenv("CONVSTATE_BUF"), nullptr) << "CONVSTATE_BUF is not set: run tools/test";
+  const std::string base = absl::StrCat("https://127.0.0.1:", (*server)->port());
+  const std::string tls = absl::StrCat("curl --protocol grpc --cacert ", ShellQuote(dir + "/ca.pem"), " ");
+  auto with_token = [&](const std::string& name) {
+    const std::string header = ShellQuote("authorization: Bearer " + tokens.at(name).secret);
+    return absl::StrCat(tls, "-H ", header, " --reflect-header ", header, " ");
+  };
+  for (const SecureCall& call : calls) {
+    SCOPED_TRACE(call.method);
+    ASSERT_TRUE(tokens.count(call.token)) << "unknown variable $" << call.token;
+    const Output out =
+        call.method == "list"
+            ? Buf(absl::StrCat(with_token(call.token), "--list-services ", base))
+            : Buf(absl::StrCat(with_token(call.token), "-d ", ShellQuote(call.json), " ", base,
+                               "/", call.method));
+    ASSERT_EQ(out.exit_code, 0) << out.out;
+    if (call.method == "list") {
+      EXPECT_NE(out.out.find("convstate.v1.ConversationState"), std::string::npos) << out.out;
+    }
+    if (call.method == "grpc.health.v1.Health/Check") {
+      EXPECT_NE(out.out.find("\"SERVING\""), std::string::npos) << out.out;
+    }
+    if (call.method == "convstate.v1.ConversationState/BuildContext") {
+      EXPECT_NE(out.out.find("My card ends in 4242."), std::string::npos) << out.out;
+    }
+    if (call.method == "convstate.v1.ConversationState/RedactItems") {
+      v1::RedactItemsResponse redacted;
+      google::protobuf::util::JsonParseOptions lenient;
+      lenient.ignore_unknown_fields = true;
+      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out.out, &redacted, lenient).ok())
+          << out.out;
+      ASSERT_EQ(redacted.items_size(), 1) << out.out;
+      EXPECT_TRUE(redacted.items(0).redacted()) << out.out;
+      EXPECT_EQ(redacted.items(0).content().find("4242"), std::string::npos) << out.out;
+    }
+  }
+  // Without the header: refused.
+  const Output refused = Buf(absl::StrCat(tls, "-d '{}' ", base, "/grpc.health.v1.Health/Check"));
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_EQ(*(*db)->QueryValue("SELECT tenant_id FROM conversations"), "acme");
 }
 
 }  // namespace

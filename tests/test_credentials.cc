@@ -10,7 +10,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "grpcpp/security/credentials.h"
 #include "tests/server_process.h"
 
@@ -62,7 +61,7 @@ std::shared_ptr<grpc::ChannelCredentials> TlsCredentials(const std::string& ca,
 
 Token MakeToken(const std::string& tenant, const std::string& role, const std::string& name) {
   const std::string command = absl::StrCat(ServerProcess::RunfilePath("tools/make_token"), " ",
-                                           tenant, " ", role, " ", name);
+                                           tenant, " ", role, " ", name, " 2>&1");
   std::string out;
   if (FILE* pipe = popen(command.c_str(), "r")) {
     char buffer[512];
@@ -72,7 +71,9 @@ Token MakeToken(const std::string& tenant, const std::string& role, const std::s
   }
   Token token;
   for (absl::string_view line : absl::StrSplit(out, '\n')) {
-    if (absl::ConsumePrefix(&line, "#   ")) token.secret = std::string(line);
+    if (absl::StartsWith(line, "token for ")) {
+      token.secret = std::string(line.substr(line.rfind(' ') + 1));
+    }
     if (absl::StartsWith(line, "tokens {")) token.entry = std::string(line);
   }
   return token;
