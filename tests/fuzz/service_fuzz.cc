@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)service.AppendTurn(ctx, append);
     }
   }
-  const uint8_t kind = data[0] % 9;
+  const uint8_t kind = data[0] % 10;
   ++data;
   --size;
   switch (kind) {
@@ -133,9 +133,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (Parse(data, size, &r)) (void)service.UpdateConversation(ctx, r);
       break;
     }
-    default: {
+    case 8: {
       v1::PinItemRequest r;
       if (Parse(data, size, &r)) (void)service.PinItem(ctx, r);
+      break;
+    }
+    default: {
+      v1::RedactItemsRequest r;
+      if (Parse(data, size, &r)) (void)service.RedactItems(ctx, r);
       break;
     }
   }
