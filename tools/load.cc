@@ -3,7 +3,7 @@
 //   load --targets=127.0.0.1:50051[,127.0.0.1:50052] --scenario=build \
 //        --concurrency=8 --duration_s=10 [--max_requests=200000] \
 //        [--conversations=16] [--items=200] [--history=0] [--item_bytes=400] \
-//        [--database_url=postgresql://...]
+//        [--database_url=postgresql://...] [--token=TOKEN --tenant=ID]
 //
 // Scenarios:
 //   append   AppendTurn of a user/assistant pair to random conversations
@@ -23,7 +23,8 @@
 //            two rows, committed as durably, into a scratch table shaped
 //            like items (--database_url; no convstate call)
 // With --database_url the other scenarios also time a primary-key SELECT,
-// one client, after the run.
+// one client, after the run. With --token=TOKEN every call carries
+// `authorization: Bearer TOKEN` and speaks for --tenant (the token's).
 //
 // Prints, per RPC: calls, errors by code, calls per second, p50/p90/p99.
 // Bounded by --duration_s and --max_requests; sends nothing but to the
@@ -74,6 +75,10 @@ struct Args {
   // takes them as raw bytes, as the echo's are (what the server alone
   // costs, when the client shares its machine).
   bool decode = true;
+  // A bearer token sent with every call, and the tenant it is for (default:
+  // a fresh one per run).
+  std::string token;
+  std::string tenant;
 };
 
 bool Loopback(const std::string& target) {
@@ -108,6 +113,10 @@ bool Parse(int argc, char** argv, Args* a) {
       ok = absl::SimpleAtoi(v, &a->item_bytes) && a->item_bytes > 0;
     } else if (name == "database_url") {
       a->database_url = v;
+    } else if (name == "token") {
+      a->token = v;
+    } else if (name == "tenant") {
+      a->tenant = v;
     } else if (name == "decode") {
       ok = v == "true" || v == "false";
       a->decode = v == "true";
@@ -181,14 +190,50 @@ std::string Filler(int bytes, std::mt19937_64& rng) {
   return out.substr(0, bytes);
 }
 
+// Adds `authorization: Bearer TOKEN` to every call of a channel.
+class BearerInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerInterceptor(const std::string* value) : value_(value) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace("authorization", *value_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string* const value_;
+};
+
+class BearerInterceptorFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerInterceptorFactory(std::string token) : value_("Bearer " + std::move(token)) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerInterceptor(&value_);
+  }
+
+ private:
+  const std::string value_;
+};
+
 class Load {
  public:
   explicit Load(Args args) : args_(std::move(args)) {
     for (const std::string& t : args_.targets) {
-      channels_.push_back(grpc::CreateChannel(t, grpc::InsecureChannelCredentials()));
+      if (args_.token.empty()) {
+        channels_.push_back(grpc::CreateChannel(t, grpc::InsecureChannelCredentials()));
+        continue;
+      }
+      std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> bearer;
+      bearer.push_back(std::make_unique<BearerInterceptorFactory>(args_.token));
+      channels_.push_back(grpc::experimental::CreateCustomChannelWithInterceptors(
+          t, grpc::InsecureChannelCredentials(), grpc::ChannelArguments(), std::move(bearer)));
     }
     std::mt19937_64 rng{std::random_device{}()};
-    tenant_ = absl::StrFormat("load-%08x", static_cast<uint32_t>(rng()));
+    tenant_ = args_.tenant.empty() ? absl::StrFormat("load-%08x", static_cast<uint32_t>(rng()))
+                                   : args_.tenant;
   }
 
   // Creates the conversations the scenario works on.
@@ -520,7 +565,7 @@ int main(int argc, char** argv) {
                  "--scenario=append|build|mixed|health|floor|insert "
                  "[--concurrency=1] [--duration_s=10] [--max_requests=200000] "
                  "[--conversations=16] [--items=200] [--history=0] [--item_bytes=400] "
-                 "[--database_url=URL] [--decode=true|false]\n");
+                 "[--database_url=URL] [--decode=true|false] [--token=T --tenant=ID]\n");
     return 2;
   }
   Load load(args);
