@@ -37,37 +37,58 @@ absl::StatusOr<MigrationReport> ApplyMigrations(const std::string& database_url,
   std::string step = "connect";
   try {
     pqxx::connection conn(pg::WithConnectTimeout(database_url, connect_timeout));
+    // Every transaction below takes the same transaction-scoped advisory
+    // lock: concurrent runners apply each migration exactly once, and no
+    // lock outlives its transaction, so the runner also works through a
+    // pooler in transaction mode (PgBouncer), where a session is not kept.
+    auto lock = [](pqxx::work& w) {
+      w.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockId);
+    };
+    auto read_recorded = [](pqxx::work& w) {
+      std::map<int, Recorded> recorded;
+      for (const auto& row : w.exec("SELECT version, name, checksum FROM schema_migrations")) {
+        recorded[row[0].as<int>()] = {row[1].as<std::string>(), row[2].as<std::string>()};
+      }
+      return recorded;
+    };
     std::map<int, Recorded> recorded;
     step = "lock";
     {
-      pqxx::nontransaction n(conn);
-      // Held for the whole run (released at the end or when the connection
-      // closes): concurrent runners apply each migration exactly once.
-      n.exec_params("SELECT pg_advisory_lock($1)", kMigrationLockId);
-      n.exec(
+      pqxx::work w(conn);
+      lock(w);
+      w.exec(
           "CREATE TABLE IF NOT EXISTS schema_migrations ("
           " version integer PRIMARY KEY,"
           " name text NOT NULL,"
           " checksum text NOT NULL,"
           " applied_at timestamptz NOT NULL DEFAULT now())");
-      for (const auto& row : n.exec("SELECT version, name, checksum FROM schema_migrations")) {
-        recorded[row[0].as<int>()] = {row[1].as<std::string>(), row[2].as<std::string>()};
-      }
+      recorded = read_recorded(w);
+      w.commit();
     }
+    auto check = [&](const Migration& m, const Recorded& r) -> absl::Status {
+      if (r.checksum == Checksum(m)) return absl::OkStatus();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "migration ", m.name, " was changed after it was applied; add a new "
+          "migration instead of editing one that has shipped"));
+    };
     for (const Migration& m : migrations) {
       auto it = recorded.find(m.version);
       if (it != recorded.end()) {
-        if (it->second.checksum != Checksum(m)) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "migration ", m.name, " was changed after it was applied; add a new "
-              "migration instead of editing one that has shipped"));
-        }
+        if (absl::Status s = check(m, it->second); !s.ok()) return s;
         report.already_applied.push_back(m.version);
         recorded.erase(it);
         continue;
       }
       step = absl::StrCat("apply ", m.name);
       pqxx::work w(conn);
+      lock(w);
+      // Another runner may have applied it since the first look.
+      std::map<int, Recorded> now = read_recorded(w);
+      if (auto done = now.find(m.version); done != now.end()) {
+        if (absl::Status s = check(m, done->second); !s.ok()) return s;
+        report.already_applied.push_back(m.version);
+        continue;
+      }
       w.exec(m.sql);
       w.exec_params("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
                     m.version, m.name, Checksum(m));
@@ -79,8 +100,6 @@ absl::StatusOr<MigrationReport> ApplyMigrations(const std::string& database_url,
       LogWarning("database has migration ", r.name,
                  " that this binary does not know; it is newer than this binary");
     }
-    pqxx::nontransaction n(conn);
-    n.exec_params("SELECT pg_advisory_unlock($1)", kMigrationLockId);
   } catch (const std::exception& e) {
     return pg::ExceptionToStatus(e, absl::StrCat("migrations: ", step));
   }

@@ -20,7 +20,8 @@ struct MigrationReport {
 // Applies `migrations` (ordered by version) that the database has not
 // recorded yet, each in its own transaction together with its row in
 // `schema_migrations`. Safe to run twice and from several processes at once:
-// an advisory lock serializes runners. FAILED_PRECONDITION if a recorded
+// a transaction-scoped advisory lock serializes runners (so this also works
+// through a pooler in transaction mode). FAILED_PRECONDITION if a recorded
 // migration's text has changed since it was applied; UNAVAILABLE if the
 // database cannot be reached.
 absl::StatusOr<MigrationReport> ApplyMigrations(

@@ -681,12 +681,15 @@ absl::Status NotFound(const ConversationKey& key) {
       absl::StrCat("conversation '", key.conversation_id, "' not found"));
 }
 
-// The conversation's internal key; NOT_FOUND if the tenant has no such
-// conversation.
-absl::StatusOr<int64_t> ConvKeyOf(pqxx::transaction_base& tx, const ConversationKey& key) {
-  pqxx::result r = tx.exec_prepared("conv_key", key.tenant_id, key.conversation_id);
-  if (r.empty()) return NotFound(key);
-  return r[0][0].as<int64_t>();
+
+// The text of the statement `name`, for running it unprepared.
+const std::string& SqlOf(const char* name) {
+  static const auto* const kByName = [] {
+    auto* by_name = new absl::flat_hash_map<std::string, const std::string*>();
+    for (const Statement& s : Statements()) by_name->emplace(s.name, &s.sql);
+    return by_name;
+  }();
+  return *kByName->at(name);
 }
 
 // ---------------------------------------------------------------------------
@@ -694,10 +697,15 @@ absl::StatusOr<int64_t> ConvKeyOf(pqxx::transaction_base& tx, const Conversation
 
 class ConnectionPool {
  public:
+  // Behind a pooler (options.pooler) connections carry no session state:
+  // no statement timeout set at connect, no prepared statements.
   explicit ConnectionPool(const PostgresOptions& options)
-      : url_(pg::WithStatementTimeout(
-            pg::WithConnectTimeout(options.database_url, options.connect_timeout),
-            options.default_timeout)),
+      : url_(options.pooler
+                 ? pg::WithConnectTimeout(options.database_url, options.connect_timeout)
+                 : pg::WithStatementTimeout(
+                       pg::WithConnectTimeout(options.database_url, options.connect_timeout),
+                       options.default_timeout)),
+        prepare_(!options.pooler),
         max_size_(options.pool_size < 1 ? 1 : options.pool_size) {}
 
   // Takes an idle connection, or opens one if fewer than the maximum are
@@ -721,7 +729,9 @@ class ConnectionPool {
     }
     try {
       auto conn = std::make_unique<pqxx::connection>(url_);
-      for (const Statement& s : Statements()) conn->prepare(s.name, s.sql);
+      if (prepare_) {
+        for (const Statement& s : Statements()) conn->prepare(s.name, s.sql);
+      }
       return conn;
     } catch (const std::exception& e) {
       Release(nullptr);
@@ -741,6 +751,7 @@ class ConnectionPool {
 
  private:
   const std::string url_;
+  const bool prepare_;
   const int max_size_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
@@ -768,7 +779,7 @@ class PostgresStorage final : public Storage {
                                                   const NewConversation& nc) override {
     auto result = Run<Conversation>(ctx, "create conversation",
                                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
-      pqxx::result r = tx.exec_prepared(
+      pqxx::result r = Exec(tx, 
           "create_conversation", nc.key.tenant_id, nc.key.conversation_id, nc.model,
           nc.system_prompt, nc.pinned_instructions, MetadataToJson(nc.metadata),
           OverridesToJson(nc.overrides), nc.system_prompt_tokens,
@@ -778,7 +789,7 @@ class PostgresStorage final : public Storage {
         int64_t chunk_id = 0;
         int64_t facts = 0;
         for (const SummaryChunk& chunk : nc.carried_chunks) {
-          tx.exec_prepared("insert_chunk", row.conv_key, ++chunk_id, chunk.from_sequence,
+          Exec(tx, "insert_chunk", row.conv_key, ++chunk_id, chunk.from_sequence,
                            chunk.through_sequence, chunk.text, chunk.token_count,
                            chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
                            chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
@@ -787,7 +798,7 @@ class PostgresStorage final : public Storage {
         }
         InsertEvents(tx, row.conv_key, {ContinuedEvent(nc, facts)});
       }
-      tx.exec_prepared("record_view_state", row.conv_key);
+      Exec(tx, "record_view_state", row.conv_key);
       tx.commit();
       return row.conversation;
     });
@@ -802,7 +813,7 @@ class PostgresStorage final : public Storage {
                                                const ConversationKey& key) override {
     return Run<Conversation>(ctx, "get conversation",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
-      pqxx::result r = tx.exec_prepared("get_conversation", key.tenant_id,
+      pqxx::result r = Exec(tx, "get_conversation", key.tenant_id,
                                         key.conversation_id);
       if (r.empty()) return NotFound(key);
       return ParseConversation(r[0]).conversation;
@@ -814,7 +825,7 @@ class PostgresStorage final : public Storage {
     return Run<TenantUsage, pqxx::nontransaction>(
         ctx, "read tenant usage",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<TenantUsage> {
-          const pqxx::result r = tx.exec_prepared("tenant_usage", tenant_id);
+          const pqxx::result r = Exec(tx, "tenant_usage", tenant_id);
           return TenantUsage{r[0][0].as<int64_t>(), r[0][1].as<int64_t>()};
         });
   }
@@ -826,7 +837,7 @@ class PostgresStorage final : public Storage {
         ctx, "list conversations",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Conversation>> {
           pqxx::result r =
-              tx.exec_prepared("list_conversations", tenant_id, after_id, limit);
+              Exec(tx, "list_conversations", tenant_id, after_id, limit);
           std::vector<Conversation> out;
           out.reserve(r.size());
           for (const auto& row : r) out.push_back(ParseConversation(row).conversation);
@@ -838,7 +849,7 @@ class PostgresStorage final : public Storage {
                                              const ConversationKey& key) override {
     return Run<int64_t>(ctx, "delete conversation",
                         [&](pqxx::transaction_base& tx) -> absl::StatusOr<int64_t> {
-      pqxx::result r = tx.exec_prepared("delete_conversation", key.tenant_id,
+      pqxx::result r = Exec(tx, "delete_conversation", key.tenant_id,
                                         key.conversation_id);
       if (r.empty()) return NotFound(key);
       tx.commit();
@@ -863,14 +874,14 @@ class PostgresStorage final : public Storage {
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<AppendResult> {
       // The row lock serializes appends to one conversation: sequence numbers
       // come from the locked row, so they stay gap-free and ordered.
-      pqxx::result locked = tx.exec_prepared("lock_conversation", request.key.tenant_id,
+      pqxx::result locked = Exec(tx, "lock_conversation", request.key.tenant_id,
                                              request.key.conversation_id);
       if (locked.empty()) return NotFound(request.key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
 
       if (!request.idempotency_key.empty()) {
-        pqxx::result seen = tx.exec_prepared("find_idempotency_key", row.conv_key,
+        pqxx::result seen = Exec(tx, "find_idempotency_key", row.conv_key,
                                              request.idempotency_key);
         if (!seen.empty()) {
           if (seen[0][0].as<std::string>() != request.request_fingerprint) {
@@ -878,7 +889,7 @@ class PostgresStorage final : public Storage {
                 "idempotency_key: already used for a different request");
           }
           AppendResult replay;
-          replay.items = ParseItems(tx.exec_prepared(
+          replay.items = ParseItems(Exec(tx, 
               row.conversation.recounted ? "items_range_recounted" : "items_range", row.conv_key,
               seen[0][1].as<int64_t>(), seen[0][2].as<int64_t>(),
               row.conversation.count_encoding));
@@ -907,7 +918,7 @@ class PostgresStorage final : public Storage {
       for (const Item& item : result.items) {
         const ItemData& data = item.data;
         tokens += data.token_count;
-        tx.exec_prepared("insert_item", row.conv_key, item.sequence, item.turn_index,
+        Exec(tx, "insert_item", row.conv_key, item.sequence, item.turn_index,
                          std::string(RoleName(data.role)),
                          std::string(ItemKindName(data.kind)), data.content,
                          data.tool_name, data.tool_call_id, data.pinned,
@@ -921,12 +932,12 @@ class PostgresStorage final : public Storage {
         correction = UpdateCorrection(correction, usage->input_tokens,
                                       usage->estimated_input_tokens);
       }
-      pqxx::result bumped = tx.exec_prepared(
+      pqxx::result bumped = Exec(tx, 
           "bump_conversation", row.conv_key, static_cast<int64_t>(items.size()),
           sequence, turn, tokens, correction, ContentBytes(items));
       if (usage.has_value()) {
         const UsageReport& u = *usage;
-        tx.exec_prepared("insert_usage", row.conv_key, sequence, u.input_tokens,
+        Exec(tx, "insert_usage", row.conv_key, sequence, u.input_tokens,
                          u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
                          u.estimated_input_tokens, correction);
       }
@@ -935,7 +946,7 @@ class PostgresStorage final : public Storage {
       const absl::Time now = absl::FromUnixMicros(bumped[0][1].as<int64_t>());
       for (Item& item : result.items) item.create_time = now;
       if (!request.idempotency_key.empty()) {
-        tx.exec_prepared("insert_idempotency_key", row.conv_key, request.idempotency_key,
+        Exec(tx, "insert_idempotency_key", row.conv_key, request.idempotency_key,
                          request.request_fingerprint, result.items.front().sequence,
                          sequence, result.version);
       }
@@ -980,7 +991,7 @@ class PostgresStorage final : public Storage {
     return Run<std::optional<AppendResult>>(
         ctx, "append items",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::optional<AppendResult>> {
-          const pqxx::result r = tx.exec_prepared(
+          const pqxx::result r = Exec(tx, 
               "append_items", request.key.tenant_id, request.key.conversation_id,
               request.expected_version.value_or(-1), request.expected_model,
               request.idempotency_key, pg::TextArray(roles), pg::TextArray(kinds),
@@ -1012,10 +1023,10 @@ class PostgresStorage final : public Storage {
                                               int limit) override {
     return Run<std::vector<Item>>(ctx, "list items",
                                   [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Item>> {
-      pqxx::result found = tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id);
+      pqxx::result found = Exec(tx, "get_conversation", key.tenant_id, key.conversation_id);
       if (found.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(found[0]);
-      return ParseItems(tx.exec_prepared(
+      return ParseItems(Exec(tx, 
           row.conversation.recounted ? "list_items_recounted" : "list_items", row.conv_key,
           after_sequence, limit, row.conversation.count_encoding));
     });
@@ -1040,14 +1051,14 @@ class PostgresStorage final : public Storage {
         ctx, "load context", [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextDelta> {
       if (held != nullptr) {
         ASSIGN_OR_RETURN(ContextDelta delta,
-                         ParseAppended(tx.exec_prepared(
+                         ParseAppended(Exec(tx, 
                                            "load_appended", key.tenant_id, key.conversation_id,
                                            held->last_sequence, held->storage_key,
                                            held->compaction_version),
                                        key, *held));
         if (delta.kind != ContextDelta::Kind::kReloaded) return delta;
       }
-      return ParseContext(tx.exec_prepared("load_context", key.tenant_id, key.conversation_id),
+      return ParseContext(Exec(tx, "load_context", key.tenant_id, key.conversation_id),
                           key);
     });
   }
@@ -1115,13 +1126,13 @@ class PostgresStorage final : public Storage {
                                                     const CompactionCommit& commit) override {
     return Run<CompactionResult>(ctx, "commit compaction",
                                  [&](pqxx::transaction_base& tx) -> absl::StatusOr<CompactionResult> {
-      pqxx::result locked = tx.exec_prepared("lock_conversation", commit.key.tenant_id,
+      pqxx::result locked = Exec(tx, "lock_conversation", commit.key.tenant_id,
                                              commit.key.conversation_id);
       if (locked.empty()) return NotFound(commit.key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
       std::vector<SummaryChunk> active;
-      for (const auto& r : tx.exec_prepared("active_chunks", row.conv_key)) {
+      for (const auto& r : Exec(tx, "active_chunks", row.conv_key)) {
         active.push_back(ParseChunk(r));
       }
       RETURN_IF_ERROR(CheckCompaction(c, active, commit));
@@ -1131,29 +1142,29 @@ class PostgresStorage final : public Storage {
       int64_t added_items = 0;
       if (commit.chunk.has_value()) {
         SummaryChunk chunk = *commit.chunk;
-        chunk.chunk_id = tx.exec_prepared1("next_chunk_id", row.conv_key)[0].as<int64_t>();
-        tx.exec_prepared("insert_chunk", row.conv_key, chunk.chunk_id, chunk.from_sequence,
+        chunk.chunk_id = Exec1(tx, "next_chunk_id", row.conv_key)[0].as<int64_t>();
+        Exec(tx, "insert_chunk", row.conv_key, chunk.chunk_id, chunk.from_sequence,
                          chunk.through_sequence, chunk.text, chunk.token_count,
                          chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
                          chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
                          chunk.recall.value_or(-1.0));
         for (int64_t id : commit.supersedes) {
-          tx.exec_prepared("supersede_chunk", row.conv_key, id, chunk.chunk_id);
+          Exec(tx, "supersede_chunk", row.conv_key, id, chunk.chunk_id);
         }
         if (commit.supersedes.empty()) summarized_through = chunk.through_sequence;
         last_sequence += 1;
         added_items = 1;
-        tx.exec_prepared("insert_marker", row.conv_key, last_sequence, c.last_turn_index,
+        Exec(tx, "insert_marker", row.conv_key, last_sequence, c.last_turn_index,
                          MarkerFor(chunk).content, chunk.chunk_id, c.version);
         result.chunk_id = chunk.chunk_id;
         result.marker_sequence = last_sequence;
       }
-      const pqxx::row applied = tx.exec_prepared1("apply_compaction", row.conv_key,
+      const pqxx::row applied = Exec1(tx, "apply_compaction", row.conv_key,
                                                   summarized_through, commit.new_prune_boundary,
                                                   added_items, last_sequence);
       result.version = applied[0].as<int64_t>();
       result.compaction_version = applied[1].as<int64_t>();
-      tx.exec_prepared("record_view_state", row.conv_key);
+      Exec(tx, "record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, commit.events);
       tx.commit();
       return result;
@@ -1166,7 +1177,7 @@ class PostgresStorage final : public Storage {
     using Result = std::optional<CompactionLease>;
     return Run<Result>(ctx, "acquire compaction lease",
                        [&](pqxx::transaction_base& tx) -> absl::StatusOr<Result> {
-      pqxx::result r = tx.exec_prepared("acquire_lease", key.tenant_id, key.conversation_id,
+      pqxx::result r = Exec(tx, "acquire_lease", key.tenant_id, key.conversation_id,
                                         holder, absl::ToDoubleSeconds(duration));
       if (r.empty()) {
         RETURN_IF_ERROR(ConvKeyOf(tx, key).status());
@@ -1182,7 +1193,7 @@ class PostgresStorage final : public Storage {
                                       const CompactionLease& lease) override {
     return Run<bool>(ctx, "release compaction lease",
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
-      tx.exec_prepared("release_lease", key.tenant_id, key.conversation_id, lease.token);
+      Exec(tx, "release_lease", key.tenant_id, key.conversation_id, lease.token);
       tx.commit();
       return true;
     }).status();
@@ -1208,7 +1219,7 @@ class PostgresStorage final : public Storage {
           ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
           std::vector<SummaryChunk> out;
           for (const auto& r :
-               tx.exec_prepared(include_superseded ? "all_chunks" : "active_chunks", conv_key)) {
+               Exec(tx, include_superseded ? "all_chunks" : "active_chunks", conv_key)) {
             out.push_back(ParseChunk(r));
           }
           return out;
@@ -1220,19 +1231,19 @@ class PostgresStorage final : public Storage {
     return Run<Item>(ctx, pinned ? "pin item" : "unpin item",
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<Item> {
       pqxx::result locked =
-          tx.exec_prepared("lock_conversation", key.tenant_id, key.conversation_id);
+          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id);
       if (locked.empty()) return NotFound(key);
       const ConversationRow pinned_row = ParseConversation(locked[0]);
       const int64_t conv_key = pinned_row.conv_key;
-      if (tx.exec_prepared("pin_item", conv_key, sequence, pinned).empty()) {
+      if (Exec(tx, "pin_item", conv_key, sequence, pinned).empty()) {
         return absl::NotFoundError(absl::StrCat("conversation '", key.conversation_id,
                                                 "' has no item ", sequence,
                                                 " that can be pinned"));
       }
-      tx.exec_prepared("bump_compaction_version", conv_key);
-      tx.exec_prepared("record_view_state", conv_key);
+      Exec(tx, "bump_compaction_version", conv_key);
+      Exec(tx, "record_view_state", conv_key);
       std::vector<Item> items =
-          ParseItems(tx.exec_prepared(
+          ParseItems(Exec(tx, 
               pinned_row.conversation.recounted ? "items_range_recounted" : "items_range",
               conv_key, sequence, sequence, pinned_row.conversation.count_encoding));
       tx.commit();
@@ -1246,12 +1257,12 @@ class PostgresStorage final : public Storage {
         absl::StrCat("{", absl::StrJoin(request.sequences, ","), "}");
     return Run<RedactResult>(ctx, "redact items",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<RedactResult> {
-      pqxx::result locked = tx.exec_prepared("lock_conversation", request.key.tenant_id,
+      pqxx::result locked = Exec(tx, "lock_conversation", request.key.tenant_id,
                                              request.key.conversation_id);
       if (locked.empty()) return NotFound(request.key);
       const ConversationRow row = ParseConversation(locked[0]);
       const int64_t conv_key = row.conv_key;
-      for (const auto& r : tx.exec_prepared("redact_check", conv_key, sequences)) {
+      for (const auto& r : Exec(tx, "redact_check", conv_key, sequences)) {
         if (r[1].is_null()) {
           return absl::NotFoundError(absl::StrCat("conversation '", request.key.conversation_id,
                                                   "' has no item ", r[0].as<int64_t>()));
@@ -1261,26 +1272,26 @@ class PostgresStorage final : public Storage {
               "sequences: item ", r[0].as<int64_t>(), " is a summary marker, not content"));
         }
       }
-      const pqxx::row removed = tx.exec_prepared1("redact_items", conv_key, sequences,
+      const pqxx::row removed = Exec1(tx, "redact_items", conv_key, sequences,
                                                   request.tombstone, request.tombstone_tokens);
-      tx.exec_prepared("redact_token_counts", conv_key, sequences);
+      Exec(tx, "redact_token_counts", conv_key, sequences);
       RedactResult result;
-      const pqxx::row cut = tx.exec_prepared1("redact_cut", conv_key, sequences);
+      const pqxx::row cut = Exec1(tx, "redact_cut", conv_key, sequences);
       if (!cut[0].is_null()) {
         result.chunks_removed =
-            tx.exec_prepared("redact_chunks", conv_key, cut[0].as<int64_t>()).affected_rows();
-        tx.exec_prepared("redact_reactivate", conv_key);
+            Exec(tx, "redact_chunks", conv_key, cut[0].as<int64_t>()).affected_rows();
+        Exec(tx, "redact_reactivate", conv_key);
       }
       const int64_t redacted = removed[2].as<int64_t>();
       result.compaction_version =
-          tx.exec_prepared1("redact_conversation", conv_key, removed[0].as<int64_t>(),
+          Exec1(tx, "redact_conversation", conv_key, removed[0].as<int64_t>(),
                             removed[1].as<int64_t>(), redacted * request.tombstone_tokens,
                             result.chunks_removed > 0)[0]
               .as<int64_t>();
-      tx.exec_prepared("redact_idempotency", conv_key, sequences);
-      tx.exec_prepared("record_view_state", conv_key);
+      Exec(tx, "redact_idempotency", conv_key, sequences);
+      Exec(tx, "record_view_state", conv_key);
       InsertEvents(tx, conv_key, {RedactedEvent(request, result.chunks_removed)});
-      const std::vector<Item> range = ParseItems(tx.exec_prepared(
+      const std::vector<Item> range = ParseItems(Exec(tx, 
           row.conversation.recounted ? "items_range_recounted" : "items_range", conv_key,
           request.sequences.front(), request.sequences.back(), row.conversation.count_encoding));
       for (const Item& item : range) {
@@ -1299,7 +1310,7 @@ class PostgresStorage final : public Storage {
                                                 int64_t compaction_version) override {
     return Run<ContextSnapshot>(ctx, "load context at a version",
                                 [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextSnapshot> {
-      pqxx::result found = tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id);
+      pqxx::result found = Exec(tx, "get_conversation", key.tenant_id, key.conversation_id);
       if (found.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(found[0]);
       if (version < 0 || version > row.conversation.version) {
@@ -1307,7 +1318,7 @@ class PostgresStorage final : public Storage {
                                                   "' is at version ", row.conversation.version));
       }
       pqxx::result state_row =
-          tx.exec_prepared("view_state_at", row.conv_key, version, compaction_version);
+          Exec(tx, "view_state_at", row.conv_key, version, compaction_version);
       if (state_row.empty()) {
         return absl::OutOfRangeError(absl::StrCat(
             "no view state recorded for conversation '", key.conversation_id, "' at version ",
@@ -1324,10 +1335,10 @@ class PostgresStorage final : public Storage {
       }
       ids += "}";
       std::vector<SummaryChunk> chunks;
-      for (const auto& r : tx.exec_prepared("chunks_by_id", row.conv_key, ids)) {
+      for (const auto& r : Exec(tx, "chunks_by_id", row.conv_key, ids)) {
         chunks.push_back(ParseChunk(r));
       }
-      std::vector<Item> items = ParseItems(tx.exec_prepared("items_at", row.conv_key, version));
+      std::vector<Item> items = ParseItems(Exec(tx, "items_at", row.conv_key, version));
       return SnapshotAt(row.conversation, state, version, std::move(chunks), std::move(items));
     });
   }
@@ -1338,19 +1349,19 @@ class PostgresStorage final : public Storage {
     return Run<Conversation>(ctx, "update conversation",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
       pqxx::result locked =
-          tx.exec_prepared("lock_conversation", key.tenant_id, key.conversation_id);
+          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id);
       if (locked.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
-      tx.exec_prepared("update_conversation", row.conv_key, u.model.value_or(c.model),
+      Exec(tx, "update_conversation", row.conv_key, u.model.value_or(c.model),
                        u.system_prompt.value_or(c.system_prompt),
                        u.pinned_instructions.value_or(c.pinned_instructions),
                        OverridesToJson(u.overrides.value_or(c.overrides)), u.system_prompt_tokens,
                        u.pinned_instructions_tokens, u.count_encoding, u.reset_overflow);
-      tx.exec_prepared("record_view_state", row.conv_key);
+      Exec(tx, "record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, {u.event});
       ConversationRow updated = ParseConversation(
-          tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id)[0]);
+          Exec(tx, "get_conversation", key.tenant_id, key.conversation_id)[0]);
       tx.commit();
       return updated.conversation;
     });
@@ -1362,13 +1373,13 @@ class PostgresStorage final : public Storage {
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
       ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
       for (const auto& [sequence, count] : recount.items) {
-        tx.exec_prepared("set_item_tokens", conv_key, sequence, count, recount.count_encoding);
+        Exec(tx, "set_item_tokens", conv_key, sequence, count, recount.count_encoding);
       }
       for (const SummaryChunk& chunk : recount.chunks) {
-        tx.exec_prepared("set_chunk_tokens", conv_key, chunk.chunk_id, chunk.token_count,
+        Exec(tx, "set_chunk_tokens", conv_key, chunk.chunk_id, chunk.token_count,
                          StructureToJson(chunk));
       }
-      tx.exec_prepared("set_count_encoding", conv_key, recount.count_encoding);
+      Exec(tx, "set_count_encoding", conv_key, recount.count_encoding);
       tx.commit();
       return true;
     }).status();
@@ -1381,14 +1392,14 @@ class PostgresStorage final : public Storage {
     return Run<Conversation>(ctx, "record provider overflow",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
       pqxx::result locked =
-          tx.exec_prepared("lock_conversation", key.tenant_id, key.conversation_id);
+          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id);
       if (locked.empty()) return NotFound(key);
       const int64_t conv_key = ParseConversation(locked[0]).conv_key;
-      tx.exec_prepared("record_overflow", conv_key, correction, prompt_limit);
-      tx.exec_prepared("record_view_state", conv_key);
+      Exec(tx, "record_overflow", conv_key, correction, prompt_limit);
+      Exec(tx, "record_view_state", conv_key);
       InsertEvents(tx, conv_key, {event});
       ConversationRow row = ParseConversation(
-          tx.exec_prepared("get_conversation", key.tenant_id, key.conversation_id)[0]);
+          Exec(tx, "get_conversation", key.tenant_id, key.conversation_id)[0]);
       tx.commit();
       return row.conversation;
     });
@@ -1401,7 +1412,7 @@ class PostgresStorage final : public Storage {
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<CompactionEvent>> {
           ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
           std::vector<CompactionEvent> out;
-          for (const auto& r : tx.exec_prepared("list_events", conv_key)) {
+          for (const auto& r : Exec(tx, "list_events", conv_key)) {
             CompactionEvent e;
             e.event_id = r[0].as<int64_t>();
             e.event = r[1].as<std::string>();
@@ -1417,10 +1428,39 @@ class PostgresStorage final : public Storage {
   }
 
  private:
-  static void InsertEvents(pqxx::transaction_base& tx, int64_t conv_key,
+  // Runs the statement `name`: prepared on the connection, or, behind a
+  // pooler, sent with its text as an unnamed statement (a pooler in
+  // transaction mode hands each transaction any server connection, where a
+  // statement prepared on another does not exist).
+  template <typename... Args>
+  pqxx::result Exec(pqxx::transaction_base& tx, const char* name, Args&&... args) {
+    if (!options_.pooler) return tx.exec_prepared(name, std::forward<Args>(args)...);
+    return tx.exec_params(SqlOf(name), std::forward<Args>(args)...);
+  }
+
+  // Exec of a statement that yields exactly one row.
+  template <typename... Args>
+  pqxx::row Exec1(pqxx::transaction_base& tx, const char* name, Args&&... args) {
+    pqxx::result r = Exec(tx, name, std::forward<Args>(args)...);
+    if (r.size() != 1) {
+      throw pqxx::unexpected_rows(
+          absl::StrCat("expected 1 row from ", name, ", got ", r.size()));
+    }
+    return r[0];
+  }
+
+  // The conversation's internal key; NOT_FOUND if the tenant has no such
+  // conversation.
+  absl::StatusOr<int64_t> ConvKeyOf(pqxx::transaction_base& tx, const ConversationKey& key) {
+    pqxx::result r = Exec(tx, "conv_key", key.tenant_id, key.conversation_id);
+    if (r.empty()) return NotFound(key);
+    return r[0][0].as<int64_t>();
+  }
+
+  void InsertEvents(pqxx::transaction_base& tx, int64_t conv_key,
                            const std::vector<CompactionEvent>& events) {
     for (const CompactionEvent& e : events) {
-      tx.exec_prepared("insert_event", conv_key, e.event, e.tier, e.tokens_before,
+      Exec(tx, "insert_event", conv_key, e.event, e.tier, e.tokens_before,
                        e.tokens_after, e.detail.empty() ? std::string("{}") : e.detail);
     }
   }
@@ -1454,13 +1494,24 @@ class PostgresStorage final : public Storage {
       absl::StatusOr<T> result = absl::InternalError("unreachable");
       bool retry = false;
       try {
-        Tx tx(*conn);
-        if constexpr (!std::is_same_v<Tx, pqxx::nontransaction>) {
-          tx.exec_prepared("set_timeout",
-                           std::to_string(pg::TimeoutMillis(ctx.deadline,
-                                                            options_.default_timeout)));
+        const std::string timeout =
+            std::to_string(pg::TimeoutMillis(ctx.deadline, options_.default_timeout));
+        if constexpr (std::is_same_v<Tx, pqxx::nontransaction>) {
+          if (options_.pooler) {
+            // No connection default to bound it: a transaction with the
+            // call's timeout (rolled back, as it only reads).
+            pqxx::read_transaction tx(*conn);
+            Exec(tx, "set_timeout", timeout);
+            result = fn(tx);
+          } else {
+            Tx tx(*conn);
+            result = fn(tx);
+          }
+        } else {
+          Tx tx(*conn);
+          Exec(tx, "set_timeout", timeout);
+          result = fn(tx);
         }
-        result = fn(tx);
       } catch (const pqxx::in_doubt_error& e) {
         result = pg::ExceptionToStatus(e, operation);
       } catch (const pqxx::broken_connection& e) {

@@ -56,16 +56,24 @@ TEST(MigrationsTest, ApplyingTwiceAppliesOnce) {
   }
 }
 
-TEST(MigrationsTest, ConcurrentRunnersApplyEachMigrationOnce) {
+// Runners started together, each on its own connection, straight to
+// PostgreSQL or through PgBouncer in transaction mode (where no lock may
+// outlive a transaction): each migration is applied once.
+void ApplyConcurrently(bool through_pgbouncer) {
   auto db = ScratchDatabase::Create(/*migrate=*/false);
   ASSERT_TRUE(db.ok()) << db.status();
+  std::string url = (*db)->url();
+  if (through_pgbouncer) {
+    auto pooled = (*db)->pooler_url();
+    ASSERT_TRUE(pooled.ok()) << pooled.status();
+    url = *pooled;
+  }
   constexpr int kRunners = 4;
   std::vector<absl::StatusOr<MigrationReport>> reports(kRunners,
                                                        absl::UnknownError("unset"));
   std::vector<std::thread> threads;
   for (int i = 0; i < kRunners; ++i) {
-    threads.emplace_back(
-        [&, i] { reports[i] = ApplyMigrations((*db)->url(), EmbeddedMigrations()); });
+    threads.emplace_back([&, i] { reports[i] = ApplyMigrations(url, EmbeddedMigrations()); });
   }
   for (auto& t : threads) t.join();
   int applied = 0;
@@ -74,6 +82,14 @@ TEST(MigrationsTest, ConcurrentRunnersApplyEachMigrationOnce) {
     applied += static_cast<int>(r->applied.size());
   }
   EXPECT_EQ(applied, static_cast<int>(AllVersions().size()));
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM schema_migrations"),
+            std::to_string(AllVersions().size()));
+}
+
+TEST(MigrationsTest, ConcurrentRunnersApplyEachMigrationOnce) { ApplyConcurrently(false); }
+
+TEST(MigrationsTest, ConcurrentRunnersThroughPgBouncerApplyEachMigrationOnce) {
+  ApplyConcurrently(true);
 }
 
 TEST(MigrationsTest, EditedMigrationIsRefused) {

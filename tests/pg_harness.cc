@@ -24,6 +24,22 @@ absl::StatusOr<std::string> TestServerUrl() {
   return std::string(url);
 }
 
+absl::StatusOr<std::string> TestPoolerUrl() {
+  const char* url = std::getenv("CONVSTATE_TEST_PGBOUNCER");
+  if (url == nullptr || *url == '\0') {
+    return absl::FailedPreconditionError(
+        "CONVSTATE_TEST_PGBOUNCER is not set: PostgreSQL tests run under tools/test, which "
+        "starts PgBouncer in front of its PostgreSQL and passes its URL");
+  }
+  return std::string(url);
+}
+
+absl::StatusOr<std::string> ScratchDatabase::pooler_url() const {
+  auto pooler = TestPoolerUrl();
+  if (!pooler.ok()) return pooler.status();
+  return absl::StrCat(*pooler, "/", name_);
+}
+
 ScratchDatabase::ScratchDatabase(std::string server_url, std::string name)
     : server_url_(std::move(server_url)),
       name_(std::move(name)),

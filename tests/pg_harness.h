@@ -16,6 +16,11 @@ namespace convstate::testing {
 // CONVSTATE_TEST_PG is not set.
 absl::StatusOr<std::string> TestServerUrl();
 
+// PgBouncer in front of that server, in transaction pooling mode (from
+// CONVSTATE_TEST_PGBOUNCER), e.g. "postgresql://postgres@127.0.0.1:6432";
+// every database of the server is reachable through it by its name.
+absl::StatusOr<std::string> TestPoolerUrl();
+
 // A database created for one test (or one test binary) and dropped when
 // this object goes away.
 class ScratchDatabase {
@@ -26,6 +31,8 @@ class ScratchDatabase {
   ~ScratchDatabase();
 
   const std::string& url() const { return url_; }
+  // The same database through PgBouncer (transaction pooling).
+  absl::StatusOr<std::string> pooler_url() const;
   const std::string& name() const { return name_; }
 
   // Runs one SQL command on this database (test set-up and inspection).

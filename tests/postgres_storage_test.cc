@@ -30,14 +30,27 @@ const ScratchDatabase& SharedDatabase() {
   return *db;
 }
 
-std::unique_ptr<Storage> MakePostgres() {
+// Straight to PostgreSQL, or through PgBouncer in transaction pooling mode.
+enum class Route { kDirect, kPgBouncer };
+
+std::unique_ptr<Storage> MakeStorage(Route route) {
   PostgresOptions options;
   options.database_url = SharedDatabase().url();
+  if (route == Route::kPgBouncer) {
+    auto pooled = SharedDatabase().pooler_url();
+    EXPECT_TRUE(pooled.ok()) << pooled.status();
+    if (!pooled.ok()) return nullptr;
+    options.database_url = *pooled;
+    options.pooler = true;
+  }
   options.pool_size = 8;
   auto storage = NewPostgresStorage(options);
   EXPECT_TRUE(storage.ok()) << storage.status();
   return storage.ok() ? std::move(*storage) : nullptr;
 }
+
+std::unique_ptr<Storage> MakePostgres() { return MakeStorage(Route::kDirect); }
+std::unique_ptr<Storage> MakePgBouncer() { return MakeStorage(Route::kPgBouncer); }
 
 // Creates conversation `key` in `storage`; appends one user message with
 // `text` unless it is empty.
@@ -56,6 +69,23 @@ void CreateWithMessage(Storage& storage, const ConversationKey& key, const std::
 INSTANTIATE_TEST_SUITE_P(Postgres, StorageConformanceTest,
                          ::testing::Values(StorageFactory{"postgres", MakePostgres}),
                          StorageFactoryName);
+// The whole suite again through PgBouncer in transaction mode: nothing may
+// depend on a session outliving its transaction.
+INSTANTIATE_TEST_SUITE_P(PgBouncer, StorageConformanceTest,
+                         ::testing::Values(StorageFactory{"pgbouncer", MakePgBouncer}),
+                         StorageFactoryName);
+
+// What only a database can do wrong, on both routes.
+class PostgresRouteTest : public ::testing::TestWithParam<Route> {
+ protected:
+  std::unique_ptr<Storage> Make() { return MakeStorage(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Routes, PostgresRouteTest,
+                         ::testing::Values(Route::kDirect, Route::kPgBouncer),
+                         [](const ::testing::TestParamInfo<Route>& info) {
+                           return info.param == Route::kDirect ? "direct" : "pgbouncer";
+                         });
 
 TEST(PostgresStorageTest, UnreachableDatabaseIsUnavailable) {
   PostgresOptions options;
@@ -74,11 +104,12 @@ TEST(PostgresStorageTest, MissingUrlIsInvalidArgument) {
 // The database drops every connection (a restart or failover looks like
 // this to the pool): the next calls reconnect and succeed, and nothing
 // acknowledged before is lost.
-TEST(PostgresStorageTest, RecoversWhenConnectionsAreDropped) {
-  auto storage = MakePostgres();
+TEST_P(PostgresRouteTest, RecoversWhenConnectionsAreDropped) {
+  auto storage = Make();
   ASSERT_NE(storage, nullptr);
   CallContext ctx;
-  const ConversationKey key{"tenant-reconnect", "conv"};
+  const ConversationKey key{
+      GetParam() == Route::kDirect ? "tenant-reconnect" : "tenant-reconnect-pooled", "conv"};
   CreateWithMessage(*storage, key, "before");
   AppendRequest req;
   req.key = key;
@@ -100,16 +131,18 @@ TEST(PostgresStorageTest, RecoversWhenConnectionsAreDropped) {
 }
 
 // A deadline shorter than the statement is enforced inside the database.
-TEST(PostgresStorageTest, DeadlineBoundsWaitingOnALockedConversation) {
-  auto storage = MakePostgres();
+TEST_P(PostgresRouteTest, DeadlineBoundsWaitingOnALockedConversation) {
+  auto storage = Make();
   ASSERT_NE(storage, nullptr);
-  const ConversationKey key{"tenant-deadline", "conv"};
+  const std::string tenant =
+      GetParam() == Route::kDirect ? "tenant-deadline" : "tenant-deadline-pooled";
+  const ConversationKey key{tenant, "conv"};
   CreateWithMessage(*storage, key, "");
 
   // Another session holds the conversation's row lock.
   pqxx::connection holder(SharedDatabase().url());
   pqxx::work tx(holder);
-  tx.exec("SELECT 1 FROM conversations WHERE tenant_id = 'tenant-deadline' FOR UPDATE");
+  tx.exec(absl::StrCat("SELECT 1 FROM conversations WHERE tenant_id = '", tenant, "' FOR UPDATE"));
 
   AppendRequest req;
   req.key = key;
@@ -120,12 +153,16 @@ TEST(PostgresStorageTest, DeadlineBoundsWaitingOnALockedConversation) {
   EXPECT_EQ(storage->GetConversation(CallContext{}, key)->item_count, 0);
 }
 
-TEST(PostgresStorageTest, StoredItemsCannotBeUpdated) {
-  auto storage = MakePostgres();
+TEST_P(PostgresRouteTest, StoredItemsCannotBeUpdated) {
+  auto storage = Make();
   ASSERT_NE(storage, nullptr);
-  const ConversationKey key{"tenant-append-only", "conv"};
+  const std::string tenant =
+      GetParam() == Route::kDirect ? "tenant-append-only" : "tenant-append-only-pooled";
+  const ConversationKey key{tenant, "conv"};
   CreateWithMessage(*storage, key, "original");
-  absl::Status update = SharedDatabase().Exec("UPDATE items SET content = 'tampered'");
+  absl::Status update = SharedDatabase().Exec(absl::StrCat(
+      "UPDATE items SET content = 'tampered' WHERE conv_key = (SELECT conv_key FROM "
+      "conversations WHERE tenant_id = '", tenant, "')"));
   EXPECT_FALSE(update.ok());
   EXPECT_NE(std::string(update.message()).find("append-only"), std::string::npos) << update;
   EXPECT_EQ(storage->ListItems(CallContext{}, key, 0, 1)->at(0).data.content, "original");

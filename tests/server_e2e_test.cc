@@ -115,6 +115,8 @@ class ServerE2eTest : public ::testing::Test {
     return status;
   }
 
+  void AppendConcurrently();
+
   std::unique_ptr<ScratchDatabase> db_;
   std::unique_ptr<ServerProcess> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -482,8 +484,9 @@ TEST_F(ServerE2eTest, SigtermFinishesCallsInFlightAndDataSurvivesRestart) {
             std::to_string(EmbeddedMigrations().size()));
 }
 
-TEST_F(ServerE2eTest, ConcurrentClientsGetGapFreeSequences) {
-  StartServer();
+// Concurrent appends from `kClients` clients, then the checks: no call
+// failed and the sequences have no gap.
+void ServerE2eTest::AppendConcurrently() {
   Create("hot");
   constexpr int kClients = 8;
   constexpr int kAppends = 20;
@@ -510,6 +513,48 @@ TEST_F(ServerE2eTest, ConcurrentClientsGetGapFreeSequences) {
   EXPECT_EQ(ItemCount("hot"), kClients * kAppends);
   EXPECT_EQ(*db_->QueryValue("SELECT max(sequence) = count(*) AND min(sequence) = 1 FROM items"),
             "t");
+}
+
+TEST_F(ServerE2eTest, ConcurrentClientsGetGapFreeSequences) {
+  StartServer();
+  AppendConcurrently();
+}
+
+// The server behind PgBouncer in transaction mode: it migrates through it at
+// start, and serves concurrent appends without gaps, views and compactions,
+// over server connections the pooler hands from one transaction to the next.
+TEST_F(ServerE2eTest, WorksThroughPgBouncerInTransactionMode) {
+  auto pooled = db_->pooler_url();
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  StartServer({"--database_url=" + *pooled, "--db_pooler=transaction"});
+  AppendConcurrently();
+  v1::BuildContextRequest build;
+  build.set_conversation_id("hot");
+  v1::BuildContextResponse view;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, kCallDeadline);
+    const grpc::Status s = stub_->BuildContext(&ctx, build, &view);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_EQ(view.entries_size(), 1 + 8 * 20);  // The system prompt and every item.
+  v1::CompactRequest compact;
+  compact.set_conversation_id("hot");
+  compact.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+  v1::CompactResponse compacted;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, kCallDeadline);
+    const grpc::Status s = stub_->Compact(&ctx, compact, &compacted);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_GT(compacted.summary_chunk_id(), 0);
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, kCallDeadline);
+    ASSERT_TRUE(stub_->BuildContext(&ctx, build, &view).ok());
+  }
+  EXPECT_LT(view.entries_size(), 1 + 8 * 20);
 }
 
 TEST_F(ServerE2eTest, MigrateOnlyAppliesAndExits) {

@@ -150,6 +150,18 @@ const std::vector<Flag>& Flags() {
        IntField<int>([](ServerConfig& c) -> int& { return c.postgres.pool_size; }, 1, 1000)},
       {"db_connect_timeout_ms", "time to open one database connection (default 5000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.postgres.connect_timeout; })},
+      {"db_pooler",
+       "none (default: connections to PostgreSQL itself) or transaction (the URL leads to a "
+       "pooler such as PgBouncer in transaction mode: no prepared statements or session "
+       "settings)",
+       [](ServerConfig& c, const std::string& v) {
+         if (v != "none" && v != "transaction") {
+           return absl::InvalidArgumentError(
+               absl::StrCat("expected none or transaction, got '", v, "'"));
+         }
+         c.postgres.pooler = v == "transaction";
+         return absl::OkStatus();
+       }},
       {"db_default_timeout_ms", "statement timeout for calls without a deadline (default 30000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.postgres.default_timeout; })},
       {"migrate", "apply pending migrations at start-up (default true)",

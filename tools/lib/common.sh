@@ -13,7 +13,7 @@ CONVSTATE_PACKAGES=(
   g++ libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libpqxx-dev libpq-dev postgresql-15 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcurl4-openssl-dev
-  clang libclang-rt-14-dev openssl
+  clang libclang-rt-14-dev openssl pgbouncer
 )
 
 # Installs whichever of CONVSTATE_PACKAGES is missing. Needs root (or sudo)
@@ -248,6 +248,52 @@ pg_stop() {
   local dir="$1"
   [ -f "$dir/data/postmaster.pid" ] || return 0
   as_pg_owner "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# pgbouncer_start DIR: starts PgBouncer in transaction pooling mode in front
+# of the PostgreSQL pg_start started (PG_PORT), on a free loopback port,
+# passing every database name through. Sets PGBOUNCER_URL (no database
+# name, like PG_URL). Runs as the PostgreSQL owner: PgBouncer will not run
+# as root.
+pgbouncer_start() {
+  local dir="$1"
+  mkdir -p "$dir"
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
+  local port; port=$(free_port)
+  printf '"postgres" ""\n' >"$dir/userlist.txt"
+  cat >"$dir/pgbouncer.ini" <<EOF2
+[databases]
+* = host=127.0.0.1 port=$PG_PORT
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/userlist.txt
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 40
+server_reset_query =
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+EOF2
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"/userlist.txt "$dir"/pgbouncer.ini
+  as_pg_owner /usr/sbin/pgbouncer -d "$dir/pgbouncer.ini" >/dev/null 2>&1 ||
+    { tail -20 "$dir/pgbouncer.log" >&2; die "could not start PgBouncer"; }
+  local _
+  for _ in $(seq 1 50); do port_in_use "$port" && break; sleep 0.1; done
+  port_in_use "$port" || { tail -20 "$dir/pgbouncer.log" >&2; die "PgBouncer does not listen"; }
+  PGBOUNCER_URL="postgresql://postgres@127.0.0.1:$port"
+  log "PgBouncer (transaction pooling) on 127.0.0.1:$port in front of PostgreSQL"
+}
+
+pgbouncer_stop() {
+  local dir="$1"
+  [ -f "$dir/pgbouncer.pid" ] || return 0
+  kill -TERM "$(cat "$dir/pgbouncer.pid")" 2>/dev/null || true
+  local _
+  for _ in $(seq 1 50); do [ -f "$dir/pgbouncer.pid" ] || break; sleep 0.1; done
 }
 
 # pg_create_db NAME: creates database NAME on the running server if absent.
