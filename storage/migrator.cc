@@ -22,11 +22,54 @@ struct Recorded {
 
 std::string Checksum(const Migration& m) { return Fingerprinter().Add(m.sql).Hex(); }
 
+// The tables laid out as hash partitions, and what refers to them.
+constexpr const char* kPartitionedTables[] = {"items", "summary_chunks", "compaction_events",
+                                              "idempotency_keys"};
+
 }  // namespace
+
+std::string HashPartitionedLayoutSql(int partitions) {
+  std::string sql;
+  for (const char* t : kPartitionedTables) {
+    absl::StrAppend(&sql, "ALTER TABLE ", t, " RENAME TO ", t, "_unpartitioned;\n",
+                    "CREATE TABLE ", t, " (LIKE ", t, "_unpartitioned INCLUDING DEFAULTS ",
+                    "INCLUDING CONSTRAINTS INCLUDING INDEXES INCLUDING STORAGE) ",
+                    "PARTITION BY HASH (conv_key);\n");
+    for (int r = 0; r < partitions; ++r) {
+      absl::StrAppend(&sql, "CREATE TABLE ", t, "_p", r, " PARTITION OF ", t,
+                      " FOR VALUES WITH (MODULUS ", partitions, ", REMAINDER ", r, ");\n");
+    }
+    absl::StrAppend(&sql, "ALTER TABLE ", t,
+                    " ADD FOREIGN KEY (conv_key) REFERENCES conversations ON DELETE CASCADE;\n");
+  }
+  // Dropping the old tables drops the keys that pointed at them.
+  for (const char* t : kPartitionedTables) {
+    absl::StrAppend(&sql, "DROP TABLE ", t, "_unpartitioned CASCADE;\n");
+  }
+  absl::StrAppend(
+      &sql,
+      // PostgreSQL 15 has no identity column on a partitioned table: a
+      // sequence of its own does the same.
+      "CREATE SEQUENCE compaction_events_event_id_seq OWNED BY compaction_events.event_id;\n"
+      "ALTER TABLE compaction_events ALTER COLUMN event_id "
+      "SET DEFAULT nextval('compaction_events_event_id_seq');\n"
+      "CREATE TRIGGER items_append_only BEFORE UPDATE ON items "
+      "FOR EACH ROW EXECUTE FUNCTION items_are_append_only();\n"
+      "ALTER TABLE item_pins ADD FOREIGN KEY (conv_key, sequence) "
+      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE;\n"
+      "ALTER TABLE item_token_counts ADD FOREIGN KEY (conv_key, sequence) "
+      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE;\n");
+  return sql;
+}
 
 absl::StatusOr<MigrationReport> ApplyMigrations(const std::string& database_url,
                                                 const std::vector<Migration>& migrations,
-                                                absl::Duration connect_timeout) {
+                                                absl::Duration connect_timeout,
+                                                const SchemaLayout& layout) {
+  if (layout.hash_partitions.has_value() &&
+      (*layout.hash_partitions < 0 || *layout.hash_partitions > 1024)) {
+    return absl::InvalidArgumentError("hash partitions: 0 (plain tables) to 1024");
+  }
   for (size_t i = 1; i < migrations.size(); ++i) {
     if (migrations[i].version <= migrations[i - 1].version) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -99,6 +142,42 @@ absl::StatusOr<MigrationReport> ApplyMigrations(const std::string& database_url,
     for (const auto& [version, r] : recorded) {
       LogWarning("database has migration ", r.name,
                  " that this binary does not know; it is newer than this binary");
+    }
+    step = "settle the layout";
+    {
+      pqxx::work w(conn);
+      lock(w);
+      w.exec(
+          "CREATE TABLE IF NOT EXISTS schema_layout ("
+          " id integer PRIMARY KEY CHECK (id = 1),"
+          " hash_partitions integer NOT NULL,"
+          " decided_at timestamptz NOT NULL DEFAULT now())");
+      const pqxx::result decided = w.exec("SELECT hash_partitions FROM schema_layout");
+      const int asked = layout.hash_partitions.value_or(0);
+      if (!decided.empty()) {
+        const int recorded_partitions = decided[0][0].as<int>();
+        if (layout.hash_partitions.has_value() && asked != recorded_partitions) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "the database was laid out with ", recorded_partitions,
+              " hash partitions at its first start; ", asked,
+              " cannot be had without moving the data to a new database"));
+        }
+        report.hash_partitions = recorded_partitions;
+      } else {
+        if (asked > 0) {
+          if (w.exec("SELECT EXISTS (SELECT 1 FROM conversations)")[0][0].as<bool>()) {
+            return absl::FailedPreconditionError(
+                "hash partitions are laid out at a database's first start; this one already "
+                "holds conversations");
+          }
+          w.exec(HashPartitionedLayoutSql(asked));
+          LogInfo("laid out items, summary chunks, audit rows and idempotency keys as ", asked,
+                  " hash partitions of conv_key");
+        }
+        w.exec_params("INSERT INTO schema_layout (id, hash_partitions) VALUES (1, $1)", asked);
+        report.hash_partitions = asked;
+      }
+      w.commit();
     }
   } catch (const std::exception& e) {
     return pg::ExceptionToStatus(e, absl::StrCat("migrations: ", step));

@@ -125,6 +125,82 @@ TEST(MigrationsTest, FailingMigrationLeavesNothingHalfApplied) {
             std::to_string(AllVersions().back()));
 }
 
+// The layout of hash partitions is laid out at the first start, recorded,
+// kept by later starts that do not ask, and refused when asked otherwise.
+SchemaLayout Partitions(int n) {
+  SchemaLayout layout;
+  layout.hash_partitions = n;
+  return layout;
+}
+
+TEST(MigrationsTest, HashPartitionsAreLaidOutAtTheFirstStartAndRecorded) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto first = ApplyMigrations((*db)->url(), EmbeddedMigrations(), absl::Seconds(5),
+                               Partitions(3));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->hash_partitions, 3);
+  EXPECT_EQ(*(*db)->QueryValue("SELECT hash_partitions FROM schema_layout"), "3");
+  for (const char* table : {"items", "summary_chunks", "compaction_events", "idempotency_keys"}) {
+    EXPECT_EQ(*(*db)->QueryValue(std::string("SELECT p.partstrat::text || ':' || "
+                                             "(SELECT count(*) FROM pg_inherits i WHERE "
+                                             "i.inhparent = p.partrelid) FROM pg_partitioned_table "
+                                             "p WHERE p.partrelid = '") +
+                                 table + "'::regclass"),
+              "h:3")
+        << table;
+  }
+  // Nothing is left of the tables they replaced.
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM pg_class WHERE relname LIKE "
+                               "'%_unpartitioned'"),
+            "0");
+
+  // A later start that does not ask keeps it; one that asks the same is fine.
+  auto unset = ApplyMigrations((*db)->url(), EmbeddedMigrations());
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->hash_partitions, 3);
+  auto same = ApplyMigrations((*db)->url(), EmbeddedMigrations(), absl::Seconds(5),
+                              Partitions(3));
+  ASSERT_TRUE(same.ok()) << same.status();
+
+  // Another count, or plain tables, cannot be had in place.
+  for (int other : {0, 8}) {
+    auto r = ApplyMigrations((*db)->url(), EmbeddedMigrations(), absl::Seconds(5),
+                             Partitions(other));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("3 hash partitions"));
+  }
+}
+
+TEST(MigrationsTest, PlainTablesAreRecordedAndKept) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(*(*db)->QueryValue("SELECT hash_partitions FROM schema_layout"), "0");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM pg_partitioned_table"), "0");
+  auto r = ApplyMigrations((*db)->url(), EmbeddedMigrations(), absl::Seconds(5), Partitions(4));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM pg_partitioned_table"), "0");
+}
+
+// A database migrated before layouts were recorded, already holding
+// conversations, is not laid out again: asking for partitions is refused.
+TEST(MigrationsTest, PartitionsAreRefusedOnceConversationsExist) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->Exec("DROP TABLE schema_layout").ok());
+  ASSERT_TRUE((*db)->Exec("INSERT INTO conversations (tenant_id, conversation_id, model) "
+                          "VALUES ('t', 'c', 'm')")
+                  .ok());
+  auto r = ApplyMigrations((*db)->url(), EmbeddedMigrations(), absl::Seconds(5), Partitions(4));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("already holds"));
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM pg_partitioned_table"), "0");
+  // Without the ask it starts, and records the plain layout it has.
+  auto plain = ApplyMigrations((*db)->url(), EmbeddedMigrations());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->hash_partitions, 0);
+}
+
 TEST(MigrationsTest, UnreachableDatabaseIsUnavailable) {
   auto r = ApplyMigrations("postgresql://postgres@127.0.0.1:1/none", EmbeddedMigrations(),
                            absl::Seconds(2));

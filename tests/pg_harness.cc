@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstdio>
 #include <random>
 
 #include <pqxx/pqxx>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "migrations/embedded_migrations.h"
 #include "storage/migrator.h"
@@ -34,6 +36,16 @@ absl::StatusOr<std::string> TestPoolerUrl() {
   return std::string(url);
 }
 
+int TestHashPartitions() {
+  const char* n = std::getenv("CONVSTATE_TEST_HASH_PARTITIONS");
+  int partitions = 0;
+  if (n != nullptr && *n != '\0' && !absl::SimpleAtoi(n, &partitions)) {
+    std::fprintf(stderr, "CONVSTATE_TEST_HASH_PARTITIONS is not a number: %s\n", n);
+    std::abort();
+  }
+  return partitions;
+}
+
 absl::StatusOr<std::string> ScratchDatabase::pooler_url() const {
   auto pooler = TestPoolerUrl();
   if (!pooler.ok()) return pooler.status();
@@ -45,7 +57,8 @@ ScratchDatabase::ScratchDatabase(std::string server_url, std::string name)
       name_(std::move(name)),
       url_(absl::StrCat(server_url_, "/", name_)) {}
 
-absl::StatusOr<std::unique_ptr<ScratchDatabase>> ScratchDatabase::Create(bool migrate) {
+absl::StatusOr<std::unique_ptr<ScratchDatabase>> ScratchDatabase::Create(
+    bool migrate, std::optional<int> hash_partitions) {
   auto server = TestServerUrl();
   if (!server.ok()) return server.status();
   static std::atomic<int> counter{0};
@@ -60,7 +73,9 @@ absl::StatusOr<std::unique_ptr<ScratchDatabase>> ScratchDatabase::Create(bool mi
   }
   std::unique_ptr<ScratchDatabase> db(new ScratchDatabase(*server, name));
   if (migrate) {
-    auto report = ApplyMigrations(db->url(), EmbeddedMigrations());
+    SchemaLayout layout;
+    layout.hash_partitions = hash_partitions.value_or(TestHashPartitions());
+    auto report = ApplyMigrations(db->url(), EmbeddedMigrations(), absl::Seconds(5), layout);
     if (!report.ok()) return report.status();
   }
   return db;

@@ -6,6 +6,7 @@
 // tests fail with a message saying to run tools/test, never skip.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -23,11 +24,20 @@ absl::StatusOr<std::string> TestPoolerUrl();
 
 // A database created for one test (or one test binary) and dropped when
 // this object goes away.
+// The layout this test runs on: hash partitions per table from
+// CONVSTATE_TEST_HASH_PARTITIONS (set by the `_partitioned` variants of the
+// end-to-end tests), 0 for plain tables. Databases the harness migrates and
+// servers that ServerProcess starts use it.
+int TestHashPartitions();
+
 class ScratchDatabase {
  public:
   // Creates an empty database with a unique name; applies the embedded
-  // migrations when `migrate` is true.
-  static absl::StatusOr<std::unique_ptr<ScratchDatabase>> Create(bool migrate);
+  // migrations when `migrate` is true, laying the per-conversation tables
+  // out as `hash_partitions` partitions each (0: plain tables; unset: the
+  // test's layout, TestHashPartitions()).
+  static absl::StatusOr<std::unique_ptr<ScratchDatabase>> Create(
+      bool migrate, std::optional<int> hash_partitions = std::nullopt);
   ~ScratchDatabase();
 
   const std::string& url() const { return url_; }

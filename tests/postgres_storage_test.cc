@@ -30,6 +30,27 @@ const ScratchDatabase& SharedDatabase() {
   return *db;
 }
 
+// The same, laid out as 4 hash partitions per table.
+const ScratchDatabase& PartitionedDatabase() {
+  static ScratchDatabase* db = [] {
+    auto created = ScratchDatabase::Create(/*migrate=*/true, /*hash_partitions=*/4);
+    if (!created.ok()) {
+      ADD_FAILURE() << created.status();
+      std::abort();
+    }
+    return created->release();
+  }();
+  return *db;
+}
+
+std::unique_ptr<Storage> MakePartitioned() {
+  PostgresOptions options;
+  options.database_url = PartitionedDatabase().url();
+  auto storage = NewPostgresStorage(options);
+  EXPECT_TRUE(storage.ok()) << storage.status();
+  return storage.ok() ? std::move(*storage) : nullptr;
+}
+
 // Straight to PostgreSQL, or through PgBouncer in transaction pooling mode.
 enum class Route { kDirect, kPgBouncer };
 
@@ -68,6 +89,10 @@ void CreateWithMessage(Storage& storage, const ConversationKey& key, const std::
 
 INSTANTIATE_TEST_SUITE_P(Postgres, StorageConformanceTest,
                          ::testing::Values(StorageFactory{"postgres", MakePostgres}),
+                         StorageFactoryName);
+// The whole suite on hash-partitioned tables.
+INSTANTIATE_TEST_SUITE_P(Partitioned, StorageConformanceTest,
+                         ::testing::Values(StorageFactory{"partitioned", MakePartitioned}),
                          StorageFactoryName);
 // The whole suite again through PgBouncer in transaction mode: nothing may
 // depend on a session outliving its transaction.

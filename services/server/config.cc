@@ -150,6 +150,18 @@ const std::vector<Flag>& Flags() {
        IntField<int>([](ServerConfig& c) -> int& { return c.postgres.pool_size; }, 1, 1000)},
       {"db_connect_timeout_ms", "time to open one database connection (default 5000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.postgres.connect_timeout; })},
+      {"db_hash_partitions",
+       "at a database's first start: lay out items, summary chunks, audit rows and idempotency "
+       "keys as this many hash partitions of the conversation key (0: plain tables); later "
+       "starts must ask for the same or leave it unset (default: unset)",
+       [](ServerConfig& c, const std::string& v) {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 1024) {
+           return absl::InvalidArgumentError(absl::StrCat("expected 0 to 1024, got '", v, "'"));
+         }
+         c.layout.hash_partitions = n;
+         return absl::OkStatus();
+       }},
       {"db_pooler",
        "none (default: connections to PostgreSQL itself) or transaction (the URL leads to a "
        "pooler such as PgBouncer in transaction mode: no prepared statements or session "

@@ -10,6 +10,7 @@
 #include "services/compaction/llm_summarizer.h"
 #include "services/server/server.h"
 #include "services/telemetry/options.h"
+#include "storage/migrator.h"
 #include "storage/postgres_storage.h"
 
 namespace convstate {
@@ -24,6 +25,9 @@ struct ServerConfig {
   bool migrate = true;
   // Apply pending migrations, then exit.
   bool migrate_only = false;
+  // Hash partitions of the per-conversation tables, decided at the
+  // database's first start.
+  SchemaLayout layout;
   absl::Duration shutdown_grace = absl::Seconds(10);
   // Model profiles file (text format); empty for the built-in profiles.
   std::string model_profiles;

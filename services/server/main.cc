@@ -37,10 +37,13 @@ absl::StatusOr<std::unique_ptr<Storage>> OpenStorage(const ServerConfig& config)
   }
   if (config.migrate || config.migrate_only) {
     auto report = ApplyMigrations(config.postgres.database_url, EmbeddedMigrations(),
-                                  config.postgres.connect_timeout);
+                                  config.postgres.connect_timeout, config.layout);
     if (!report.ok()) return report.status();
     LogInfo("migrations: ", report->applied.size(), " applied, ",
-            report->already_applied.size(), " already present");
+            report->already_applied.size(), " already present; ",
+            report->hash_partitions == 0
+                ? std::string("plain tables")
+                : absl::StrCat(report->hash_partitions, " hash partitions per table"));
   }
   return NewPostgresStorage(config.postgres);
 }
