@@ -565,6 +565,35 @@ TEST_F(ServerE2eTest, MigrateOnlyAppliesAndExits) {
             std::to_string(EmbeddedMigrations().size()));
 }
 
+// The layout this test runs on (plain tables, or hash partitions in the
+// `_partitioned` variant) is laid out at the first start, holds the rows,
+// and cannot be changed by a later start.
+TEST_F(ServerE2eTest, LaysOutTheDatabaseAtItsFirstStartAndKeepsIt) {
+  const int partitions = testing::TestHashPartitions();
+  StartServer();
+  Create("laid-out");
+  v1::AppendTurnResponse appended;
+  ASSERT_TRUE(Append("laid-out", "first", &appended).ok());
+  EXPECT_EQ(*db_->QueryValue("SELECT hash_partitions FROM schema_layout"),
+            std::to_string(partitions));
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM pg_partitioned_table"),
+            partitions > 0 ? "4" : "0");
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM pg_inherits i JOIN pg_class c "
+                               "ON c.oid = i.inhrelid WHERE c.relkind = 'r'"),
+            std::to_string(4 * partitions));
+  // The row is in the partition its key hashes to, found through the parent.
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM items"), "1");
+  ASSERT_TRUE(server_->Stop(SIGTERM).ok());
+
+  auto other = ServerProcess::RunToExit({"--database_url=" + db_->url(), "--migrate_only",
+                                         "--db_hash_partitions=" + std::to_string(partitions + 2)});
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(*other, 1);
+  auto unset = ServerProcess::RunToExit({"--database_url=" + db_->url(), "--migrate_only"});
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(*unset, 0);
+}
+
 TEST_F(ServerE2eTest, UnreachableDatabaseStopsStartupWithAnError) {
   auto code = ServerProcess::RunToExit(
       {"--database_url=postgresql://postgres@127.0.0.1:1/none", "--db_connect_timeout_ms=2000"});

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/pg_harness.h"
 
 namespace convstate::testing {
 namespace {
@@ -67,6 +68,18 @@ void AddAuthNone(std::vector<std::string>& flags) {
   if (!given) flags.push_back("--auth=none");
 }
 
+// The test's layout of the database (TestHashPartitions), unless the call
+// asks for one itself.
+void AddLayout(std::vector<std::string>& flags) {
+  const bool given = std::any_of(flags.begin(), flags.end(), [](const std::string& f) {
+    return absl::StartsWith(f, "--db_hash_partitions=");
+  });
+  const int partitions = TestHashPartitions();
+  if (!given && partitions > 0) {
+    flags.push_back(absl::StrCat("--db_hash_partitions=", partitions));
+  }
+}
+
 }  // namespace
 
 std::string ServerProcess::BinaryPath() { return RunfilePath("services/server/convstate_server"); }
@@ -77,6 +90,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   all.push_back("--host=127.0.0.1");
   all.push_back("--port=0");
   AddAuthNone(all);
+  AddLayout(all);
   return StartProgram("services/server/convstate_server", all, "convstate listening on ",
                       timeout, log_file);
 }
@@ -168,6 +182,7 @@ absl::StatusOr<int> ServerProcess::RunToExit(const std::vector<std::string>& fla
   const std::string binary = BinaryPath();
   std::vector<std::string> all = flags;
   AddAuthNone(all);
+  AddLayout(all);
   std::vector<char*> argv = Argv(binary, all);
   pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
