@@ -23,6 +23,7 @@
 #include "services/common/status_macros.h"
 #include "services/telemetry/trace.h"
 #include "storage/compaction_rules.h"
+#include "storage/distribution_key.h"
 #include "storage/pg_util.h"
 
 namespace convstate {
@@ -79,7 +80,7 @@ constexpr const char* kConversationColumnList[] = {
     "system_prompt_tokens", "pinned_instructions_tokens", "item_tokens", "token_correction",
     "prune_boundary", "lease_token", "coalesce(lease_expires_at > now(), false)",
     "compaction_version", "overflow_correction", "prompt_limit", "continued_from",
-    "count_encoding", "recounted"};
+    "count_encoding", "recounted", "incarnation"};
 const std::string& ConversationColumns() {
   static const auto* const kColumns = new std::string(absl::StrJoin(kConversationColumnList, ", "));
   return *kColumns;
@@ -139,11 +140,19 @@ std::string ContextRow(int part, const char* order, const std::vector<std::strin
   return absl::StrJoin(out, ", ");
 }
 
+// The one conversation a statement is about: $1 its tenant, $2 its id and
+// $`key` its distribution key (DistributionKey), which routes the statement
+// to the one partition, or Citus shard, that holds it.
+std::string Named(int key) {
+  return absl::StrCat("conv_key = $", key, " AND tenant_id = $1 AND conversation_id = $2");
+}
+
 std::vector<std::string> Columns(absl::Span<const char* const> list) {
   return std::vector<std::string>(list.begin(), list.end());
 }
 
-// Everything a view needs ($1 tenant, $2 conversation id): the row, the
+// Everything a view needs ($1 tenant, $2 conversation id, $3 its
+// distribution key): the row, the
 // active chunks, the pinned items behind the marker and the items after it.
 std::string LoadContextSql() {
   const std::string items_from = absl::StrCat(
@@ -153,7 +162,7 @@ std::string LoadContextSql() {
       "WHERE i.conv_key = (SELECT conv_key FROM c) ");
   const std::string item = ContextRow(2, "i.sequence", Columns(kItemColumnList));
   return absl::StrCat(
-      "WITH c AS (SELECT * FROM conversations WHERE tenant_id = $1 AND conversation_id = $2) "
+      "WITH c AS (SELECT * FROM conversations WHERE ", Named(3), ") "
       "SELECT ", ContextRow(0, "0", Columns(kConversationColumnList)), " FROM c "
       "UNION ALL SELECT ", ContextRow(1, "chunk_id", Columns(kChunkColumnList)),
       " FROM summary_chunks WHERE conv_key = (SELECT conv_key FROM c) AND superseded_by IS NULL "
@@ -167,8 +176,8 @@ std::string LoadContextSql() {
       "ORDER BY 1, 2");
 }
 
-// What a held snapshot ($3 its last sequence, $4 its conv_key, $5 its
-// compaction_version) needs when only appends happened, with a plan of
+// What a held snapshot ($3 its last sequence, $4 its incarnation, $5 its
+// compaction_version; $6 the distribution key) needs when only appends happened, with a plan of
 // three nodes (an index lookup each side of a nested loop): the row's
 // versions and the fields an append changes (bump_conversation's), and one
 // row per item appended since, while the row is still the held conversation
@@ -177,7 +186,7 @@ std::string LoadContextSql() {
 // (either would move compaction_version or count_encoding, and the caller
 // reloads), so no join is needed for them.
 constexpr const char* kAppendedColumnList[] = {
-    "conv_key", "version", "compaction_version", "count_encoding", "recounted", "item_count",
+    "incarnation", "version", "compaction_version", "count_encoding", "recounted", "item_count",
     "last_sequence", "last_turn_index", "item_tokens", "token_correction",
     "floor(extract(epoch FROM updated_at) * 1000000)::bigint"};
 
@@ -197,10 +206,10 @@ std::string LoadAppendedSql() {
   return absl::StrCat(
       "SELECT ", absl::StrJoin(columns, ", "),
       " FROM conversations LEFT JOIN LATERAL (SELECT ", absl::StrJoin(item_columns, ", "),
-      " FROM items i WHERE i.conv_key = conversations.conv_key AND conversations.conv_key = $4 "
+      " FROM items i WHERE i.conv_key = conversations.conv_key AND conversations.incarnation = $4 "
       "AND conversations.compaction_version = $5 "
       "AND i.sequence > $3 AND i.sequence <= conversations.last_sequence "
-      "ORDER BY i.sequence) x ON true WHERE tenant_id = $1 AND conversation_id = $2");
+      "ORDER BY i.sequence) x ON true WHERE ", Named(6));
 }
 
 struct Statement {
@@ -215,19 +224,18 @@ const std::vector<Statement>& Statements() {
        absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
                     "system_prompt, pinned_instructions, metadata, profile_overrides, "
                     "system_prompt_tokens, pinned_instructions_tokens, continued_from, "
-                    "count_encoding) "
-                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11) "
+                    "count_encoding, conv_key) "
+                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12) "
                     "RETURNING ",
                     ConversationColumns())},
       {"get_conversation",
        absl::StrCat("SELECT ", ConversationColumns(),
-                    " FROM conversations WHERE tenant_id = $1 AND conversation_id = $2")},
+                    " FROM conversations WHERE ", Named(3))},
       {"conv_key",
-       "SELECT conv_key FROM conversations WHERE tenant_id = $1 AND conversation_id = $2"},
+       absl::StrCat("SELECT conv_key FROM conversations WHERE ", Named(3))},
       {"lock_conversation",
        absl::StrCat("SELECT ", ConversationColumns(),
-                    " FROM conversations WHERE tenant_id = $1 AND conversation_id = $2 "
-                    "FOR UPDATE")},
+                    " FROM conversations WHERE ", Named(3), " FOR UPDATE")},
       {"tenant_usage",
        "SELECT count(*), coalesce(sum(content_bytes), 0)::bigint FROM conversations "
        "WHERE tenant_id = $1"},
@@ -236,8 +244,7 @@ const std::vector<Statement>& Statements() {
                     " FROM conversations WHERE tenant_id = $1 AND conversation_id > $2 "
                     "ORDER BY conversation_id LIMIT $3")},
       {"delete_conversation",
-       "DELETE FROM conversations WHERE tenant_id = $1 AND conversation_id = $2 "
-       "RETURNING item_count"},
+       absl::StrCat("DELETE FROM conversations WHERE ", Named(3), " RETURNING item_count")},
       {"find_idempotency_key",
        "SELECT request_fingerprint, first_sequence, last_sequence, version "
        "FROM idempotency_keys WHERE conv_key = $1 AND idempotency_key = $2"},
@@ -263,15 +270,15 @@ const std::vector<Statement>& Statements() {
       // metadata, tokens, turns started up to and including each item)
       // and the key ($15 the fingerprint) are inserted after it. $16 is
       // the number of items, $17 the turns they start, $18 their tokens,
-      // $19 the bytes of their content.
+      // $19 the bytes of their content, $20 the distribution key.
       // No row: one of the conditions failed (or there is no such
       // conversation); the caller takes the transaction below instead.
       {"append_items",
-       "WITH c AS (UPDATE conversations SET version = version + 1, "
+       absl::StrCat("WITH c AS (UPDATE conversations SET version = version + 1, "
        "item_count = item_count + $16, last_sequence = last_sequence + $16, "
        "last_turn_index = last_turn_index + $17, item_tokens = item_tokens + $18, "
        "content_bytes = content_bytes + $19, updated_at = now() "
-       "WHERE tenant_id = $1 AND conversation_id = $2 AND ($3 < 0 OR version = $3) "
+       "WHERE ", Named(20), " AND ($3 < 0 OR version = $3) "
        "AND ($4 = '' OR model = $4) AND ($5 = '' OR NOT EXISTS (SELECT 1 FROM idempotency_keys k "
        "WHERE k.conv_key = conversations.conv_key AND k.idempotency_key = $5)) "
        "RETURNING conv_key, version, last_sequence - $16 AS first, last_turn_index - $17 AS turn, "
@@ -286,20 +293,20 @@ const std::vector<Statement>& Statements() {
        "k AS (INSERT INTO idempotency_keys (conv_key, idempotency_key, request_fingerprint, "
        "first_sequence, last_sequence, version) "
        "SELECT c.conv_key, $5, $15, c.first + 1, c.first + $16, c.version FROM c WHERE $5 <> '') "
-       "SELECT version, first, turn, now_us FROM c"},
+       "SELECT version, first, turn, now_us FROM c")},
       {"insert_usage",
        "INSERT INTO provider_usage (conv_key, sequence, input_tokens, output_tokens, "
        "cached_input_tokens, reasoning_tokens, estimated_input, correction_after) "
        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
       {"acquire_lease",
-       "UPDATE conversations SET lease_holder = $3, lease_token = lease_token + 1, "
+       absl::StrCat("UPDATE conversations SET lease_holder = $3, lease_token = lease_token + 1, "
        "lease_expires_at = now() + make_interval(secs => $4) "
-       "WHERE tenant_id = $1 AND conversation_id = $2 "
+       "WHERE ", Named(5), " "
        "AND (lease_expires_at IS NULL OR lease_expires_at <= now()) "
-       "RETURNING lease_token, floor(extract(epoch FROM lease_expires_at) * 1000000)::bigint"},
+       "RETURNING lease_token, floor(extract(epoch FROM lease_expires_at) * 1000000)::bigint")},
       {"release_lease",
-       "UPDATE conversations SET lease_holder = NULL, lease_expires_at = NULL "
-       "WHERE tenant_id = $1 AND conversation_id = $2 AND lease_token = $3"},
+       absl::StrCat("UPDATE conversations SET lease_holder = NULL, lease_expires_at = NULL "
+       "WHERE ", Named(4), " AND lease_token = $3")},
       {"next_chunk_id",
        "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
       {"insert_chunk",
@@ -516,7 +523,6 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   ConversationRow out;
   out.conv_key = r[0].as<int64_t>();
   Conversation& c = out.conversation;
-  c.storage_key = out.conv_key;
   c.key.tenant_id = r[1].as<std::string>();
   c.key.conversation_id = r[2].as<std::string>();
   c.model = r[3].as<std::string>();
@@ -544,6 +550,7 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.continued_from = r[25].as<std::string>();
   c.count_encoding = r[26].as<std::string>();
   c.recounted = r[27].as<bool>();
+  c.storage_key = r[28].as<int64_t>();
   return out;
 }
 
@@ -783,7 +790,7 @@ class PostgresStorage final : public Storage {
           "create_conversation", nc.key.tenant_id, nc.key.conversation_id, nc.model,
           nc.system_prompt, nc.pinned_instructions, MetadataToJson(nc.metadata),
           OverridesToJson(nc.overrides), nc.system_prompt_tokens,
-          nc.pinned_instructions_tokens, nc.continued_from, nc.count_encoding);
+          nc.pinned_instructions_tokens, nc.continued_from, nc.count_encoding, DistributionKey(nc.key));
       ConversationRow row = ParseConversation(r[0]);
       if (!nc.continued_from.empty()) {
         int64_t chunk_id = 0;
@@ -814,7 +821,7 @@ class PostgresStorage final : public Storage {
     return Run<Conversation>(ctx, "get conversation",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
       pqxx::result r = Exec(tx, "get_conversation", key.tenant_id,
-                                        key.conversation_id);
+                                        key.conversation_id, DistributionKey(key));
       if (r.empty()) return NotFound(key);
       return ParseConversation(r[0]).conversation;
     });
@@ -850,7 +857,7 @@ class PostgresStorage final : public Storage {
     return Run<int64_t>(ctx, "delete conversation",
                         [&](pqxx::transaction_base& tx) -> absl::StatusOr<int64_t> {
       pqxx::result r = Exec(tx, "delete_conversation", key.tenant_id,
-                                        key.conversation_id);
+                                        key.conversation_id, DistributionKey(key));
       if (r.empty()) return NotFound(key);
       tx.commit();
       return r[0][0].as<int64_t>();
@@ -875,7 +882,7 @@ class PostgresStorage final : public Storage {
       // The row lock serializes appends to one conversation: sequence numbers
       // come from the locked row, so they stay gap-free and ordered.
       pqxx::result locked = Exec(tx, "lock_conversation", request.key.tenant_id,
-                                             request.key.conversation_id);
+                                             request.key.conversation_id, DistributionKey(request.key));
       if (locked.empty()) return NotFound(request.key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
@@ -998,7 +1005,7 @@ class PostgresStorage final : public Storage {
               pg::TextArray(contents), pg::TextArray(tool_names), pg::TextArray(call_ids),
               array(pinned), pg::TextArray(metadata), array(tokens), array(turns),
               request.request_fingerprint, static_cast<int64_t>(numbered.size()),
-              turns.back(), total_tokens, ContentBytes(request.items));
+              turns.back(), total_tokens, ContentBytes(request.items), DistributionKey(request.key));
           if (r.empty()) return std::nullopt;
           tx.commit();
           AppendResult result;
@@ -1023,7 +1030,7 @@ class PostgresStorage final : public Storage {
                                               int limit) override {
     return Run<std::vector<Item>>(ctx, "list items",
                                   [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Item>> {
-      pqxx::result found = Exec(tx, "get_conversation", key.tenant_id, key.conversation_id);
+      pqxx::result found = Exec(tx, "get_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
       if (found.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(found[0]);
       return ParseItems(Exec(tx, 
@@ -1054,11 +1061,11 @@ class PostgresStorage final : public Storage {
                          ParseAppended(Exec(tx, 
                                            "load_appended", key.tenant_id, key.conversation_id,
                                            held->last_sequence, held->storage_key,
-                                           held->compaction_version),
+                                           held->compaction_version, DistributionKey(key)),
                                        key, *held));
         if (delta.kind != ContextDelta::Kind::kReloaded) return delta;
       }
-      return ParseContext(Exec(tx, "load_context", key.tenant_id, key.conversation_id),
+      return ParseContext(Exec(tx, "load_context", key.tenant_id, key.conversation_id, DistributionKey(key)),
                           key);
     });
   }
@@ -1127,7 +1134,7 @@ class PostgresStorage final : public Storage {
     return Run<CompactionResult>(ctx, "commit compaction",
                                  [&](pqxx::transaction_base& tx) -> absl::StatusOr<CompactionResult> {
       pqxx::result locked = Exec(tx, "lock_conversation", commit.key.tenant_id,
-                                             commit.key.conversation_id);
+                                             commit.key.conversation_id, DistributionKey(commit.key));
       if (locked.empty()) return NotFound(commit.key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
@@ -1178,7 +1185,7 @@ class PostgresStorage final : public Storage {
     return Run<Result>(ctx, "acquire compaction lease",
                        [&](pqxx::transaction_base& tx) -> absl::StatusOr<Result> {
       pqxx::result r = Exec(tx, "acquire_lease", key.tenant_id, key.conversation_id,
-                                        holder, absl::ToDoubleSeconds(duration));
+                                        holder, absl::ToDoubleSeconds(duration), DistributionKey(key));
       if (r.empty()) {
         RETURN_IF_ERROR(ConvKeyOf(tx, key).status());
         return Result();  // Someone else holds it.
@@ -1193,7 +1200,7 @@ class PostgresStorage final : public Storage {
                                       const CompactionLease& lease) override {
     return Run<bool>(ctx, "release compaction lease",
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
-      Exec(tx, "release_lease", key.tenant_id, key.conversation_id, lease.token);
+      Exec(tx, "release_lease", key.tenant_id, key.conversation_id, lease.token, DistributionKey(key));
       tx.commit();
       return true;
     }).status();
@@ -1231,7 +1238,7 @@ class PostgresStorage final : public Storage {
     return Run<Item>(ctx, pinned ? "pin item" : "unpin item",
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<Item> {
       pqxx::result locked =
-          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id);
+          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
       if (locked.empty()) return NotFound(key);
       const ConversationRow pinned_row = ParseConversation(locked[0]);
       const int64_t conv_key = pinned_row.conv_key;
@@ -1258,7 +1265,7 @@ class PostgresStorage final : public Storage {
     return Run<RedactResult>(ctx, "redact items",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<RedactResult> {
       pqxx::result locked = Exec(tx, "lock_conversation", request.key.tenant_id,
-                                             request.key.conversation_id);
+                                             request.key.conversation_id, DistributionKey(request.key));
       if (locked.empty()) return NotFound(request.key);
       const ConversationRow row = ParseConversation(locked[0]);
       const int64_t conv_key = row.conv_key;
@@ -1310,7 +1317,7 @@ class PostgresStorage final : public Storage {
                                                 int64_t compaction_version) override {
     return Run<ContextSnapshot>(ctx, "load context at a version",
                                 [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextSnapshot> {
-      pqxx::result found = Exec(tx, "get_conversation", key.tenant_id, key.conversation_id);
+      pqxx::result found = Exec(tx, "get_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
       if (found.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(found[0]);
       if (version < 0 || version > row.conversation.version) {
@@ -1349,7 +1356,7 @@ class PostgresStorage final : public Storage {
     return Run<Conversation>(ctx, "update conversation",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
       pqxx::result locked =
-          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id);
+          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
       if (locked.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
@@ -1361,7 +1368,7 @@ class PostgresStorage final : public Storage {
       Exec(tx, "record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, {u.event});
       ConversationRow updated = ParseConversation(
-          Exec(tx, "get_conversation", key.tenant_id, key.conversation_id)[0]);
+          Exec(tx, "get_conversation", key.tenant_id, key.conversation_id, DistributionKey(key))[0]);
       tx.commit();
       return updated.conversation;
     });
@@ -1392,14 +1399,14 @@ class PostgresStorage final : public Storage {
     return Run<Conversation>(ctx, "record provider overflow",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
       pqxx::result locked =
-          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id);
+          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
       if (locked.empty()) return NotFound(key);
       const int64_t conv_key = ParseConversation(locked[0]).conv_key;
       Exec(tx, "record_overflow", conv_key, correction, prompt_limit);
       Exec(tx, "record_view_state", conv_key);
       InsertEvents(tx, conv_key, {event});
       ConversationRow row = ParseConversation(
-          Exec(tx, "get_conversation", key.tenant_id, key.conversation_id)[0]);
+          Exec(tx, "get_conversation", key.tenant_id, key.conversation_id, DistributionKey(key))[0]);
       tx.commit();
       return row.conversation;
     });
@@ -1452,7 +1459,7 @@ class PostgresStorage final : public Storage {
   // The conversation's internal key; NOT_FOUND if the tenant has no such
   // conversation.
   absl::StatusOr<int64_t> ConvKeyOf(pqxx::transaction_base& tx, const ConversationKey& key) {
-    pqxx::result r = Exec(tx, "conv_key", key.tenant_id, key.conversation_id);
+    pqxx::result r = Exec(tx, "conv_key", key.tenant_id, key.conversation_id, DistributionKey(key));
     if (r.empty()) return NotFound(key);
     return r[0][0].as<int64_t>();
   }

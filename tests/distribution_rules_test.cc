@@ -5,12 +5,11 @@
 // - every table carries the conversation key;
 // - every primary key, unique constraint and unique index includes it;
 // - every foreign key includes it on both sides;
-// - sequences and identity columns are per table, never shared.
-// One rule is not met yet and is listed as such (kKnownExceptions): the
-// (tenant_id, conversation_id) uniqueness of `conversations`. Anything else
-// that breaks a rule fails the test.
+// - sequences and identity columns are per table, never shared;
+// - the key is derived from what names a conversation, (tenant_id,
+//   conversation_id), the same in SQL and in C++, so that a lookup by name
+//   is routed with no cross-shard unique index.
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,7 @@
 
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "storage/distribution_key.h"
 #include "tests/pg_harness.h"
 
 namespace convstate {
@@ -25,14 +25,6 @@ namespace {
 
 using testing::ScratchDatabase;
 
-
-// Constraint or index names that break a rule today, and why they may.
-const std::set<std::string> kKnownExceptions = {
-    // Lookups by (tenant, conversation id) rely on it; on Citus it needs a
-    // reference table from (tenant_id, conversation_id) to conv_key, or a
-    // key derived from them (see docs/deployment.md).
-    "conversations_tenant_id_conversation_id_key",
-};
 
 std::vector<std::string> Rows(const ScratchDatabase& db, const std::string& sql) {
   pqxx::connection c(db.url());
@@ -42,13 +34,6 @@ std::vector<std::string> Rows(const ScratchDatabase& db, const std::string& sql)
   return out;
 }
 
-std::vector<std::string> Unexcepted(std::vector<std::string> names) {
-  std::vector<std::string> out;
-  for (std::string& n : names) {
-    if (!kKnownExceptions.count(n)) out.push_back(std::move(n));
-  }
-  return out;
-}
 
 // On plain tables, and on the layout of hash partitions.
 class DistributionRulesTest : public ::testing::TestWithParam<int> {
@@ -95,7 +80,7 @@ TEST_P(DistributionRulesTest, EveryKeyAndUniqueIndexIncludesIt) {
       "AND i.indrelid IN (" + Tables() + ") AND NOT EXISTS (SELECT 1 FROM pg_attribute a "
       "WHERE a.attrelid = i.indrelid AND a.attname = 'conv_key' "
       "AND a.attnum = ANY (i.indkey::int2[])) ORDER BY 1";
-  EXPECT_EQ(absl::StrJoin(Unexcepted(Rows(*db_, sql)), ", "), "");
+  EXPECT_EQ(absl::StrJoin(Rows(*db_, sql), ", "), "");
 }
 
 TEST_P(DistributionRulesTest, EveryForeignKeyIncludesItOnBothSides) {
@@ -106,7 +91,7 @@ TEST_P(DistributionRulesTest, EveryForeignKeyIncludesItOnBothSides) {
       "JOIN pg_attribute a ON a.attrelid = f.conrelid AND a.attnum = k.here "
       "JOIN pg_attribute b ON b.attrelid = f.confrelid AND b.attnum = k.there "
       "WHERE a.attname = 'conv_key' AND b.attname = 'conv_key') ORDER BY 1";
-  EXPECT_EQ(absl::StrJoin(Unexcepted(Rows(*db_, sql)), ", "), "");
+  EXPECT_EQ(absl::StrJoin(Rows(*db_, sql), ", "), "");
 }
 
 TEST_P(DistributionRulesTest, NoSequenceIsSharedBetweenTables) {
@@ -118,14 +103,23 @@ TEST_P(DistributionRulesTest, NoSequenceIsSharedBetweenTables) {
   EXPECT_EQ(absl::StrJoin(Rows(*db_, sql), ", "), "");
 }
 
-TEST_P(DistributionRulesTest, TheKnownExceptionsStillExist) {
-  // When one is fixed, it leaves the list: the list never hides a new one.
-  for (const std::string& name : kKnownExceptions) {
-    EXPECT_EQ(Rows(*db_, "SELECT count(*) FROM pg_class WHERE relname = '" + name + "'"),
-              std::vector<std::string>{"1"})
-        << name << " is gone: remove it from kKnownExceptions";
+TEST_P(DistributionRulesTest, TheKeyIsDerivedFromTheConversationsName) {
+  const std::vector<ConversationKey> names = {
+      {"acme", "support-42"}, {"", ""}, {"a", "bc"}, {"ab", "c"},
+      {"t\u00e9nant", "\u4f1a\u8bdd \U0001F600"}, {std::string(300, 'x'), "y"}};
+  for (const ConversationKey& name : names) {
+    pqxx::connection c(db_->url());
+    pqxx::nontransaction n(c);
+    const int64_t in_sql = n.exec_params("SELECT conversation_key($1, $2)", name.tenant_id,
+                                         name.conversation_id)[0][0]
+                               .as<int64_t>();
+    EXPECT_EQ(in_sql, DistributionKey(name)) << name.tenant_id << "/" << name.conversation_id;
+    EXPECT_GE(in_sql, 0);
   }
+  // The separator keeps names apart that concatenate alike.
+  EXPECT_NE(DistributionKey({"a", "bc"}), DistributionKey({"ab", "c"}));
 }
+
 
 INSTANTIATE_TEST_SUITE_P(Layouts, DistributionRulesTest, ::testing::Values(0, 4),
                          [](const ::testing::TestParamInfo<int>& info) {

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "migrations/embedded_migrations.h"
@@ -188,8 +189,8 @@ TEST(MigrationsTest, PartitionsAreRefusedOnceConversationsExist) {
   auto db = ScratchDatabase::Create(/*migrate=*/true);
   ASSERT_TRUE(db.ok()) << db.status();
   ASSERT_TRUE((*db)->Exec("DROP TABLE schema_layout").ok());
-  ASSERT_TRUE((*db)->Exec("INSERT INTO conversations (tenant_id, conversation_id, model) "
-                          "VALUES ('t', 'c', 'm')")
+  ASSERT_TRUE((*db)->Exec("INSERT INTO conversations (conv_key, tenant_id, conversation_id, "
+                          "model) VALUES (conversation_key('t', 'c'), 't', 'c', 'm')")
                   .ok());
   auto r = ApplyMigrations((*db)->url(), EmbeddedMigrations(), absl::Seconds(5), Partitions(4));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
@@ -200,6 +201,83 @@ TEST(MigrationsTest, PartitionsAreRefusedOnceConversationsExist) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->hash_partitions, 0);
 }
+
+// Conversations stored before keys were derived from names (0013) move to
+// their derived key in every table, on plain tables and on hash partitions,
+// keep everything they held and their old key as their incarnation.
+class RekeyTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(RekeyTest, ExistingConversationsMoveToTheirDerivedKeys) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::vector<Migration> before;
+  for (const Migration& m : EmbeddedMigrations()) {
+    if (m.version < 13) before.push_back(m);
+  }
+  ASSERT_TRUE(ApplyMigrations((*db)->url(), before, absl::Seconds(5), Partitions(GetParam())).ok());
+  for (const char* id : {"alpha", "beta", "\u00e9t\u00e9"}) {
+    const std::string sql = absl::StrCat(
+        "WITH c AS (INSERT INTO conversations (tenant_id, conversation_id, model) VALUES ('acme', '",
+        id, "', 'gpt-4o') RETURNING conv_key), "
+        "i AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, token_count) "
+        "SELECT conv_key, n, n, 'user', 'message', 'item ' || n, 2 FROM c, generate_series(1, 3) n "
+        "RETURNING conv_key), "
+        "s AS (INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, through_sequence, "
+        "text, token_count, summarizer_model, prompt_version) "
+        "SELECT conv_key, 1, 1, 2, 'summary', 1, 'm', 'p' FROM c), "
+        "e AS (INSERT INTO compaction_events (conv_key, event) SELECT conv_key, 'compacted' FROM c), "
+        "k AS (INSERT INTO idempotency_keys (conv_key, idempotency_key, request_fingerprint, "
+        "first_sequence, last_sequence, version) SELECT conv_key, 'key', 'f', 1, 3, 1 FROM c) "
+        "SELECT 1");
+    ASSERT_TRUE((*db)->Exec(sql).ok()) << sql;
+    ASSERT_TRUE((*db)->Exec(absl::StrCat("INSERT INTO item_pins (conv_key, sequence, pinned) "
+                                         "SELECT conv_key, 2, true FROM conversations WHERE "
+                                         "conversation_id = '", id, "'"))
+                    .ok());
+  }
+  const std::string foreign_keys = *(*db)->QueryValue(
+      "SELECT string_agg(conname::text, ',' ORDER BY conname) FROM pg_constraint "
+      "WHERE contype = 'f' AND conparentid = 0");
+  const std::string old_keys =
+      *(*db)->QueryValue("SELECT string_agg(conv_key::text, ',' ORDER BY conv_key) FROM conversations");
+
+  auto all = ApplyMigrations((*db)->url(), EmbeddedMigrations());
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->hash_partitions, GetParam());
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM conversations WHERE conv_key = "
+                               "conversation_key(tenant_id, conversation_id)"),
+            "3");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT string_agg(incarnation::text, ',' ORDER BY incarnation) "
+                               "FROM conversations"),
+            old_keys);
+  for (const char* table : {"items", "summary_chunks", "compaction_events", "idempotency_keys",
+                            "item_pins"}) {
+    EXPECT_EQ(*(*db)->QueryValue(absl::StrCat(
+                  "SELECT count(*) FILTER (WHERE c.conv_key IS NULL) || '/' || count(*) FROM ",
+                  table, " t LEFT JOIN conversations c USING (conv_key)")),
+              absl::StrCat("0/", std::string(table) == "items" ? 9 : 3))
+        << table;
+  }
+  // The foreign keys are back, and items are append-only again.
+  EXPECT_EQ(*(*db)->QueryValue("SELECT string_agg(conname::text, ',' ORDER BY conname) "
+                               "FROM pg_constraint WHERE contype = 'f' AND conparentid = 0"),
+            foreign_keys);
+  EXPECT_THAT(foreign_keys, ::testing::HasSubstr("item_pins"));
+  EXPECT_FALSE((*db)->Exec("UPDATE items SET content = 'changed'").ok());
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM pg_trigger WHERE tgname = "
+                               "'items_append_only' AND tgenabled <> 'O'"),
+            "0");
+  // Deleting still cascades to every table.
+  ASSERT_TRUE((*db)->Exec("DELETE FROM conversations WHERE conversation_id = 'alpha'").ok());
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items"), "6");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM item_pins"), "2");
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, RekeyTest, ::testing::Values(0, 4),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param == 0 ? std::string("plain")
+                                                  : "partitioned" + std::to_string(info.param);
+                         });
 
 TEST(MigrationsTest, UnreachableDatabaseIsUnavailable) {
   auto r = ApplyMigrations("postgresql://postgres@127.0.0.1:1/none", EmbeddedMigrations(),

@@ -3,12 +3,19 @@
 
 #include "storage/postgres_storage.h"
 
+#include <map>
 #include <memory>
 
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/distribution_key.h"
 #include "storage/storage_conformance.h"
 #include "tests/pg_harness.h"
 
@@ -111,6 +118,96 @@ INSTANTIATE_TEST_SUITE_P(Routes, PostgresRouteTest,
                          [](const ::testing::TestParamInfo<Route>& info) {
                            return info.param == Route::kDirect ? "direct" : "pgbouncer";
                          });
+
+// Reads of each hash partition so far ("name:count,..."), as the statistics
+// collector has them: a backend reports its counts when it goes idle or
+// exits, so this waits until two looks 300 ms apart agree.
+std::map<std::string, int64_t> PartitionReads(const ScratchDatabase& db) {
+  const std::string sql =
+      "SELECT coalesce(string_agg(relname || ':' || (seq_scan + coalesce(idx_scan, 0)), ','), '') "
+      "FROM pg_stat_user_tables WHERE relname ~ '_p[0-9]+$'";
+  std::string last = "none";
+  for (int i = 0; i < 50; ++i) {
+    const std::string now = db.QueryValue(sql).value_or("");
+    if (now == last) break;
+    last = now;
+    absl::SleepFor(absl::Milliseconds(300));
+  }
+  std::map<std::string, int64_t> reads;
+  for (absl::string_view entry : absl::StrSplit(last, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(entry, ':');
+    int64_t n = 0;
+    EXPECT_TRUE(absl::SimpleAtoi(kv.second, &n)) << entry;
+    reads[kv.first] = n;
+  }
+  return reads;
+}
+
+// On hash partitions, calls about one conversation read only the partition
+// of its key in each table: the statements name it by conv_key, so
+// PostgreSQL prunes the others (and Citus would route to one shard). Read
+// from the statistics of every partition, before the calls (the layout's
+// own checks read every partition) and after the storage's connections
+// have closed.
+TEST(PartitionRoutingTest, CallsAboutOneConversationReadOnePartition) {
+  constexpr int kPartitions = 4;
+  auto db = ScratchDatabase::Create(/*migrate=*/true, kPartitions);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::map<std::string, int64_t> before = PartitionReads(**db);
+  ASSERT_EQ(before.size(), 4u * kPartitions);
+  const ConversationKey key{"acme", "routed"};
+  {
+    PostgresOptions options;
+    options.database_url = (*db)->url();
+    options.pool_size = 2;
+    auto storage = NewPostgresStorage(options);
+    ASSERT_TRUE(storage.ok()) << storage.status();
+    Storage& s = **storage;
+    CallContext ctx;
+    CreateWithMessage(s, key, "first");
+    NewConversation again;
+    again.key = key;
+    again.model = "m";
+    EXPECT_TRUE(absl::IsAlreadyExists(s.CreateConversation(ctx, again).status()));
+    for (const char* text : {"second", "third"}) {
+      AppendRequest req;
+      req.key = key;
+      req.idempotency_key = text;
+      req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage, text, "", "", false, {}, 2});
+      ASSERT_TRUE(s.AppendItems(ctx, req).ok());
+    }
+    ASSERT_TRUE(s.SetPinned(ctx, key, 1, true).ok());
+    auto held = s.LoadContextSince(ctx, key, nullptr);
+    ASSERT_TRUE(held.ok()) << held.status();
+    ASSERT_TRUE(s.LoadContextSince(ctx, key, &held->snapshot.conversation).ok());
+    ASSERT_TRUE(s.GetConversation(ctx, key).ok());
+    ASSERT_TRUE(s.ListItems(ctx, key, 0, 10).ok());
+    ASSERT_TRUE(s.ListSummaries(ctx, key, true).ok());
+    ASSERT_TRUE(s.ListCompactionEvents(ctx, key).ok());
+    auto lease = s.TryAcquireCompactionLease(ctx, key, "test", absl::Seconds(5));
+    ASSERT_TRUE(lease.ok() && lease->has_value()) << lease.status();
+    ASSERT_TRUE(s.ReleaseCompactionLease(ctx, key, **lease).ok());
+  }
+  // The remainder of the key's hash, the same in every table.
+  std::string remainder;
+  for (int r = 0; r < kPartitions && remainder.empty(); ++r) {
+    if (*(*db)->QueryValue(absl::StrCat("SELECT satisfies_hash_partition('items'::regclass, ",
+                                        kPartitions, ", ", r, ", ", DistributionKey(key),
+                                        "::bigint)")) == "t") {
+      remainder = std::to_string(r);
+    }
+  }
+  ASSERT_FALSE(remainder.empty());
+  std::vector<std::string> read;
+  for (const auto& [name, n] : PartitionReads(**db)) {
+    if (n > before.at(name)) read.push_back(name);
+  }
+  const std::string partition = "_p" + remainder;
+  EXPECT_THAT(read, ::testing::Contains("items" + partition));
+  for (const std::string& name : read) {
+    EXPECT_TRUE(absl::EndsWith(name, partition)) << name << " was read too";
+  }
+}
 
 TEST(PostgresStorageTest, UnreachableDatabaseIsUnavailable) {
   PostgresOptions options;
