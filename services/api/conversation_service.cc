@@ -985,6 +985,11 @@ absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
   for (const std::string& action : plan.actions) out.add_planned_actions(action);
   if (plan.cannot_fit.has_value()) out.add_planned_actions("cannot fit: " + *plan.cannot_fit);
   out.set_projected_total(plan.projected_tokens);
+  const ModelProfile& p = resolved.profile;
+  out.mutable_thresholds()->set_soft(Threshold(p, p.soft_threshold));
+  out.mutable_thresholds()->set_hard(Threshold(p, p.hard_threshold));
+  out.mutable_thresholds()->set_emergency(Threshold(p, p.emergency_threshold));
+  out.mutable_thresholds()->set_token_floor(p.token_floor);
   return out;
 }
 

@@ -150,6 +150,19 @@ TEST_F(ConversationServiceTest, CreateFillsDefaultsAndGeneratesIds) {
   EXPECT_NE(other->conversation_id(), c->conversation_id());
 }
 
+TEST_F(ConversationServiceTest, InspectNamesTheBandsInTokens) {
+  Create("c");
+  v1::InspectContextRequest req;
+  req.set_conversation_id("c");
+  auto out = service_.InspectContext(ctx_, req);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // The default profile's fractions (0.70, 0.80, 0.95) of a 128,000 window.
+  EXPECT_EQ(out->thresholds().soft(), 89600);
+  EXPECT_EQ(out->thresholds().hard(), 102400);
+  EXPECT_EQ(out->thresholds().emergency(), 121600);
+  EXPECT_EQ(out->band(), v1::BAND_NORMAL);
+}
+
 TEST_F(ConversationServiceTest, CreateRejectsBadInputNamingTheField) {
   struct Case {
     std::function<void(v1::CreateConversationRequest&)> mutate;
