@@ -4,6 +4,7 @@
 // layout are checked against what the API answers. The screenshot is kept
 // as a test output (report.png in TEST_UNDECLARED_OUTPUTS_DIR).
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include "tests/pg_harness.h"
 #include "tests/rpc_helpers.h"
 #include "tests/server_process.h"
+#include "tests/test_credentials.h"
 #include "tests/test_profiles.h"
 
 namespace convstate {
@@ -50,18 +52,6 @@ std::string Slurp(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
 }
 
 // Runs a command line; its exit code, stdout and stderr.
@@ -268,6 +258,46 @@ TEST_F(ConvstatectlE2eTest, FailuresExitWithTheirStatus) {
   r = Shell(Ctl() + " --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_THAT(r.out, HasSubstr("exit codes"));
+}
+
+// Over TLS with a bearer token, as an operator reaches a deployed server:
+// the token decides the tenant; a wrong one is UNAUTHENTICATED (16), a
+// reader's token may not compact (PERMISSION_DENIED, 7).
+TEST_F(ConvstatectlE2eTest, TlsAndTokens) {
+  ASSERT_TRUE(testing::MakeCa("ca") && testing::MakeCert("server", "ca")) << "openssl failed";
+  const testing::Token op = testing::MakeToken("acme", "operator", "ops-team");
+  const testing::Token reader = testing::MakeToken("acme", "reader", "auditor");
+  ASSERT_FALSE(op.secret.empty() || reader.secret.empty());
+  const std::string access = Tmp() + "/access.textproto";
+  std::ofstream(access) << op.entry << "\n" << reader.entry << "\n";
+  ASSERT_EQ(chmod(access.c_str(), 0600), 0);
+  const std::string dir = testing::TestDir();
+  auto secured = ServerProcess::Start({"--database_url=" + db_->url(), "--access_file=" + access,
+                                       "--tls_cert=" + dir + "/server.pem",
+                                       "--tls_key=" + dir + "/server.key"});
+  ASSERT_TRUE(secured.ok()) << secured.status();
+  const std::string base = absl::StrCat(Ctl(), " --address=localhost:", (*secured)->port(),
+                                        " --cacert=", dir, "/ca.pem");
+  Outcome r = Shell(absl::StrCat(base, " --token=", op.secret, " --json show acme-ops"));
+  EXPECT_EQ(r.code, 5) << r.err;  // Not created yet, in the token's tenant.
+  // Written by hand, as an operator might.
+  std::ofstream(Tmp() + "/acme.jsonl")
+      << "{\"conversation\": {\"conversationId\": \"acme-ops\", \"model\": \"gpt-4o\"}}\n";
+  r = Shell(absl::StrCat("CONVSTATE_TOKEN=", op.secret, " ", base, " import ", Tmp(),
+                         "/acme.jsonl"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = Shell(absl::StrCat(base, " --token=", op.secret, " --json show acme-ops"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"tenantId\":\"acme\""));
+  r = Shell(absl::StrCat(base, " --token=", reader.secret, " compact acme-ops"));
+  EXPECT_EQ(r.code, 7) << r.err;
+  r = Shell(absl::StrCat(base, " --token=cst_wrong show acme-ops"));
+  EXPECT_EQ(r.code, 16) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("UNAUTHENTICATED"));
+  // Plaintext to a TLS port does not get through.
+  r = Shell(absl::StrCat(Ctl(), " --address=localhost:", (*secured)->port(),
+                         " --timeout_ms=2000 --token=", op.secret, " show acme-ops"));
+  EXPECT_EQ(r.code, 14) << r.err;
 }
 
 // Numbers the page carries in an attribute, from Chromium's serialized DOM.

@@ -491,11 +491,22 @@ class Commands {
     return 0;
   }
 
-  // The value of a line's one key ({"conversation": {...}}), as JSON text.
-  static bool Unwrap(const std::string& line, const std::string& key, std::string* inner) {
-    const std::string head = "{\"" + key + "\":";
-    if (!absl::StartsWith(line, head) || line.empty() || line.back() != '}') return false;
-    *inner = line.substr(head.size(), line.size() - head.size() - 1);
+  // The value of a line's one key ({"conversation": {...}}), as JSON text;
+  // spaces around the key's colon and the closing brace are allowed.
+  static bool Unwrap(std::string line, const std::string& key, std::string* inner) {
+    auto trim = [](std::string& s) {
+      while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
+      size_t lead = 0;
+      while (lead < s.size() && (s[lead] == ' ' || s[lead] == '\t')) ++lead;
+      s.erase(0, lead);
+    };
+    trim(line);
+    const std::string head = "{\"" + key + "\"";
+    if (!absl::StartsWith(line, head) || line.back() != '}') return false;
+    std::string rest = line.substr(head.size(), line.size() - head.size() - 1);
+    trim(rest);
+    if (rest.empty() || rest[0] != ':') return false;
+    *inner = rest.substr(1);
     return true;
   }
 
