@@ -127,10 +127,18 @@ struct Step {
   std::string when;
 };
 
+}  // namespace
+
+bool IsStep(const std::string& event) {
+  return event == "completed" || event == "pruned" || event == "folded" || event == "truncated";
+}
+
+namespace {
+
 std::vector<Step> Steps(const std::vector<v1::CompactionEvent>& events) {
   std::vector<Step> out;
   for (const v1::CompactionEvent& e : events) {
-    if (e.event() != "completed" || e.tokens_before() <= 0) continue;
+    if (!IsStep(e.event()) || e.tokens_before() <= 0) continue;
     out.push_back({e.event_id(), e.tier(), e.tokens_before(), e.tokens_after(),
                    e.has_create_time() ? absl::StrCat(e.create_time().seconds()) : ""});
   }

@@ -30,6 +30,10 @@ struct ReportData {
 // data-section, data-event-id) for checks.
 std::string RenderReport(const ReportData& data);
 
+// Whether an audit row is a compaction that moved the view (completed,
+// pruned, folded, truncated): a step of the report's sawtooth.
+bool IsStep(const std::string& event);
+
 // `text` with &, <, >, " and ' escaped for HTML text and attributes.
 std::string HtmlEscape(const std::string& text);
 
