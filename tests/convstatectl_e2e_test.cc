@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -47,21 +46,14 @@ struct Outcome {
 
 std::string Tmp() { return std::getenv("TEST_TMPDIR"); }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Runs a command line; its exit code, stdout and stderr.
 Outcome Shell(const std::string& command) {
   const std::string out = Tmp() + "/cmd.out", err = Tmp() + "/cmd.err";
   const int status = std::system((command + " >" + out + " 2>" + err).c_str());
   Outcome r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(out);
-  r.err = Slurp(err);
+  r.out = testing::ReadFile(out);
+  r.err = testing::ReadFile(err);
   return r;
 }
 
@@ -222,7 +214,7 @@ TEST_F(ConvstatectlE2eTest, ExportThenImportKeepsEveryItem) {
   r = Cli(absl::StrCat("import ", file, " --as ops-copy"));
   ASSERT_EQ(r.code, 0) << r.err;
   // The originals less the summary markers compaction wrote.
-  const std::string original = Slurp(file);
+  const std::string original = testing::ReadFile(file);
   int items = 0, markers = 0;
   for (absl::string_view line : absl::StrSplit(original, '\n', absl::SkipEmpty())) {
     if (!absl::StartsWith(line, "{\"item\":")) continue;
@@ -448,7 +440,7 @@ document.getElementById('f').onload = () => {
   Outcome shot = Shell(chromium + "--hide-scrollbars --window-size=1100,1500 --screenshot=" + png +
                    " file://" + report);
   ASSERT_EQ(shot.code, 0) << shot.err;
-  const std::string image = Slurp(png);
+  const std::string image = testing::ReadFile(png);
   ASSERT_GT(image.size(), 10000u);
   EXPECT_EQ(image.substr(1, 3), "PNG");
 }
