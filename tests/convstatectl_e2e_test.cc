@@ -252,21 +252,28 @@ TEST_F(ConvstatectlE2eTest, FailuresExitWithTheirStatus) {
   EXPECT_THAT(r.out, HasSubstr("exit codes"));
 }
 
-// Over TLS with a bearer token, as an operator reaches a deployed server:
-// the token decides the tenant; a wrong one is UNAUTHENTICATED (16), a
-// reader's token may not compact (PERMISSION_DENIED, 7).
+// Over TLS with a bearer token or a client certificate, as an operator
+// reaches a deployed server: the credential decides the tenant; a wrong
+// token is UNAUTHENTICATED (16), a reader's token may not compact
+// (PERMISSION_DENIED, 7).
 TEST_F(ConvstatectlE2eTest, TlsAndTokens) {
-  ASSERT_TRUE(testing::MakeCa("ca") && testing::MakeCert("server", "ca")) << "openssl failed";
+  ASSERT_TRUE(testing::MakeCa("ca") && testing::MakeCert("server", "ca") &&
+              testing::MakeCert("ops-cert", "ca"))
+      << "openssl failed";
   const testing::Token op = testing::MakeToken("acme", "operator", "ops-team");
   const testing::Token reader = testing::MakeToken("acme", "reader", "auditor");
   ASSERT_FALSE(op.secret.empty() || reader.secret.empty());
   const std::string access = Tmp() + "/access.textproto";
-  std::ofstream(access) << op.entry << "\n" << reader.entry << "\n";
+  std::ofstream(access) << op.entry << "\n" << reader.entry << "\n"
+                        << "certificates { identity: 'ops-cert' tenant: 'acme' role: "
+                           "ROLE_OPERATOR }\n";
   ASSERT_EQ(chmod(access.c_str(), 0600), 0);
   const std::string dir = testing::TestDir();
   auto secured = ServerProcess::Start({"--database_url=" + db_->url(), "--access_file=" + access,
                                        "--tls_cert=" + dir + "/server.pem",
-                                       "--tls_key=" + dir + "/server.key"});
+                                       "--tls_key=" + dir + "/server.key",
+                                       "--tls_client_ca=" + dir + "/ca.pem",
+                                       "--tls_client_auth=optional"});
   ASSERT_TRUE(secured.ok()) << secured.status();
   const std::string base = absl::StrCat(Ctl(), " --address=localhost:", (*secured)->port(),
                                         " --cacert=", dir, "/ca.pem");
@@ -281,6 +288,13 @@ TEST_F(ConvstatectlE2eTest, TlsAndTokens) {
   r = Shell(absl::StrCat(base, " --token=", op.secret, " --json show acme-ops"));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"tenantId\":\"acme\""));
+  // A client certificate instead of a token (mutual TLS).
+  r = Shell(absl::StrCat(base, " --cert=", dir, "/ops-cert.pem --key=", dir,
+                         "/ops-cert.key history acme-ops"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = Shell(absl::StrCat(base, " --cert=", dir, "/ops-cert.pem history acme-ops"));
+  EXPECT_EQ(r.code, 64) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--cert and --key go together"));
   r = Shell(absl::StrCat(base, " --token=", reader.secret, " compact acme-ops"));
   EXPECT_EQ(r.code, 7) << r.err;
   r = Shell(absl::StrCat(base, " --token=cst_wrong show acme-ops"));
