@@ -786,21 +786,20 @@ class PostgresStorage final : public Storage {
                                                   const NewConversation& nc) override {
     auto result = Run<Conversation>(ctx, "create conversation",
                                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
-      pqxx::result r = Exec(tx, 
-          "create_conversation", nc.key.tenant_id, nc.key.conversation_id, nc.model,
-          nc.system_prompt, nc.pinned_instructions, MetadataToJson(nc.metadata),
-          OverridesToJson(nc.overrides), nc.system_prompt_tokens,
-          nc.pinned_instructions_tokens, nc.continued_from, nc.count_encoding, DistributionKey(nc.key));
+      pqxx::result r = ExecNamed(
+          tx, "create_conversation", nc.key, nc.model, nc.system_prompt, nc.pinned_instructions,
+          MetadataToJson(nc.metadata), OverridesToJson(nc.overrides), nc.system_prompt_tokens,
+          nc.pinned_instructions_tokens, nc.continued_from, nc.count_encoding);
       ConversationRow row = ParseConversation(r[0]);
       if (!nc.continued_from.empty()) {
         int64_t chunk_id = 0;
         int64_t facts = 0;
         for (const SummaryChunk& chunk : nc.carried_chunks) {
           Exec(tx, "insert_chunk", row.conv_key, ++chunk_id, chunk.from_sequence,
-                           chunk.through_sequence, chunk.text, chunk.token_count,
-                           chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
-                           chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
-                           chunk.recall.value_or(-1.0));
+               chunk.through_sequence, chunk.text, chunk.token_count,
+               chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
+               chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
+               chunk.recall.value_or(-1.0));
           facts += static_cast<int64_t>(chunk.facts.size());
         }
         InsertEvents(tx, row.conv_key, {ContinuedEvent(nc, facts)});
@@ -820,8 +819,7 @@ class PostgresStorage final : public Storage {
                                                const ConversationKey& key) override {
     return Run<Conversation>(ctx, "get conversation",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
-      pqxx::result r = Exec(tx, "get_conversation", key.tenant_id,
-                                        key.conversation_id, DistributionKey(key));
+      pqxx::result r = ExecNamed(tx, "get_conversation", key);
       if (r.empty()) return NotFound(key);
       return ParseConversation(r[0]).conversation;
     });
@@ -856,8 +854,7 @@ class PostgresStorage final : public Storage {
                                              const ConversationKey& key) override {
     return Run<int64_t>(ctx, "delete conversation",
                         [&](pqxx::transaction_base& tx) -> absl::StatusOr<int64_t> {
-      pqxx::result r = Exec(tx, "delete_conversation", key.tenant_id,
-                                        key.conversation_id, DistributionKey(key));
+      pqxx::result r = ExecNamed(tx, "delete_conversation", key);
       if (r.empty()) return NotFound(key);
       tx.commit();
       return r[0][0].as<int64_t>();
@@ -881,24 +878,23 @@ class PostgresStorage final : public Storage {
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<AppendResult> {
       // The row lock serializes appends to one conversation: sequence numbers
       // come from the locked row, so they stay gap-free and ordered.
-      pqxx::result locked = Exec(tx, "lock_conversation", request.key.tenant_id,
-                                             request.key.conversation_id, DistributionKey(request.key));
+      pqxx::result locked = ExecNamed(tx, "lock_conversation", request.key);
       if (locked.empty()) return NotFound(request.key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
 
       if (!request.idempotency_key.empty()) {
         pqxx::result seen = Exec(tx, "find_idempotency_key", row.conv_key,
-                                             request.idempotency_key);
+                                 request.idempotency_key);
         if (!seen.empty()) {
           if (seen[0][0].as<std::string>() != request.request_fingerprint) {
             return absl::AlreadyExistsError(
                 "idempotency_key: already used for a different request");
           }
           AppendResult replay;
-          replay.items = ParseItems(Exec(tx, 
-              row.conversation.recounted ? "items_range_recounted" : "items_range", row.conv_key,
-              seen[0][1].as<int64_t>(), seen[0][2].as<int64_t>(),
+          replay.items = ParseItems(Exec(
+              tx, row.conversation.recounted ? "items_range_recounted" : "items_range",
+              row.conv_key, seen[0][1].as<int64_t>(), seen[0][2].as<int64_t>(),
               row.conversation.count_encoding));
           replay.version = seen[0][3].as<int64_t>();
           replay.replayed = true;
@@ -926,11 +922,11 @@ class PostgresStorage final : public Storage {
         const ItemData& data = item.data;
         tokens += data.token_count;
         Exec(tx, "insert_item", row.conv_key, item.sequence, item.turn_index,
-                         std::string(RoleName(data.role)),
-                         std::string(ItemKindName(data.kind)), data.content,
-                         data.tool_name, data.tool_call_id, data.pinned,
-                         MetadataToJson(data.metadata), data.token_count,
-                         item.appended_version);
+             std::string(RoleName(data.role)),
+             std::string(ItemKindName(data.kind)), data.content,
+             data.tool_name, data.tool_call_id, data.pinned,
+             MetadataToJson(data.metadata), data.token_count,
+             item.appended_version);
       }
       const int64_t sequence = result.items.back().sequence;
       const int64_t turn = result.items.back().turn_index;
@@ -939,14 +935,14 @@ class PostgresStorage final : public Storage {
         correction = UpdateCorrection(correction, usage->input_tokens,
                                       usage->estimated_input_tokens);
       }
-      pqxx::result bumped = Exec(tx, 
-          "bump_conversation", row.conv_key, static_cast<int64_t>(items.size()),
+      pqxx::result bumped = Exec(
+          tx, "bump_conversation", row.conv_key, static_cast<int64_t>(items.size()),
           sequence, turn, tokens, correction, ContentBytes(items));
       if (usage.has_value()) {
         const UsageReport& u = *usage;
         Exec(tx, "insert_usage", row.conv_key, sequence, u.input_tokens,
-                         u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
-                         u.estimated_input_tokens, correction);
+             u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
+             u.estimated_input_tokens, correction);
       }
       result.version = bumped[0][0].as<int64_t>();
       // Items take the transaction's now(), like updated_at.
@@ -954,8 +950,8 @@ class PostgresStorage final : public Storage {
       for (Item& item : result.items) item.create_time = now;
       if (!request.idempotency_key.empty()) {
         Exec(tx, "insert_idempotency_key", row.conv_key, request.idempotency_key,
-                         request.request_fingerprint, result.items.front().sequence,
-                         sequence, result.version);
+             request.request_fingerprint, result.items.front().sequence,
+             sequence, result.version);
       }
       tx.commit();
       return result;
@@ -998,14 +994,13 @@ class PostgresStorage final : public Storage {
     return Run<std::optional<AppendResult>>(
         ctx, "append items",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::optional<AppendResult>> {
-          const pqxx::result r = Exec(tx, 
-              "append_items", request.key.tenant_id, request.key.conversation_id,
-              request.expected_version.value_or(-1), request.expected_model,
-              request.idempotency_key, pg::TextArray(roles), pg::TextArray(kinds),
-              pg::TextArray(contents), pg::TextArray(tool_names), pg::TextArray(call_ids),
-              array(pinned), pg::TextArray(metadata), array(tokens), array(turns),
-              request.request_fingerprint, static_cast<int64_t>(numbered.size()),
-              turns.back(), total_tokens, ContentBytes(request.items), DistributionKey(request.key));
+          const pqxx::result r = ExecNamed(
+              tx, "append_items", request.key, request.expected_version.value_or(-1),
+              request.expected_model, request.idempotency_key, pg::TextArray(roles),
+              pg::TextArray(kinds), pg::TextArray(contents), pg::TextArray(tool_names),
+              pg::TextArray(call_ids), array(pinned), pg::TextArray(metadata), array(tokens),
+              array(turns), request.request_fingerprint, static_cast<int64_t>(numbered.size()),
+              turns.back(), total_tokens, ContentBytes(request.items));
           if (r.empty()) return std::nullopt;
           tx.commit();
           AppendResult result;
@@ -1030,11 +1025,11 @@ class PostgresStorage final : public Storage {
                                               int limit) override {
     return Run<std::vector<Item>>(ctx, "list items",
                                   [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Item>> {
-      pqxx::result found = Exec(tx, "get_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
+      pqxx::result found = ExecNamed(tx, "get_conversation", key);
       if (found.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(found[0]);
-      return ParseItems(Exec(tx, 
-          row.conversation.recounted ? "list_items_recounted" : "list_items", row.conv_key,
+      return ParseItems(Exec(
+          tx, row.conversation.recounted ? "list_items_recounted" : "list_items", row.conv_key,
           after_sequence, limit, row.conversation.count_encoding));
     });
   }
@@ -1050,7 +1045,8 @@ class PostgresStorage final : public Storage {
   // held snapshot (what a warm call needs), everything otherwise; and a
   // second one with everything when the row says more than appends
   // happened. No transaction is opened around them; the connection's
-  // default statement_timeout bounds each.
+  // default statement_timeout bounds each (behind a pooler, Run puts them
+  // in a read-only transaction with the call's timeout).
   absl::StatusOr<ContextDelta> LoadContextSince(const CallContext& ctx,
                                                 const ConversationKey& key,
                                                 const Conversation* held) override {
@@ -1058,14 +1054,12 @@ class PostgresStorage final : public Storage {
         ctx, "load context", [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextDelta> {
       if (held != nullptr) {
         ASSIGN_OR_RETURN(ContextDelta delta,
-                         ParseAppended(Exec(tx, 
-                                           "load_appended", key.tenant_id, key.conversation_id,
-                                           held->last_sequence, held->storage_key,
-                                           held->compaction_version, DistributionKey(key)),
+                         ParseAppended(ExecNamed(tx, "load_appended", key, held->last_sequence,
+                                                 held->storage_key, held->compaction_version),
                                        key, *held));
         if (delta.kind != ContextDelta::Kind::kReloaded) return delta;
       }
-      return ParseContext(Exec(tx, "load_context", key.tenant_id, key.conversation_id, DistributionKey(key)),
+      return ParseContext(ExecNamed(tx, "load_context", key),
                           key);
     });
   }
@@ -1133,8 +1127,7 @@ class PostgresStorage final : public Storage {
                                                     const CompactionCommit& commit) override {
     return Run<CompactionResult>(ctx, "commit compaction",
                                  [&](pqxx::transaction_base& tx) -> absl::StatusOr<CompactionResult> {
-      pqxx::result locked = Exec(tx, "lock_conversation", commit.key.tenant_id,
-                                             commit.key.conversation_id, DistributionKey(commit.key));
+      pqxx::result locked = ExecNamed(tx, "lock_conversation", commit.key);
       if (locked.empty()) return NotFound(commit.key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
@@ -1151,10 +1144,10 @@ class PostgresStorage final : public Storage {
         SummaryChunk chunk = *commit.chunk;
         chunk.chunk_id = Exec1(tx, "next_chunk_id", row.conv_key)[0].as<int64_t>();
         Exec(tx, "insert_chunk", row.conv_key, chunk.chunk_id, chunk.from_sequence,
-                         chunk.through_sequence, chunk.text, chunk.token_count,
-                         chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
-                         chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
-                         chunk.recall.value_or(-1.0));
+             chunk.through_sequence, chunk.text, chunk.token_count,
+             chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
+             chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
+             chunk.recall.value_or(-1.0));
         for (int64_t id : commit.supersedes) {
           Exec(tx, "supersede_chunk", row.conv_key, id, chunk.chunk_id);
         }
@@ -1162,13 +1155,13 @@ class PostgresStorage final : public Storage {
         last_sequence += 1;
         added_items = 1;
         Exec(tx, "insert_marker", row.conv_key, last_sequence, c.last_turn_index,
-                         MarkerFor(chunk).content, chunk.chunk_id, c.version);
+             MarkerFor(chunk).content, chunk.chunk_id, c.version);
         result.chunk_id = chunk.chunk_id;
         result.marker_sequence = last_sequence;
       }
       const pqxx::row applied = Exec1(tx, "apply_compaction", row.conv_key,
-                                                  summarized_through, commit.new_prune_boundary,
-                                                  added_items, last_sequence);
+                                      summarized_through, commit.new_prune_boundary,
+                                      added_items, last_sequence);
       result.version = applied[0].as<int64_t>();
       result.compaction_version = applied[1].as<int64_t>();
       Exec(tx, "record_view_state", row.conv_key);
@@ -1184,8 +1177,7 @@ class PostgresStorage final : public Storage {
     using Result = std::optional<CompactionLease>;
     return Run<Result>(ctx, "acquire compaction lease",
                        [&](pqxx::transaction_base& tx) -> absl::StatusOr<Result> {
-      pqxx::result r = Exec(tx, "acquire_lease", key.tenant_id, key.conversation_id,
-                                        holder, absl::ToDoubleSeconds(duration), DistributionKey(key));
+      pqxx::result r = ExecNamed(tx, "acquire_lease", key, holder, absl::ToDoubleSeconds(duration));
       if (r.empty()) {
         RETURN_IF_ERROR(ConvKeyOf(tx, key).status());
         return Result();  // Someone else holds it.
@@ -1200,7 +1192,7 @@ class PostgresStorage final : public Storage {
                                       const CompactionLease& lease) override {
     return Run<bool>(ctx, "release compaction lease",
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
-      Exec(tx, "release_lease", key.tenant_id, key.conversation_id, lease.token, DistributionKey(key));
+      ExecNamed(tx, "release_lease", key, lease.token);
       tx.commit();
       return true;
     }).status();
@@ -1238,7 +1230,7 @@ class PostgresStorage final : public Storage {
     return Run<Item>(ctx, pinned ? "pin item" : "unpin item",
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<Item> {
       pqxx::result locked =
-          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
+          ExecNamed(tx, "lock_conversation", key);
       if (locked.empty()) return NotFound(key);
       const ConversationRow pinned_row = ParseConversation(locked[0]);
       const int64_t conv_key = pinned_row.conv_key;
@@ -1250,8 +1242,8 @@ class PostgresStorage final : public Storage {
       Exec(tx, "bump_compaction_version", conv_key);
       Exec(tx, "record_view_state", conv_key);
       std::vector<Item> items =
-          ParseItems(Exec(tx, 
-              pinned_row.conversation.recounted ? "items_range_recounted" : "items_range",
+          ParseItems(Exec(
+              tx, pinned_row.conversation.recounted ? "items_range_recounted" : "items_range",
               conv_key, sequence, sequence, pinned_row.conversation.count_encoding));
       tx.commit();
       return items.at(0);
@@ -1264,8 +1256,7 @@ class PostgresStorage final : public Storage {
         absl::StrCat("{", absl::StrJoin(request.sequences, ","), "}");
     return Run<RedactResult>(ctx, "redact items",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<RedactResult> {
-      pqxx::result locked = Exec(tx, "lock_conversation", request.key.tenant_id,
-                                             request.key.conversation_id, DistributionKey(request.key));
+      pqxx::result locked = ExecNamed(tx, "lock_conversation", request.key);
       if (locked.empty()) return NotFound(request.key);
       const ConversationRow row = ParseConversation(locked[0]);
       const int64_t conv_key = row.conv_key;
@@ -1280,7 +1271,7 @@ class PostgresStorage final : public Storage {
         }
       }
       const pqxx::row removed = Exec1(tx, "redact_items", conv_key, sequences,
-                                                  request.tombstone, request.tombstone_tokens);
+                                      request.tombstone, request.tombstone_tokens);
       Exec(tx, "redact_token_counts", conv_key, sequences);
       RedactResult result;
       const pqxx::row cut = Exec1(tx, "redact_cut", conv_key, sequences);
@@ -1292,14 +1283,14 @@ class PostgresStorage final : public Storage {
       const int64_t redacted = removed[2].as<int64_t>();
       result.compaction_version =
           Exec1(tx, "redact_conversation", conv_key, removed[0].as<int64_t>(),
-                            removed[1].as<int64_t>(), redacted * request.tombstone_tokens,
-                            result.chunks_removed > 0)[0]
+                removed[1].as<int64_t>(), redacted * request.tombstone_tokens,
+                result.chunks_removed > 0)[0]
               .as<int64_t>();
       Exec(tx, "redact_idempotency", conv_key, sequences);
       Exec(tx, "record_view_state", conv_key);
       InsertEvents(tx, conv_key, {RedactedEvent(request, result.chunks_removed)});
-      const std::vector<Item> range = ParseItems(Exec(tx, 
-          row.conversation.recounted ? "items_range_recounted" : "items_range", conv_key,
+      const std::vector<Item> range = ParseItems(Exec(
+          tx, row.conversation.recounted ? "items_range_recounted" : "items_range", conv_key,
           request.sequences.front(), request.sequences.back(), row.conversation.count_encoding));
       for (const Item& item : range) {
         if (std::binary_search(request.sequences.begin(), request.sequences.end(),
@@ -1317,7 +1308,7 @@ class PostgresStorage final : public Storage {
                                                 int64_t compaction_version) override {
     return Run<ContextSnapshot>(ctx, "load context at a version",
                                 [&](pqxx::transaction_base& tx) -> absl::StatusOr<ContextSnapshot> {
-      pqxx::result found = Exec(tx, "get_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
+      pqxx::result found = ExecNamed(tx, "get_conversation", key);
       if (found.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(found[0]);
       if (version < 0 || version > row.conversation.version) {
@@ -1356,19 +1347,19 @@ class PostgresStorage final : public Storage {
     return Run<Conversation>(ctx, "update conversation",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
       pqxx::result locked =
-          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
+          ExecNamed(tx, "lock_conversation", key);
       if (locked.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
       Exec(tx, "update_conversation", row.conv_key, u.model.value_or(c.model),
-                       u.system_prompt.value_or(c.system_prompt),
-                       u.pinned_instructions.value_or(c.pinned_instructions),
-                       OverridesToJson(u.overrides.value_or(c.overrides)), u.system_prompt_tokens,
-                       u.pinned_instructions_tokens, u.count_encoding, u.reset_overflow);
+           u.system_prompt.value_or(c.system_prompt),
+           u.pinned_instructions.value_or(c.pinned_instructions),
+           OverridesToJson(u.overrides.value_or(c.overrides)), u.system_prompt_tokens,
+           u.pinned_instructions_tokens, u.count_encoding, u.reset_overflow);
       Exec(tx, "record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, {u.event});
       ConversationRow updated = ParseConversation(
-          Exec(tx, "get_conversation", key.tenant_id, key.conversation_id, DistributionKey(key))[0]);
+          ExecNamed(tx, "get_conversation", key)[0]);
       tx.commit();
       return updated.conversation;
     });
@@ -1384,7 +1375,7 @@ class PostgresStorage final : public Storage {
       }
       for (const SummaryChunk& chunk : recount.chunks) {
         Exec(tx, "set_chunk_tokens", conv_key, chunk.chunk_id, chunk.token_count,
-                         StructureToJson(chunk));
+             StructureToJson(chunk));
       }
       Exec(tx, "set_count_encoding", conv_key, recount.count_encoding);
       tx.commit();
@@ -1399,14 +1390,14 @@ class PostgresStorage final : public Storage {
     return Run<Conversation>(ctx, "record provider overflow",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
       pqxx::result locked =
-          Exec(tx, "lock_conversation", key.tenant_id, key.conversation_id, DistributionKey(key));
+          ExecNamed(tx, "lock_conversation", key);
       if (locked.empty()) return NotFound(key);
       const int64_t conv_key = ParseConversation(locked[0]).conv_key;
       Exec(tx, "record_overflow", conv_key, correction, prompt_limit);
       Exec(tx, "record_view_state", conv_key);
       InsertEvents(tx, conv_key, {event});
       ConversationRow row = ParseConversation(
-          Exec(tx, "get_conversation", key.tenant_id, key.conversation_id, DistributionKey(key))[0]);
+          ExecNamed(tx, "get_conversation", key)[0]);
       tx.commit();
       return row.conversation;
     });
@@ -1445,6 +1436,15 @@ class PostgresStorage final : public Storage {
     return tx.exec_params(SqlOf(name), std::forward<Args>(args)...);
   }
 
+  // Exec of a statement about one conversation (Named): $1 its tenant, $2
+  // its id, then `args`, and last its distribution key.
+  template <typename... Args>
+  pqxx::result ExecNamed(pqxx::transaction_base& tx, const char* name, const ConversationKey& key,
+                         Args&&... args) {
+    return Exec(tx, name, key.tenant_id, key.conversation_id, std::forward<Args>(args)...,
+                DistributionKey(key));
+  }
+
   // Exec of a statement that yields exactly one row.
   template <typename... Args>
   pqxx::row Exec1(pqxx::transaction_base& tx, const char* name, Args&&... args) {
@@ -1459,7 +1459,7 @@ class PostgresStorage final : public Storage {
   // The conversation's internal key; NOT_FOUND if the tenant has no such
   // conversation.
   absl::StatusOr<int64_t> ConvKeyOf(pqxx::transaction_base& tx, const ConversationKey& key) {
-    pqxx::result r = Exec(tx, "conv_key", key.tenant_id, key.conversation_id, DistributionKey(key));
+    pqxx::result r = ExecNamed(tx, "conv_key", key);
     if (r.empty()) return NotFound(key);
     return r[0][0].as<int64_t>();
   }
@@ -1468,7 +1468,7 @@ class PostgresStorage final : public Storage {
                            const std::vector<CompactionEvent>& events) {
     for (const CompactionEvent& e : events) {
       Exec(tx, "insert_event", conv_key, e.event, e.tier, e.tokens_before,
-                       e.tokens_after, e.detail.empty() ? std::string("{}") : e.detail);
+           e.tokens_after, e.detail.empty() ? std::string("{}") : e.detail);
     }
   }
 
