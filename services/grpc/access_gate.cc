@@ -56,19 +56,19 @@ absl::Status AccessGate::Refuse(absl::Status status, absl::string_view reason) {
   return status;
 }
 
-absl::StatusOr<auth::Principal> AccessGate::Authenticate(const grpc::ServerContextBase& ctx) {
-  const std::shared_ptr<const auth::AccessPolicy> policy = file_->Current();
+absl::StatusOr<auth::Principal> AccessGate::Authenticate(const grpc::ServerContextBase& ctx,
+                                                         const auth::AccessPolicy& policy) {
   if (std::optional<absl::string_view> token = BearerToken(ctx)) {
     if (token->empty()) {
       return Refuse(absl::UnauthenticatedError("authorization: expected 'Bearer TOKEN'"),
                     "unauthenticated");
     }
-    if (const auth::Principal* p = policy->FindToken(*token)) return *p;
+    if (const auth::Principal* p = policy.FindToken(*token)) return *p;
     return Refuse(absl::UnauthenticatedError("the bearer token is not known"), "unauthenticated");
   }
   const std::vector<std::string> identities = CertificateIdentities(ctx);
   if (!identities.empty()) {
-    if (const auth::Principal* p = policy->FindCertificate(identities)) return *p;
+    if (const auth::Principal* p = policy.FindCertificate(identities)) return *p;
     return Refuse(absl::UnauthenticatedError(
                       "the client certificate's identity is not in the access file"),
                   "unauthenticated");
@@ -81,7 +81,10 @@ absl::StatusOr<auth::Principal> AccessGate::Authenticate(const grpc::ServerConte
 absl::StatusOr<std::optional<auth::Principal>> AccessGate::Admit(
     const grpc::ServerContextBase& ctx, absl::string_view method) {
   if (!enabled()) return std::nullopt;
-  absl::StatusOr<auth::Principal> principal = Authenticate(ctx);
+  // One look at the access file per call: the credential and the limits
+  // come from the same policy.
+  const std::shared_ptr<const auth::AccessPolicy> policy = file_->Current();
+  absl::StatusOr<auth::Principal> principal = Authenticate(ctx, *policy);
   if (!principal.ok()) return principal.status();
   const std::optional<auth::Role> needed = auth::RequiredRole(method);
   if (!needed.has_value() || principal->role < *needed) {
@@ -89,7 +92,7 @@ absl::StatusOr<std::optional<auth::Principal>> AccessGate::Admit(
                       "the ", auth::RoleName(principal->role), " role may not call ", method)),
                   "permission_denied");
   }
-  const auth::TenantLimits limits = file_->Current()->Limits(principal->tenant);
+  const auth::TenantLimits limits = policy->Limits(principal->tenant);
   if (!rates_.Admit(principal->tenant, limits.max_requests_per_second, limits.burst,
                     absl::Now())) {
     return Refuse(absl::ResourceExhaustedError(absl::StrCat(
@@ -102,12 +105,12 @@ absl::StatusOr<std::optional<auth::Principal>> AccessGate::Admit(
 
 absl::Status AccessGate::AdmitHealth(const grpc::ServerContextBase& ctx) {
   if (!enabled() || options_.public_health) return absl::OkStatus();
-  return Authenticate(ctx).status();
+  return Authenticate(ctx, *file_->Current()).status();
 }
 
 absl::Status AccessGate::AdmitReflection(const grpc::ServerContextBase& ctx) {
   if (!enabled() || options_.public_reflection) return absl::OkStatus();
-  return Authenticate(ctx).status();
+  return Authenticate(ctx, *file_->Current()).status();
 }
 
 auth::TenantLimits AccessGate::Limits(absl::string_view tenant) {

@@ -61,7 +61,8 @@ class AccessGate {
   absl::Status ApplyTenant(const auth::Principal& principal, google::protobuf::Message* request);
 
  private:
-  absl::StatusOr<auth::Principal> Authenticate(const grpc::ServerContextBase& ctx);
+  absl::StatusOr<auth::Principal> Authenticate(const grpc::ServerContextBase& ctx,
+                                               const auth::AccessPolicy& policy);
   absl::Status Refuse(absl::Status status, absl::string_view reason);
 
   std::unique_ptr<auth::AccessFile> file_;
