@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -57,13 +58,9 @@ v1::NewItem ToNewItem(const ReplayItem& item) {
 }
 
 std::string Code(const grpc::Status& s) {
-  static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT",
-                                 "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
-                                 "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-                                 "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-                                 "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-  const int c = static_cast<int>(s.error_code());
-  return c >= 0 && c <= 16 ? kNames[c] : absl::StrCat("code ", c);
+  // gRPC's codes are Abseil's, number for number.
+  const std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()));
+  return name.empty() ? absl::StrCat("code ", static_cast<int>(s.error_code())) : name;
 }
 
 // Everything the model would read, entry after entry.

@@ -23,6 +23,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -146,13 +147,9 @@ std::string Json(const google::protobuf::Message& m) {
 
 // A failed call: its status on stderr, its code as the exit code.
 int Failed(const std::string& what, const grpc::Status& s) {
-  std::string code = absl::StrCat("code ", s.error_code());
-  static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT",
-                                 "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
-                                 "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-                                 "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-                                 "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-  if (s.error_code() >= 0 && s.error_code() <= 16) code = kNames[s.error_code()];
+  // gRPC's codes are Abseil's, number for number.
+  std::string code = absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()));
+  if (code.empty()) code = absl::StrCat("code ", s.error_code());
   std::fprintf(stderr, "convstatectl: %s: %s: %s\n", what.c_str(), code.c_str(),
                s.error_message().c_str());
   return static_cast<int>(s.error_code());
