@@ -16,24 +16,27 @@
 
 namespace convstate::testing {
 
-absl::StatusOr<std::string> TestServerUrl() {
-  const char* url = std::getenv("CONVSTATE_TEST_PG");
+namespace {
+
+// The URL in environment variable `name`, which tools/test sets.
+absl::StatusOr<std::string> UrlFromEnvironment(const char* name, const char* what) {
+  const char* url = std::getenv(name);
   if (url == nullptr || *url == '\0') {
-    return absl::FailedPreconditionError(
-        "CONVSTATE_TEST_PG is not set: PostgreSQL tests run under tools/test, which "
-        "starts a PostgreSQL and passes its URL");
+    return absl::FailedPreconditionError(absl::StrCat(
+        name, " is not set: PostgreSQL tests run under tools/test, which starts ", what,
+        " and passes its URL"));
   }
   return std::string(url);
 }
 
+}  // namespace
+
+absl::StatusOr<std::string> TestServerUrl() {
+  return UrlFromEnvironment("CONVSTATE_TEST_PG", "a PostgreSQL");
+}
+
 absl::StatusOr<std::string> TestPoolerUrl() {
-  const char* url = std::getenv("CONVSTATE_TEST_PGBOUNCER");
-  if (url == nullptr || *url == '\0') {
-    return absl::FailedPreconditionError(
-        "CONVSTATE_TEST_PGBOUNCER is not set: PostgreSQL tests run under tools/test, which "
-        "starts PgBouncer in front of its PostgreSQL and passes its URL");
-  }
-  return std::string(url);
+  return UrlFromEnvironment("CONVSTATE_TEST_PGBOUNCER", "PgBouncer in front of its PostgreSQL");
 }
 
 int TestHashPartitions() {

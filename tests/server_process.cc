@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <initializer_list>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -59,24 +60,25 @@ std::string ServerProcess::RunfilePath(const std::string& runfile) {
 
 namespace {
 
-// Servers in tests run without authentication unless the test says who may
-// call (--access_file) or asks for --auth itself.
-void AddAuthNone(std::vector<std::string>& flags) {
-  const bool given = std::any_of(flags.begin(), flags.end(), [](const std::string& f) {
-    return absl::StartsWith(f, "--access_file=") || absl::StartsWith(f, "--auth=");
+// Appends `flag` unless a flag starting with one of `given` is there.
+void AddUnlessGiven(std::vector<std::string>& flags,
+                    std::initializer_list<absl::string_view> given, std::string flag) {
+  const bool found = std::any_of(flags.begin(), flags.end(), [&](const std::string& f) {
+    return std::any_of(given.begin(), given.end(),
+                       [&](absl::string_view prefix) { return absl::StartsWith(f, prefix); });
   });
-  if (!given) flags.push_back("--auth=none");
+  if (!found) flags.push_back(std::move(flag));
 }
 
-// The test's layout of the database (TestHashPartitions), unless the call
-// asks for one itself.
-void AddLayout(std::vector<std::string>& flags) {
-  const bool given = std::any_of(flags.begin(), flags.end(), [](const std::string& f) {
-    return absl::StartsWith(f, "--db_hash_partitions=");
-  });
-  const int partitions = TestHashPartitions();
-  if (!given && partitions > 0) {
-    flags.push_back(absl::StrCat("--db_hash_partitions=", partitions));
+// What servers in tests run with unless the call says otherwise: no
+// authentication (unless the test says who may call, --access_file, or
+// asks for --auth itself), and the test's layout of the database
+// (TestHashPartitions).
+void AddTestDefaults(std::vector<std::string>& flags) {
+  AddUnlessGiven(flags, {"--access_file=", "--auth="}, "--auth=none");
+  if (const int partitions = TestHashPartitions(); partitions > 0) {
+    AddUnlessGiven(flags, {"--db_hash_partitions="},
+                   absl::StrCat("--db_hash_partitions=", partitions));
   }
 }
 
@@ -89,8 +91,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   std::vector<std::string> all = flags;
   all.push_back("--host=127.0.0.1");
   all.push_back("--port=0");
-  AddAuthNone(all);
-  AddLayout(all);
+  AddTestDefaults(all);
   return StartProgram("services/server/convstate_server", all, "convstate listening on ",
                       timeout, log_file);
 }
@@ -181,8 +182,7 @@ ServerProcess::~ServerProcess() {
 absl::StatusOr<int> ServerProcess::RunToExit(const std::vector<std::string>& flags) {
   const std::string binary = BinaryPath();
   std::vector<std::string> all = flags;
-  AddAuthNone(all);
-  AddLayout(all);
+  AddTestDefaults(all);
   std::vector<char*> argv = Argv(binary, all);
   pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
