@@ -22,7 +22,7 @@ struct Recorded {
 
 std::string Checksum(const Migration& m) { return Fingerprinter().Add(m.sql).Hex(); }
 
-// The tables laid out as hash partitions, and what refers to them.
+// The tables laid out as hash partitions (the large, per-conversation ones).
 constexpr const char* kPartitionedTables[] = {"items", "summary_chunks", "compaction_events",
                                               "idempotency_keys"};
 
