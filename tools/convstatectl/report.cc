@@ -118,15 +118,6 @@ std::string WindowBar(const ReportData& d) {
   return svg + legend;
 }
 
-// The compactions that moved the view: before and after, in order.
-struct Step {
-  int64_t event_id;
-  std::string tier;
-  int64_t before;
-  int64_t after;
-  std::string when;
-};
-
 }  // namespace
 
 bool IsStep(const std::string& event) {
@@ -135,12 +126,11 @@ bool IsStep(const std::string& event) {
 
 namespace {
 
-std::vector<Step> Steps(const std::vector<v1::CompactionEvent>& events) {
-  std::vector<Step> out;
+// The compactions that moved the view, in order.
+std::vector<const v1::CompactionEvent*> Steps(const std::vector<v1::CompactionEvent>& events) {
+  std::vector<const v1::CompactionEvent*> out;
   for (const v1::CompactionEvent& e : events) {
-    if (!IsStep(e.event()) || e.tokens_before() <= 0) continue;
-    out.push_back({e.event_id(), e.tier(), e.tokens_before(), e.tokens_after(),
-                   e.has_create_time() ? absl::StrCat(e.create_time().seconds()) : ""});
+    if (IsStep(e.event()) && e.tokens_before() > 0) out.push_back(&e);
   }
   return out;
 }
@@ -153,10 +143,10 @@ const char* TierColor(const std::string& tier) {
 }
 
 std::string Sawtooth(const ReportData& d) {
-  const std::vector<Step> steps = Steps(d.events);
+  const std::vector<const v1::CompactionEvent*> steps = Steps(d.events);
   const double left = 60, top = 16, plot_w = 900, plot_h = 260;
   int64_t top_tokens = std::max<int64_t>(d.view.tokens().context_window(), 1);
-  for (const Step& s : steps) top_tokens = std::max(top_tokens, s.before);
+  for (const auto* s : steps) top_tokens = std::max(top_tokens, s->tokens_before());
   top_tokens = std::max(top_tokens, d.view.tokens().total());
   auto y = [&](int64_t tokens) { return top + plot_h - plot_h * tokens / double(top_tokens); };
   const size_t slots = steps.size() + 1;  // Each compaction, then now.
@@ -194,8 +184,8 @@ std::string Sawtooth(const ReportData& d) {
   // The saw: up to each compaction's "before", down to its "after".
   std::string points;
   for (size_t i = 0; i < steps.size(); ++i) {
-    absl::StrAppendFormat(&points, "%.1f,%.1f %.1f,%.1f ", x(i), y(steps[i].before), x(i),
-                          y(steps[i].after));
+    absl::StrAppendFormat(&points, "%.1f,%.1f %.1f,%.1f ", x(i), y(steps[i]->tokens_before()),
+                          x(i), y(steps[i]->tokens_after()));
   }
   absl::StrAppendFormat(&points, "%.1f,%.1f", x(steps.size()), y(d.view.tokens().total()));
   absl::StrAppendFormat(&svg,
@@ -203,15 +193,16 @@ std::string Sawtooth(const ReportData& d) {
                         "stroke-width=\"1.5\"/>\n",
                         points);
   for (size_t i = 0; i < steps.size(); ++i) {
-    const Step& s = steps[i];
+    const v1::CompactionEvent& s = *steps[i];
     for (const auto& [phase, tokens] :
-         {std::pair<const char*, int64_t>{"before", s.before}, {"after", s.after}}) {
+         {std::pair<const char*, int64_t>{"before", s.tokens_before()},
+          {"after", s.tokens_after()}}) {
       absl::StrAppendFormat(&svg,
                             "<circle class=\"point\" data-event-id=\"%d\" data-phase=\"%s\" "
                             "data-tier=\"%s\" data-tokens=\"%d\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
                             "fill=\"%s\"><title>event %d, %s, %s: %d tokens</title></circle>\n",
-                            s.event_id, phase, Attr(s.tier), tokens, x(i), y(tokens),
-                            TierColor(s.tier), s.event_id, Attr(s.tier), phase, tokens);
+                            s.event_id(), phase, Attr(s.tier()), tokens, x(i), y(tokens),
+                            TierColor(s.tier()), s.event_id(), Attr(s.tier()), phase, tokens);
     }
   }
   absl::StrAppendFormat(&svg,
@@ -225,7 +216,7 @@ std::string Sawtooth(const ReportData& d) {
   absl::StrAppend(&svg, "</svg>\n");
   std::string legend = "<p class=\"legend\">";
   std::set<std::string> tiers;
-  for (const Step& s : steps) tiers.insert(s.tier);
+  for (const auto* s : steps) tiers.insert(s->tier());
   for (const std::string& tier : tiers) {
     absl::StrAppend(&legend, "<span><i class=\"swatch\" style=\"background:", TierColor(tier),
                     "\"></i>", HtmlEscape(tier), "</span>");
