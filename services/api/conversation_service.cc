@@ -312,7 +312,7 @@ ConversationService::ConversationService(Options options, const ModelRegistry* m
       runner_(options_.compaction, storage, summarizer),
       cache_(options_.context_cache_bytes, options_.compaction.telemetry),
       quota_(options_.tenant_limits, storage),
-      background_(std::make_unique<ThreadPool>(1, 64)) {}
+      background_(std::make_unique<ThreadPool>(1, 64, "background compaction")) {}
 
 ConversationService::~ConversationService() {
   {

@@ -2,9 +2,12 @@
 
 #include <utility>
 
+#include "services/common/task_guard.h"
+
 namespace convstate {
 
-ThreadPool::ThreadPool(int threads, size_t max_queued) : max_queued_(max_queued) {
+ThreadPool::ThreadPool(int threads, size_t max_queued, std::string name)
+    : max_queued_(max_queued), name_(std::move(name)) {
   if (threads < 1) threads = 1;
   threads_.reserve(threads);
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
@@ -39,7 +42,7 @@ void ThreadPool::Work() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    RunGuarded(name_, task);
   }
 }
 

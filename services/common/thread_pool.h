@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -13,11 +14,13 @@
 namespace convstate {
 
 // A fixed set of threads running queued work in FIFO order. Blocking work
-// (database calls) runs here rather than on gRPC's own threads.
+// (database calls) runs here rather than on gRPC's own threads. A task that
+// throws is abandoned, counted and logged under `name` (RunGuarded); the
+// thread goes on with the next one.
 class ThreadPool {
  public:
   // `threads` at least 1; at most `max_queued` tasks wait at once.
-  ThreadPool(int threads, size_t max_queued);
+  ThreadPool(int threads, size_t max_queued, std::string name = "thread pool");
   // Runs every task already queued, then joins the threads.
   ~ThreadPool();
 
@@ -32,6 +35,7 @@ class ThreadPool {
   void Work();
 
   const size_t max_queued_;
+  const std::string name_;
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

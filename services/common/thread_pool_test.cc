@@ -2,7 +2,10 @@
 
 #include <atomic>
 
+#include <stdexcept>
+
 #include "absl/synchronization/notification.h"
+#include "services/common/task_guard.h"
 #include "gtest/gtest.h"
 
 namespace convstate {
@@ -29,6 +32,18 @@ TEST(ThreadPoolTest, RefusesWorkBeyondTheQueueLimit) {
   EXPECT_TRUE(pool.Schedule([] {}));
   EXPECT_FALSE(pool.Schedule([] {}));  // Queue full.
   release.Notify();
+}
+
+TEST(ThreadPoolTest, ATaskThatThrowsEndsAloneAndTheThreadGoesOn) {
+  const int64_t before = EscapedExceptions();
+  std::atomic<int> ran{0};
+  {
+    ThreadPool pool(1, 100, "test pool");
+    ASSERT_TRUE(pool.Schedule([] { throw std::runtime_error("bad answer"); }));
+    ASSERT_TRUE(pool.Schedule([&] { ++ran; }));
+  }
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(EscapedExceptions(), before + 1);
 }
 
 }  // namespace

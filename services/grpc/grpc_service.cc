@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "services/api/wire_check.h"
 #include "services/common/log.h"
+#include "services/common/task_guard.h"
 #include "services/grpc/byte_buffers.h"
 #include "services/grpc/event_writer.h"
 #include "services/grpc/status.h"
@@ -142,6 +143,11 @@ namespace {
 const grpc::Status kOverloaded(grpc::StatusCode::UNAVAILABLE,
                                "server overloaded or shutting down; retry with backoff");
 
+// The answer of a call whose handler threw (RunGuarded counted and logged
+// it): what went wrong is the server's, and says nothing of the request.
+const absl::Status kEscaped =
+    absl::InternalError("internal error while serving this call; it was abandoned");
+
 v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
   v1::BuildContextEvent event;
   switch (p.kind) {
@@ -218,12 +224,14 @@ GrpcService::Reactor* GrpcService::Unary(
     grpc::Status status;
     {
       telemetry::ScopedSpan scope(trace->span());
-      absl::StatusOr<Resp> result = (service_->*method)(call, *req);
-      if (result.ok()) {
-        *response = Serialize(*result);
-      } else {
-        LogServerError(method_name, result.status());
-      }
+      absl::StatusOr<Resp> result = kEscaped;
+      // Whatever escapes the call fails this call alone (INTERNAL); the
+      // client gets an answer and the worker goes on.
+      RunGuarded(method_name, [&] {
+        result = (service_->*method)(call, *req);
+        if (result.ok()) *response = Serialize(*result);
+      });
+      if (!result.ok()) LogServerError(method_name, result.status());
       status = ToGrpcStatus(result.status());
     }
     trace->Finish(status);
@@ -345,10 +353,12 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GrpcService::StreamBuildContext(
     v1::BuildContextEvent event;
     {
       telemetry::ScopedSpan scope(trace->span());
-      absl::StatusOr<v1::BuildContextResponse> result =
-          service_->BuildContext(call, *req, [writer](const CompactionProgress& p) {
-            writer->Send(Serialize(ToEvent(p)));
-          });
+      absl::StatusOr<v1::BuildContextResponse> result = kEscaped;
+      RunGuarded("StreamBuildContext", [&] {
+        result = service_->BuildContext(call, *req, [writer](const CompactionProgress& p) {
+          writer->Send(Serialize(ToEvent(p)));
+        });
+      });
       if (!result.ok()) {
         if (!writer->Cancelled()) LogServerError("StreamBuildContext", result.status());
         status = ToGrpcStatus(result.status());

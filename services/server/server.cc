@@ -12,6 +12,7 @@
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_credentials_options.h"
 #include "services/common/log.h"
+#include "services/common/task_guard.h"
 #include "services/common/thread_pool.h"
 #include "services/grpc/grpc_service.h"
 #include "services/grpc/protobuf_log.h"
@@ -75,8 +76,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
   }
   s->service_ = std::make_unique<ConversationService>(service_options, s->models_.get(),
                                                       s->storage_.get(), s->summarizer_.get());
-  s->workers_ = std::make_unique<ThreadPool>(options.worker_threads,
-                                             static_cast<size_t>(options.max_queued_calls));
+  s->workers_ = std::make_unique<ThreadPool>(
+      options.worker_threads, static_cast<size_t>(options.max_queued_calls), "gRPC workers");
   s->grpc_service_ = std::make_unique<GrpcService>(s->service_.get(), s->workers_.get(),
                                                    s->telemetry_.get(), s->gate_.get());
   s->health_ = std::make_unique<HealthService>(std::vector<std::string>{kServiceName},
@@ -133,7 +134,9 @@ void Server::MonitorHealth(absl::Duration interval) {
   while (!stopping_) {
     health_mu_.Unlock();
     // The probe has its own short deadline: a hung database is unhealthy.
-    const absl::Status ping = storage_->Ping(CallContext{absl::Now() + interval});
+    absl::Status ping = absl::InternalError("the health probe failed");
+    RunGuarded("health monitor",
+               [&] { ping = storage_->Ping(CallContext{absl::Now() + interval}); });
     health_mu_.Lock();
     if (stopping_) break;
     if (ping.ok() != serving) {

@@ -69,6 +69,17 @@ void Counter::Collect(uint64_t start_nanos, uint64_t now_nanos,
   }
 }
 
+void ObservedCounter::Collect(uint64_t start_nanos, uint64_t now_nanos,
+                              otlp::metrics::v1::ScopeMetrics* out) const {
+  otlp::metrics::v1::Sum* sum = NewMetric(out)->mutable_sum();
+  sum->set_is_monotonic(true);
+  sum->set_aggregation_temporality(otlp::metrics::v1::AGGREGATION_TEMPORALITY_CUMULATIVE);
+  otlp::metrics::v1::NumberDataPoint* p = sum->add_data_points();
+  p->set_start_time_unix_nano(start_nanos);
+  p->set_time_unix_nano(now_nanos);
+  p->set_as_int(read_());
+}
+
 void Gauge::Set(double value, const Labels& labels) {
   const std::string key = KeyOf(labels);
   absl::MutexLock lock(&mu_);
@@ -151,6 +162,14 @@ Gauge* MetricRegistry::AddGauge(std::string name, std::string unit, std::string 
   absl::MutexLock lock(&mu_);
   instruments_.push_back(std::move(g));
   return out;
+}
+
+void MetricRegistry::AddObservedCounter(std::string name, std::string unit,
+                                        std::string description, std::function<int64_t()> read) {
+  auto c = std::make_unique<ObservedCounter>(std::move(name), std::move(unit),
+                                             std::move(description), std::move(read));
+  absl::MutexLock lock(&mu_);
+  instruments_.push_back(std::move(c));
 }
 
 Histogram* MetricRegistry::AddHistogram(std::string name, std::string unit,

@@ -5,6 +5,7 @@
 // data points (cumulative since the registry was made). Recording takes one
 // short lock per instrument and never blocks on export.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -56,6 +57,21 @@ class Counter final : public Instrument {
   absl::flat_hash_map<std::string, std::pair<Labels, int64_t>> points_ ABSL_GUARDED_BY(mu_);
 };
 
+// A monotonic sum kept elsewhere (a process-wide count), read when
+// collected.
+class ObservedCounter final : public Instrument {
+ public:
+  ObservedCounter(std::string name, std::string unit, std::string description,
+                  std::function<int64_t()> read)
+      : Instrument(std::move(name), std::move(unit), std::move(description)),
+        read_(std::move(read)) {}
+  void Collect(uint64_t start_nanos, uint64_t now_nanos,
+               opentelemetry::proto::metrics::v1::ScopeMetrics* out) const override;
+
+ private:
+  const std::function<int64_t()> read_;
+};
+
 // The last value set.
 class Gauge final : public Instrument {
  public:
@@ -98,6 +114,9 @@ class MetricRegistry {
   // The registry owns what these return; pointers stay valid for its life.
   Counter* AddCounter(std::string name, std::string unit, std::string description);
   Gauge* AddGauge(std::string name, std::string unit, std::string description);
+  // `read` is called at every collection and must stay callable.
+  void AddObservedCounter(std::string name, std::string unit, std::string description,
+                          std::function<int64_t()> read);
   Histogram* AddHistogram(std::string name, std::string unit, std::string description,
                           std::vector<double> bounds);
   // Every instrument's points, cumulative since the registry was made.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "services/common/log.h"
+#include "services/common/task_guard.h"
 
 namespace convstate::telemetry {
 namespace {
@@ -189,9 +190,10 @@ void OtlpExporter::Loop() {
       }
       metrics_due = now >= next_metrics;
     }
-    if (!batch.empty()) ExportSpans(std::move(batch));
+    // An export that throws loses its batch, never the exporter thread.
+    if (!batch.empty()) RunGuarded("trace export", [&] { ExportSpans(std::move(batch)); });
     if (metrics_due) {
-      ExportMetrics();
+      RunGuarded("metrics export", [this] { ExportMetrics(); });
       next_metrics = absl::Now() + options_.metric_interval;
     }
     if (stopping) break;
@@ -213,9 +215,9 @@ void OtlpExporter::Loop() {
         queue_.pop_front();
       }
     }
-    ExportSpans(std::move(batch));
+    RunGuarded("trace export", [&] { ExportSpans(std::move(batch)); });
   }
-  if (!options_.metrics_url.empty()) ExportMetrics();
+  if (!options_.metrics_url.empty()) RunGuarded("metrics export", [this] { ExportMetrics(); });
 }
 
 void OtlpExporter::ExportSpans(std::vector<SpanData> batch) {

@@ -1,5 +1,7 @@
 #include "services/telemetry/telemetry.h"
 
+#include "services/common/task_guard.h"
+
 namespace convstate::telemetry {
 namespace {
 
@@ -55,6 +57,10 @@ Instruments MakeInstruments(MetricRegistry* m) {
       "rate_limited)");
   i.spans_dropped = m->AddCounter("convstate.telemetry.spans_dropped", "{span}",
                                   "Spans dropped: the export queue was full or the export failed");
+  m->AddObservedCounter("convstate.tasks.failed", "{task}",
+                        "Calls and background tasks abandoned because something escaped them "
+                        "(an exception); each fails alone, the process goes on",
+                        [] { return EscapedExceptions(); });
   i.export_failures = m->AddCounter("convstate.telemetry.export_failures", "{request}",
                                     "OTLP export requests that failed, by signal");
   return i;
