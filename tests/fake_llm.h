@@ -1,9 +1,12 @@
 #ifndef CONVSTATE_TESTS_FAKE_LLM_H_
 #define CONVSTATE_TESTS_FAKE_LLM_H_
 
-// A scriptable stand-in for an OpenAI-compatible Chat Completions server,
-// on loopback only. Tests tell it to answer, delay, fail with an HTTP
-// status, hang, or return an oversized summary.
+// A scriptable stand-in for an LLM API on loopback only: OpenAI Chat
+// Completions (POST .../chat/completions) and Anthropic Messages (POST
+// .../messages), each answered in its own shapes (bodies, error bodies,
+// usage). Tests tell it to answer, delay, fail with an HTTP status, hang,
+// refuse, return an oversized summary, or misbehave as a broken backend or
+// proxy does: any raw body, a body that drips in, a body of any size.
 
 #include <atomic>
 #include <deque>
@@ -29,11 +32,24 @@ struct LlmBehavior {
     kHang,
     // 200 with a summary far longer than asked for.
     kOversize,
+    // 200 in which the model declines (OpenAI: content null and a
+    // refusal; Anthropic: stop_reason "refusal").
+    kRefuse,
+    // `status` with `text` as the whole body, sent as `content_type`.
+    kRaw,
+    // 200 announcing a body of `bytes` that comes one byte every `delay`
+    // (after the headers), until the client gives up.
+    kDrip,
+    // 200 with a body of `bytes` bytes (not JSON), sent as fast as the
+    // client reads.
+    kHuge,
   };
   Kind kind = Kind::kAnswer;
   int status = 500;
   absl::Duration delay = absl::ZeroDuration();
   std::string text;
+  std::string content_type = "application/json";
+  int64_t bytes = 0;
 };
 
 class FakeLlm {
@@ -54,10 +70,13 @@ class FakeLlm {
   int requests() const;
   std::string last_body() const;
   std::string last_authorization() const;
+  // The request line and headers of the last model request.
+  std::string last_head() const;
 
   // Applies a control request (the JSON the program's /control takes):
   // {"default": B, "script": [B, ...]} with B = {"kind": "answer"|"fail"|
-  // "hang"|"oversize", "status": N, "delay_ms": N, "text": "..."}.
+  // "hang"|"oversize"|"refuse"|"raw"|"drip"|"huge", "status": N,
+  // "delay_ms": N, "text": "...", "content_type": "...", "bytes": N}.
   absl::Status Control(const std::string& json);
   // {"requests": N, "last_authorization": "...", "last_body": "..."}
   std::string StatsJson() const;
@@ -79,6 +98,7 @@ class FakeLlm {
   int requests_ ABSL_GUARDED_BY(mu_) = 0;
   std::string last_body_ ABSL_GUARDED_BY(mu_);
   std::string last_authorization_ ABSL_GUARDED_BY(mu_);
+  std::string last_head_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace convstate::testing

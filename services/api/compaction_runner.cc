@@ -267,6 +267,7 @@ absl::StatusOr<SummaryResult> CompactionRunner::SummarizeInPieces(
     combined.tokens_in += r->tokens_in;
     combined.tokens_out += r->tokens_out;
     combined.latency_ms += r->latency_ms;
+    if (combined.fallback_reason.empty()) combined.fallback_reason = r->fallback_reason;
     combined.lines.insert(combined.lines.end(), r->lines.begin(), r->lines.end());
     texts.push_back(std::move(r->text));
   }
@@ -574,6 +575,8 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     req.deadline = std::min(ctx.deadline, lease_until);
     req.cancelled = ctx.cancelled;
     req.model = profile.summarizer.model;
+    req.api = profile.summarizer.api;
+    req.max_completion_tokens = profile.summarizer.max_completion_tokens;
     absl::StatusOr<SummaryResult> summary =
         IsCancelled(ctx) ? absl::CancelledError("the caller cancelled")
                          : SummarizeInPieces(req, profile, tokenizer, count_call, events);
@@ -637,16 +640,18 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
         } else {
           const TokenBreakdown summarized =
               view_with(snapshot, chunk, plan.prune_boundary).tokens;
-          events.push_back(WithBreakdown(
-              Event("completed", "summarize", before, after,
-                    {{"model", chunk.summarizer_model},
-                     {"summarized_tokens", plan.summarize_tokens},
-                     {"summary_tokens", chunk.token_count},
-                     {"facts", chunk.facts.size()},
-                     {"constraints", chunk.constraints.size()},
-                     {"recall", summary_recall},
-                     {"latency_ms", chunk.latency_ms}}),
-              summarize_before, summarized));
+          Json detail = {{"model", chunk.summarizer_model},
+                         {"summarized_tokens", plan.summarize_tokens},
+                         {"summary_tokens", chunk.token_count},
+                         {"facts", chunk.facts.size()},
+                         {"constraints", chunk.constraints.size()},
+                         {"recall", summary_recall},
+                         {"latency_ms", chunk.latency_ms}};
+          if (!summary->fallback_reason.empty()) {
+            detail["fallback_reason"] = summary->fallback_reason;
+          }
+          events.push_back(WithBreakdown(Event("completed", "summarize", before, after, detail),
+                                         summarize_before, summarized));
           if (reasoning_summarized + reasoning_dropped > 0) {
             events.push_back(Event(
                 "reasoning_downgraded", "summarize", before, after,
@@ -761,6 +766,10 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
       req.deadline = std::min(ctx.deadline, lease_until);
       req.cancelled = ctx.cancelled;
       req.model = profile.summarizer.model;
+      req.api = profile.summarizer.api;
+      req.max_completion_tokens = profile.summarizer.max_completion_tokens;
+    req.api = profile.summarizer.api;
+    req.max_completion_tokens = profile.summarizer.max_completion_tokens;
       absl::StatusOr<SummaryResult> merged =
           IsCancelled(ctx) ? absl::CancelledError("the caller cancelled") : summarizer_->Summarize(req);
       if (!IsCancelled(ctx)) count_call(merged.status());

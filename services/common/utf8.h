@@ -16,6 +16,11 @@ namespace convstate {
 // nothing above U+10FFFF).
 bool IsValidUtf8(absl::string_view text);
 
+// `text` with every byte that does not begin a well-formed character
+// replaced by U+FFFD: for text from outside (a backend's answer) that the
+// service stores or sends on.
+std::string ToValidUtf8(absl::string_view text);
+
 // The largest character boundary at or before `pos` (clamped to the size).
 size_t Utf8Floor(absl::string_view text, size_t pos);
 

@@ -81,5 +81,13 @@ TEST(Utf8Test, EveryCutAtEveryPositionIsValid) {
   }
 }
 
+TEST(Utf8Test, ToValidUtf8ReplacesWhatIsNotACharacter) {
+  EXPECT_EQ(ToValidUtf8("caf\xC3\xA9"), "caf\xC3\xA9");
+  EXPECT_EQ(ToValidUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(ToValidUtf8("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // Cut short.
+  EXPECT_EQ(ToValidUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // A surrogate.
+  EXPECT_TRUE(IsValidUtf8(ToValidUtf8("\xC0\xAF\xF5\x80\x80\x80 ok")));
+}
+
 }  // namespace
 }  // namespace convstate

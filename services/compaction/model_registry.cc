@@ -41,6 +41,8 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
                                      p.tool_pruning().keep_tools().end());
   SetIfNonZero(p.tool_pruning().min_savings_tokens(), out.tool_pruning.min_savings_tokens);
   out.summarizer.model = p.summarizer().model();
+  out.summarizer.api = p.summarizer().api();
+  out.summarizer.max_completion_tokens = p.summarizer().max_completion_tokens();
   SetIfNonZero(p.summarizer().max_chunk_tokens(), out.summarizer.max_chunk_tokens);
   SetIfNonZero(p.summarizer().chunk_budget_fraction(), out.summarizer.chunk_budget_fraction);
   SetIfNonZero(p.recent().max_fraction(), out.recent_fraction);
@@ -112,6 +114,12 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::FromText(
       return absl::InvalidArgumentError(absl::StrCat(
           "model profiles: ", where, "reasoning_policy: expected summarize or drop, got '",
           p.reasoning_policy(), "'"));
+    }
+    const std::string& api = p.summarizer().api();
+    if (!api.empty() && api != "openai_chat" && api != "anthropic_messages") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model profiles: ", where,
+          "summarizer.api: expected openai_chat or anthropic_messages, got '", api, "'"));
     }
     auto resolved = std::make_unique<ResolvedProfile>();
     // Sizes with a fractional cap scaled to the window, as for every conversation.

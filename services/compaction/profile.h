@@ -54,6 +54,10 @@ struct ModelProfile {
   struct Summarizer {
     // Empty: the built-in extractive summarizer.
     std::string model;
+    // For an LLM summarizer: the API to speak (empty: the server's), and
+    // whether the model takes max_completion_tokens instead of max_tokens.
+    std::string api;
+    bool max_completion_tokens = false;
     int64_t max_chunk_tokens = 2000;
     double chunk_budget_fraction = 0.15;
     double max_chunk_fraction = 0.04;

@@ -35,6 +35,12 @@ struct SummaryRequest {
   std::string instructions;
   // The model to ask, from the profile; empty for the summarizer's default.
   std::string model;
+  // For LLM summarizers, from the profile: the API to speak ("openai_chat",
+  // "anthropic_messages"; empty: the summarizer's own), and whether the
+  // model takes its limit as max_completion_tokens with no temperature
+  // (OpenAI's reasoning models) instead of max_tokens.
+  std::string api;
+  bool max_completion_tokens = false;
   // Counts tokens the way the conversation's model does.
   const Tokenizer* tokenizer = nullptr;
   absl::Time deadline = absl::InfiniteFuture();
@@ -53,6 +59,9 @@ struct SummaryResult {
   int64_t tokens_in = 0;
   int64_t tokens_out = 0;
   int64_t latency_ms = 0;
+  // Set when the summarizer asked could not write this summary and a
+  // fallback did (e.g. "the model refused"): the audit row says so.
+  std::string fallback_reason;
 };
 
 // Writes summaries. Implementations are thread-safe. Errors: UNAVAILABLE

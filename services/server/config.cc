@@ -229,12 +229,29 @@ const std::vector<Flag>& Flags() {
          return absl::OkStatus();
        }},
       {"summarizer_url",
-       "OpenAI-compatible API root for LLM summaries, e.g. http://127.0.0.1:8000/v1 "
-       "(default: none, the built-in extractive summarizer)",
+       "API root for LLM summaries, e.g. http://127.0.0.1:8000/v1 or "
+       "https://api.anthropic.com/v1 (default: none, the built-in extractive summarizer)",
        [](ServerConfig& c, const std::string& v) {
          c.summarizer.base_url = v;
          return absl::OkStatus();
        }},
+      {"summarizer_api",
+       "the API --summarizer_url speaks: openai_chat (default; OpenAI, vLLM, llama.cpp, Ollama, "
+       "LiteLLM) or anthropic_messages; a model profile's summarizer.api wins",
+       [](ServerConfig& c, const std::string& v) {
+         std::optional<LlmApi> api = LlmApiFromName(v);
+         if (!api.has_value()) {
+           return absl::InvalidArgumentError(
+               absl::StrCat("expected openai_chat or anthropic_messages, got '", v, "'"));
+         }
+         c.summarizer.api = *api;
+         return absl::OkStatus();
+       }},
+      {"summarizer_max_response_bytes",
+       "largest summarizer answer read; a larger one is a failed attempt (default 4194304)",
+       IntField<int64_t>(
+           [](ServerConfig& c) -> int64_t& { return c.summarizer.max_response_bytes; }, 1024,
+           int64_t{1} << 30)},
       {"summarizer_model", "model for summaries when the profile names none",
        [](ServerConfig& c, const std::string& v) {
          c.summarizer.default_model = v;
