@@ -10,10 +10,16 @@ namespace convstate {
 
 absl::Status CheckCompaction(const Conversation& c, const std::vector<SummaryChunk>& active,
                              const CompactionCommit& commit) {
-  if (commit.fencing_token.has_value() &&
-      (c.lease_token != *commit.fencing_token || !c.lease_active)) {
-    return absl::AbortedError(
-        "the compaction lease was lost (expired or taken over); this compaction is discarded");
+  if (commit.lease.has_value()) {
+    if (c.storage_key != commit.lease->incarnation) {
+      return absl::AbortedError(
+          "the conversation was deleted and created again since its compaction lease was "
+          "granted; this compaction is discarded");
+    }
+    if (c.lease_token != commit.lease->token || !c.lease_active) {
+      return absl::AbortedError(
+          "the compaction lease was lost (expired or taken over); this compaction is discarded");
+    }
   }
   if (c.summarized_through != commit.expected_summarized_through ||
       c.prune_boundary != commit.expected_prune_boundary) {
@@ -56,6 +62,16 @@ absl::Status CheckCompaction(const Conversation& c, const std::vector<SummaryChu
   }
   if (chunk.from_sequence != from || chunk.through_sequence != through) {
     return absl::InvalidArgumentError(absl::StrCat("a fold must cover ", from, "..", through));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckUpdate(const Conversation& c, const ConversationUpdate& u) {
+  if (u.expected_compaction_version >= 0 && u.expected_compaction_version != c.compaction_version) {
+    return absl::AbortedError(absl::StrCat(
+        "conversation '", c.key.conversation_id, "' changed while it was being updated (at ",
+        "compaction_version ", c.compaction_version, ", not ", u.expected_compaction_version,
+        ")"));
   }
   return absl::OkStatus();
 }

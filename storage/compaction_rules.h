@@ -19,6 +19,11 @@ absl::Status CheckCompaction(const Conversation& conversation,
                              const std::vector<SummaryChunk>& active_chunks,
                              const CompactionCommit& commit);
 
+// Checks `update` against the conversation as locked for it: ABORTED if
+// it was made for another compaction_version than the conversation's (a
+// concurrent change; read again and retry).
+absl::Status CheckUpdate(const Conversation& conversation, const ConversationUpdate& update);
+
 // The marker item that records a chunk in the log.
 ItemData MarkerFor(const SummaryChunk& chunk);
 

@@ -408,7 +408,8 @@ class MemoryStorage final : public Storage {
     state->conversation.lease_token += 1;
     state->conversation.lease_active = true;
     return std::optional<CompactionLease>(
-        CompactionLease{holder, state->conversation.lease_token, state->lease_expires});
+        CompactionLease{holder, state->conversation.lease_token, state->conversation.storage_key,
+                        state->lease_expires});
   }
 
   absl::Status ReleaseCompactionLease(const CallContext& ctx, const ConversationKey& key,
@@ -416,7 +417,8 @@ class MemoryStorage final : public Storage {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
-    if (state->conversation.lease_token == lease.token) {
+    if (state->conversation.lease_token == lease.token &&
+        state->conversation.storage_key == lease.incarnation) {
       state->lease_holder.clear();
       state->lease_expires = absl::InfinitePast();
       state->conversation.lease_active = false;
@@ -469,6 +471,7 @@ class MemoryStorage final : public Storage {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     Conversation& c = state->conversation;
+    RETURN_IF_ERROR(CheckUpdate(c, u));
     if (u.model) c.model = *u.model;
     if (u.system_prompt) c.system_prompt = *u.system_prompt;
     if (u.pinned_instructions) c.pinned_instructions = *u.pinned_instructions;

@@ -303,10 +303,11 @@ const std::vector<Statement>& Statements() {
        "lease_expires_at = now() + make_interval(secs => $4) "
        "WHERE ", Named(5), " "
        "AND (lease_expires_at IS NULL OR lease_expires_at <= now()) "
-       "RETURNING lease_token, floor(extract(epoch FROM lease_expires_at) * 1000000)::bigint")},
+       "RETURNING lease_token, floor(extract(epoch FROM lease_expires_at) * 1000000)::bigint, "
+       "incarnation")},
       {"release_lease",
        absl::StrCat("UPDATE conversations SET lease_holder = NULL, lease_expires_at = NULL "
-       "WHERE ", Named(4), " AND lease_token = $3")},
+       "WHERE ", Named(5), " AND lease_token = $3 AND incarnation = $4")},
       {"next_chunk_id",
        "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
       {"insert_chunk",
@@ -1183,7 +1184,7 @@ class PostgresStorage final : public Storage {
         return Result();  // Someone else holds it.
       }
       tx.commit();
-      return Result(CompactionLease{holder, r[0][0].as<int64_t>(),
+      return Result(CompactionLease{holder, r[0][0].as<int64_t>(), r[0][2].as<int64_t>(),
                                     absl::FromUnixMicros(r[0][1].as<int64_t>())});
     });
   }
@@ -1192,7 +1193,7 @@ class PostgresStorage final : public Storage {
                                       const CompactionLease& lease) override {
     return Run<bool>(ctx, "release compaction lease",
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
-      ExecNamed(tx, "release_lease", key, lease.token);
+      ExecNamed(tx, "release_lease", key, lease.token, lease.incarnation);
       tx.commit();
       return true;
     }).status();
@@ -1351,6 +1352,7 @@ class PostgresStorage final : public Storage {
       if (locked.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
+      RETURN_IF_ERROR(CheckUpdate(c, u));
       Exec(tx, "update_conversation", row.conv_key, u.model.value_or(c.model),
            u.system_prompt.value_or(c.system_prompt),
            u.pinned_instructions.value_or(c.pinned_instructions),

@@ -575,6 +575,19 @@ TEST_P(StorageConformanceTest, UpdateReplacesWhatIsSetAndRecountsAreStored) {
   EXPECT_TRUE(absl::IsNotFound(storage_->UpdateConversation(ctx_, Key("nobody"), u).status()));
 }
 
+TEST_P(StorageConformanceTest, AnUpdateMadeForAnotherStateIsAborted) {
+  const Conversation c = Create("u");
+  ConversationUpdate stale;
+  stale.expected_compaction_version = c.compaction_version;
+  stale.system_prompt = "first";
+  ASSERT_TRUE(storage_->UpdateConversation(ctx_, Key("u"), stale).ok());
+  // Counted for the conversation before "first" landed: refused, nothing written.
+  stale.system_prompt = "second";
+  auto refused = storage_->UpdateConversation(ctx_, Key("u"), stale);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAborted) << refused.status();
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("u"))->system_prompt, "first");
+}
+
 TEST_P(StorageConformanceTest, LoadContextAtRebuildsWhatAViewWasBuiltFromAtAVersion) {
   NewConversation nc;
   nc.key = Key("history");
@@ -1074,7 +1087,7 @@ TEST_P(StorageConformanceTest, CompactionLeaseIsExclusiveAndFencesCommits) {
   CompactionCommit commit;
   commit.key = Key("c");
   commit.chunk = Chunk(1, 2, "by a");
-  commit.fencing_token = (*a)->token;
+  commit.lease = **a;
   ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
   ASSERT_TRUE(storage_->ReleaseCompactionLease(ctx_, Key("c"), **a).ok());
   EXPECT_FALSE(storage_->GetConversation(ctx_, Key("c"))->lease_active);
@@ -1090,13 +1103,41 @@ TEST_P(StorageConformanceTest, CompactionLeaseIsExclusiveAndFencesCommits) {
   // Releasing with an old lease leaves the new one alone.
   ASSERT_TRUE(storage_->ReleaseCompactionLease(ctx_, Key("c"), **a).ok());
   EXPECT_TRUE(storage_->GetConversation(ctx_, Key("c"))->lease_active);
-  commit.fencing_token = (*b)->token;
+  commit.lease = **b;
   commit.chunk = Chunk(3, 4, "by b");
   EXPECT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
   EXPECT_EQ(storage_->TryAcquireCompactionLease(ctx_, Key("missing"), "x", absl::Seconds(1))
                 .status()
                 .code(),
             absl::StatusCode::kNotFound);
+}
+
+// A conversation deleted and created again under the same id starts its
+// lease tokens afresh: a compaction that holds a lease on the old one must
+// not commit into the new one, whose own lease may have the same token.
+TEST_P(StorageConformanceTest, ALeaseOnADeletedConversationFencesNothingOfItsSuccessor) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  auto old_lease = storage_->TryAcquireCompactionLease(ctx_, Key("c"), "old", absl::Seconds(30));
+  ASSERT_TRUE(old_lease.ok() && old_lease->has_value());
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("c")).ok());
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  auto new_lease = storage_->TryAcquireCompactionLease(ctx_, Key("c"), "new", absl::Seconds(30));
+  ASSERT_TRUE(new_lease.ok() && new_lease->has_value());
+  EXPECT_NE((*new_lease)->incarnation, (*old_lease)->incarnation);
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 2, "from the deleted conversation");
+  commit.lease = **old_lease;
+  EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
+  // Nor does giving the old lease back free the new one.
+  ASSERT_TRUE(storage_->ReleaseCompactionLease(ctx_, Key("c"), **old_lease).ok());
+  EXPECT_TRUE(storage_->GetConversation(ctx_, Key("c"))->lease_active);
+  commit.lease = **new_lease;
+  commit.chunk = Chunk(1, 2, "by the new holder");
+  EXPECT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
 }
 
 // A holder that dies frees the lease when it expires; the old holder is then
@@ -1113,7 +1154,7 @@ TEST_P(StorageConformanceTest, ExpiredCompactionLeaseIsTakenOver) {
   CompactionCommit commit;
   commit.key = Key("c");
   commit.chunk = Chunk(1, 2, "from the dead");
-  commit.fencing_token = (*a)->token;
+  commit.lease = **a;
   EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(), absl::StatusCode::kAborted);
   EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
 }

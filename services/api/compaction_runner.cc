@@ -516,7 +516,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   std::string failure;
   CompactionCommit commit;
   commit.key = key;
-  if (lease.has_value()) commit.fencing_token = lease->token;
+  commit.lease = lease;
   commit.expected_summarized_through = snapshot.conversation.summarized_through;
   commit.expected_prune_boundary = snapshot.conversation.prune_boundary;
   commit.new_prune_boundary = plan.prune_boundary;
@@ -788,7 +788,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
         } else {
           CompactionCommit fold;
           fold.key = key;
-          if (lease.has_value()) fold.fencing_token = lease->token;
+          fold.lease = lease;
           fold.expected_summarized_through = snapshot.conversation.summarized_through;
           fold.expected_prune_boundary = snapshot.conversation.prune_boundary;
           fold.new_prune_boundary = snapshot.conversation.prune_boundary;

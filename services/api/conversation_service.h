@@ -114,6 +114,11 @@ class ConversationService {
       const ResolvedProfile& resolved, const std::vector<ItemData>& pending,
       int64_t reported_tokens, const ProgressSink& progress);
 
+  // The storage update `req` asks of `current`, with its prompts counted
+  // for the model and profile it will have.
+  absl::StatusOr<ConversationUpdate> UpdateFor(const Conversation& current,
+                                               const v1::UpdateConversationRequest& req) const;
+
   // Counts the view's items and chunks again when they were counted with
   // another tokenizer than `resolved`'s (the model changed), and stores the
   // new counts.

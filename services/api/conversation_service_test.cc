@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "storage/forwarding_storage.h"
 #include "storage/memory_storage.h"
 
 namespace convstate {
@@ -772,6 +773,60 @@ TEST_F(ConversationServiceTest, UpdateConversationRebudgetsForTheNewModel) {
   update.set_conversation_id("nobody");
   update.set_model("gpt-4o");
   EXPECT_TRUE(absl::IsNotFound(service_.UpdateConversation(ctx_, update).status()));
+}
+
+// Storage where another UpdateConversation lands between the service's
+// read of the conversation and its own update, once.
+class RacedUpdates final : public ForwardingStorage {
+ public:
+  RacedUpdates(Storage* base, ConversationUpdate first)
+      : ForwardingStorage(base), first_(std::move(first)) {}
+  absl::StatusOr<Conversation> UpdateConversation(const CallContext& c, const ConversationKey& k,
+                                                 const ConversationUpdate& u) override {
+    if (!raced_) {
+      raced_ = true;
+      auto other = base_->UpdateConversation(c, k, first_);
+      EXPECT_TRUE(other.ok()) << other.status();
+    }
+    return base_->UpdateConversation(c, k, u);
+  }
+
+ private:
+  const ConversationUpdate first_;
+  bool raced_ = false;
+};
+
+// Two updates at once (one changes the model, the other the system prompt)
+// end with counts that match the conversation as it is after both: the
+// one that read the conversation before the other landed counts again.
+TEST(ConversationServiceRaceTest, ConcurrentUpdatesLeaveCountsThatMatchTheResult) {
+  auto models = Registry(kProfiles);
+  auto memory = NewMemoryStorage();
+  const std::string long_prompt(4000, 'p');
+  ConversationUpdate other;
+  other.system_prompt = long_prompt;
+  other.count_encoding = "approximate:4";
+  other.system_prompt_tokens = 1000;  // What the other call counted, for gpt-4o's profile.
+  RacedUpdates storage(memory.get(), other);
+  auto summarizer = NewExtractiveSummarizer();
+  ConversationService service(ConversationService::Options{}, models.get(), &storage,
+                              summarizer.get());
+  CallContext ctx;
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("raced");
+  create.set_model("gpt-4o");
+  create.set_system_prompt("short");
+  ASSERT_TRUE(service.CreateConversation(ctx, create).ok());
+  v1::UpdateConversationRequest update;
+  update.set_conversation_id("raced");
+  update.set_model("small-model");
+  ASSERT_TRUE(service.UpdateConversation(ctx, update).ok());
+  auto after = memory->GetConversation(ctx, {"default", "raced"});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->model, "small-model");
+  EXPECT_EQ(after->system_prompt, long_prompt);
+  // The small profile counts 2 bytes a token and nothing per message.
+  EXPECT_EQ(after->system_prompt_tokens, 2000);
 }
 
 }  // namespace

@@ -280,6 +280,10 @@ struct ViewState {
 
 // UpdateConversation: each set field replaces the stored one.
 struct ConversationUpdate {
+  // The update applies only if the conversation is still at this
+  // compaction_version (ABORTED otherwise): the counts below were made for
+  // the conversation as read then. Negative: whatever it is.
+  int64_t expected_compaction_version = -1;
   std::optional<std::string> model;
   std::optional<std::string> system_prompt;
   std::optional<std::string> pinned_instructions;
@@ -353,6 +357,19 @@ struct AppendResult {
 };
 
 
+// A granted compaction lease.
+struct CompactionLease {
+  std::string holder;
+  // Larger than every token granted before for this incarnation of the
+  // conversation.
+  int64_t token = 0;
+  // The incarnation (Conversation::storage_key) it was granted on: a
+  // conversation deleted and created again under the same id starts its
+  // tokens afresh, so a token alone does not tell the two apart.
+  int64_t incarnation = 0;
+  absl::Time expires;
+};
+
 // The result of a compaction, applied atomically if the conversation is
 // still in the state the compaction started from.
 struct CompactionCommit {
@@ -369,17 +386,11 @@ struct CompactionCommit {
   std::optional<SummaryChunk> chunk;
   std::vector<int64_t> supersedes;
   std::vector<CompactionEvent> events;
-  // If set, the commit applies only while this lease is the conversation's
-  // latest and unexpired (fencing: a holder that lost it cannot commit).
-  std::optional<int64_t> fencing_token;
-};
-
-// A granted compaction lease.
-struct CompactionLease {
-  std::string holder;
-  // Larger than every token granted before for this conversation.
-  int64_t token = 0;
-  absl::Time expires;
+  // If set, the commit applies only while this lease is the latest and
+  // unexpired of the same incarnation of the conversation (fencing: a
+  // holder that lost it, or held it on a conversation since deleted and
+  // created again, cannot commit).
+  std::optional<CompactionLease> lease;
 };
 
 // An erasure (RedactItems) as storage carries it out.

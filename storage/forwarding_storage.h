@@ -1,0 +1,114 @@
+#ifndef CONVSTATE_STORAGE_FORWARDING_STORAGE_H_
+#define CONVSTATE_STORAGE_FORWARDING_STORAGE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/storage.h"
+
+namespace convstate {
+
+// A Storage that passes every call to `base`: tests derive from it and
+// override the calls they make fail, slow or race.
+class ForwardingStorage : public Storage {
+ public:
+  explicit ForwardingStorage(Storage* base) : base_(base) {}
+
+  absl::Status Ping(const CallContext& c) override { return base_->Ping(c); }
+  absl::StatusOr<Conversation> CreateConversation(const CallContext& c,
+                                                  const NewConversation& n) override {
+    return base_->CreateConversation(c, n);
+  }
+  absl::StatusOr<Conversation> GetConversation(const CallContext& c,
+                                               const ConversationKey& k) override {
+    return base_->GetConversation(c, k);
+  }
+  absl::StatusOr<RedactResult> RedactItems(const CallContext& c,
+                                           const RedactRequest& r) override {
+    return base_->RedactItems(c, r);
+  }
+  absl::StatusOr<TenantUsage> GetTenantUsage(const CallContext& c,
+                                             const std::string& t) override {
+    return base_->GetTenantUsage(c, t);
+  }
+  absl::StatusOr<std::vector<Conversation>> ListConversations(const CallContext& c,
+                                                              const std::string& t,
+                                                              const std::string& a,
+                                                              int l) override {
+    return base_->ListConversations(c, t, a, l);
+  }
+  absl::StatusOr<int64_t> DeleteConversation(const CallContext& c,
+                                             const ConversationKey& k) override {
+    return base_->DeleteConversation(c, k);
+  }
+  absl::StatusOr<AppendResult> AppendItems(const CallContext& c, const AppendRequest& r) override {
+    return base_->AppendItems(c, r);
+  }
+  absl::StatusOr<std::vector<Item>> ListItems(const CallContext& c, const ConversationKey& k,
+                                              int64_t a, int l) override {
+    return base_->ListItems(c, k, a, l);
+  }
+  absl::StatusOr<ContextSnapshot> LoadContext(const CallContext& c,
+                                              const ConversationKey& k) override {
+    return base_->LoadContext(c, k);
+  }
+  absl::StatusOr<ContextDelta> LoadContextSince(const CallContext& c, const ConversationKey& k,
+                                                const Conversation* held) override {
+    return base_->LoadContextSince(c, k, held);
+  }
+  absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& c,
+                                                    const CompactionCommit& m) override {
+    return base_->CommitCompaction(c, m);
+  }
+  absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(
+      const CallContext& c, const ConversationKey& k, const std::string& h,
+      absl::Duration d) override {
+    return base_->TryAcquireCompactionLease(c, k, h, d);
+  }
+  absl::Status ReleaseCompactionLease(const CallContext& c, const ConversationKey& k,
+                                      const CompactionLease& l) override {
+    return base_->ReleaseCompactionLease(c, k, l);
+  }
+  absl::StatusOr<Item> SetPinned(const CallContext& c, const ConversationKey& k, int64_t s,
+                                 bool p) override {
+    return base_->SetPinned(c, k, s, p);
+  }
+  absl::Status RecordCompactionEvents(const CallContext& c, const ConversationKey& k,
+                                      const std::vector<CompactionEvent>& e) override {
+    return base_->RecordCompactionEvents(c, k, e);
+  }
+  absl::StatusOr<ContextSnapshot> LoadContextAt(const CallContext& c, const ConversationKey& k,
+                                                int64_t v, int64_t cv) override {
+    return base_->LoadContextAt(c, k, v, cv);
+  }
+  absl::StatusOr<Conversation> UpdateConversation(const CallContext& c, const ConversationKey& k,
+                                                 const ConversationUpdate& u) override {
+    return base_->UpdateConversation(c, k, u);
+  }
+  absl::Status SaveTokenCounts(const CallContext& c, const ConversationKey& k,
+                               const TokenRecount& r) override {
+    return base_->SaveTokenCounts(c, k, r);
+  }
+  absl::StatusOr<Conversation> RecordProviderOverflow(const CallContext& c,
+                                                     const ConversationKey& k, double f,
+                                                     int64_t l, const CompactionEvent& e) override {
+    return base_->RecordProviderOverflow(c, k, f, l, e);
+  }
+  absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(const CallContext& c,
+                                                          const ConversationKey& k,
+                                                          bool s) override {
+    return base_->ListSummaries(c, k, s);
+  }
+  absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
+      const CallContext& c, const ConversationKey& k) override {
+    return base_->ListCompactionEvents(c, k);
+  }
+
+ protected:
+  Storage* const base_;
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_STORAGE_FORWARDING_STORAGE_H_
