@@ -274,6 +274,28 @@ TEST_F(ServerE2eTest, ConversationLifecycleThroughEveryImplementedRpc) {
     EXPECT_EQ(page.conversations(0).conversation_id(), "release-42");
     EXPECT_FALSE(page.next_page_token().empty());
   }
+  // Page tokens are the client's bytes: garbage in one is the caller's
+  // mistake, refused before it reaches the database ("Yzr_" is base64url
+  // of "c:" and a byte 0xFF, which PostgreSQL refuses as text).
+  for (const char* garbage : {"Yzr_", "YzphIGI", "not base64!", "aTo5OTk5OTk5OTk5OTk5OTk5OTk5"}) {
+    v1::ListConversationsRequest list;
+    list.set_page_token(garbage);
+    v1::ListConversationsResponse page;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, kCallDeadline);
+    const grpc::Status s = stub_->ListConversations(&ctx, list, &page);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << garbage << ": "
+                                                                 << s.error_message();
+    v1::ListItemsRequest items;
+    items.set_conversation_id("release-42");
+    items.set_page_token(garbage);
+    v1::ListItemsResponse item_page;
+    grpc::ClientContext ictx;
+    SetDeadline(ictx, kCallDeadline);
+    EXPECT_EQ(stub_->ListItems(&ictx, items, &item_page).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT)
+        << garbage;
+  }
   {
     std::vector<int64_t> sequences;
     v1::ListItemsRequest req;

@@ -262,14 +262,36 @@ std::string EncodePageToken(absl::string_view kind, absl::string_view position) 
   return absl::WebSafeBase64Escape(absl::StrCat(kind, ":", position));
 }
 
+absl::Status BadPageToken() {
+  return absl::InvalidArgumentError(
+      "page_token: not a token from a previous response of this method");
+}
+
+// The position a page token holds, checked before it goes anywhere: what a
+// client sends as a token is arbitrary bytes.
 absl::StatusOr<std::string> DecodePageToken(absl::string_view kind, absl::string_view token) {
   std::string raw;
   const std::string prefix = absl::StrCat(kind, ":");
   if (!absl::WebSafeBase64Unescape(token, &raw) || !absl::StartsWith(raw, prefix)) {
-    return absl::InvalidArgumentError(
-        "page_token: not a token from a previous response of this method");
+    return BadPageToken();
   }
   return raw.substr(prefix.size());
+}
+
+// A page token that holds an id (a conversation's).
+absl::StatusOr<std::string> DecodeIdToken(absl::string_view kind, absl::string_view token) {
+  ASSIGN_OR_RETURN(std::string id, DecodePageToken(kind, token));
+  if (!ValidateId("page_token", id).ok()) return BadPageToken();
+  return id;
+}
+
+// A page token that holds a number in [min, max] (a sequence, an id).
+absl::StatusOr<int64_t> DecodeNumberToken(absl::string_view kind, absl::string_view token,
+                                          int64_t min, int64_t max) {
+  ASSIGN_OR_RETURN(std::string position, DecodePageToken(kind, token));
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(position, &n) || n < min || n > max) return BadPageToken();
+  return n;
 }
 
 std::string NewConversationId() {
@@ -491,9 +513,24 @@ absl::StatusOr<v1::Conversation> ConversationService::UpdateConversation(
     RETURN_IF_ERROR(ValidateText("pinned_instructions", req.pinned_instructions(),
                                  limits.max_system_prompt_bytes));
   }
-  ASSIGN_OR_RETURN(const Conversation current, storage_->GetConversation(ctx, key));
+  // The counts are made for the conversation as read; storage applies the
+  // update only if nothing changed it since, else it is read again.
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    ASSIGN_OR_RETURN(const Conversation current, storage_->GetConversation(ctx, key));
+    ASSIGN_OR_RETURN(ConversationUpdate update, UpdateFor(current, req));
+    absl::StatusOr<Conversation> updated = storage_->UpdateConversation(ctx, key, update);
+    if (absl::IsAborted(updated.status()) && attempt < kAttempts) continue;
+    if (!updated.ok()) return updated.status();
+    return ToProto(*updated);
+  }
+}
+
+absl::StatusOr<ConversationUpdate> ConversationService::UpdateFor(
+    const Conversation& current, const v1::UpdateConversationRequest& req) const {
   Conversation next = current;
   ConversationUpdate update;
+  update.expected_compaction_version = current.compaction_version;
   if (req.has_model()) update.model = next.model = req.model();
   if (req.has_system_prompt()) update.system_prompt = next.system_prompt = req.system_prompt();
   if (req.has_pinned_instructions()) {
@@ -529,8 +566,7 @@ absl::StatusOr<v1::Conversation> ConversationService::UpdateConversation(
                                      {"pinned_instructions", req.has_pinned_instructions()},
                                      {"profile_overrides", req.has_profile_overrides()},
                                      {"recount", counted_with != TokenizerKey(profile)}});
-  ASSIGN_OR_RETURN(Conversation updated, storage_->UpdateConversation(ctx, key, update));
-  return ToProto(updated);
+  return update;
 }
 
 absl::StatusOr<v1::BuildContextResponse> ConversationService::GetContextAt(
@@ -592,7 +628,7 @@ absl::StatusOr<v1::ListConversationsResponse> ConversationService::ListConversat
   ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultConversationPage));
   std::string after;
   if (!req.page_token().empty()) {
-    ASSIGN_OR_RETURN(after, DecodePageToken("c", req.page_token()));
+    ASSIGN_OR_RETURN(after, DecodeIdToken("c", req.page_token()));
   }
   // One more than asked tells whether another page exists.
   ASSIGN_OR_RETURN(std::vector<Conversation> found,
@@ -704,11 +740,7 @@ absl::StatusOr<v1::ListItemsResponse> ConversationService::ListItems(
   ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultItemPage));
   int64_t after = 0;
   if (!req.page_token().empty()) {
-    ASSIGN_OR_RETURN(std::string position, DecodePageToken("i", req.page_token()));
-    if (!absl::SimpleAtoi(position, &after) || after < 0) {
-      return absl::InvalidArgumentError(
-          "page_token: not a token from a previous response of this method");
-    }
+    ASSIGN_OR_RETURN(after, DecodeNumberToken("i", req.page_token(), 0, INT64_MAX));
   }
   ASSIGN_OR_RETURN(std::vector<Item> items,
                    storage_->ListItems(ctx, key, after, page_size + 1));
@@ -1132,12 +1164,8 @@ absl::StatusOr<v1::ExpandSummaryResponse> ConversationService::ExpandSummary(
   }
   int64_t after = chunk->from_sequence - 1;
   if (!req.page_token().empty()) {
-    ASSIGN_OR_RETURN(std::string position, DecodePageToken("x", req.page_token()));
-    if (!absl::SimpleAtoi(position, &after) || after < chunk->from_sequence - 1 ||
-        after > chunk->through_sequence) {
-      return absl::InvalidArgumentError(
-          "page_token: not a token from a previous response of this method");
-    }
+    ASSIGN_OR_RETURN(after, DecodeNumberToken("x", req.page_token(), chunk->from_sequence - 1,
+                                              chunk->through_sequence));
   }
   ASSIGN_OR_RETURN(std::vector<Item> items, storage_->ListItems(ctx, key, after, page_size + 1));
   v1::ExpandSummaryResponse out;
