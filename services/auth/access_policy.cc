@@ -13,7 +13,9 @@
 #include "convstate/config/v1/access.pb.h"
 #include "services/api/validation.h"
 #include "services/common/log.h"
+#include "services/common/secret_file.h"
 #include "services/common/sha256.h"
+#include "services/common/status_macros.h"
 #include "services/common/text_proto.h"
 
 namespace convstate::auth {
@@ -229,6 +231,8 @@ std::optional<std::pair<int64_t, int64_t>> AccessFile::Stamp() const {
 absl::Status AccessFile::Load() {
   checked_ = absl::Now();
   stamp_ = Stamp();
+  // Checked at every read: a file someone else may now write is not read.
+  RETURN_IF_ERROR(CheckSecretFile("access file", path_));
   std::ifstream in(path_);
   if (!in) return absl::InvalidArgumentError(absl::StrCat("access file: cannot read ", path_));
   std::stringstream text;

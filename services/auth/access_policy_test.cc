@@ -123,6 +123,7 @@ TEST(AccessFileTest, AChangedFileIsReadAgainAndABrokenOneKeepsTheOldRules) {
   const std::string path = absl::StrCat(testing::TempDir(), "/access.textproto");
   auto write = [&](const std::string& text) {
     std::ofstream(path, std::ios::trunc) << text;
+    chmod(path.c_str(), 0600);
   };
   write(TokenEntry("first", "acme", "ROLE_GATEWAY", "s", "one"));
   auto file = AccessFile::Open(path, absl::ZeroDuration());
@@ -135,6 +136,15 @@ TEST(AccessFileTest, AChangedFileIsReadAgainAndABrokenOneKeepsTheOldRules) {
 
   write("tokens { this does not parse");
   EXPECT_NE((*file)->Current()->FindToken("two"), nullptr);
+
+  // A file that others may now write is not read again: someone could have
+  // planted a token of their own.
+  write(TokenEntry("planted", "acme", "ROLE_OPERATOR", "salt-three", "three") + "\n#\n");
+  chmod(path.c_str(), 0622);
+  EXPECT_EQ((*file)->Current()->FindToken("three"), nullptr);
+  EXPECT_NE((*file)->Current()->FindToken("two"), nullptr);
+  chmod(path.c_str(), 0604);
+  EXPECT_FALSE(AccessFile::Open(path, absl::ZeroDuration()).ok());
 
   std::remove(path.c_str());
   EXPECT_FALSE(AccessFile::Open(path, absl::ZeroDuration()).ok());

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "services/common/secret_file.h"
 #include "services/common/status_macros.h"
 
 namespace convstate {
@@ -124,6 +125,9 @@ const std::vector<Flag>& Flags() {
          c.auth_none = v == "none";
          return absl::OkStatus();
        }},
+      {"allow_auth_none_on_network",
+       "with --auth=none, listen on an address other hosts reach (default false: refused)",
+       BoolField([](ServerConfig& c) -> bool& { return c.allow_auth_none_on_network; })},
       {"public_health", "grpc.health.v1.Health answers callers without a credential (default false)",
        BoolField([](ServerConfig& c) -> bool& { return c.server.access.public_health; })},
       {"public_reflection",
@@ -408,15 +412,7 @@ namespace {
 // A file a secret lives in: it must exist, be readable, and not be
 // readable by every user.
 absl::Status CheckSecretFile(const char* flag, const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0 || access(path.c_str(), R_OK) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read ", path));
-  }
-  if ((st.st_mode & S_IROTH) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--", flag, ": ", path, " is readable by every user; make it private (chmod 600) first"));
-  }
-  return absl::OkStatus();
+  return convstate::CheckSecretFile(absl::StrCat("--", flag), path);
 }
 
 absl::Status CheckReadable(const char* flag, const std::string& path) {
@@ -448,8 +444,14 @@ absl::Status CheckTls(ServerConfig& config) {
   return absl::OkStatus();
 }
 
+// True for addresses only this machine reaches.
+bool IsLoopback(absl::string_view host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" ||
+         absl::StartsWith(host, "127.");
+}
+
 // Authentication is chosen, not defaulted away: an access file, or
-// --auth=none said out loud.
+// --auth=none said out loud (and, off loopback, said twice).
 absl::Status CheckAccess(const ServerConfig& config) {
   const std::string& file = config.server.access.access_file;
   if (config.auth_none && !file.empty()) {
@@ -461,6 +463,13 @@ absl::Status CheckAccess(const ServerConfig& config) {
         "--auth=none runs without authentication, for local development only");
   }
   if (!file.empty()) RETURN_IF_ERROR(CheckSecretFile("access_file", file));
+  if (config.auth_none && !IsLoopback(config.server.host) && !config.allow_auth_none_on_network) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--auth=none on ", config.server.host,
+        " opens every tenant's conversations to anyone who reaches that address; give "
+        "--access_file, listen on loopback (--host=127.0.0.1), or say "
+        "--allow_auth_none_on_network=true if a network of your own stands in front"));
+  }
   return absl::OkStatus();
 }
 
@@ -509,8 +518,11 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
     if (!sampler.ok()) return Annotate(sampler.status(), "--otel_sampler");
     config.telemetry.sampler = *sampler;
   }
-  RETURN_IF_ERROR(CheckTls(config));
-  RETURN_IF_ERROR(CheckAccess(config));
+  // A migration job serves no call: it needs neither TLS nor an access rule.
+  if (!config.migrate_only) {
+    RETURN_IF_ERROR(CheckTls(config));
+    RETURN_IF_ERROR(CheckAccess(config));
+  }
   // The summarizer's API key: from its file, else its variable. Never logged.
   if (!config.summarizer_api_key_file.empty()) {
     RETURN_IF_ERROR(CheckSecretFile("summarizer_api_key_file", config.summarizer_api_key_file));

@@ -49,6 +49,9 @@ struct ServerConfig {
   bool help = false;
   // --auth=none: no authentication (else --access_file is required).
   bool auth_none = false;
+  // --auth=none is refused on an address other than loopback unless this
+  // is set.
+  bool allow_auth_none_on_network = false;
   // Whether --host was given; without it the host is 127.0.0.1, or 0.0.0.0
   // with TLS.
   bool host_given = false;

@@ -152,5 +152,33 @@ TEST(LoadConfigTest, OpenTelemetryFromTheEnvironmentAndFlags) {
   EXPECT_TRUE(LoadConfig({"--auth=none", "--otel_disabled"}, kNoEnv)->telemetry.disabled);
 }
 
+TEST(LoadConfigTest, AMigrationJobNeedsNoAuthenticationSetting) {
+  EXPECT_EQ(LoadConfig({}, kNoEnv).status().code(), absl::StatusCode::kInvalidArgument);
+  auto c = LoadConfig({"--migrate_only", "--database_url=postgresql://db/x"}, kNoEnv);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->migrate_only);
+}
+
+TEST(LoadConfigTest, NoAuthenticationOffLoopbackIsRefusedUnlessSaidTwice) {
+  for (const char* host : {"--host=0.0.0.0", "--host=10.1.2.3", "--host=::"}) {
+    auto refused = LoadConfig({"--auth=none", host}, kNoEnv);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << host;
+    EXPECT_NE(refused.status().message().find("--access_file"), std::string::npos);
+    EXPECT_TRUE(LoadConfig({"--auth=none", host, "--allow_auth_none_on_network"}, kNoEnv).ok())
+        << host;
+  }
+  for (const char* host : {"--host=127.0.0.1", "--host=localhost", "--host=::1", "--host=127.0.1.1"}) {
+    EXPECT_TRUE(LoadConfig({"--auth=none", host}, kNoEnv).ok()) << host;
+  }
+}
+
+TEST(LoadConfigTest, KeysOthersMayWriteAreRefused) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/writable_key";
+  std::ofstream(path) << "sk-file\n";
+  ASSERT_EQ(chmod(path.c_str(), 0620), 0);
+  auto c = LoadConfig({"--auth=none", "--summarizer_api_key_file=" + path}, kNoEnv);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition) << c.status();
+}
+
 }  // namespace
 }  // namespace convstate

@@ -3,7 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 
 namespace convstate::ctl {
@@ -19,10 +21,32 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 }  // namespace
 
+bool IsLoopbackAddress(absl::string_view address) {
+  absl::string_view host = address;
+  absl::ConsumePrefix(&host, "dns:///");
+  absl::ConsumePrefix(&host, "ipv4:");
+  absl::ConsumePrefix(&host, "ipv6:");
+  if (absl::StartsWith(host, "unix:")) return true;
+  if (absl::StartsWith(host, "[")) {
+    host = host.substr(1, host.find(']') - 1);
+  } else if (const size_t colon = host.rfind(':');
+             colon != absl::string_view::npos && host.find(':') == colon) {
+    host = host.substr(0, colon);
+  }
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   std::unique_ptr<Client> client(new Client(options));
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (options.cacert.empty() && options.cert.empty() && options.key.empty()) {
+    // A bearer token in plaintext is readable by anyone on the path; only a
+    // server on this machine may get one that way.
+    if (!options.token.empty() && !IsLoopbackAddress(options.address)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "refusing to send the token in plaintext to ", options.address,
+          ": give --cacert (TLS), or reach the server on loopback"));
+    }
     credentials = grpc::InsecureChannelCredentials();
   } else {
     if (options.cert.empty() != options.key.empty()) {

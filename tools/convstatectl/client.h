@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "convstate/v1/convstate.grpc.pb.h"
 
@@ -25,10 +26,16 @@ struct ClientOptions {
   absl::Duration timeout = absl::Seconds(30);
 };
 
+// True if `address` (host:port, or a gRPC target) names this machine:
+// loopback addresses, localhost, a Unix socket.
+bool IsLoopbackAddress(absl::string_view address);
+
 // A channel and the stubs the commands use, and the context every call
 // takes (deadline and credential).
 class Client {
  public:
+  // FAILED_PRECONDITION for a token to be sent in plaintext to another
+  // machine: a token travels over TLS (--cacert) or on loopback only.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
 
   v1::ConversationState::Stub& service() { return *service_; }
