@@ -12,15 +12,24 @@ void Fingerprinter::Mix(const void* data, size_t size) {
   }
 }
 
-Fingerprinter& Fingerprinter::Add(int64_t value) {
+void Fingerprinter::MixInteger(uint64_t value) {
   unsigned char le[8];
   for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(value >> (8 * i));
   Mix(le, sizeof(le));
+}
+
+Fingerprinter& Fingerprinter::Add(int64_t value) {
+  // A tag byte first: an integer never reads as a string's length prefix
+  // (Add("") and Add(0) would be the same bytes otherwise).
+  constexpr unsigned char kIntegerTag = 0x01;
+  Mix(&kIntegerTag, 1);
+  MixInteger(static_cast<uint64_t>(value));
   return *this;
 }
 
 Fingerprinter& Fingerprinter::Add(absl::string_view bytes) {
-  Add(static_cast<int64_t>(bytes.size()));
+  // Unchanged since migration checksums were first recorded with it.
+  MixInteger(bytes.size());
   Mix(bytes.data(), bytes.size());
   return *this;
 }

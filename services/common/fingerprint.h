@@ -17,6 +17,7 @@ class Fingerprinter {
   // Adds `bytes`, length-prefixed so that ("ab", "c") and ("a", "bc")
   // differ.
   Fingerprinter& Add(absl::string_view bytes);
+  // Adds `value`, tagged so that it differs from any string's prefix.
   Fingerprinter& Add(int64_t value);
   uint64_t value() const { return state_; }
   // The value as 16 lowercase hex digits.
@@ -24,6 +25,7 @@ class Fingerprinter {
 
  private:
   void Mix(const void* data, size_t size);
+  void MixInteger(uint64_t value);
   uint64_t state_ = 14695981039346656037ull;
 };
 

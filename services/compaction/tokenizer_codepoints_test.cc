@@ -13,8 +13,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
-#include "services/common/fingerprint.h"
 #include "services/common/utf8.h"
 #include "services/compaction/bpe_tokenizer.h"
 #include "services/compaction/unicode_class.h"
@@ -30,11 +30,17 @@ void AppendEntry(char32_t c, std::string* out) {
   absl::StrAppend(out, "a", ch, "B", ch, ch, ch, ch, "1 ", ch, "_a\n");
 }
 
-// What the generator records of a document's ids.
+// What the generator (tools/golden/generate_codepoints.js) records of a
+// document's ids: FNV-1a over each id as 8 little-endian bytes, untagged.
 std::string FingerprintOf(const std::vector<uint32_t>& ids) {
-  Fingerprinter f;
-  for (uint32_t id : ids) f.Add(static_cast<int64_t>(id));
-  return f.Hex();
+  uint64_t h = 14695981039346656037ull;
+  for (uint32_t id : ids) {
+    for (int k = 0; k < 8; ++k) {
+      h ^= k < 4 ? (id >> (8 * k)) & 0xff : 0;
+      h *= 1099511628211ull;
+    }
+  }
+  return absl::StrFormat("%016x", h);
 }
 
 struct Document {
