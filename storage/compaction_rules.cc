@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/sha256.h"
 
 namespace convstate {
 
@@ -138,6 +139,23 @@ CompactionEvent RedactedEvent(const RedactRequest& request, int64_t chunks_remov
   return e;
 }
 
+CompactionEvent ContinuedErasedEvent(const RedactRequest& request, int64_t chunks_removed) {
+  CompactionEvent e;
+  e.event = "items_redacted";
+  e.detail = nlohmann::json{{"by", request.actor},
+                            {"reason", request.reason},
+                            {"continued_from", request.key.conversation_id},
+                            {"source_sequences", request.sequences},
+                            {"chunks_removed", chunks_removed}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return e;
+}
+
+std::string RedactedDigest(const std::string& key, const std::string& content) {
+  if (key.empty()) return "";
+  return absl::StrCat("hmac-sha256:", HmacSha256Hex(key, content));
+}
+
 std::optional<int64_t> RedactionCut(const std::vector<SummaryChunk>& chunks,
                                     const std::vector<int64_t>& sequences) {
   auto holds = [](const SummaryChunk& c, int64_t s) {
@@ -190,6 +208,35 @@ ContextSnapshot SnapshotAt(const Conversation& now, const ViewState& state, int6
     }
   }
   return snap;
+}
+
+ContinuedErasure EraseContinued(const std::vector<SummaryChunk>& chunks,
+                                const std::map<std::string, std::set<int64_t>>& retired) {
+  std::set<int64_t> out;
+  for (const SummaryChunk& c : chunks) {
+    if (c.summarizer_model == kRedactedChunkModel || c.source_conversation_id.empty()) continue;
+    auto from = retired.find(c.source_conversation_id);
+    if (from != retired.end() && from->second.contains(c.source_chunk_id)) out.insert(c.chunk_id);
+  }
+  // A fold of a retired chunk holds what it held: retired too, up the chain.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const SummaryChunk& c : chunks) {
+      if (c.superseded_by != 0 && c.superseded_by != c.chunk_id && out.contains(c.chunk_id) &&
+          out.insert(c.superseded_by).second) {
+        grew = true;
+      }
+    }
+  }
+  ContinuedErasure erasure;
+  erasure.retire.assign(out.begin(), out.end());
+  for (const SummaryChunk& c : chunks) {
+    if (c.summarizer_model != kRedactedChunkModel && !out.contains(c.chunk_id) &&
+        out.contains(c.superseded_by)) {
+      erasure.reactivate.push_back(c.chunk_id);
+    }
+  }
+  return erasure;
 }
 
 }  // namespace convstate

@@ -1,7 +1,9 @@
 #ifndef CONVSTATE_STORAGE_COMPACTION_RULES_H_
 #define CONVSTATE_STORAGE_COMPACTION_RULES_H_
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,14 @@ CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts);
 // many chunks went with it.
 CompactionEvent RedactedEvent(const RedactRequest& request, int64_t chunks_removed);
 
+// The `items_redacted` audit row of a conversation continued from the one
+// `request` redacted, whose copies of `chunks_removed` chunks went with it.
+CompactionEvent ContinuedErasedEvent(const RedactRequest& request, int64_t chunks_removed);
+
+// What a redacted item keeps of its content: "hmac-sha256:<hex>" under
+// `key`, or nothing when the key is empty.
+std::string RedactedDigest(const std::string& key, const std::string& content);
+
 // Where a redaction of `sequences` cuts the summaries: the start of the
 // innermost chunk (not already emptied) holding the earliest of them that
 // any chunk holds. Every chunk ending at or after it is derived from a
@@ -60,6 +70,24 @@ CompactionEvent RedactedEvent(const RedactRequest& request, int64_t chunks_remov
 // any of them.
 std::optional<int64_t> RedactionCut(const std::vector<SummaryChunk>& chunks,
                                     const std::vector<int64_t>& sequences);
+
+// What a redaction does to the summaries of one conversation continued,
+// directly or not, from the conversation it erased items of.
+struct ContinuedErasure {
+  // Chunks to empty and retire: those carried over from a chunk that was
+  // retired in the conversation it was carried from, and every chunk that
+  // folded one of those in (the fold holds its text and facts).
+  std::vector<int64_t> retire;
+  // Chunks that only a chunk of `retire` had superseded: active again.
+  std::vector<int64_t> reactivate;
+};
+
+// The ContinuedErasure of `chunks` (a continued conversation's, all of
+// them), given the chunk ids retired so far in each conversation it may
+// have carried chunks from (`retired`, by conversation id).
+ContinuedErasure EraseContinued(
+    const std::vector<SummaryChunk>& chunks,
+    const std::map<std::string, std::set<int64_t>>& retired);
 
 }  // namespace convstate
 

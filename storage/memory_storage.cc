@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -344,8 +345,9 @@ class MemoryStorage final : public Storage {
     RedactResult result;
     for (int64_t s : request.sequences) {
       Item& item = state->items[s - 1];
-      if (item.redacted_sha256.empty()) {
-        item.redacted_sha256 = Sha256::Hex(item.data.content);
+      if (!item.redacted) {
+        item.redacted = true;
+        item.redacted_digest = RedactedDigest(request.digest_key, item.data.content);
         state->content_bytes -= static_cast<int64_t>(item.data.content.size());
         c.item_tokens += request.tombstone_tokens - item.data.token_count;
         item.data.content = request.tombstone;
@@ -354,44 +356,55 @@ class MemoryStorage final : public Storage {
       }
       result.items.push_back(item);
     }
+    // Chunks retired here, by conversation: what copies elsewhere came from.
+    std::map<std::string, std::set<int64_t>> retired;
     if (std::optional<int64_t> cut = RedactionCut(state->chunks, request.sequences)) {
-      absl::flat_hash_set<int64_t> emptied;
-      for (SummaryChunk& chunk : state->chunks) {
-        if (chunk.through_sequence < *cut || chunk.summarizer_model == kRedactedChunkModel) {
-          continue;
+      std::vector<int64_t> emptied;
+      for (const SummaryChunk& chunk : state->chunks) {
+        if (chunk.through_sequence >= *cut && chunk.summarizer_model != kRedactedChunkModel) {
+          emptied.push_back(chunk.chunk_id);
         }
-        SummaryChunk retired;
-        retired.chunk_id = chunk.chunk_id;
-        retired.from_sequence = chunk.from_sequence;
-        retired.through_sequence = chunk.through_sequence;
-        retired.create_time = chunk.create_time;
-        retired.summarizer_model = kRedactedChunkModel;
-        retired.superseded_by = chunk.chunk_id;
-        chunk = std::move(retired);
-        emptied.insert(chunk.chunk_id);
       }
       result.chunks_removed = static_cast<int64_t>(emptied.size());
       // Chunks that only a retired fold superseded are active again.
-      int64_t summarized_through = 0;
-      for (SummaryChunk& chunk : state->chunks) {
-        if (chunk.summarizer_model == kRedactedChunkModel) continue;
-        if (emptied.contains(chunk.superseded_by)) chunk.superseded_by = 0;
-        if (chunk.superseded_by == 0) {
-          summarized_through = std::max(summarized_through, chunk.through_sequence);
+      std::vector<int64_t> reactivate;
+      for (const SummaryChunk& chunk : state->chunks) {
+        if (chunk.summarizer_model != kRedactedChunkModel && chunk.through_sequence < *cut &&
+            std::find(emptied.begin(), emptied.end(), chunk.superseded_by) != emptied.end()) {
+          reactivate.push_back(chunk.chunk_id);
         }
       }
-      c.summarized_through = summarized_through;
+      Retire(*state, emptied, reactivate);
+      retired[request.key.conversation_id].insert(emptied.begin(), emptied.end());
     }
     for (auto& [key, record] : state->idempotency) {
       for (int64_t s : request.sequences) {
         if (s >= record.first_sequence && s <= record.last_sequence) record.fingerprint = "redacted";
       }
     }
-    c.compaction_version += 1;
-    c.update_time = Now();
-    RecordState(*state);
-    AddEvents(*state, {RedactedEvent(request, result.chunks_removed)}, c.update_time);
+    Erased(*state, RedactedEvent(request, result.chunks_removed));
     result.compaction_version = c.compaction_version;
+    // Conversations continued from this one, and from those, in the order
+    // they were created: their copies of what was retired go too.
+    std::vector<std::string> frontier = {request.key.conversation_id};
+    auto& tenant = tenants_[request.key.tenant_id];
+    while (!frontier.empty() && !retired.empty()) {
+      std::vector<std::string> next;
+      for (auto& [id, continued] : tenant) {
+        if (std::find(frontier.begin(), frontier.end(), continued.conversation.continued_from) ==
+            frontier.end()) {
+          continue;
+        }
+        next.push_back(id);
+        const ContinuedErasure erasure = EraseContinued(continued.chunks, retired);
+        if (erasure.retire.empty()) continue;
+        Retire(continued, erasure.retire, erasure.reactivate);
+        retired[id].insert(erasure.retire.begin(), erasure.retire.end());
+        result.continued_chunks_removed += static_cast<int64_t>(erasure.retire.size());
+        Erased(continued, ContinuedErasedEvent(request, static_cast<int64_t>(erasure.retire.size())));
+      }
+      frontier = std::move(next);
+    }
     return result;
   }
 
@@ -588,6 +601,51 @@ class MemoryStorage final : public Storage {
     } else {
       state.states.push_back(std::move(s));
     }
+  }
+
+  // Empties and retires the chunks `retire` (superseded by themselves,
+  // model kRedactedChunkModel), makes `reactivate` active again, and moves
+  // summarized_through back to the last active chunk.
+  static void Retire(ConversationState& state, const std::vector<int64_t>& retire,
+                     const std::vector<int64_t>& reactivate) {
+    auto in = [](const std::vector<int64_t>& ids, int64_t id) {
+      return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
+    int64_t summarized_through = 0;
+    for (SummaryChunk& chunk : state.chunks) {
+      if (in(retire, chunk.chunk_id)) {
+        SummaryChunk emptied;
+        emptied.chunk_id = chunk.chunk_id;
+        emptied.from_sequence = chunk.from_sequence;
+        emptied.through_sequence = chunk.through_sequence;
+        emptied.create_time = chunk.create_time;
+        emptied.summarizer_model = kRedactedChunkModel;
+        emptied.superseded_by = chunk.chunk_id;
+        chunk = std::move(emptied);
+        continue;
+      }
+      if (in(reactivate, chunk.chunk_id)) chunk.superseded_by = 0;
+      if (chunk.superseded_by == 0) {
+        summarized_through = std::max(summarized_through, chunk.through_sequence);
+      }
+    }
+    if (!retire.empty()) state.conversation.summarized_through = summarized_through;
+  }
+
+  // A redaction changed `state`: its views are built anew (compaction
+  // version), any compaction running on it loses its lease and cannot
+  // commit what it read before, and `event` is written.
+  void Erased(ConversationState& state, const CompactionEvent& event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Conversation& c = state.conversation;
+    c.lease_token += 1;
+    c.lease_active = false;
+    state.lease_expires = absl::InfinitePast();
+    state.lease_holder.clear();
+    c.compaction_version += 1;
+    c.update_time = Now();
+    RecordState(state);
+    AddEvents(state, {event}, c.update_time);
   }
 
   static void AddEvents(ConversationState& state, const std::vector<CompactionEvent>& events,

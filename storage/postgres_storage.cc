@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <type_traits>
 #include <string>
 #include <utility>
@@ -94,7 +96,8 @@ constexpr const char* kItemColumnList[] = {
     "i.tool_call_id", "coalesce(p.pinned, i.pinned)", "i.metadata::text",
     "coalesce(tc.token_count, i.token_count)", "coalesce(i.summary_chunk_id, 0)",
     "floor(extract(epoch FROM i.created_at) * 1000000)::bigint",
-    "coalesce(i.appended_version, 0)", "coalesce(i.redacted_sha256, '')"};
+    "coalesce(i.appended_version, 0)", "i.redacted_digest IS NOT NULL",
+    "coalesce(i.redacted_digest, '')"};
 const std::string& ItemColumns() {
   static const auto* const kColumns = new std::string(absl::StrJoin(kItemColumnList, ", "));
   return *kColumns;
@@ -364,15 +367,21 @@ const std::vector<Statement>& Statements() {
       {"redact_check",
        "SELECT s, i.kind FROM unnest($2::bigint[]) s "
        "LEFT JOIN items i ON i.conv_key = $1 AND i.sequence = s ORDER BY s"},
-      // Tombstones ($3 the content, $4 its tokens) with the hash of what
-      // they replace; the bytes and tokens removed, for the totals.
+      // What the items to erase hold, for their digests.
+      {"redact_read",
+       "SELECT sequence, content FROM items WHERE conv_key = $1 "
+       "AND sequence = ANY($2::bigint[]) AND redacted_digest IS NULL"},
+      // Tombstones ($3 the content, $4 its tokens) with the digest of what
+      // they replace ($5, in the order of $2; '' for none); the bytes and
+      // tokens removed, for the totals.
       {"redact_items",
-       "WITH old AS (SELECT sequence, octet_length(content) AS bytes, token_count FROM items "
-       "WHERE conv_key = $1 AND sequence = ANY($2::bigint[]) AND redacted_sha256 IS NULL), "
-       "done AS (UPDATE items i SET "
-       "redacted_sha256 = encode(sha256(convert_to(i.content, 'UTF8')), 'hex'), "
-       "content = $3, metadata = '{}', token_count = $4 FROM old "
-       "WHERE i.conv_key = $1 AND i.sequence = old.sequence RETURNING i.sequence) "
+       "WITH d AS (SELECT * FROM unnest($2::bigint[], $5::text[]) AS d(seq, digest)), "
+       "old AS (SELECT i.sequence, octet_length(i.content) AS bytes, i.token_count, d.digest "
+       "FROM items i JOIN d ON d.seq = i.sequence "
+       "WHERE i.conv_key = $1 AND i.redacted_digest IS NULL), "
+       "done AS (UPDATE items i SET redacted_digest = old.digest, content = $3, metadata = '{}', "
+       "token_count = $4 FROM old WHERE i.conv_key = $1 AND i.sequence = old.sequence "
+       "RETURNING i.sequence) "
        "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
        "count(*) FROM old"},
       {"redact_token_counts",
@@ -392,7 +401,8 @@ const std::vector<Statement>& Statements() {
       {"redact_chunks",
        "UPDATE summary_chunks SET text = '', structure = '{}', token_count = 0, recall = NULL, "
        "tokens_in = 0, tokens_out = 0, summarizer_model = 'redacted', superseded_by = chunk_id "
-       "WHERE conv_key = $1 AND through_sequence >= $2 AND summarizer_model <> 'redacted'"},
+       "WHERE conv_key = $1 AND through_sequence >= $2 AND summarizer_model <> 'redacted' "
+       "RETURNING chunk_id"},
       {"redact_reactivate",
        "UPDATE summary_chunks c SET superseded_by = NULL WHERE c.conv_key = $1 "
        "AND c.summarizer_model <> 'redacted' AND c.superseded_by IN (SELECT r.chunk_id "
@@ -405,8 +415,30 @@ const std::vector<Statement>& Statements() {
        "item_tokens = item_tokens - $3 + $4, summarized_through = CASE WHEN $5 THEN "
        "coalesce((SELECT max(through_sequence) FROM summary_chunks k WHERE k.conv_key = $1 "
        "AND k.superseded_by IS NULL), 0) ELSE summarized_through END, "
-       "compaction_version = compaction_version + 1, updated_at = now() "
+       "compaction_version = compaction_version + 1, updated_at = now(), "
+       // A compaction running meanwhile read the items before: its lease
+       // goes, so it cannot commit what it made of them.
+       "lease_token = lease_token + 1, lease_holder = NULL, lease_expires_at = NULL "
        "WHERE conv_key = $1 RETURNING compaction_version"},
+      // Conversations continued from any of $2 ($1 the tenant), locked.
+      {"continued_from",
+       "SELECT conv_key, conversation_id FROM conversations WHERE tenant_id = $1 "
+       "AND continued_from = ANY($2::text[]) AND continued_from <> '' ORDER BY conv_key "
+       "FOR UPDATE"},
+      {"retire_chunks",
+       "UPDATE summary_chunks SET text = '', structure = '{}', token_count = 0, recall = NULL, "
+       "tokens_in = 0, tokens_out = 0, summarizer_model = 'redacted', superseded_by = chunk_id "
+       "WHERE conv_key = $1 AND chunk_id = ANY($2::bigint[])"},
+      {"reactivate_chunks",
+       "UPDATE summary_chunks SET superseded_by = NULL WHERE conv_key = $1 "
+       "AND chunk_id = ANY($2::bigint[])"},
+      // A continued conversation whose copies a redaction retired.
+      {"continued_erased",
+       "UPDATE conversations SET summarized_through = "
+       "coalesce((SELECT max(through_sequence) FROM summary_chunks k WHERE k.conv_key = $1 "
+       "AND k.superseded_by IS NULL), 0), compaction_version = compaction_version + 1, "
+       "updated_at = now(), lease_token = lease_token + 1, lease_holder = NULL, "
+       "lease_expires_at = NULL WHERE conv_key = $1"},
       {"redact_idempotency",
        "UPDATE idempotency_keys k SET request_fingerprint = 'redacted' WHERE conv_key = $1 "
        "AND EXISTS (SELECT 1 FROM unnest($2::bigint[]) s "
@@ -436,7 +468,8 @@ const std::vector<Statement>& Statements() {
        "SELECT i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, "
        "i.tool_call_id, i.pinned, i.metadata::text, i.token_count, "
        "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint, "
-       "coalesce(i.appended_version, 0), coalesce(i.redacted_sha256, '') FROM items i "
+       "coalesce(i.appended_version, 0), i.redacted_digest IS NOT NULL, "
+       "coalesce(i.redacted_digest, '') FROM items i "
        "WHERE i.conv_key = $1 AND coalesce(i.appended_version, 0) <= $2 ORDER BY i.sequence"},
       {"update_conversation",
        "UPDATE conversations SET model = $2, system_prompt = $3, pinned_instructions = $4, "
@@ -571,7 +604,8 @@ Item ParseItem(const pqxx::row& r) {
   item.summary_chunk_id = r[10].as<int64_t>();
   item.create_time = absl::FromUnixMicros(r[11].as<int64_t>());
   item.appended_version = r[12].as<int64_t>();
-  item.redacted_sha256 = r[13].as<std::string>();
+  item.redacted = r[13].as<bool>();
+  item.redacted_digest = r[14].as<std::string>();
   return item;
 }
 
@@ -682,6 +716,11 @@ SummaryChunk ParseChunk(const pqxx::row& r) {
   const double recall = r[13].as<double>();
   if (recall >= 0) c.recall = recall;
   return c;
+}
+
+// A bigint[] literal of `ids`.
+std::string IdArray(const std::vector<int64_t>& ids) {
+  return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
 }
 
 absl::Status NotFound(const ConversationKey& key) {
@@ -1253,8 +1292,7 @@ class PostgresStorage final : public Storage {
 
   absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,
                                            const RedactRequest& request) override {
-    const std::string sequences =
-        absl::StrCat("{", absl::StrJoin(request.sequences, ","), "}");
+    const std::string sequences = IdArray(request.sequences);
     return Run<RedactResult>(ctx, "redact items",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<RedactResult> {
       pqxx::result locked = ExecNamed(tx, "lock_conversation", request.key);
@@ -1271,14 +1309,28 @@ class PostgresStorage final : public Storage {
               "sequences: item ", r[0].as<int64_t>(), " is a summary marker, not content"));
         }
       }
-      const pqxx::row removed = Exec1(tx, "redact_items", conv_key, sequences,
-                                      request.tombstone, request.tombstone_tokens);
+      // The digests, computed here: the key never goes to the database.
+      absl::flat_hash_map<int64_t, std::string> digests;
+      if (!request.digest_key.empty()) {
+        for (const auto& r : Exec(tx, "redact_read", conv_key, sequences)) {
+          digests[r[0].as<int64_t>()] = RedactedDigest(request.digest_key, r[1].as<std::string>());
+        }
+      }
+      std::vector<std::string> digest_list;
+      for (int64_t s : request.sequences) digest_list.push_back(digests[s]);
+      std::vector<absl::string_view> digest_views(digest_list.begin(), digest_list.end());
+      const pqxx::row removed = Exec1(tx, "redact_items", conv_key, sequences, request.tombstone,
+                                      request.tombstone_tokens, pg::TextArray(digest_views));
       Exec(tx, "redact_token_counts", conv_key, sequences);
       RedactResult result;
+      std::map<std::string, std::set<int64_t>> retired;
       const pqxx::row cut = Exec1(tx, "redact_cut", conv_key, sequences);
       if (!cut[0].is_null()) {
-        result.chunks_removed =
-            Exec(tx, "redact_chunks", conv_key, cut[0].as<int64_t>()).affected_rows();
+        const pqxx::result emptied = Exec(tx, "redact_chunks", conv_key, cut[0].as<int64_t>());
+        result.chunks_removed = static_cast<int64_t>(emptied.size());
+        for (const auto& r : emptied) {
+          retired[request.key.conversation_id].insert(r[0].as<int64_t>());
+        }
         Exec(tx, "redact_reactivate", conv_key);
       }
       const int64_t redacted = removed[2].as<int64_t>();
@@ -1298,6 +1350,32 @@ class PostgresStorage final : public Storage {
                                item.sequence)) {
           result.items.push_back(item);
         }
+      }
+      // Conversations continued from this one, and from those: their copies
+      // of what was retired go in the same transaction.
+      std::vector<std::string> frontier = {request.key.conversation_id};
+      while (!frontier.empty() && !retired.empty()) {
+        std::vector<std::string> next;
+        std::vector<absl::string_view> names(frontier.begin(), frontier.end());
+        for (const auto& r : Exec(tx, "continued_from", request.key.tenant_id,
+                                  pg::TextArray(names))) {
+          const int64_t continued = r[0].as<int64_t>();
+          const std::string id = r[1].as<std::string>();
+          next.push_back(id);
+          std::vector<SummaryChunk> chunks;
+          for (const auto& c : Exec(tx, "all_chunks", continued)) chunks.push_back(ParseChunk(c));
+          const ContinuedErasure erasure = EraseContinued(chunks, retired);
+          if (erasure.retire.empty()) continue;
+          Exec(tx, "retire_chunks", continued, IdArray(erasure.retire));
+          Exec(tx, "reactivate_chunks", continued, IdArray(erasure.reactivate));
+          Exec(tx, "continued_erased", continued);
+          Exec(tx, "record_view_state", continued);
+          InsertEvents(tx, continued,
+                       {ContinuedErasedEvent(request, static_cast<int64_t>(erasure.retire.size()))});
+          retired[id].insert(erasure.retire.begin(), erasure.retire.end());
+          result.continued_chunks_removed += static_cast<int64_t>(erasure.retire.size());
+        }
+        frontier = std::move(next);
       }
       tx.commit();
       return result;
@@ -1328,13 +1406,8 @@ class PostgresStorage final : public Storage {
       ViewState state = ViewStateFromJson(state_row[0][2].as<std::string>());
       state.compaction_version = state_row[0][0].as<int64_t>();
       state.version = state_row[0][1].as<int64_t>();
-      std::string ids = "{";
-      for (size_t i = 0; i < state.chunk_ids.size(); ++i) {
-        absl::StrAppend(&ids, i ? "," : "", state.chunk_ids[i]);
-      }
-      ids += "}";
       std::vector<SummaryChunk> chunks;
-      for (const auto& r : Exec(tx, "chunks_by_id", row.conv_key, ids)) {
+      for (const auto& r : Exec(tx, "chunks_by_id", row.conv_key, IdArray(state.chunk_ids))) {
         chunks.push_back(ParseChunk(r));
       }
       std::vector<Item> items = ParseItems(Exec(tx, "items_at", row.conv_key, version));

@@ -709,7 +709,8 @@ TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem)
   EXPECT_EQ(item.data.role, Role::kUser);
   EXPECT_EQ(item.data.content, "[gone]");
   EXPECT_EQ(item.data.token_count, 2);
-  EXPECT_EQ(item.redacted_sha256, Sha256::Hex("m3"));
+  EXPECT_TRUE(item.redacted);
+  EXPECT_EQ(item.redacted_digest, "");  // No key: nothing of the content is kept.
   // Chunk 2 holds item 3; the fold holds chunk 2; chunk 1 comes before.
   EXPECT_EQ(redacted->chunks_removed, 2);
   EXPECT_EQ(redacted->compaction_version, before + 1);
@@ -738,11 +739,11 @@ TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem)
   EXPECT_EQ(events->back().event, "items_redacted");
   EXPECT_THAT(events->back().detail, ::testing::HasSubstr("privacy-officer"));
   EXPECT_THAT(events->back().detail, ::testing::HasSubstr("erasure request"));
-  // Again: nothing more happens to the item, the hash stays.
+  // Again: nothing more happens to the item.
   req.tombstone_tokens = 5;
   auto again = storage_->RedactItems(ctx_, req);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->items[0].redacted_sha256, Sha256::Hex("m3"));
+  EXPECT_TRUE(again->items[0].redacted);
   EXPECT_EQ(again->items[0].data.token_count, 2);
   EXPECT_EQ(again->chunks_removed, 0);
   // Markers and unknown items are refused, and change nothing.
@@ -754,6 +755,130 @@ TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem)
   ASSERT_TRUE(first.ok());
   EXPECT_EQ((*first)[0].data.content, "m1");
   EXPECT_EQ(storage_->GetConversation(ctx_, Key("c"))->compaction_version, before + 2);
+}
+
+TEST_P(StorageConformanceTest, ARedactedItemKeepsOnlyAKeyedDigest) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  RedactRequest req;
+  req.key = Key("c");
+  req.sequences = {1, 3};
+  req.tombstone = "[gone]";
+  req.tombstone_tokens = 2;
+  req.reason = "erasure";
+  req.digest_key = std::string(32, 'k');
+  auto redacted = storage_->RedactItems(ctx_, req);
+  ASSERT_TRUE(redacted.ok()) << redacted.status();
+  ASSERT_THAT(redacted->items, SizeIs(2));
+  EXPECT_EQ(redacted->items[0].redacted_digest,
+            "hmac-sha256:" + HmacSha256Hex(req.digest_key, "m1"));
+  EXPECT_EQ(redacted->items[1].redacted_digest,
+            "hmac-sha256:" + HmacSha256Hex(req.digest_key, "m3"));
+  EXPECT_NE(redacted->items[0].redacted_digest, "hmac-sha256:" + Sha256::Hex("m1"));
+  auto listed = storage_->ListItems(ctx_, Key("c"), 0, 10);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ((*listed)[0].redacted_digest, redacted->items[0].redacted_digest);
+  EXPECT_FALSE((*listed)[1].redacted);
+  EXPECT_EQ((*listed)[1].redacted_digest, "");
+}
+
+// A compaction that read items before they were redacted must not commit
+// what it made of them: the redaction takes its lease away.
+TEST_P(StorageConformanceTest, ARedactionFencesOutTheCompactionRunningMeanwhile) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  auto lease = storage_->TryAcquireCompactionLease(ctx_, Key("c"), "slow", absl::Seconds(30));
+  ASSERT_TRUE(lease.ok() && lease->has_value());
+  RedactRequest req;
+  req.key = Key("c");
+  req.sequences = {1};
+  req.tombstone = "[gone]";
+  req.reason = "erasure";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, req).ok());
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 2, "a summary that quotes m1");
+  commit.lease = **lease;
+  EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
+}
+
+// Chunks carried into a continued conversation are copies: a redaction of
+// the source retires them too, down a chain of continuations, along with a
+// fold that took one in; what that fold had replaced comes back.
+TEST_P(StorageConformanceTest, ARedactionReachesTheCopiesInContinuedConversations) {
+  Create("a");
+  AppendSix(*storage_, ctx_, Key("a"));
+  CompactionCommit commit;
+  commit.key = Key("a");
+  commit.chunk = Chunk(1, 2, "summary of m1 and m2");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // a's chunk 1
+  auto source = storage_->LoadContext(ctx_, Key("a"));
+  ASSERT_TRUE(source.ok());
+  auto continue_from = [&](const std::string& id, const std::string& from,
+                           const std::vector<SummaryChunk>& active) {
+    NewConversation nc;
+    nc.key = Key(id);
+    nc.model = "m";
+    nc.continued_from = from;
+    for (const SummaryChunk& c : active) {
+      SummaryChunk carried = c;
+      if (carried.source_conversation_id.empty()) {
+        carried.source_conversation_id = from;
+        carried.source_chunk_id = c.chunk_id;
+      }
+      carried.from_sequence = carried.through_sequence = 0;
+      nc.carried_chunks.push_back(carried);
+    }
+    ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  };
+  continue_from("b", "a", source->active_chunks);  // b's chunk 1 from (a, 1)
+  // b summarizes its own turns, then folds them with the carried chunk.
+  AppendSix(*storage_, ctx_, Key("b"));
+  commit.key = Key("b");
+  commit.chunk = Chunk(1, 2, "b's own summary");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // b's chunk 2
+  commit.expected_summarized_through = 2;
+  commit.chunk = Chunk(0, 2, "fold of a's copy and b's own");
+  commit.supersedes = {1, 2};
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // b's chunk 3
+  auto b_now = storage_->LoadContext(ctx_, Key("b"));
+  ASSERT_TRUE(b_now.ok());
+  continue_from("c", "b", b_now->active_chunks);  // c's chunk 1 from (b, 3)
+  Create("unrelated");
+  const int64_t b_version = storage_->GetConversation(ctx_, Key("b"))->compaction_version;
+
+  RedactRequest req;
+  req.key = Key("a");
+  req.sequences = {1};
+  req.tombstone = "[gone]";
+  req.reason = "erasure";
+  req.actor = "privacy-officer";
+  auto redacted = storage_->RedactItems(ctx_, req);
+  ASSERT_TRUE(redacted.ok()) << redacted.status();
+  EXPECT_EQ(redacted->chunks_removed, 1);
+  // b's copy and b's fold of it, and c's copy of that fold.
+  EXPECT_EQ(redacted->continued_chunks_removed, 3);
+  auto b = storage_->LoadContext(ctx_, Key("b"));
+  ASSERT_TRUE(b.ok());
+  ASSERT_THAT(b->active_chunks, SizeIs(1));
+  EXPECT_EQ(b->active_chunks[0].text, "b's own summary");  // Back: only the fold had replaced it.
+  EXPECT_EQ(b->conversation.summarized_through, 2);
+  EXPECT_GT(b->conversation.compaction_version, b_version);
+  for (const SummaryChunk& chunk : *storage_->ListSummaries(ctx_, Key("b"), true)) {
+    if (chunk.chunk_id != 2) {
+      EXPECT_EQ(chunk.text, "") << chunk.chunk_id;
+      EXPECT_TRUE(chunk.facts.empty());
+    }
+  }
+  auto c = storage_->LoadContext(ctx_, Key("c"));
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->active_chunks.empty());
+  auto events = storage_->ListCompactionEvents(ctx_, Key("c"));
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->back().event, "items_redacted");
+  EXPECT_THAT(events->back().detail, ::testing::HasSubstr("privacy-officer"));
+  EXPECT_TRUE(storage_->ListCompactionEvents(ctx_, Key("unrelated"))->empty());
 }
 
 TEST_P(StorageConformanceTest, CompactionWritesChunkAndMarkerAndMovesTheView) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -17,6 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "services/common/sha256.h"
+#include "tests/fake_llm_control.h"
 #include "tests/pg_harness.h"
 #include "tests/rpc_helpers.h"
 #include "tests/server_process.h"
@@ -26,6 +28,7 @@
 namespace convstate {
 namespace {
 
+using testing::ControlFakeLlm;
 using testing::MakeItem;
 using testing::MakeToken;
 using testing::Message;
@@ -37,6 +40,7 @@ using testing::TestDir;
 using v1::ConversationState;
 
 constexpr char kSecret[] = "ACCT-7731-SECRET";
+constexpr char kRedactionKey[] = "0123456789abcdef0123456789abcdef-redaction-test-key";
 const std::string kSecretMessage =
     absl::StrCat("Remember this for later: my bank account number is ", kSecret, ".");
 
@@ -48,18 +52,32 @@ class RedactionE2eTest : public ::testing::Test {
     db_ = std::move(*db);
     operator_ = MakeToken("acme", "operator", "privacy-officer");
     ASSERT_FALSE(operator_.secret.empty()) << "tools/make_token failed";
-    const std::string access = TestDir() + "/access.textproto";
-    std::ofstream(access, std::ios::trunc) << operator_.entry << "\n";
-    chmod(access.c_str(), 0600);
+    access_ = TestDir() + "/access.textproto";
+    std::ofstream(access_, std::ios::trunc) << operator_.entry << "\n";
+    chmod(access_.c_str(), 0600);
+    key_file_ = TestDir() + "/redaction.key";
+    std::ofstream(key_file_, std::ios::trunc) << kRedactionKey << "\n";
+    chmod(key_file_.c_str(), 0600);
     log_file_ = TestDir() + "/redaction-server.log";
-    auto server = ServerProcess::Start(
-        {"--database_url=" + db_->url(), "--model_profiles=" + testing::WriteTinyProfiles(),
-         "--otel_disabled", "--background_compaction=false", "--access_file=" + access},
-        absl::Seconds(60), log_file_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    stub_ = ConversationState::NewStub(
-        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+    server_ = Start({});
+    ASSERT_NE(server_, nullptr);
+    stub_ = StubOf(*server_);
+  }
+
+  // A server (a replica: every one shares the database) with `extra` flags.
+  std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& extra) {
+    std::vector<std::string> flags = {
+        "--database_url=" + db_->url(), "--model_profiles=" + testing::WriteTinyProfiles(),
+        "--otel_disabled", "--background_compaction=false", "--access_file=" + access_};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    auto server = ServerProcess::Start(flags, absl::Seconds(60), log_file_);
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? std::move(*server) : nullptr;
+  }
+
+  static std::unique_ptr<ConversationState::Stub> StubOf(const ServerProcess& server) {
+    return ConversationState::NewStub(
+        grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
   }
 
   void Prepare(grpc::ClientContext& ctx) {
@@ -104,13 +122,38 @@ class RedactionE2eTest : public ::testing::Test {
                                      "batch window closes at 02:00 UTC."))});
   }
 
-  v1::BuildContextResponse Build(const std::string& id) {
+  v1::BuildContextResponse Build(const std::string& id, ConversationState::Stub* stub = nullptr) {
     v1::BuildContextRequest req;
     req.set_conversation_id(id);
     v1::BuildContextResponse out;
     grpc::ClientContext ctx;
     Prepare(ctx);
-    const grpc::Status s = stub_->BuildContext(&ctx, req, &out);
+    const grpc::Status s = (stub ? stub : stub_.get())->BuildContext(&ctx, req, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return out;
+  }
+
+  v1::RedactItemsResponse Redact(const std::string& id, std::vector<int64_t> sequences) {
+    v1::RedactItemsRequest req;
+    req.set_conversation_id(id);
+    for (int64_t s : sequences) req.add_sequences(s);
+    req.set_reason("erasure request 2026-118");
+    v1::RedactItemsResponse out;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    const grpc::Status s = stub_->RedactItems(&ctx, req, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return out;
+  }
+
+  v1::CompactResponse Summarize(const std::string& id) {
+    v1::CompactRequest req;
+    req.set_conversation_id(id);
+    req.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+    v1::CompactResponse out;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    const grpc::Status s = stub_->Compact(&ctx, req, &out);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return out;
   }
@@ -136,6 +179,8 @@ class RedactionE2eTest : public ::testing::Test {
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<ConversationState::Stub> stub_;
   testing::Token operator_;
+  std::string access_;
+  std::string key_file_;
   std::string log_file_;
 };
 
@@ -174,7 +219,9 @@ TEST_F(RedactionE2eTest, ARedactedSecretIsNowhereAfterwards) {
   EXPECT_EQ(tombstone.role(), v1::ROLE_USER);
   EXPECT_EQ(tombstone.kind(), v1::ITEM_KIND_MESSAGE);
   EXPECT_TRUE(tombstone.redacted());
-  EXPECT_EQ(tombstone.redacted_sha256(), Sha256::Hex(kSecretMessage));
+  // Without a redaction key nothing of the content is kept, not even a hash.
+  EXPECT_EQ(tombstone.redacted_sha256(), "");
+  EXPECT_EQ(tombstone.redacted_digest(), "");
   EXPECT_FALSE(absl::StrContains(tombstone.content(), kSecret));
   EXPECT_GT(out.chunks_removed(), 0);
 
@@ -254,7 +301,114 @@ TEST_F(RedactionE2eTest, BadRequestsAreRefusedAndChangeNothing) {
   // Twice is once.
   ASSERT_TRUE(redact({first}, "why").ok());
   ASSERT_TRUE(redact({first}, "why again").ok());
-  EXPECT_EQ(*db_->QueryValue("SELECT redacted_sha256 FROM items"), Sha256::Hex("hello"));
+  EXPECT_EQ(*db_->QueryValue("SELECT redacted_digest FROM items"), "");
+}
+
+// Every copy of a redacted secret goes at once: the pinned item, the
+// ledger and the summaries of its conversation, the copies carried into a
+// conversation continued from it, another replica's cached context, and
+// the rebuilt view of a version from before the redaction. With a
+// redaction key, the item keeps a keyed digest, never a plain hash.
+TEST_F(RedactionE2eTest, EveryCopyOfARedactedSecretGoesAtOnce) {
+  server_ = Start({"--redaction_key_file=" + key_file_});
+  ASSERT_NE(server_, nullptr);
+  stub_ = StubOf(*server_);
+  auto replica = Start({"--redaction_key_file=" + key_file_});
+  ASSERT_NE(replica, nullptr);
+  auto other = StubOf(*replica);
+  Create("a");
+  Filler("a", 1);
+  // The user's message, pinned, and the assistant's echo of the secret,
+  // which the summary and its ledger take in.
+  const int64_t secret_at =
+      Append("a", {Message(v1::ROLE_USER, kSecretMessage),
+                   Message(v1::ROLE_ASSISTANT,
+                           absl::StrCat("Noted: the account number is ", kSecret, "."))});
+  ASSERT_GT(secret_at, 0);
+  {
+    v1::PinItemRequest pin;
+    pin.set_conversation_id("a");
+    pin.set_sequence(secret_at);
+    v1::Item pinned;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    ASSERT_TRUE(stub_->PinItem(&ctx, pin, &pinned).ok());
+  }
+  for (int n = 2; n <= 5; ++n) Filler("a", n);
+  ASSERT_NE(Summarize("a").summary_chunk_id(), 0);
+  const v1::BuildContextResponse old_view = Build("a");
+  bool pinned_copy = false;
+  for (const auto& e : old_view.entries()) {
+    pinned_copy |= e.section() == v1::SECTION_PINNED && absl::StrContains(e.content(), kSecret);
+  }
+  ASSERT_TRUE(pinned_copy) << old_view.DebugString();
+  ASSERT_TRUE(absl::StrContains(Build("a", other.get()).DebugString(), kSecret));  // Cached there.
+  {
+    v1::CreateConversationRequest req;
+    req.set_conversation_id("b");
+    req.set_continue_from("a");
+    v1::Conversation out;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    ASSERT_TRUE(stub_->CreateConversation(&ctx, req, &out).ok());
+  }
+  ASSERT_TRUE(absl::StrContains(Build("b").DebugString(), kSecret)) << Build("b").DebugString();
+  ASSERT_TRUE(absl::StrContains(Build("b", other.get()).DebugString(), kSecret));
+
+  const v1::RedactItemsResponse out = Redact("a", {secret_at, secret_at + 1});
+  ASSERT_EQ(out.items_size(), 2);
+  EXPECT_EQ(out.items(0).redacted_digest(),
+            "hmac-sha256:" + HmacSha256Hex(kRedactionKey, kSecretMessage));
+  EXPECT_EQ(out.items(0).redacted_sha256(), "");
+  EXPECT_GT(out.continued_chunks_removed(), 0);
+
+  for (ConversationState::Stub* stub : {stub_.get(), other.get()}) {
+    for (const char* id : {"a", "b"}) {
+      EXPECT_FALSE(absl::StrContains(Build(id, stub).DebugString(), kSecret)) << id;
+    }
+  }
+  {
+    v1::GetContextAtRequest req;
+    req.set_conversation_id("a");
+    req.set_version(old_view.version());
+    req.set_compaction_version(old_view.compaction_version());
+    v1::BuildContextResponse then;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    ASSERT_TRUE(stub_->GetContextAt(&ctx, req, &then).ok());
+    EXPECT_FALSE(absl::StrContains(then.DebugString(), kSecret)) << then.DebugString();
+  }
+  EXPECT_EQ(RowsHolding(kSecret), "");
+  EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM compaction_events WHERE event = "
+                             "'items_redacted' AND detail->>'continued_from' = 'a'"),
+            "1");
+}
+
+// A compaction that is waiting on the summarizer when the items it read are
+// redacted commits nothing it made of them.
+TEST_F(RedactionE2eTest, ACompactionRunningDuringARedactionCommitsNothingOfIt) {
+  auto llm = ServerProcess::StartProgram("tests/fake_llm_server", {}, "fake llm listening on ");
+  ASSERT_TRUE(llm.ok()) << llm.status();
+  const int llm_port = (*llm)->port();
+  // The fake's summary quotes the start of the transcript: the secret.
+  ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "answer", "delay_ms": 3000}})"));
+  server_ = Start({absl::StrCat("--summarizer_url=http://127.0.0.1:", llm_port, "/v1"),
+                   "--summarizer_model=fake-sum", "--summarizer_retries=0"});
+  ASSERT_NE(server_, nullptr);
+  stub_ = StubOf(*server_);
+  Create("r");
+  const int64_t secret_at = Append("r", {Message(v1::ROLE_USER, kSecretMessage)});
+  for (int n = 1; n <= 8; ++n) Filler("r", n);
+  std::thread compaction([&] { Summarize("r"); });
+  ASSERT_TRUE(testing::WaitUntil([&] { return testing::FakeLlmRequests(llm_port) >= 1; }));
+  Redact("r", {secret_at});
+  compaction.join();
+  EXPECT_EQ(RowsHolding(kSecret), "");
+  // The compaction was discarded, not failed: the next one summarizes the
+  // tombstone.
+  ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "answer"}})"));
+  EXPECT_NE(Summarize("r").summary_chunk_id(), 0);
+  EXPECT_EQ(RowsHolding(kSecret), "");
 }
 
 }  // namespace

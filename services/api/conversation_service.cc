@@ -114,9 +114,9 @@ void ToProto(const Item& item, v1::Item* out) {
   out->set_token_count(item.data.token_count);
   out->set_summary_chunk_id(item.summary_chunk_id);
   SetTimestamp(item.create_time, out->mutable_create_time());
-  if (!item.redacted_sha256.empty()) {
+  if (item.redacted) {
     out->set_redacted(true);
-    out->set_redacted_sha256(item.redacted_sha256);
+    out->set_redacted_digest(item.redacted_digest);
   }
 }
 
@@ -1121,6 +1121,7 @@ absl::StatusOr<v1::RedactItemsResponse> ConversationService::RedactItems(
                                             (*resolved)->profile.per_message_tokens);
   redact.actor = ctx.principal;
   redact.reason = req.reason();
+  redact.digest_key = options_.redaction_key;
   ASSIGN_OR_RETURN(RedactResult result, storage_->RedactItems(ctx, redact));
   // This replica's copy goes now; others see the new compaction_version.
   cache_.Erase(redact.key);
@@ -1128,6 +1129,7 @@ absl::StatusOr<v1::RedactItemsResponse> ConversationService::RedactItems(
   for (const Item& item : result.items) ToProto(item, out.add_items());
   out.set_chunks_removed(result.chunks_removed);
   out.set_compaction_version(result.compaction_version);
+  out.set_continued_chunks_removed(result.continued_chunks_removed);
   return out;
 }
 

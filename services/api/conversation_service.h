@@ -42,6 +42,9 @@ class ConversationService {
     int64_t context_cache_bytes = int64_t{256} << 20;
     // Each tenant's limits on conversations and stored bytes; unset: none.
     TenantQuota::LimitsOf tenant_limits;
+    // The key of the digests redacted items keep (HMAC-SHA-256 of what they
+    // held); empty: redacted items keep no digest.
+    std::string redaction_key;
   };
 
   // `models`, `storage` and `summarizer` must outlive the service.

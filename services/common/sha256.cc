@@ -1,6 +1,7 @@
 #include "services/common/sha256.h"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <cstdlib>
 
@@ -38,6 +39,17 @@ std::string Sha256::Hex(absl::string_view bytes) {
   Sha256 h;
   h.Update(bytes);
   return h.HexDigest();
+}
+
+std::string HmacSha256Hex(absl::string_view key, absl::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest,
+           &size) == nullptr) {
+    std::abort();  // Only on allocation failure.
+  }
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
 }  // namespace convstate

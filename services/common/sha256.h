@@ -29,6 +29,9 @@ class Sha256 {
   std::unique_ptr<State> state_;
 };
 
+// HMAC-SHA-256 of `bytes` under `key`, as 64 lowercase hex digits.
+std::string HmacSha256Hex(absl::string_view key, absl::string_view bytes);
+
 }  // namespace convstate
 
 #endif  // CONVSTATE_SERVICES_COMMON_SHA256_H_

@@ -16,5 +16,11 @@ TEST(Sha256Test, KnownDigestsAndIncrementalReads) {
   EXPECT_EQ(h.HexDigest(), Sha256::Hex("abc"));
 }
 
+TEST(Sha256Test, HmacOfTheStandardExample) {
+  EXPECT_EQ(HmacSha256Hex("key", "The quick brown fox jumps over the lazy dog"),
+            "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");
+  EXPECT_NE(HmacSha256Hex("other key", "abc"), HmacSha256Hex("key", "abc"));
+}
+
 }  // namespace
 }  // namespace convstate

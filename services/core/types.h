@@ -157,9 +157,11 @@ struct Item {
   // The conversation's version once the item was stored (for a marker: the
   // version when its chunk was written); 0 if unknown (older items).
   int64_t appended_version = 0;
-  // Set once the content was erased (RedactItems): the SHA-256 (hex) of
-  // what was removed.
-  std::string redacted_sha256;
+  // Set once the content was erased (RedactItems).
+  bool redacted = false;
+  // For a redacted item, when the server keeps one: "hmac-sha256:<hex>" of
+  // what was removed, under the server's redaction key; else empty.
+  std::string redacted_digest;
 };
 
 // True if `item` opens a new turn: a user message.
@@ -404,6 +406,9 @@ struct RedactRequest {
   // The audit row's "by" and "reason".
   std::string actor;
   std::string reason;
+  // The key of the digest kept of what each item held (HMAC-SHA-256); empty
+  // keeps none.
+  std::string digest_key;
 };
 
 struct RedactResult {
@@ -411,6 +416,9 @@ struct RedactResult {
   std::vector<Item> items;
   int64_t chunks_removed = 0;
   int64_t compaction_version = 0;
+  // Summary chunks copied into conversations continued from this one (and
+  // chunks derived from those) that were emptied and retired with it.
+  int64_t continued_chunks_removed = 0;
 };
 
 // The name summary chunks emptied by a redaction carry as their model.

@@ -125,6 +125,13 @@ const std::vector<Flag>& Flags() {
          c.auth_none = v == "none";
          return absl::OkStatus();
        }},
+      {"redaction_key_file",
+       "a secret (at least 32 bytes) under which redacted items keep an HMAC-SHA-256 of what "
+       "they held (Item.redacted_digest); default none, no digest is kept; must be private",
+       [](ServerConfig& c, const std::string& v) {
+         c.redaction_key_file = v;
+         return v.empty() ? absl::InvalidArgumentError("must not be empty") : absl::OkStatus();
+       }},
       {"allow_auth_none_on_network",
        "with --auth=none, listen on an address other hosts reach (default false: refused)",
        BoolField([](ServerConfig& c) -> bool& { return c.allow_auth_none_on_network; })},
@@ -522,6 +529,18 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
   if (!config.migrate_only) {
     RETURN_IF_ERROR(CheckTls(config));
     RETURN_IF_ERROR(CheckAccess(config));
+  }
+  if (!config.redaction_key_file.empty()) {
+    RETURN_IF_ERROR(CheckSecretFile("redaction_key_file", config.redaction_key_file));
+    std::ifstream in(config.redaction_key_file, std::ios::binary);
+    std::stringstream key;
+    key << in.rdbuf();
+    config.server.service.redaction_key = std::string(absl::StripAsciiWhitespace(key.str()));
+    if (config.server.service.redaction_key.size() < 32) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--redaction_key_file: ", config.redaction_key_file,
+          " holds fewer than 32 bytes; a short key can be guessed (e.g. openssl rand -hex 32)"));
+    }
   }
   // The summarizer's API key: from its file, else its variable. Never logged.
   if (!config.summarizer_api_key_file.empty()) {

@@ -39,6 +39,8 @@ struct ServerConfig {
   // Where the API key comes from: this environment variable, or a file.
   std::string summarizer_api_key_env = "CONVSTATE_SUMMARIZER_API_KEY";
   std::string summarizer_api_key_file;
+  // Where the key of redacted items' digests is; empty: no digests.
+  std::string redaction_key_file;
   // While the LLM's circuit is open, summarize extractively (else truncate).
   bool summarizer_fallback = true;
   // Traces and metrics over OTLP: the OTEL_* environment, then --otel_*.
