@@ -93,9 +93,4 @@ std::string TextArray(const std::vector<absl::string_view>& values) {
   return out;
 }
 
-int64_t TimeoutMillis(absl::Time deadline, absl::Duration fallback) {
-  if (deadline == absl::InfiniteFuture()) return absl::ToInt64Milliseconds(fallback);
-  return std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));
-}
-
 }  // namespace convstate::pg

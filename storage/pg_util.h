@@ -26,18 +26,14 @@ absl::Status ExceptionToStatus(const std::exception& e, absl::string_view operat
 std::string WithConnectTimeout(const std::string& url, absl::Duration timeout);
 
 // `url` with the session's default statement_timeout set at connection
-// start (libpq's `options`), unless it already sets options: the bound for
-// statements run outside a transaction, which set no timeout of their own.
+// start (libpq's `options`), unless it already sets options: a backstop
+// behind the deadline every call is held to.
 std::string WithStatementTimeout(const std::string& url, absl::Duration timeout);
 
 // A PostgreSQL array literal of `values` as text: `{"a","b"}`, each element
 // quoted, quotes and backslashes escaped. For a whole list of values in one
 // parameter (unnest($1::text[])).
 std::string TextArray(const std::vector<absl::string_view>& values);
-
-// Milliseconds left until `deadline`, at least 1; `fallback` when the
-// deadline is infinite.
-int64_t TimeoutMillis(absl::Time deadline, absl::Duration fallback);
 
 }  // namespace convstate::pg
 

@@ -24,6 +24,7 @@
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
 #include "services/telemetry/trace.h"
+#include "storage/cancel_watchdog.h"
 #include "storage/compaction_rules.h"
 #include "storage/distribution_key.h"
 #include "storage/pg_util.h"
@@ -222,7 +223,6 @@ struct Statement {
 
 const std::vector<Statement>& Statements() {
   static const auto* const kStatements = new std::vector<Statement>{
-      {"set_timeout", "SELECT set_config('statement_timeout', $1, true)"},
       {"create_conversation",
        absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
                     "system_prompt, pinned_instructions, metadata, profile_overrides, "
@@ -1084,9 +1084,8 @@ class PostgresStorage final : public Storage {
   // conversation row and the items appended since `held` when there is a
   // held snapshot (what a warm call needs), everything otherwise; and a
   // second one with everything when the row says more than appends
-  // happened. No transaction is opened around them; the connection's
-  // default statement_timeout bounds each (behind a pooler, Run puts them
-  // in a read-only transaction with the call's timeout).
+  // happened. No transaction is opened around them; the call's deadline
+  // bounds them as it bounds everything Run does.
   absl::StatusOr<ContextDelta> LoadContextSince(const CallContext& ctx,
                                                 const ConversationKey& key,
                                                 const Conversation* held) override {
@@ -1547,19 +1546,15 @@ class PostgresStorage final : public Storage {
     }
   }
 
-  // Runs `fn` in a transaction on a pooled connection with the statement
-  // timeout set from the deadline, and maps exceptions to statuses. A
-  // connection found broken before anything was committed is replaced and
-  // the call tried once more: that is what lets the storage ride through a
-  // database restart.
+  // Runs `fn` in a transaction of type `Tx` (pqxx::nontransaction for a
+  // statement on its own) on a pooled connection, bounded by the call's
+  // deadline inside the database (CancelWatchdog), and maps exceptions to
+  // statuses. A connection found broken before anything was committed is
+  // replaced and the call tried once more: that is what lets the storage
+  // ride through a database restart.
   //
   // Each transaction is a client span (child of the calling thread's span)
   // named by its query summary; no statement text or value goes in it.
-  // Runs `fn` in a transaction of type `Tx`, retried once on a new
-  // connection if the connection turns out broken before the commit. A
-  // transaction block starts with the call's statement timeout; a statement
-  // run outside one (pqxx::nontransaction) is bounded by the connection's
-  // default.
   template <typename T, typename Tx = pqxx::work, typename Fn>
   absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn) {
     const DbOperation& op = DbOperationOf(operation);
@@ -1573,27 +1568,16 @@ class PostgresStorage final : public Storage {
       RETURN_IF_ERROR(CheckDeadline(ctx));
       ASSIGN_OR_RETURN(std::unique_ptr<pqxx::connection> conn,
                        pool_.Acquire(ctx.deadline));
+      // Inside the database the call's deadline bounds it, however many
+      // statements it runs; a call without one gets the default timeout.
+      const int64_t watch = watchdog_.Watch(
+          conn.get(), ctx.deadline == absl::InfiniteFuture() ? absl::Now() + options_.default_timeout
+                                                             : ctx.deadline);
       absl::StatusOr<T> result = absl::InternalError("unreachable");
       bool retry = false;
       try {
-        const std::string timeout =
-            std::to_string(pg::TimeoutMillis(ctx.deadline, options_.default_timeout));
-        if constexpr (std::is_same_v<Tx, pqxx::nontransaction>) {
-          if (options_.pooler) {
-            // No connection default to bound it: a transaction with the
-            // call's timeout (rolled back, as it only reads).
-            pqxx::read_transaction tx(*conn);
-            Exec(tx, "set_timeout", timeout);
-            result = fn(tx);
-          } else {
-            Tx tx(*conn);
-            result = fn(tx);
-          }
-        } else {
-          Tx tx(*conn);
-          Exec(tx, "set_timeout", timeout);
-          result = fn(tx);
-        }
+        Tx tx(*conn);
+        result = fn(tx);
       } catch (const pqxx::in_doubt_error& e) {
         result = pg::ExceptionToStatus(e, operation);
       } catch (const pqxx::broken_connection& e) {
@@ -1605,6 +1589,9 @@ class PostgresStorage final : public Storage {
       } catch (const std::exception& e) {
         result = pg::ExceptionToStatus(e, operation);
       }
+      // A connection a cancel was sent on is closed, not reused: a cancel
+      // that arrived late must not reach the next call's statement.
+      if (watchdog_.Unwatch(watch)) conn.reset();
       pool_.Release(std::move(conn));
       if (retry) {
         span.AddEvent("retry on a new connection");
@@ -1623,6 +1610,8 @@ class PostgresStorage final : public Storage {
   }
 
   const PostgresOptions options_;
+  // Before the pool: destroyed after it, once no connection is in use.
+  pg::CancelWatchdog watchdog_;
   ConnectionPool pool_;
 };
 

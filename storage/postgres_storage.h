@@ -18,15 +18,14 @@ struct PostgresOptions {
   int pool_size = 8;
   // How long opening one connection may take.
   absl::Duration connect_timeout = absl::Seconds(5);
-  // Statement timeout for calls that have no deadline.
+  // How long a call without a deadline may run in the database (a call
+  // with one is cancelled there when its deadline passes).
   absl::Duration default_timeout = absl::Seconds(30);
   // The URL leads to a pooler in transaction mode (PgBouncer's
   // pool_mode=transaction), which gives each transaction whichever server
   // connection is free: nothing may outlive a transaction. Statements are
-  // then sent with their text instead of prepared once per connection, no
-  // setting is made at connect (the statement timeout is set inside each
-  // transaction), and the one-statement reads run in a read-only
-  // transaction of their own. Off: connections are the server's own.
+  // then sent with their text instead of prepared once per connection, and
+  // no setting is made at connect. Off: connections are the server's own.
   bool pooler = false;
 };
 

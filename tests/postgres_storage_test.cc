@@ -275,6 +275,37 @@ TEST_P(PostgresRouteTest, DeadlineBoundsWaitingOnALockedConversation) {
   EXPECT_EQ(storage->GetConversation(CallContext{}, key)->item_count, 0);
 }
 
+// Reads that are one statement outside a transaction (every LoadContext,
+// the tenant's usage) are bounded by the call's deadline too, not by the
+// connection's default statement timeout; so is a transaction of many
+// statements, as a whole.
+TEST_P(PostgresRouteTest, DeadlineBoundsOneStatementReadsAndWholeTransactions) {
+  auto storage = Make();
+  ASSERT_NE(storage, nullptr);
+  const std::string tenant =
+      GetParam() == Route::kDirect ? "tenant-read-deadline" : "tenant-read-deadline-pooled";
+  const ConversationKey key{tenant, "conv"};
+  CreateWithMessage(*storage, key, "hello");
+  // Another session holds the tables these calls read.
+  pqxx::connection holder(SharedDatabase().url());
+  pqxx::work tx(holder);
+  tx.exec("LOCK TABLE items, conversations IN ACCESS EXCLUSIVE MODE");
+  const absl::Time start = absl::Now();
+  auto load = storage->LoadContext(CallContext{absl::Now() + absl::Milliseconds(300)}, key);
+  EXPECT_EQ(load.status().code(), absl::StatusCode::kDeadlineExceeded) << load.status();
+  auto usage = storage->GetTenantUsage(CallContext{absl::Now() + absl::Milliseconds(300)}, tenant);
+  EXPECT_EQ(usage.status().code(), absl::StatusCode::kDeadlineExceeded) << usage.status();
+  auto listed = storage->ListItems(CallContext{absl::Now() + absl::Milliseconds(300)}, key, 0, 10);
+  EXPECT_EQ(listed.status().code(), absl::StatusCode::kDeadlineExceeded) << listed.status();
+  // Three calls of 300 ms each, not three connection defaults of 30 s.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  tx.abort();
+  // The storage goes on after the cancels.
+  auto after = storage->LoadContext(CallContext{absl::Now() + absl::Seconds(10)}, key);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->live_items.size(), 1u);
+}
+
 TEST_P(PostgresRouteTest, StoredItemsCannotBeUpdated) {
   auto storage = Make();
   ASSERT_NE(storage, nullptr);
