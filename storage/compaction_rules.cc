@@ -86,10 +86,53 @@ ItemData MarkerFor(const SummaryChunk& chunk) {
   return marker;
 }
 
-int64_t ContentBytes(const std::vector<ItemData>& items) {
-  int64_t bytes = 0;
-  for (const ItemData& item : items) bytes += static_cast<int64_t>(item.content.size());
-  return bytes;
+int64_t StoredBytes(const std::vector<ItemData>& items) {
+  int64_t n = 0;
+  for (const ItemData& item : items) {
+    n += static_cast<int64_t>(item.content.size() + item.tool_name.size() +
+                              item.tool_call_id.size()) +
+         kItemRowBytes;
+    for (const auto& [k, v] : item.metadata) n += static_cast<int64_t>(k.size() + v.size());
+  }
+  return n;
+}
+
+int64_t StoredBytes(const std::string& system_prompt, const std::string& pinned_instructions,
+                    const Metadata& metadata) {
+  int64_t n = static_cast<int64_t>(system_prompt.size() + pinned_instructions.size()) +
+              kConversationRowBytes;
+  for (const auto& [k, v] : metadata) n += static_cast<int64_t>(k.size() + v.size());
+  return n;
+}
+
+int64_t StoredBytes(const AppendRequest& request) {
+  int64_t n = StoredBytes(request.items);
+  if (!request.idempotency_key.empty()) {
+    n += static_cast<int64_t>(request.idempotency_key.size() + request.request_fingerprint.size()) +
+         kIdempotencyRowBytes;
+  }
+  if (request.usage.has_value()) n += kUsageRowBytes;
+  return n;
+}
+
+absl::Status CheckTenantLimits(const std::string& tenant_id, const TenantUsage& usage,
+                               int64_t adding, int64_t conversations,
+                               const TenantLimits& limits) {
+  if (conversations > 0 && limits.max_conversations > 0 &&
+      usage.conversations + conversations > limits.max_conversations) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tenant '", tenant_id, "' holds ", usage.conversations,
+        " conversations, its limit (max_conversations ", limits.max_conversations,
+        "); delete conversations or raise the limit"));
+  }
+  if (adding > 0 && limits.max_stored_bytes > 0 &&
+      usage.stored_bytes + adding > limits.max_stored_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tenant '", tenant_id, "' stores ", usage.stored_bytes, " bytes; ", adding,
+        " more would pass its limit (max_stored_bytes ", limits.max_stored_bytes,
+        "); delete conversations or raise the limit"));
+  }
+  return absl::OkStatus();
 }
 
 std::vector<Item> NumberAppended(const std::vector<ItemData>& items, int64_t last_sequence,

@@ -36,9 +36,28 @@ ItemData MarkerFor(const SummaryChunk& chunk);
 std::vector<Item> NumberAppended(const std::vector<ItemData>& items, int64_t last_sequence,
                                  int64_t last_turn_index, int64_t version);
 
-// The bytes of the items' content: what they add to their tenant's stored
-// bytes (TenantUsage).
-int64_t ContentBytes(const std::vector<ItemData>& items);
+// What a conversation stores, by the measure its tenant's byte limit
+// counts (TenantUsage::stored_bytes): the bytes of its text and a fixed
+// amount per row for the rest. (migrations/0015_stored_bytes.sql counts
+// the same in SQL; the tables written off the append path are counted by
+// the database itself.)
+inline constexpr int64_t kConversationRowBytes = 128;
+inline constexpr int64_t kItemRowBytes = 64;
+inline constexpr int64_t kIdempotencyRowBytes = 64;
+inline constexpr int64_t kUsageRowBytes = 64;
+int64_t StoredBytes(const std::vector<ItemData>& items);
+int64_t StoredBytes(const std::string& system_prompt, const std::string& pinned_instructions,
+                    const Metadata& metadata);
+// What an append stores: its items, its idempotency record, its usage row.
+int64_t StoredBytes(const AppendRequest& request);
+
+// The check every backend makes, under the tenant's lock, before it stores
+// `adding` more bytes (and `conversations` more conversations) for a tenant
+// that holds `usage`: RESOURCE_EXHAUSTED naming the limit that would be
+// passed (0: none).
+absl::Status CheckTenantLimits(const std::string& tenant_id, const TenantUsage& usage,
+                               int64_t adding, int64_t conversations,
+                               const TenantLimits& limits);
 
 // The snapshot a view was built from at `version` under `state`: `now`
 // (the conversation as it is) with the recorded fields put back, `chunks`

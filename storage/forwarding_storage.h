@@ -32,10 +32,9 @@ class ForwardingStorage : public Storage {
                                              const std::string& t) override {
     return base_->GetTenantUsage(c, t);
   }
-  absl::StatusOr<std::vector<Conversation>> ListConversations(const CallContext& c,
-                                                              const std::string& t,
-                                                              const std::string& a,
-                                                              int l) override {
+  absl::StatusOr<Page<Conversation>> ListConversations(const CallContext& c, const std::string& t,
+                                                       const std::string& a,
+                                                       const PageLimit& l) override {
     return base_->ListConversations(c, t, a, l);
   }
   absl::StatusOr<int64_t> DeleteConversation(const CallContext& c,
@@ -45,8 +44,8 @@ class ForwardingStorage : public Storage {
   absl::StatusOr<AppendResult> AppendItems(const CallContext& c, const AppendRequest& r) override {
     return base_->AppendItems(c, r);
   }
-  absl::StatusOr<std::vector<Item>> ListItems(const CallContext& c, const ConversationKey& k,
-                                              int64_t a, int l) override {
+  absl::StatusOr<Page<Item>> ListItems(const CallContext& c, const ConversationKey& k, int64_t a,
+                                       const PageLimit& l) override {
     return base_->ListItems(c, k, a, l);
   }
   absl::StatusOr<ContextSnapshot> LoadContext(const CallContext& c,
@@ -95,14 +94,14 @@ class ForwardingStorage : public Storage {
                                                      int64_t l, const CompactionEvent& e) override {
     return base_->RecordProviderOverflow(c, k, f, l, e);
   }
-  absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(const CallContext& c,
-                                                          const ConversationKey& k,
-                                                          bool s) override {
-    return base_->ListSummaries(c, k, s);
+  absl::StatusOr<Page<SummaryChunk>> ListSummaries(const CallContext& c, const ConversationKey& k,
+                                                   bool s, int64_t a, const PageLimit& l) override {
+    return base_->ListSummaries(c, k, s, a, l);
   }
-  absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
-      const CallContext& c, const ConversationKey& k) override {
-    return base_->ListCompactionEvents(c, k);
+  absl::StatusOr<Page<CompactionEvent>> ListCompactionEvents(const CallContext& c,
+                                                             const ConversationKey& k, int64_t a,
+                                                             const PageLimit& l) override {
+    return base_->ListCompactionEvents(c, k, a, l);
   }
 
  protected:

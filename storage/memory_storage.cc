@@ -15,6 +15,7 @@
 #include "services/common/sha256.h"
 #include "services/common/status_macros.h"
 #include "storage/compaction_rules.h"
+#include "storage/paging.h"
 
 namespace convstate {
 namespace {
@@ -31,8 +32,8 @@ struct ConversationState {
   std::string lease_holder;
   absl::Time lease_expires = absl::InfinitePast();
   std::vector<Item> items;  // items[i].sequence == i + 1
-  // Bytes of the content clients appended (TenantUsage).
-  int64_t content_bytes = 0;
+  // What it stores, as its tenant's byte limit counts it (TenantUsage).
+  int64_t stored_bytes = 0;
   std::vector<SummaryChunk> chunks;
   std::vector<CompactionEvent> events;
   std::map<std::string, IdempotencyRecord> idempotency;
@@ -58,7 +59,11 @@ class MemoryStorage final : public Storage {
       return absl::AlreadyExistsError(absl::StrCat(
           "conversation '", nc.key.conversation_id, "' already exists"));
     }
+    const int64_t bytes = StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata);
+    RETURN_IF_ERROR(CheckTenantLimits(nc.key.tenant_id, UsageOf(nc.key.tenant_id), bytes, 1,
+                                      nc.tenant_limits));
     ConversationState state;
+    state.stored_bytes = bytes;
     Conversation& c = state.conversation;
     c.key = nc.key;
     c.model = nc.model;
@@ -78,6 +83,7 @@ class MemoryStorage final : public Storage {
         chunk.chunk_id = static_cast<int64_t>(state.chunks.size()) + 1;
         chunk.create_time = c.create_time;
         facts += static_cast<int64_t>(chunk.facts.size());
+        state.stored_bytes += ChunkBytes(chunk);
         state.chunks.push_back(std::move(chunk));
       }
       AddEvents(state, {ContinuedEvent(nc, facts)}, c.create_time);
@@ -100,29 +106,23 @@ class MemoryStorage final : public Storage {
                                              const std::string& tenant_id) override {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
-    TenantUsage usage;
-    auto tenant = tenants_.find(tenant_id);
-    if (tenant == tenants_.end()) return usage;
-    for (const auto& [id, state] : tenant->second) {
-      usage.conversations += 1;
-      usage.stored_bytes += state.content_bytes;
-    }
-    return usage;
+    return UsageOf(tenant_id);
   }
 
-  absl::StatusOr<std::vector<Conversation>> ListConversations(
-      const CallContext& ctx, const std::string& tenant_id,
-      const std::string& after_id, int limit) override {
+  absl::StatusOr<Page<Conversation>> ListConversations(const CallContext& ctx,
+                                                       const std::string& tenant_id,
+                                                       const std::string& after_id,
+                                                       const PageLimit& limit) override {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     std::vector<Conversation> out;
     auto tenant = tenants_.find(tenant_id);
-    if (tenant == tenants_.end()) return out;
+    if (tenant == tenants_.end()) return Page<Conversation>();
     for (auto it = tenant->second.upper_bound(after_id);
-         it != tenant->second.end() && static_cast<int>(out.size()) < limit; ++it) {
+         it != tenant->second.end() && static_cast<int>(out.size()) <= limit.rows; ++it) {
       out.push_back(it->second.conversation);
     }
-    return out;
+    return TakePage(std::move(out), limit, [](const Conversation& c) { return PageBytes(c); });
   }
 
   absl::StatusOr<int64_t> DeleteConversation(const CallContext& ctx,
@@ -170,6 +170,8 @@ class MemoryStorage final : public Storage {
       return absl::AbortedError(absl::StrCat("conversation '", c.key.conversation_id,
                                              "' is now bound to model '", c.model, "'"));
     }
+    RETURN_IF_ERROR(CheckTenantLimits(request.key.tenant_id, UsageOf(request.key.tenant_id),
+                                      StoredBytes(request), 0, request.tenant_limits));
     const std::vector<ItemData>& items = request.items;
     std::optional<UsageReport> usage = request.usage;
     if (usage.has_value()) usage->estimated_input_tokens = EstimatedPrompt(c, items);
@@ -184,7 +186,7 @@ class MemoryStorage final : public Storage {
     c.last_sequence = state->items.back().sequence;
     c.last_turn_index = state->items.back().turn_index;
     c.item_count += static_cast<int64_t>(result.items.size());
-    state->content_bytes += ContentBytes(items);
+    state->stored_bytes += StoredBytes(request);
     c.version += 1;
     c.update_time = now;
     if (usage.has_value() && usage->correct) {
@@ -200,20 +202,18 @@ class MemoryStorage final : public Storage {
     return result;
   }
 
-  absl::StatusOr<std::vector<Item>> ListItems(const CallContext& ctx,
-                                              const ConversationKey& key,
-                                              int64_t after_sequence,
-                                              int limit) override {
+  absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,
+                                       int64_t after_sequence, const PageLimit& limit) override {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     std::vector<Item> out;
     const int64_t size = static_cast<int64_t>(state->items.size());
     for (int64_t i = std::max<int64_t>(after_sequence, 0);
-         i < size && static_cast<int>(out.size()) < limit; ++i) {
+         i < size && static_cast<int>(out.size()) <= limit.rows; ++i) {
       out.push_back(state->items[i]);
     }
-    return out;
+    return TakePage(std::move(out), limit, [](const Item& i) { return PageBytes(i); });
   }
 
   absl::StatusOr<ContextSnapshot> LoadContext(const CallContext& ctx,
@@ -286,6 +286,7 @@ class MemoryStorage final : public Storage {
       marker.summary_chunk_id = chunk.chunk_id;
       marker.create_time = now;
       marker.appended_version = c.version;
+      state->stored_bytes += StoredBytes({marker.data}) + ChunkBytes(chunk);
       state->items.push_back(marker);
       c.last_sequence = marker.sequence;
       c.item_count += 1;
@@ -348,7 +349,10 @@ class MemoryStorage final : public Storage {
       if (!item.redacted) {
         item.redacted = true;
         item.redacted_digest = RedactedDigest(request.digest_key, item.data.content);
-        state->content_bytes -= static_cast<int64_t>(item.data.content.size());
+        state->stored_bytes += StoredBytes({ItemData{item.data.role, item.data.kind,
+                                                     request.tombstone, item.data.tool_name,
+                                                     item.data.tool_call_id}}) -
+                               StoredBytes({item.data});
         c.item_tokens += request.tombstone_tokens - item.data.token_count;
         item.data.content = request.tombstone;
         item.data.metadata.clear();
@@ -485,10 +489,12 @@ class MemoryStorage final : public Storage {
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     Conversation& c = state->conversation;
     RETURN_IF_ERROR(CheckUpdate(c, u));
+    state->stored_bytes -= StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata);
     if (u.model) c.model = *u.model;
     if (u.system_prompt) c.system_prompt = *u.system_prompt;
     if (u.pinned_instructions) c.pinned_instructions = *u.pinned_instructions;
     if (u.overrides) c.overrides = *u.overrides;
+    state->stored_bytes += StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata);
     c.system_prompt_tokens = u.system_prompt_tokens;
     c.pinned_instructions_tokens = u.pinned_instructions_tokens;
     c.count_encoding = u.count_encoding;
@@ -552,21 +558,36 @@ class MemoryStorage final : public Storage {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(const CallContext& ctx,
-                                                          const ConversationKey& key,
-                                                          bool include_superseded) override {
+  absl::StatusOr<Page<SummaryChunk>> ListSummaries(const CallContext& ctx,
+                                                   const ConversationKey& key,
+                                                   bool include_superseded, int64_t after_chunk_id,
+                                                   const PageLimit& limit) override {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
-    return include_superseded ? state->chunks : Active(*state);
+    std::vector<SummaryChunk> out;
+    for (const SummaryChunk& c : state->chunks) {
+      if (c.chunk_id <= after_chunk_id || (!include_superseded && c.superseded_by != 0)) continue;
+      if (static_cast<int>(out.size()) > limit.rows) break;
+      out.push_back(c);
+    }
+    return TakePage(std::move(out), limit, [](const SummaryChunk& c) { return PageBytes(c); });
   }
 
-  absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
-      const CallContext& ctx, const ConversationKey& key) override {
+  absl::StatusOr<Page<CompactionEvent>> ListCompactionEvents(const CallContext& ctx,
+                                                             const ConversationKey& key,
+                                                             int64_t after_event_id,
+                                                             const PageLimit& limit) override {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
-    return state->events;
+    std::vector<CompactionEvent> out;
+    for (const CompactionEvent& e : state->events) {
+      if (e.event_id <= after_event_id) continue;
+      if (static_cast<int>(out.size()) > limit.rows) break;
+      out.push_back(e);
+    }
+    return TakePage(std::move(out), limit, [](const CompactionEvent& e) { return PageBytes(e); });
   }
 
  private:
@@ -596,12 +617,33 @@ class MemoryStorage final : public Storage {
     for (const SummaryChunk& chunk : Active(state)) s.chunk_ids.push_back(chunk.chunk_id);
     // Pins change items in place here: keep every item's flag.
     for (const Item& item : state.items) s.pins.emplace_back(item.sequence, item.data.pinned);
+    state.stored_bytes += static_cast<int64_t>(s.system_prompt.size() + s.pinned_instructions.size() +
+                                               8 * (s.chunk_ids.size() + s.pins.size())) +
+                          kViewStateRowBytes;
     if (!state.states.empty() && state.states.back().compaction_version == s.compaction_version) {
       state.states.back() = std::move(s);
     } else {
       state.states.push_back(std::move(s));
     }
   }
+
+  TenantUsage UsageOf(const std::string& tenant_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    TenantUsage usage;
+    auto tenant = tenants_.find(tenant_id);
+    if (tenant == tenants_.end()) return usage;
+    for (const auto& [id, state] : tenant->second) {
+      usage.conversations += 1;
+      usage.stored_bytes += state.stored_bytes;
+    }
+    return usage;
+  }
+
+  // What a chunk, a view state and an audit row store here (PostgreSQL
+  // counts the rows it writes).
+  static constexpr int64_t kChunkRowBytes = 64;
+  static constexpr int64_t kViewStateRowBytes = 64;
+  static constexpr int64_t kEventRowBytes = 64;
+  static int64_t ChunkBytes(const SummaryChunk& c) { return PageBytes(c) + kChunkRowBytes; }
 
   // Empties and retires the chunks `retire` (superseded by themselves,
   // model kRedactedChunkModel), makes `reactivate` active again, and moves
@@ -614,6 +656,7 @@ class MemoryStorage final : public Storage {
     int64_t summarized_through = 0;
     for (SummaryChunk& chunk : state.chunks) {
       if (in(retire, chunk.chunk_id)) {
+        state.stored_bytes -= ChunkBytes(chunk) - ChunkBytes(SummaryChunk());
         SummaryChunk emptied;
         emptied.chunk_id = chunk.chunk_id;
         emptied.from_sequence = chunk.from_sequence;
@@ -651,6 +694,7 @@ class MemoryStorage final : public Storage {
   static void AddEvents(ConversationState& state, const std::vector<CompactionEvent>& events,
                         absl::Time now) {
     for (CompactionEvent e : events) {
+      state.stored_bytes += static_cast<int64_t>(e.detail.size()) + kEventRowBytes;
       e.event_id = static_cast<int64_t>(state.events.size()) + 1;
       e.create_time = now;
       state.events.push_back(std::move(e));

@@ -58,7 +58,11 @@ std::string HashPartitionedLayoutSql(int partitions) {
       "ALTER TABLE item_pins ADD FOREIGN KEY (conv_key, sequence) "
       "REFERENCES items (conv_key, sequence) ON DELETE CASCADE;\n"
       "ALTER TABLE item_token_counts ADD FOREIGN KEY (conv_key, sequence) "
-      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE;\n");
+      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE;\n"
+      // The stored-bytes triggers of the recreated tables
+      // (migrations/0015_stored_bytes.sql), once that migration is in.
+      "DO $$ BEGIN IF to_regprocedure('install_stored_bytes_triggers()') IS NOT NULL THEN "
+      "PERFORM install_stored_bytes_triggers(); END IF; END $$;\n");
   return sql;
 }
 

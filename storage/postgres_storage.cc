@@ -155,6 +155,41 @@ std::vector<std::string> Columns(absl::Span<const char* const> list) {
   return std::vector<std::string>(list.begin(), list.end());
 }
 
+// A page of `columns` (SELECT expressions) `from` (FROM, joins, WHERE) in
+// `order`: at most $`rows_param` rows (one more than the page shows, to
+// tell whether more follow) and, after the first, rows only while the
+// `bytes` of those before them stay under $`bytes_param`, so that no more
+// than that is read into memory. Each row ends with `seen`: how many rows
+// the row limit let through before the byte budget cut (more than the rows
+// returned when the budget cut the page). The window's running sum streams
+// over the ordered index scan and stops at the limit.
+std::string PagedSelect(const std::vector<std::string>& columns, const std::string& from,
+                        const std::string& order, const std::string& bytes, int rows_param,
+                        int bytes_param) {
+  std::vector<std::string> inner, outer;
+  for (size_t k = 0; k < columns.size(); ++k) {
+    inner.push_back(absl::StrCat(columns[k], " AS c", k));
+    outer.push_back(absl::StrCat("q.c", k));
+  }
+  return absl::StrCat(
+      "SELECT ", absl::StrJoin(outer, ", "), ", q.seen FROM (SELECT p.*, count(*) OVER () AS seen ",
+      "FROM (SELECT ", absl::StrJoin(inner, ", "), ", ", order, " AS ord, (", bytes, ") AS b, ",
+      "sum(", bytes, ") OVER (ORDER BY ", order, " ROWS UNBOUNDED PRECEDING) AS upto ", from,
+      " ORDER BY ", order, " LIMIT $", rows_param, ") p) q WHERE q.upto - q.b < $", bytes_param,
+      " ORDER BY q.ord");
+}
+
+// What an item, a conversation, a chunk and an audit row weigh against a
+// page's budget (as PageBytes counts them).
+constexpr char kItemBytes[] =
+    "octet_length(i.content) + octet_length(i.tool_name) + octet_length(i.tool_call_id) + "
+    "octet_length(i.metadata::text) - 2";
+constexpr char kConversationBytes[] =
+    "octet_length(system_prompt) + octet_length(pinned_instructions) + "
+    "octet_length(metadata::text) - 2";
+constexpr char kChunkBytes[] = "octet_length(text) + octet_length(structure::text)";
+constexpr char kEventBytes[] = "octet_length(detail::text)";
+
 // Everything a view needs ($1 tenant, $2 conversation id, $3 its
 // distribution key): the row, the
 // active chunks, the pinned items behind the marker and the items after it.
@@ -227,8 +262,8 @@ const std::vector<Statement>& Statements() {
        absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
                     "system_prompt, pinned_instructions, metadata, profile_overrides, "
                     "system_prompt_tokens, pinned_instructions_tokens, continued_from, "
-                    "count_encoding, conv_key) "
-                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12) "
+                    "count_encoding, stored_bytes, conv_key) "
+                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13) "
                     "RETURNING ",
                     ConversationColumns())},
       {"get_conversation",
@@ -240,14 +275,35 @@ const std::vector<Statement>& Statements() {
        absl::StrCat("SELECT ", ConversationColumns(),
                     " FROM conversations WHERE ", Named(3), " FOR UPDATE")},
       {"tenant_usage",
-       "SELECT count(*), coalesce(sum(content_bytes), 0)::bigint FROM conversations "
+       "SELECT count(*), coalesce(sum(stored_bytes), 0)::bigint FROM conversations "
        "WHERE tenant_id = $1"},
+      // $3 rows, $4 bytes.
+      // A tenant's usage row, locked (created first if absent), with whether
+      // it is due a recount.
+      {"lock_tenant",
+       "INSERT INTO tenant_usage (tenant_id, stored_bytes, conversations, counted_at) "
+       "VALUES ($1, 0, 0, '-infinity') ON CONFLICT (tenant_id) DO UPDATE SET tenant_id = "
+       "excluded.tenant_id RETURNING stored_bytes, conversations, "
+       "counted_at < now() - interval '1 minute'"},
+      {"recount_tenant",
+       "UPDATE tenant_usage SET stored_bytes = (SELECT coalesce(sum(stored_bytes), 0) "
+       "FROM conversations WHERE tenant_id = $1), conversations = (SELECT count(*) "
+       "FROM conversations WHERE tenant_id = $1), counted_at = now() WHERE tenant_id = $1 "
+       "RETURNING stored_bytes, conversations"},
+      {"add_to_tenant",
+       "UPDATE tenant_usage SET stored_bytes = stored_bytes + $2, "
+       "conversations = conversations + $3 WHERE tenant_id = $1"},
       {"list_conversations",
-       absl::StrCat("SELECT ", ConversationColumns(),
-                    " FROM conversations WHERE tenant_id = $1 AND conversation_id > $2 "
-                    "ORDER BY conversation_id LIMIT $3")},
+       PagedSelect(Columns(kConversationColumnList),
+                   "FROM conversations WHERE tenant_id = $1 AND conversation_id > $2",
+                   "conversation_id", kConversationBytes, 3, 4)},
       {"delete_conversation",
-       absl::StrCat("DELETE FROM conversations WHERE ", Named(3), " RETURNING item_count")},
+       absl::StrCat("DELETE FROM conversations WHERE ", Named(3),
+                    " RETURNING item_count, stored_bytes")},
+      // A limited tenant's row, locked (nothing for the others), before
+      // anything of its conversations: the order every call takes.
+      {"lock_tenant_if_limited",
+       "SELECT 1 FROM tenant_usage WHERE tenant_id = $1 FOR UPDATE"},
       {"find_idempotency_key",
        "SELECT request_fingerprint, first_sequence, last_sequence, version "
        "FROM idempotency_keys WHERE conv_key = $1 AND idempotency_key = $2"},
@@ -261,7 +317,7 @@ const std::vector<Statement>& Statements() {
       {"bump_conversation",
        "UPDATE conversations SET version = version + 1, item_count = item_count + $2, "
        "last_sequence = $3, last_turn_index = $4, item_tokens = item_tokens + $5, "
-       "token_correction = $6, content_bytes = content_bytes + $7, updated_at = now() "
+       "token_correction = $6, stored_bytes = stored_bytes + $7, updated_at = now() "
        "WHERE conv_key = $1 "
        "RETURNING version, floor(extract(epoch FROM now()) * 1000000)::bigint"},
       // An append in one statement, when nothing needs the locked row in
@@ -280,7 +336,7 @@ const std::vector<Statement>& Statements() {
        absl::StrCat("WITH c AS (UPDATE conversations SET version = version + 1, "
        "item_count = item_count + $16, last_sequence = last_sequence + $16, "
        "last_turn_index = last_turn_index + $17, item_tokens = item_tokens + $18, "
-       "content_bytes = content_bytes + $19, updated_at = now() "
+       "stored_bytes = stored_bytes + $19, updated_at = now() "
        "WHERE ", Named(20), " AND ($3 < 0 OR version = $3) "
        "AND ($4 = '' OR model = $4) AND ($5 = '' OR NOT EXISTS (SELECT 1 FROM idempotency_keys k "
        "WHERE k.conv_key = conversations.conv_key AND k.idempotency_key = $5)) "
@@ -337,10 +393,21 @@ const std::vector<Statement>& Statements() {
       {"all_chunks",
        absl::StrCat("SELECT ", ChunkColumns(),
                     " FROM summary_chunks WHERE conv_key = $1 ORDER BY chunk_id")},
+      // Pages ($2 after this chunk id, $3 rows, $4 bytes).
+      {"list_chunks",
+       PagedSelect(Columns(kChunkColumnList),
+                   "FROM summary_chunks WHERE conv_key = $1 AND chunk_id > $2", "chunk_id",
+                   kChunkBytes, 3, 4)},
+      {"list_active_chunks",
+       PagedSelect(Columns(kChunkColumnList),
+                   "FROM summary_chunks WHERE conv_key = $1 AND chunk_id > $2 "
+                   "AND superseded_by IS NULL",
+                   "chunk_id", kChunkBytes, 3, 4)},
       {"list_events",
-       "SELECT event_id, event, tier, tokens_before, tokens_after, detail::text, "
-       "floor(extract(epoch FROM created_at) * 1000000)::bigint "
-       "FROM compaction_events WHERE conv_key = $1 ORDER BY event_id"},
+       PagedSelect({"event_id", "event", "tier", "tokens_before", "tokens_after", "detail::text",
+                    "floor(extract(epoch FROM created_at) * 1000000)::bigint"},
+                   "FROM compaction_events WHERE conv_key = $1 AND event_id > $2", "event_id",
+                   kEventBytes, 3, 4)},
       {"items_range",
        absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", false),
                     "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
@@ -349,14 +416,15 @@ const std::vector<Statement>& Statements() {
        absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", true),
                     "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
                     "ORDER BY i.sequence")},
+      // $2 after this sequence, $3 rows, $4 the count encoding, $5 bytes.
       {"list_items",
-       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", false),
-                    "WHERE i.conv_key = $1 AND i.sequence > $2 "
-                    "ORDER BY i.sequence LIMIT $3")},
+       PagedSelect(Columns(kItemColumnList),
+                   absl::StrCat(ItemsWithPins("$4", false), "WHERE i.conv_key = $1 AND i.sequence > $2"),
+                   "i.sequence", kItemBytes, 3, 5)},
       {"list_items_recounted",
-       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", true),
-                    "WHERE i.conv_key = $1 AND i.sequence > $2 "
-                    "ORDER BY i.sequence LIMIT $3")},
+       PagedSelect(Columns(kItemColumnList),
+                   absl::StrCat(ItemsWithPins("$4", true), "WHERE i.conv_key = $1 AND i.sequence > $2"),
+                   "i.sequence", kItemBytes, 3, 5)},
       {"pin_item",
        "INSERT INTO item_pins (conv_key, sequence, pinned) "
        "SELECT conv_key, sequence, $3 FROM items "
@@ -376,7 +444,9 @@ const std::vector<Statement>& Statements() {
       // tokens removed, for the totals.
       {"redact_items",
        "WITH d AS (SELECT * FROM unnest($2::bigint[], $5::text[]) AS d(seq, digest)), "
-       "old AS (SELECT i.sequence, octet_length(i.content) AS bytes, i.token_count, d.digest "
+       "old AS (SELECT i.sequence, octet_length(i.content) + coalesce((SELECT "
+       "sum(octet_length(key) + octet_length(value)) FROM jsonb_each_text(i.metadata)), 0) "
+       "AS bytes, i.token_count, d.digest "
        "FROM items i JOIN d ON d.seq = i.sequence "
        "WHERE i.conv_key = $1 AND i.redacted_digest IS NULL), "
        "done AS (UPDATE items i SET redacted_digest = old.digest, content = $3, metadata = '{}', "
@@ -411,7 +481,7 @@ const std::vector<Statement>& Statements() {
       // tokens in all); the boundary back to the last active chunk ($5:
       // chunks went).
       {"redact_conversation",
-       "UPDATE conversations SET content_bytes = content_bytes - $2, "
+       "UPDATE conversations SET stored_bytes = greatest(0, stored_bytes - $2 + $6), "
        "item_tokens = item_tokens - $3 + $4, summarized_through = CASE WHEN $5 THEN "
        "coalesce((SELECT max(through_sequence) FROM summary_chunks k WHERE k.conv_key = $1 "
        "AND k.superseded_by IS NULL), 0) ELSE summarized_through END, "
@@ -470,11 +540,17 @@ const std::vector<Statement>& Statements() {
        "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint, "
        "coalesce(i.appended_version, 0), i.redacted_digest IS NOT NULL, "
        "coalesce(i.redacted_digest, '') FROM items i "
-       "WHERE i.conv_key = $1 AND coalesce(i.appended_version, 0) <= $2 ORDER BY i.sequence"},
+       // Only what the view at version $2 shows: the items after the
+       // summarized part ($3), the pinned ones ($4: pinned later), and the
+       // last one (the log's end then).
+       "WHERE i.conv_key = $1 AND coalesce(i.appended_version, 0) <= $2 "
+       "AND (i.sequence > $3 OR i.pinned OR i.sequence = ANY($4::bigint[]) OR i.sequence = "
+       "(SELECT max(l.sequence) FROM items l WHERE l.conv_key = $1 "
+       "AND coalesce(l.appended_version, 0) <= $2)) ORDER BY i.sequence"},
       {"update_conversation",
        "UPDATE conversations SET model = $2, system_prompt = $3, pinned_instructions = $4, "
        "profile_overrides = $5::jsonb, system_prompt_tokens = $6, "
-       "pinned_instructions_tokens = $7, count_encoding = $8, "
+       "pinned_instructions_tokens = $7, count_encoding = $8, stored_bytes = stored_bytes + $10, "
        "overflow_correction = CASE WHEN $9 THEN 1.0 ELSE overflow_correction END, "
        "prompt_limit = CASE WHEN $9 THEN 0 ELSE prompt_limit END, "
        "compaction_version = compaction_version + 1, updated_at = now() WHERE conv_key = $1"},
@@ -718,6 +794,21 @@ SummaryChunk ParseChunk(const pqxx::row& r) {
   return c;
 }
 
+// The page a PagedSelect statement returned: its rows (at most the
+// limit's), and whether more follow (the row limit or the byte budget left
+// rows out; every row carries `seen` last).
+template <typename T, typename Parse>
+Page<T> PageOf(const pqxx::result& r, const PageLimit& limit, Parse parse) {
+  Page<T> page;
+  const int64_t seen = r.empty() ? 0 : r[0][r.columns() - 1].as<int64_t>();
+  for (const pqxx::row& row : r) {
+    if (static_cast<int>(page.rows.size()) == limit.rows) break;
+    page.rows.push_back(parse(row));
+  }
+  page.more = seen > static_cast<int64_t>(page.rows.size());
+  return page;
+}
+
 // A bigint[] literal of `ids`.
 std::string IdArray(const std::vector<int64_t>& ids) {
   return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
@@ -826,10 +917,17 @@ class PostgresStorage final : public Storage {
                                                   const NewConversation& nc) override {
     auto result = Run<Conversation>(ctx, "create conversation",
                                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
+      const int64_t bytes = StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata);
+      const bool limited = Limited(nc.tenant_limits);
+      if (limited) {
+        ASSIGN_OR_RETURN(const TenantUsage usage, LockTenant(tx, nc.key.tenant_id));
+        RETURN_IF_ERROR(CheckTenantLimits(nc.key.tenant_id, usage, bytes, 1, nc.tenant_limits));
+      }
       pqxx::result r = ExecNamed(
           tx, "create_conversation", nc.key, nc.model, nc.system_prompt, nc.pinned_instructions,
           MetadataToJson(nc.metadata), OverridesToJson(nc.overrides), nc.system_prompt_tokens,
-          nc.pinned_instructions_tokens, nc.continued_from, nc.count_encoding);
+          nc.pinned_instructions_tokens, nc.continued_from, nc.count_encoding, bytes);
+      if (limited) Exec(tx, "add_to_tenant", nc.key.tenant_id, bytes, int64_t{1});
       ConversationRow row = ParseConversation(r[0]);
       if (!nc.continued_from.empty()) {
         int64_t chunk_id = 0;
@@ -875,18 +973,16 @@ class PostgresStorage final : public Storage {
         });
   }
 
-  absl::StatusOr<std::vector<Conversation>> ListConversations(
-      const CallContext& ctx, const std::string& tenant_id,
-      const std::string& after_id, int limit) override {
-    return Run<std::vector<Conversation>>(
+  absl::StatusOr<Page<Conversation>> ListConversations(const CallContext& ctx,
+                                                       const std::string& tenant_id,
+                                                       const std::string& after_id,
+                                                       const PageLimit& limit) override {
+    return Run<Page<Conversation>>(
         ctx, "list conversations",
-        [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Conversation>> {
-          pqxx::result r =
-              Exec(tx, "list_conversations", tenant_id, after_id, limit);
-          std::vector<Conversation> out;
-          out.reserve(r.size());
-          for (const auto& row : r) out.push_back(ParseConversation(row).conversation);
-          return out;
+        [&](pqxx::transaction_base& tx) -> absl::StatusOr<Page<Conversation>> {
+          return PageOf<Conversation>(
+              Exec(tx, "list_conversations", tenant_id, after_id, limit.rows + 1, limit.bytes),
+              limit, [](const pqxx::row& r) { return ParseConversation(r).conversation; });
         });
   }
 
@@ -894,8 +990,11 @@ class PostgresStorage final : public Storage {
                                              const ConversationKey& key) override {
     return Run<int64_t>(ctx, "delete conversation",
                         [&](pqxx::transaction_base& tx) -> absl::StatusOr<int64_t> {
+      // A limited tenant's total gives back what the conversation held.
+      const bool limited = !Exec(tx, "lock_tenant_if_limited", key.tenant_id).empty();
       pqxx::result r = ExecNamed(tx, "delete_conversation", key);
       if (r.empty()) return NotFound(key);
+      if (limited) Exec(tx, "add_to_tenant", key.tenant_id, -r[0][1].as<int64_t>(), int64_t{-1});
       tx.commit();
       return r[0][0].as<int64_t>();
     });
@@ -906,7 +1005,9 @@ class PostgresStorage final : public Storage {
     if (request.items.empty()) {
       return absl::InvalidArgumentError("items: at least one item is required");
     }
-    if (!request.usage.has_value()) {
+    // The one-statement append, unless the conversation's row is needed in
+    // C++ first (a usage report) or the tenant's total is checked with it.
+    if (!request.usage.has_value() && !Limited(request.tenant_limits)) {
       absl::StatusOr<std::optional<AppendResult>> fast = AppendInOneStatement(ctx, request);
       // Refused (a replay, a stale version, another model, no such
       // conversation) or raced by the same idempotency key: the
@@ -916,6 +1017,13 @@ class PostgresStorage final : public Storage {
     }
     return Run<AppendResult>(ctx, "append items",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<AppendResult> {
+      // A limited tenant's row lock first (always in this order: tenant,
+      // then conversation), so that the check and the count are one step.
+      const bool limited = Limited(request.tenant_limits);
+      std::optional<TenantUsage> usage_before;
+      if (limited) {
+        ASSIGN_OR_RETURN(usage_before, LockTenant(tx, request.key.tenant_id));
+      }
       // The row lock serializes appends to one conversation: sequence numbers
       // come from the locked row, so they stay gap-free and ordered.
       pqxx::result locked = ExecNamed(tx, "lock_conversation", request.key);
@@ -952,6 +1060,12 @@ class PostgresStorage final : public Storage {
         return absl::AbortedError(absl::StrCat("conversation '", c.key.conversation_id,
                                                "' is now bound to model '", c.model, "'"));
       }
+      const int64_t stored = StoredBytes(request);
+      if (limited) {
+        RETURN_IF_ERROR(CheckTenantLimits(request.key.tenant_id, *usage_before, stored, 0,
+                                          request.tenant_limits));
+        Exec(tx, "add_to_tenant", request.key.tenant_id, stored, int64_t{0});
+      }
       const std::vector<ItemData>& items = request.items;
       std::optional<UsageReport> usage = request.usage;
       if (usage.has_value()) usage->estimated_input_tokens = EstimatedPrompt(c, items);
@@ -977,7 +1091,7 @@ class PostgresStorage final : public Storage {
       }
       pqxx::result bumped = Exec(
           tx, "bump_conversation", row.conv_key, static_cast<int64_t>(items.size()),
-          sequence, turn, tokens, correction, ContentBytes(items));
+          sequence, turn, tokens, correction, stored);
       if (usage.has_value()) {
         const UsageReport& u = *usage;
         Exec(tx, "insert_usage", row.conv_key, sequence, u.input_tokens,
@@ -1040,7 +1154,7 @@ class PostgresStorage final : public Storage {
               pg::TextArray(kinds), pg::TextArray(contents), pg::TextArray(tool_names),
               pg::TextArray(call_ids), array(pinned), pg::TextArray(metadata), array(tokens),
               array(turns), request.request_fingerprint, static_cast<int64_t>(numbered.size()),
-              turns.back(), total_tokens, ContentBytes(request.items));
+              turns.back(), total_tokens, StoredBytes(request));
           if (r.empty()) return std::nullopt;
           tx.commit();
           AppendResult result;
@@ -1059,18 +1173,17 @@ class PostgresStorage final : public Storage {
         });
   }
 
-  absl::StatusOr<std::vector<Item>> ListItems(const CallContext& ctx,
-                                              const ConversationKey& key,
-                                              int64_t after_sequence,
-                                              int limit) override {
-    return Run<std::vector<Item>>(ctx, "list items",
-                                  [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<Item>> {
+  absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,
+                                       int64_t after_sequence, const PageLimit& limit) override {
+    return Run<Page<Item>>(ctx, "list items",
+                           [&](pqxx::transaction_base& tx) -> absl::StatusOr<Page<Item>> {
       pqxx::result found = ExecNamed(tx, "get_conversation", key);
       if (found.empty()) return NotFound(key);
       const ConversationRow row = ParseConversation(found[0]);
-      return ParseItems(Exec(
-          tx, row.conversation.recounted ? "list_items_recounted" : "list_items", row.conv_key,
-          after_sequence, limit, row.conversation.count_encoding));
+      return PageOf<Item>(
+          Exec(tx, row.conversation.recounted ? "list_items_recounted" : "list_items", row.conv_key,
+               after_sequence, limit.rows + 1, row.conversation.count_encoding, limit.bytes),
+          limit, [](const pqxx::row& r) { return ParseItem(r); });
     });
   }
 
@@ -1248,19 +1361,18 @@ class PostgresStorage final : public Storage {
     }).status();
   }
 
-  absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(const CallContext& ctx,
-                                                          const ConversationKey& key,
-                                                          bool include_superseded) override {
-    return Run<std::vector<SummaryChunk>>(
+  absl::StatusOr<Page<SummaryChunk>> ListSummaries(const CallContext& ctx,
+                                                   const ConversationKey& key,
+                                                   bool include_superseded, int64_t after_chunk_id,
+                                                   const PageLimit& limit) override {
+    return Run<Page<SummaryChunk>>(
         ctx, "list summaries",
-        [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<SummaryChunk>> {
+        [&](pqxx::transaction_base& tx) -> absl::StatusOr<Page<SummaryChunk>> {
           ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
-          std::vector<SummaryChunk> out;
-          for (const auto& r :
-               Exec(tx, include_superseded ? "all_chunks" : "active_chunks", conv_key)) {
-            out.push_back(ParseChunk(r));
-          }
-          return out;
+          return PageOf<SummaryChunk>(
+              Exec(tx, include_superseded ? "list_chunks" : "list_active_chunks", conv_key,
+                   after_chunk_id, limit.rows + 1, limit.bytes),
+              limit, [](const pqxx::row& r) { return ParseChunk(r); });
         });
   }
 
@@ -1336,7 +1448,8 @@ class PostgresStorage final : public Storage {
       result.compaction_version =
           Exec1(tx, "redact_conversation", conv_key, removed[0].as<int64_t>(),
                 removed[1].as<int64_t>(), redacted * request.tombstone_tokens,
-                result.chunks_removed > 0)[0]
+                result.chunks_removed > 0,
+                redacted * static_cast<int64_t>(request.tombstone.size()))[0]
               .as<int64_t>();
       Exec(tx, "redact_idempotency", conv_key, sequences);
       Exec(tx, "record_view_state", conv_key);
@@ -1409,7 +1522,12 @@ class PostgresStorage final : public Storage {
       for (const auto& r : Exec(tx, "chunks_by_id", row.conv_key, IdArray(state.chunk_ids))) {
         chunks.push_back(ParseChunk(r));
       }
-      std::vector<Item> items = ParseItems(Exec(tx, "items_at", row.conv_key, version));
+      std::vector<int64_t> pinned_later;
+      for (const auto& [sequence, pinned] : state.pins) {
+        if (pinned) pinned_later.push_back(sequence);
+      }
+      std::vector<Item> items = ParseItems(Exec(tx, "items_at", row.conv_key, version,
+                                                state.summarized_through, IdArray(pinned_later)));
       return SnapshotAt(row.conversation, state, version, std::move(chunks), std::move(items));
     });
   }
@@ -1425,11 +1543,13 @@ class PostgresStorage final : public Storage {
       const ConversationRow row = ParseConversation(locked[0]);
       const Conversation& c = row.conversation;
       RETURN_IF_ERROR(CheckUpdate(c, u));
-      Exec(tx, "update_conversation", row.conv_key, u.model.value_or(c.model),
-           u.system_prompt.value_or(c.system_prompt),
-           u.pinned_instructions.value_or(c.pinned_instructions),
+      const std::string& prompt = u.system_prompt.value_or(c.system_prompt);
+      const std::string& pinned = u.pinned_instructions.value_or(c.pinned_instructions);
+      Exec(tx, "update_conversation", row.conv_key, u.model.value_or(c.model), prompt, pinned,
            OverridesToJson(u.overrides.value_or(c.overrides)), u.system_prompt_tokens,
-           u.pinned_instructions_tokens, u.count_encoding, u.reset_overflow);
+           u.pinned_instructions_tokens, u.count_encoding, u.reset_overflow,
+           StoredBytes(prompt, pinned, c.metadata) -
+               StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata));
       Exec(tx, "record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, {u.event});
       ConversationRow updated = ParseConversation(
@@ -1477,25 +1597,27 @@ class PostgresStorage final : public Storage {
     });
   }
 
-  absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
-      const CallContext& ctx, const ConversationKey& key) override {
-    return Run<std::vector<CompactionEvent>>(
+  absl::StatusOr<Page<CompactionEvent>> ListCompactionEvents(const CallContext& ctx,
+                                                             const ConversationKey& key,
+                                                             int64_t after_event_id,
+                                                             const PageLimit& limit) override {
+    return Run<Page<CompactionEvent>>(
         ctx, "list compaction events",
-        [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::vector<CompactionEvent>> {
+        [&](pqxx::transaction_base& tx) -> absl::StatusOr<Page<CompactionEvent>> {
           ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
-          std::vector<CompactionEvent> out;
-          for (const auto& r : Exec(tx, "list_events", conv_key)) {
-            CompactionEvent e;
-            e.event_id = r[0].as<int64_t>();
-            e.event = r[1].as<std::string>();
-            e.tier = r[2].as<std::string>();
-            e.tokens_before = r[3].as<int64_t>();
-            e.tokens_after = r[4].as<int64_t>();
-            e.detail = r[5].as<std::string>();
-            e.create_time = absl::FromUnixMicros(r[6].as<int64_t>());
-            out.push_back(std::move(e));
-          }
-          return out;
+          return PageOf<CompactionEvent>(
+              Exec(tx, "list_events", conv_key, after_event_id, limit.rows + 1, limit.bytes),
+              limit, [](const pqxx::row& r) {
+                CompactionEvent e;
+                e.event_id = r[0].as<int64_t>();
+                e.event = r[1].as<std::string>();
+                e.tier = r[2].as<std::string>();
+                e.tokens_before = r[3].as<int64_t>();
+                e.tokens_after = r[4].as<int64_t>();
+                e.detail = r[5].as<std::string>();
+                e.create_time = absl::FromUnixMicros(r[6].as<int64_t>());
+                return e;
+              });
         });
   }
 
@@ -1528,6 +1650,21 @@ class PostgresStorage final : public Storage {
           absl::StrCat("expected 1 row from ", name, ", got ", r.size()));
     }
     return r[0];
+  }
+
+  static bool Limited(const TenantLimits& limits) {
+    return limits.max_stored_bytes > 0 || limits.max_conversations > 0;
+  }
+
+  // Locks the tenant's usage row until the transaction ends and returns
+  // what it holds, counted again from the conversations when the row is new
+  // or a minute old (which takes in what compactions added meanwhile).
+  absl::StatusOr<TenantUsage> LockTenant(pqxx::transaction_base& tx,
+                                         const std::string& tenant_id) {
+    const pqxx::row row = Exec1(tx, "lock_tenant", tenant_id);
+    if (!row[2].as<bool>()) return TenantUsage{row[1].as<int64_t>(), row[0].as<int64_t>()};
+    const pqxx::row counted = Exec1(tx, "recount_tenant", tenant_id);
+    return TenantUsage{counted[1].as<int64_t>(), counted[0].as<int64_t>()};
   }
 
   // The conversation's internal key; NOT_FOUND if the tenant has no such

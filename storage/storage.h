@@ -44,6 +44,23 @@ inline absl::Status CheckDeadline(const CallContext& ctx, absl::Time now) {
 // CheckDeadline by the real clock.
 inline absl::Status CheckDeadline(const CallContext& ctx) { return CheckDeadline(ctx, absl::Now()); }
 
+// How much one page of a list may hold: at most `rows` rows and, after the
+// first, rows only while those before them hold fewer than `bytes` bytes
+// of text (contents, prompts, summaries, audit details), so that no page
+// of large rows is read whole into memory nor outgrows a response.
+struct PageLimit {
+  int rows = 100;
+  int64_t bytes = int64_t{4} << 20;
+};
+
+// One page of a list, in its order.
+template <typename T>
+struct Page {
+  std::vector<T> rows;
+  // True when rows follow the last one (ask from there for the next page).
+  bool more = false;
+};
+
 // Where conversations live. Implementations are thread-safe; every method
 // is atomic: it either applies fully or not at all.
 //
@@ -73,10 +90,11 @@ class Storage {
                                                      const std::string& tenant_id) = 0;
 
   // The tenant's conversations with ids greater than `after_id`, ordered by
-  // id, at most `limit`.
-  virtual absl::StatusOr<std::vector<Conversation>> ListConversations(
-      const CallContext& ctx, const std::string& tenant_id,
-      const std::string& after_id, int limit) = 0;
+  // id, one page.
+  virtual absl::StatusOr<Page<Conversation>> ListConversations(const CallContext& ctx,
+                                                               const std::string& tenant_id,
+                                                               const std::string& after_id,
+                                                               const PageLimit& limit) = 0;
 
   // Removes the conversation and everything under it; returns how many items
   // it had. NOT_FOUND if the tenant has no such conversation.
@@ -92,11 +110,11 @@ class Storage {
   virtual absl::StatusOr<AppendResult> AppendItems(
       const CallContext& ctx, const AppendRequest& request) = 0;
 
-  // Items with sequence greater than `after_sequence`, in order, at most
-  // `limit`. NOT_FOUND for an unknown conversation.
-  virtual absl::StatusOr<std::vector<Item>> ListItems(
-      const CallContext& ctx, const ConversationKey& key,
-      int64_t after_sequence, int limit) = 0;
+  // Items with sequence greater than `after_sequence`, in order, one page.
+  // NOT_FOUND for an unknown conversation.
+  virtual absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,
+                                               int64_t after_sequence,
+                                               const PageLimit& limit) = 0;
 
   // The conversation, its active summary chunks, pinned items behind the
   // latest marker and the live items after it, from one consistent
@@ -198,14 +216,31 @@ class Storage {
                                               const ConversationKey& key,
                                               const std::vector<CompactionEvent>& events) = 0;
 
-  // Summary chunks, oldest first; superseded ones too if asked.
-  virtual absl::StatusOr<std::vector<SummaryChunk>> ListSummaries(
-      const CallContext& ctx, const ConversationKey& key, bool include_superseded) = 0;
+  // Summary chunks with ids greater than `after_chunk_id`, oldest first,
+  // one page; superseded ones too if asked.
+  virtual absl::StatusOr<Page<SummaryChunk>> ListSummaries(const CallContext& ctx,
+                                                           const ConversationKey& key,
+                                                           bool include_superseded,
+                                                           int64_t after_chunk_id,
+                                                           const PageLimit& limit) = 0;
 
-  // The compaction audit trail, oldest first.
-  virtual absl::StatusOr<std::vector<CompactionEvent>> ListCompactionEvents(
-      const CallContext& ctx, const ConversationKey& key) = 0;
+  // The compaction audit trail after `after_event_id`, oldest first, one
+  // page.
+  virtual absl::StatusOr<Page<CompactionEvent>> ListCompactionEvents(
+      const CallContext& ctx, const ConversationKey& key, int64_t after_event_id,
+      const PageLimit& limit) = 0;
 };
+
+// Every summary chunk of `key` (page after page): for tests and tools that
+// read small conversations whole.
+absl::StatusOr<std::vector<SummaryChunk>> AllSummaries(Storage& storage, const CallContext& ctx,
+                                                       const ConversationKey& key,
+                                                       bool include_superseded);
+
+// The whole audit trail of `key` (page after page), as AllSummaries.
+absl::StatusOr<std::vector<CompactionEvent>> AllCompactionEvents(Storage& storage,
+                                                                 const CallContext& ctx,
+                                                                 const ConversationKey& key);
 
 }  // namespace convstate
 

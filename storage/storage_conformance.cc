@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -12,9 +13,17 @@
 #include "absl/time/clock.h"
 #include "services/common/sha256.h"
 #include "services/core/context_delta.h"
+#include "storage/compaction_rules.h"
 #include "gmock/gmock.h"
 
 namespace convstate {
+
+absl::StatusOr<std::vector<Item>> ItemRows(Storage& storage, const CallContext& ctx,
+                                           const ConversationKey& key, int64_t after, int rows) {
+  absl::StatusOr<Page<Item>> page = storage.ListItems(ctx, key, after, PageLimit{rows});
+  if (!page.ok()) return page.status();
+  return std::move(page->rows);
+}
 
 void StorageConformanceTest::SetUp() {
   storage_ = GetParam().make();
@@ -111,7 +120,7 @@ TEST_P(StorageConformanceTest, TenantsDoNotSeeEachOther) {
   ConversationKey other{tenant_ + "-other", "shared-id"};
   EXPECT_EQ(storage_->GetConversation(ctx_, other).status().code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(storage_->ListItems(ctx_, other, 0, 10).status().code(),
+  EXPECT_EQ(ItemRows(*storage_, ctx_, other, 0, 10).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(storage_->DeleteConversation(ctx_, other).status().code(),
             absl::StatusCode::kNotFound);
@@ -132,40 +141,147 @@ TEST_P(StorageConformanceTest, UnknownConversationIsNotFound) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(storage_->LoadContext(ctx_, Key("missing")).status().code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(storage_->ListItems(ctx_, Key("missing"), 0, 10).status().code(),
+  EXPECT_EQ(ItemRows(*storage_, ctx_, Key("missing"), 0, 10).status().code(),
             absl::StatusCode::kNotFound);
 }
 
 TEST_P(StorageConformanceTest, ListConversationsPaginatesInIdOrder) {
   for (const char* id : {"c", "a", "e", "b", "d"}) Create(id);
-  auto first = storage_->ListConversations(ctx_, tenant_, "", 2);
+  auto first = storage_->ListConversations(ctx_, tenant_, "", PageLimit{2});
   ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_THAT(*first, SizeIs(2));
-  EXPECT_EQ((*first)[0].key.conversation_id, "a");
-  EXPECT_EQ((*first)[1].key.conversation_id, "b");
-  auto rest = storage_->ListConversations(ctx_, tenant_, "b", 10);
+  ASSERT_THAT(first->rows, SizeIs(2));
+  EXPECT_TRUE(first->more);
+  EXPECT_EQ(first->rows[0].key.conversation_id, "a");
+  EXPECT_EQ(first->rows[1].key.conversation_id, "b");
+  auto rest = storage_->ListConversations(ctx_, tenant_, "b", PageLimit{10});
   ASSERT_TRUE(rest.ok()) << rest.status();
-  ASSERT_THAT(*rest, SizeIs(3));
-  EXPECT_EQ((*rest)[2].key.conversation_id, "e");
-  auto none = storage_->ListConversations(ctx_, tenant_ + "-empty", "", 10);
+  ASSERT_THAT(rest->rows, SizeIs(3));
+  EXPECT_FALSE(rest->more);
+  EXPECT_EQ(rest->rows[2].key.conversation_id, "e");
+  auto exact = storage_->ListConversations(ctx_, tenant_, "b", PageLimit{3});
+  ASSERT_TRUE(exact.ok());
+  EXPECT_THAT(exact->rows, SizeIs(3));
+  EXPECT_FALSE(exact->more);
+  auto none = storage_->ListConversations(ctx_, tenant_ + "-empty", "", PageLimit{10});
   ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
+  EXPECT_TRUE(none->rows.empty());
+  EXPECT_FALSE(none->more);
 }
 
-TEST_P(StorageConformanceTest, TenantUsageCountsConversationsAndTheirContentBytes) {
+// Pages end early once the rows before hold the byte budget, always with
+// at least one row, and say that more follow; every list does the same.
+TEST_P(StorageConformanceTest, PagesEndAtTheirByteBudget) {
+  Create("big");
+  const std::string kib(1024, 'x');
+  for (int i = 0; i < 10; ++i) AppendText(Key("big"), absl::StrCat(i, kib));
+  const PageLimit limit{100, 3000};
+  std::vector<int64_t> seen;
+  int pages = 0;
+  for (int64_t after = 0;; ++pages) {
+    auto page = storage_->ListItems(ctx_, Key("big"), after, limit);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_FALSE(page->rows.empty());
+    EXPECT_LE(page->rows.size(), 3u);  // 3 rows hold 3,075 bytes: the budget is passed.
+    for (const Item& i : page->rows) seen.push_back(i.sequence);
+    after = page->rows.back().sequence;
+    if (!page->more) break;
+    ASSERT_LT(pages, 20);
+  }
+  EXPECT_THAT(seen, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9, 10));
+  EXPECT_EQ(pages + 1, 4);
+  // A row larger than the budget still comes, alone.
+  auto one = storage_->ListItems(ctx_, Key("big"), 0, PageLimit{100, 10});
+  ASSERT_TRUE(one.ok());
+  EXPECT_THAT(one->rows, SizeIs(1));
+  EXPECT_TRUE(one->more);
+  // Conversations by their prompts, chunks by their text, audit rows by
+  // their detail.
+  for (const char* id : {"p1", "p2", "p3"}) {
+    NewConversation nc;
+    nc.key = Key(id);
+    nc.model = "m";
+    nc.system_prompt = kib + kib;
+    ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  }
+  auto conversations = storage_->ListConversations(ctx_, tenant_, "o", PageLimit{100, 3000});
+  ASSERT_TRUE(conversations.ok());
+  EXPECT_THAT(conversations->rows, SizeIs(2));
+  EXPECT_TRUE(conversations->more);
+  CompactionCommit commit;
+  commit.key = Key("big");
+  for (int64_t through : {2, 4, 6}) {
+    commit.chunk = SummaryChunk();
+    commit.chunk->from_sequence = commit.expected_summarized_through + 1;
+    commit.chunk->through_sequence = through;
+    commit.chunk->text = kib + kib;
+    commit.chunk->summarizer_model = "m";
+    commit.events = {CompactionEvent{"completed", "summarize", 0, 0,
+                                     absl::StrCat(R"({"note": ")", kib, kib, R"("})")}};
+    ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+    commit.expected_summarized_through = through;
+  }
+  auto chunks = storage_->ListSummaries(ctx_, Key("big"), true, 0, PageLimit{100, 3000});
+  ASSERT_TRUE(chunks.ok());
+  EXPECT_THAT(chunks->rows, SizeIs(2));
+  EXPECT_TRUE(chunks->more);
+  auto after = storage_->ListSummaries(ctx_, Key("big"), true, chunks->rows.back().chunk_id,
+                                       PageLimit{100, 3000});
+  ASSERT_TRUE(after.ok());
+  EXPECT_THAT(after->rows, SizeIs(1));
+  EXPECT_FALSE(after->more);
+  auto events = storage_->ListCompactionEvents(ctx_, Key("big"), 0, PageLimit{100, 3000});
+  ASSERT_TRUE(events.ok());
+  EXPECT_THAT(events->rows, SizeIs(2));
+  EXPECT_TRUE(events->more);
+  auto two = storage_->ListCompactionEvents(ctx_, Key("big"), 0, PageLimit{2});
+  ASSERT_TRUE(two.ok());
+  EXPECT_THAT(two->rows, SizeIs(2));
+  EXPECT_TRUE(two->more);
+}
+
+TEST_P(StorageConformanceTest, TenantUsageCountsEveryByteItsConversationsStore) {
+  auto bytes = [&] {
+    auto usage = storage_->GetTenantUsage(ctx_, tenant_);
+    EXPECT_TRUE(usage.ok()) << usage.status();
+    return usage.ok() ? usage->stored_bytes : -1;
+  };
   Create("a");
-  Create("b");
+  const int64_t created = bytes();
+  EXPECT_GT(created, 0);  // The conversation's row and its first view state.
   AppendText(Key("a"), "hello");
-  // An append with a usage report takes the other path of a backend.
+  EXPECT_EQ(bytes() - created, StoredBytes({Message(Role::kUser, "hello")}));
+  const int64_t with_a = bytes();
+  // An append with a usage report and a key takes the other path of a backend.
+  NewConversation b;
+  b.key = Key("b");
+  b.model = "m";
+  b.system_prompt = std::string(1000, 'p');
+  ASSERT_TRUE(storage_->CreateConversation(ctx_, b).ok());
+  EXPECT_GT(bytes() - with_a, 1000);
+  const int64_t before_append = bytes();
   AppendRequest req;
   req.key = Key("b");
   req.items.push_back(Message(Role::kAssistant, "h\xc3\xa9llo"));
   req.usage = UsageReport{200, 20, 0, 0, 0, /*correct=*/false};
+  req.idempotency_key = "k1";
+  req.request_fingerprint = "f1";
   ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  EXPECT_EQ(bytes() - before_append, StoredBytes(req));
+  EXPECT_GT(StoredBytes(req), 6 + kUsageRowBytes + kIdempotencyRowBytes);
+  // What a pin costs: a view state with a copy of the prompts, every time.
+  const int64_t before_pins = bytes();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(storage_->SetPinned(ctx_, Key("b"), 1, i % 2 == 0).ok());
+  EXPECT_GT(bytes() - before_pins, 4 * 1000);
+  // An update's prompts count, and so do audit rows.
+  const int64_t before_update = bytes();
+  ConversationUpdate update;
+  update.system_prompt = std::string(3000, 'q');
+  update.event.event = "conversation_updated";
+  ASSERT_TRUE(storage_->UpdateConversation(ctx_, Key("b"), update).ok());
+  EXPECT_GT(bytes() - before_update, 2000 + 3000);  // The longer prompt and its view state.
   auto usage = storage_->GetTenantUsage(ctx_, tenant_);
-  ASSERT_TRUE(usage.ok()) << usage.status();
+  ASSERT_TRUE(usage.ok());
   EXPECT_EQ(usage->conversations, 2);
-  EXPECT_EQ(usage->stored_bytes, 5 + 6);
   auto other = storage_->GetTenantUsage(ctx_, tenant_ + "-other");
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(other->conversations, 0);
@@ -174,7 +290,80 @@ TEST_P(StorageConformanceTest, TenantUsageCountsConversationsAndTheirContentByte
   usage = storage_->GetTenantUsage(ctx_, tenant_);
   ASSERT_TRUE(usage.ok());
   EXPECT_EQ(usage->conversations, 1);
-  EXPECT_EQ(usage->stored_bytes, 5);
+  EXPECT_EQ(usage->stored_bytes, with_a);
+}
+
+// A tenant's limits are checked and counted in one step with the create or
+// append that would pass them: many callers at once never overshoot.
+TEST_P(StorageConformanceTest, TenantLimitsHoldUnderParallelCalls) {
+  const TenantLimits conversations{/*max_conversations=*/3, /*max_stored_bytes=*/0};
+  std::atomic<int> created{0};
+  std::mutex mu;
+  std::vector<ConversationKey> keys;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      NewConversation nc;
+      nc.key = Key(absl::StrCat("c", t));
+      nc.model = "m";
+      nc.tenant_limits = conversations;
+      auto c = storage_->CreateConversation(ctx_, nc);
+      if (c.ok()) {
+        ++created;
+        std::lock_guard<std::mutex> lock(mu);
+        keys.push_back(nc.key);
+      } else {
+        EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted) << c.status();
+        EXPECT_THAT(c.status().message(), ::testing::HasSubstr("max_conversations 3"));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  threads.clear();
+  EXPECT_EQ(created.load(), 3);
+  EXPECT_EQ(storage_->GetTenantUsage(ctx_, tenant_)->conversations, 3);
+
+  // Room for exactly ten appends of 1,000 bytes among 16 callers.
+  const ItemData kib = Message(Role::kUser, std::string(1000, 'x'));
+  const int64_t held = storage_->GetTenantUsage(ctx_, tenant_)->stored_bytes;
+  const TenantLimits bytes{0, held + 10 * StoredBytes({kib})};
+  std::atomic<int> appended{0};
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      AppendRequest req;
+      req.key = Key(absl::StrCat("c", t % 8));
+      req.items = {kib};
+      req.tenant_limits = bytes;
+      auto r = storage_->AppendItems(ctx_, req);
+      if (absl::IsNotFound(r.status())) return;  // Not among the three created.
+      if (r.ok()) {
+        ++appended;
+      } else {
+        EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+        EXPECT_THAT(r.status().message(), ::testing::HasSubstr("max_stored_bytes"));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(appended.load(), 6);  // Two callers per created conversation; all fit.
+  EXPECT_LE(storage_->GetTenantUsage(ctx_, tenant_)->stored_bytes, bytes.max_stored_bytes);
+  // Now fill it up: the eleventh does not fit.
+  int more = 0;
+  ASSERT_EQ(keys.size(), 3u);
+  for (int i = 0; i < 20; ++i) {
+    AppendRequest req;
+    req.key = keys[i % 3];
+    req.items = {kib};
+    req.tenant_limits = bytes;
+    auto r = storage_->AppendItems(ctx_, req);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+      break;
+    }
+    ++more;
+  }
+  EXPECT_EQ(appended.load() + more, 10);
+  EXPECT_LE(storage_->GetTenantUsage(ctx_, tenant_)->stored_bytes, bytes.max_stored_bytes);
 }
 
 TEST_P(StorageConformanceTest, DeleteRemovesConversationAndItems) {
@@ -186,12 +375,12 @@ TEST_P(StorageConformanceTest, DeleteRemovesConversationAndItems) {
   EXPECT_EQ(*deleted, 2);
   EXPECT_EQ(storage_->GetConversation(ctx_, Key("doomed")).status().code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(storage_->ListItems(ctx_, Key("doomed"), 0, 10).status().code(),
+  EXPECT_EQ(ItemRows(*storage_, ctx_, Key("doomed"), 0, 10).status().code(),
             absl::StatusCode::kNotFound);
   // The id can be used again, and starts empty.
   Conversation again = Create("doomed");
   EXPECT_EQ(again.last_sequence, 0);
-  auto items = storage_->ListItems(ctx_, Key("doomed"), 0, 10);
+  auto items = ItemRows(*storage_, ctx_, Key("doomed"), 0, 10);
   ASSERT_TRUE(items.ok());
   EXPECT_TRUE(items->empty());
 }
@@ -247,7 +436,7 @@ TEST_P(StorageConformanceTest, AppendAssignsSequencesTurnsAndVersion) {
   EXPECT_EQ(conv->version, 2);
   EXPECT_GE(conv->update_time, conv->create_time);
 
-  auto items = storage_->ListItems(ctx_, Key("conv"), 0, 100);
+  auto items = ItemRows(*storage_, ctx_, Key("conv"), 0, 100);
   ASSERT_TRUE(items.ok());
   ASSERT_THAT(*items, SizeIs(6));
   EXPECT_EQ((*items)[2].data, call);
@@ -325,14 +514,14 @@ TEST_P(StorageConformanceTest, StaleExpectedVersionIsAbortedAndWritesNothing) {
 TEST_P(StorageConformanceTest, ListItemsPaginates) {
   Create("conv");
   for (int i = 0; i < 7; ++i) AppendText(Key("conv"), absl::StrCat("m", i));
-  auto page1 = storage_->ListItems(ctx_, Key("conv"), 0, 3);
+  auto page1 = ItemRows(*storage_, ctx_, Key("conv"), 0, 3);
   ASSERT_TRUE(page1.ok()) << page1.status();
   EXPECT_THAT(Sequences(*page1), ElementsAre(1, 2, 3));
-  auto page3 = storage_->ListItems(ctx_, Key("conv"), 6, 3);
+  auto page3 = ItemRows(*storage_, ctx_, Key("conv"), 6, 3);
   ASSERT_TRUE(page3.ok());
   EXPECT_THAT(Sequences(*page3), ElementsAre(7));
   EXPECT_EQ((*page3)[0].data.content, "m6");
-  auto past = storage_->ListItems(ctx_, Key("conv"), 7, 3);
+  auto past = ItemRows(*storage_, ctx_, Key("conv"), 7, 3);
   ASSERT_TRUE(past.ok());
   EXPECT_TRUE(past->empty());
 }
@@ -368,7 +557,7 @@ TEST_P(StorageConformanceTest, UnicodeRoundTripsByteForByte) {
       "Grüße, \xE4\xBD\xA0\xE5\xA5\xBD, \xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 "
       "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB e\xCC\x81 'quotes' \"dq\" \\ $1 \t\n";
   AppendText(Key("conv"), text);
-  auto items = storage_->ListItems(ctx_, Key("conv"), 0, 1);
+  auto items = ItemRows(*storage_, ctx_, Key("conv"), 0, 1);
   ASSERT_TRUE(items.ok());
   ASSERT_THAT(*items, SizeIs(1));
   EXPECT_EQ((*items)[0].data.content, text);
@@ -463,7 +652,7 @@ TEST_P(StorageConformanceTest, ProviderOverflowRaisesTheCorrectionAndIsAudited) 
   ASSERT_TRUE(snap.ok());
   EXPECT_DOUBLE_EQ(snap->conversation.overflow_correction, 1.5);
   EXPECT_EQ(snap->conversation.prompt_limit, 800);
-  auto events = storage_->ListCompactionEvents(ctx_, nc.key);
+  auto events = AllCompactionEvents(*storage_, ctx_, nc.key);
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 3u);
   EXPECT_EQ(events->front().event, "provider_overflow");
@@ -507,7 +696,7 @@ TEST_P(StorageConformanceTest, AContinuationStartsWithTheCarriedChunksAndSaysWhe
   EXPECT_EQ(snap->active_chunks[0].facts[0].text, "The registry is registry.local:5000.");
   EXPECT_TRUE(snap->live_items.empty());
   EXPECT_EQ(snap->conversation.summarized_through, 0);
-  auto events = storage_->ListCompactionEvents(ctx_, nc.key);
+  auto events = AllCompactionEvents(*storage_, ctx_, nc.key);
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 1u);
   EXPECT_EQ(events->front().event, "continued");
@@ -568,7 +757,7 @@ TEST_P(StorageConformanceTest, UpdateReplacesWhatIsSetAndRecountsAreStored) {
   EXPECT_EQ(snap->conversation.count_encoding, "o200k_base");
   ASSERT_EQ(snap->live_items.size(), 1u);
   EXPECT_EQ(snap->live_items[0].data.token_count, 3);
-  auto events = storage_->ListCompactionEvents(ctx_, nc.key);
+  auto events = AllCompactionEvents(*storage_, ctx_, nc.key);
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 2u);
   EXPECT_EQ(events->back().event, "conversation_updated");
@@ -714,7 +903,7 @@ TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem)
   // Chunk 2 holds item 3; the fold holds chunk 2; chunk 1 comes before.
   EXPECT_EQ(redacted->chunks_removed, 2);
   EXPECT_EQ(redacted->compaction_version, before + 1);
-  auto chunks = storage_->ListSummaries(ctx_, Key("c"), /*include_superseded=*/true);
+  auto chunks = AllSummaries(*storage_, ctx_, Key("c"), /*include_superseded=*/true);
   ASSERT_TRUE(chunks.ok());
   ASSERT_THAT(*chunks, SizeIs(3));
   EXPECT_EQ((*chunks)[0].text, "summary of m1 and m2");
@@ -733,7 +922,7 @@ TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem)
   ASSERT_FALSE(context->live_items.empty());
   EXPECT_EQ(context->live_items[0].sequence, 3);
   EXPECT_EQ(context->live_items[0].data.content, "[gone]");
-  auto events = storage_->ListCompactionEvents(ctx_, Key("c"));
+  auto events = AllCompactionEvents(*storage_, ctx_, Key("c"));
   ASSERT_TRUE(events.ok());
   ASSERT_FALSE(events->empty());
   EXPECT_EQ(events->back().event, "items_redacted");
@@ -751,7 +940,7 @@ TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem)
   EXPECT_EQ(storage_->RedactItems(ctx_, req).status().code(), absl::StatusCode::kInvalidArgument);
   req.sequences = {1, 99};
   EXPECT_EQ(storage_->RedactItems(ctx_, req).status().code(), absl::StatusCode::kNotFound);
-  auto first = storage_->ListItems(ctx_, Key("c"), 0, 1);
+  auto first = ItemRows(*storage_, ctx_, Key("c"), 0, 1);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ((*first)[0].data.content, "m1");
   EXPECT_EQ(storage_->GetConversation(ctx_, Key("c"))->compaction_version, before + 2);
@@ -775,7 +964,7 @@ TEST_P(StorageConformanceTest, ARedactedItemKeepsOnlyAKeyedDigest) {
   EXPECT_EQ(redacted->items[1].redacted_digest,
             "hmac-sha256:" + HmacSha256Hex(req.digest_key, "m3"));
   EXPECT_NE(redacted->items[0].redacted_digest, "hmac-sha256:" + Sha256::Hex("m1"));
-  auto listed = storage_->ListItems(ctx_, Key("c"), 0, 10);
+  auto listed = ItemRows(*storage_, ctx_, Key("c"), 0, 10);
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ((*listed)[0].redacted_digest, redacted->items[0].redacted_digest);
   EXPECT_FALSE((*listed)[1].redacted);
@@ -800,7 +989,7 @@ TEST_P(StorageConformanceTest, ARedactionFencesOutTheCompactionRunningMeanwhile)
   commit.chunk = Chunk(1, 2, "a summary that quotes m1");
   commit.lease = **lease;
   EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(), absl::StatusCode::kAborted);
-  EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
+  EXPECT_TRUE(AllSummaries(*storage_, ctx_, Key("c"), true)->empty());
 }
 
 // Chunks carried into a continued conversation are copies: a redaction of
@@ -865,7 +1054,7 @@ TEST_P(StorageConformanceTest, ARedactionReachesTheCopiesInContinuedConversation
   EXPECT_EQ(b->active_chunks[0].text, "b's own summary");  // Back: only the fold had replaced it.
   EXPECT_EQ(b->conversation.summarized_through, 2);
   EXPECT_GT(b->conversation.compaction_version, b_version);
-  for (const SummaryChunk& chunk : *storage_->ListSummaries(ctx_, Key("b"), true)) {
+  for (const SummaryChunk& chunk : *AllSummaries(*storage_, ctx_, Key("b"), true)) {
     if (chunk.chunk_id != 2) {
       EXPECT_EQ(chunk.text, "") << chunk.chunk_id;
       EXPECT_TRUE(chunk.facts.empty());
@@ -874,11 +1063,11 @@ TEST_P(StorageConformanceTest, ARedactionReachesTheCopiesInContinuedConversation
   auto c = storage_->LoadContext(ctx_, Key("c"));
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->active_chunks.empty());
-  auto events = storage_->ListCompactionEvents(ctx_, Key("c"));
+  auto events = AllCompactionEvents(*storage_, ctx_, Key("c"));
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->back().event, "items_redacted");
   EXPECT_THAT(events->back().detail, ::testing::HasSubstr("privacy-officer"));
-  EXPECT_TRUE(storage_->ListCompactionEvents(ctx_, Key("unrelated"))->empty());
+  EXPECT_TRUE(AllCompactionEvents(*storage_, ctx_, Key("unrelated"))->empty());
 }
 
 TEST_P(StorageConformanceTest, CompactionWritesChunkAndMarkerAndMovesTheView) {
@@ -912,10 +1101,10 @@ TEST_P(StorageConformanceTest, CompactionWritesChunkAndMarkerAndMovesTheView) {
   EXPECT_EQ(snap->live_items[2].summary_chunk_id, 1);
 
   // The full history is still there, marker included.
-  auto items = storage_->ListItems(ctx_, Key("c"), 0, 100);
+  auto items = ItemRows(*storage_, ctx_, Key("c"), 0, 100);
   ASSERT_TRUE(items.ok());
   EXPECT_THAT(*items, SizeIs(7));
-  auto events = storage_->ListCompactionEvents(ctx_, Key("c"));
+  auto events = AllCompactionEvents(*storage_, ctx_, Key("c"));
   ASSERT_TRUE(events.ok()) << events.status();
   ASSERT_THAT(*events, SizeIs(2));
   EXPECT_EQ((*events)[0].event, "started");
@@ -929,7 +1118,7 @@ TEST_P(StorageConformanceTest, CompactionWritesChunkAndMarkerAndMovesTheView) {
   commit.chunk = Chunk(5, 6, "summary of 5-6");
   commit.events.clear();
   ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
-  auto chunks = storage_->ListSummaries(ctx_, Key("c"), false);
+  auto chunks = AllSummaries(*storage_, ctx_, Key("c"), false);
   ASSERT_TRUE(chunks.ok());
   ASSERT_THAT(*chunks, SizeIs(2));
   EXPECT_EQ((*chunks)[0].text, "summary of 1-4");
@@ -1046,7 +1235,7 @@ TEST_P(StorageConformanceTest, ChunkStructureAndRecallRoundTrip) {
   commit.expected_summarized_through = 4;
   commit.chunk = Chunk(5, 6, "summary of 5-6");
   ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
-  auto chunks = storage_->ListSummaries(ctx_, Key("c"), false);
+  auto chunks = AllSummaries(*storage_, ctx_, Key("c"), false);
   ASSERT_TRUE(chunks.ok());
   ASSERT_THAT(*chunks, SizeIs(2));
   EXPECT_FALSE((*chunks)[1].recall.has_value());
@@ -1090,7 +1279,7 @@ TEST_P(StorageConformanceTest, PinsOverrideTheAppendFlagAndSurviveSummaries) {
   ASSERT_TRUE(snap.ok()) << snap.status();
   EXPECT_THAT(Sequences(snap->pinned_items), ElementsAre(3));
   // The history shows the pins as they now are.
-  auto items = storage_->ListItems(ctx_, Key("c"), 0, 10);
+  auto items = ItemRows(*storage_, ctx_, Key("c"), 0, 10);
   ASSERT_TRUE(items.ok());
   EXPECT_FALSE((*items)[1].data.pinned);
   EXPECT_TRUE((*items)[2].data.pinned);
@@ -1117,8 +1306,8 @@ TEST_P(StorageConformanceTest, StaleCompactionIsAbortedAndWritesNothing) {
   EXPECT_EQ(conv->version, 1);
   EXPECT_EQ(conv->compaction_version, 0);
   EXPECT_EQ(conv->item_count, 6);
-  EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
-  EXPECT_TRUE(storage_->ListCompactionEvents(ctx_, Key("c"))->empty());
+  EXPECT_TRUE(AllSummaries(*storage_, ctx_, Key("c"), true)->empty());
+  EXPECT_TRUE(AllCompactionEvents(*storage_, ctx_, Key("c"))->empty());
 }
 
 TEST_P(StorageConformanceTest, MalformedCompactionIsInvalid) {
@@ -1162,10 +1351,10 @@ TEST_P(StorageConformanceTest, FoldSupersedesChunksAndKeepsThem) {
   ASSERT_TRUE(folded.ok()) << folded.status();
   EXPECT_EQ(folded->chunk_id, 3);
 
-  auto active = storage_->ListSummaries(ctx_, Key("c"), false);
+  auto active = AllSummaries(*storage_, ctx_, Key("c"), false);
   ASSERT_THAT(*active, SizeIs(1));
   EXPECT_EQ((*active)[0].text, "first and second");
-  auto all = storage_->ListSummaries(ctx_, Key("c"), true);
+  auto all = AllSummaries(*storage_, ctx_, Key("c"), true);
   ASSERT_THAT(*all, SizeIs(3));
   EXPECT_EQ((*all)[0].superseded_by, 3);
   EXPECT_EQ((*all)[1].superseded_by, 3);
@@ -1188,14 +1377,14 @@ TEST_P(StorageConformanceTest, DeleteRemovesSummariesAndEvents) {
   commit.events = {Event("completed")};
   ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
   ASSERT_TRUE(storage_->RecordCompactionEvents(ctx_, Key("c"), {Event("failed")}).ok());
-  EXPECT_THAT(*storage_->ListCompactionEvents(ctx_, Key("c")), SizeIs(2));
+  EXPECT_THAT(*AllCompactionEvents(*storage_, ctx_, Key("c")), SizeIs(2));
   ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("c")).ok());
-  EXPECT_EQ(storage_->ListSummaries(ctx_, Key("c"), true).status().code(),
+  EXPECT_EQ(AllSummaries(*storage_, ctx_, Key("c"), true).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(storage_->RecordCompactionEvents(ctx_, Key("c"), {Event("x")}).code(),
             absl::StatusCode::kNotFound);
   Create("c");
-  EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
+  EXPECT_TRUE(AllSummaries(*storage_, ctx_, Key("c"), true)->empty());
 }
 
 TEST_P(StorageConformanceTest, CompactionLeaseIsExclusiveAndFencesCommits) {
@@ -1256,7 +1445,7 @@ TEST_P(StorageConformanceTest, ALeaseOnADeletedConversationFencesNothingOfItsSuc
   commit.chunk = Chunk(1, 2, "from the deleted conversation");
   commit.lease = **old_lease;
   EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(), absl::StatusCode::kAborted);
-  EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
+  EXPECT_TRUE(AllSummaries(*storage_, ctx_, Key("c"), true)->empty());
   // Nor does giving the old lease back free the new one.
   ASSERT_TRUE(storage_->ReleaseCompactionLease(ctx_, Key("c"), **old_lease).ok());
   EXPECT_TRUE(storage_->GetConversation(ctx_, Key("c"))->lease_active);
@@ -1281,7 +1470,7 @@ TEST_P(StorageConformanceTest, ExpiredCompactionLeaseIsTakenOver) {
   commit.chunk = Chunk(1, 2, "from the dead");
   commit.lease = **a;
   EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(), absl::StatusCode::kAborted);
-  EXPECT_TRUE(storage_->ListSummaries(ctx_, Key("c"), true)->empty());
+  EXPECT_TRUE(AllSummaries(*storage_, ctx_, Key("c"), true)->empty());
 }
 
 // Eight writers append to one conversation at once: every acknowledged item
@@ -1321,7 +1510,7 @@ TEST_P(StorageConformanceTest, ConcurrentAppendsAreGapFreeAndLoseNothing) {
   EXPECT_EQ(conv->last_sequence, kTotal);
   EXPECT_EQ(conv->version, kThreads * kAppendsPerThread);
 
-  auto items = storage_->ListItems(ctx_, Key("hot"), 0, kTotal + 10);
+  auto items = ItemRows(*storage_, ctx_, Key("hot"), 0, kTotal + 10);
   ASSERT_TRUE(items.ok()) << items.status();
   ASSERT_THAT(*items, SizeIs(kTotal));
   std::map<int64_t, std::string> by_sequence;

@@ -13,11 +13,16 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "storage/storage.h"
 
 namespace convstate {
+
+// The items of one ListItems page of at most `rows` rows.
+absl::StatusOr<std::vector<Item>> ItemRows(Storage& storage, const CallContext& ctx,
+                                           const ConversationKey& key, int64_t after, int rows);
 
 struct StorageFactory {
   std::string name;

@@ -98,7 +98,7 @@ class AuthE2eTest : public ::testing::Test {
   // certificate, and the limited tenants.
   void WriteAccess(const std::vector<std::string>& leave_out = {"late-gw"}) {
     std::string text =
-        "tenants { id: 'small' max_conversations: 2 max_stored_bytes: 64 }\n"
+        "tenants { id: 'small' max_conversations: 2 max_stored_bytes: 6000 }\n"
         "tenants { id: 'slow' max_requests_per_second: 0.001 burst: 3 }\n"
         "certificates { identity: 'gw-cert' tenant: 'acme' role: ROLE_GATEWAY }\n";
     for (const auto& [name, token] : Tokens()) {
@@ -385,10 +385,12 @@ TEST_F(AuthE2eTest, TenantsLimitsAreEnforcedAndNamed) {
   EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_TRUE(absl::StrContains(third.error_message(), "max_conversations 2"))
       << third.error_message();
-  ASSERT_TRUE(Append(Bearer("small-gw"), "a", std::string(40, 'x')).ok());
-  const grpc::Status full = Append(Bearer("small-gw"), "b", std::string(40, 'y'));
+  // Two conversations store well under a kilobyte (their rows and first
+  // view states); 3,000 bytes of content fit once, not twice.
+  ASSERT_TRUE(Append(Bearer("small-gw"), "a", std::string(3000, 'x')).ok());
+  const grpc::Status full = Append(Bearer("small-gw"), "b", std::string(3000, 'y'));
   EXPECT_EQ(full.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_TRUE(absl::StrContains(full.error_message(), "max_stored_bytes 64"))
+  EXPECT_TRUE(absl::StrContains(full.error_message(), "max_stored_bytes 6000"))
       << full.error_message();
   EXPECT_EQ(*db_->QueryValue("SELECT count(*) FROM items"), "1");
   // Room is made by deleting.

@@ -267,6 +267,22 @@ TEST_P(RekeyTest, ExistingConversationsMoveToTheirDerivedKeys) {
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM pg_trigger WHERE tgname = "
                                "'items_append_only' AND tgenabled <> 'O'"),
             "0");
+  // Every conversation's stored bytes were counted (0015): the row, its
+  // three items of 6 bytes each, its chunk, audit row, key and pin.
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM conversations WHERE stored_bytes > "
+                               "128 + 3 * (6 + 64) + 64"),
+            "3");
+  // And go on being counted, on either layout.
+  const std::string bytes_before =
+      *(*db)->QueryValue("SELECT stored_bytes FROM conversations WHERE conversation_id = 'beta'");
+  ASSERT_TRUE((*db)->Exec("INSERT INTO compaction_events (conv_key, event, detail) SELECT "
+                          "conv_key, 'noted', jsonb_build_object('text', repeat('x', 500)) "
+                          "FROM conversations WHERE conversation_id = 'beta'")
+                  .ok());
+  EXPECT_EQ(*(*db)->QueryValue(absl::StrCat(
+                "SELECT stored_bytes - ", bytes_before,
+                " > 500 FROM conversations WHERE conversation_id = 'beta'")),
+            "t");
   // Deleting still cascades to every table.
   ASSERT_TRUE((*db)->Exec("DELETE FROM conversations WHERE conversation_id = 'alpha'").ok());
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items"), "6");

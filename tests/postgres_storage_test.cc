@@ -181,9 +181,9 @@ TEST(PartitionRoutingTest, CallsAboutOneConversationReadOnePartition) {
     ASSERT_TRUE(held.ok()) << held.status();
     ASSERT_TRUE(s.LoadContextSince(ctx, key, &held->snapshot.conversation).ok());
     ASSERT_TRUE(s.GetConversation(ctx, key).ok());
-    ASSERT_TRUE(s.ListItems(ctx, key, 0, 10).ok());
-    ASSERT_TRUE(s.ListSummaries(ctx, key, true).ok());
-    ASSERT_TRUE(s.ListCompactionEvents(ctx, key).ok());
+    ASSERT_TRUE(ItemRows(s, ctx, key, 0, 10).ok());
+    ASSERT_TRUE(AllSummaries(s, ctx, key, true).ok());
+    ASSERT_TRUE(AllCompactionEvents(s, ctx, key).ok());
     auto lease = s.TryAcquireCompactionLease(ctx, key, "test", absl::Seconds(5));
     ASSERT_TRUE(lease.ok() && lease->has_value()) << lease.status();
     ASSERT_TRUE(s.ReleaseCompactionLease(ctx, key, **lease).ok());
@@ -295,7 +295,7 @@ TEST_P(PostgresRouteTest, DeadlineBoundsOneStatementReadsAndWholeTransactions) {
   EXPECT_EQ(load.status().code(), absl::StatusCode::kDeadlineExceeded) << load.status();
   auto usage = storage->GetTenantUsage(CallContext{absl::Now() + absl::Milliseconds(300)}, tenant);
   EXPECT_EQ(usage.status().code(), absl::StatusCode::kDeadlineExceeded) << usage.status();
-  auto listed = storage->ListItems(CallContext{absl::Now() + absl::Milliseconds(300)}, key, 0, 10);
+  auto listed = ItemRows(*storage, CallContext{absl::Now() + absl::Milliseconds(300)}, key, 0, 10);
   EXPECT_EQ(listed.status().code(), absl::StatusCode::kDeadlineExceeded) << listed.status();
   // Three calls of 300 ms each, not three connection defaults of 30 s.
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
@@ -318,7 +318,7 @@ TEST_P(PostgresRouteTest, StoredItemsCannotBeUpdated) {
       "conversations WHERE tenant_id = '", tenant, "')"));
   EXPECT_FALSE(update.ok());
   EXPECT_NE(std::string(update.message()).find("append-only"), std::string::npos) << update;
-  EXPECT_EQ(storage->ListItems(CallContext{}, key, 0, 1)->at(0).data.content, "original");
+  EXPECT_EQ(ItemRows(*storage, CallContext{}, key, 0, 1)->at(0).data.content, "original");
 }
 
 }  // namespace

@@ -259,30 +259,34 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     v1::ListSummariesRequest req;
     req.set_conversation_id(id);
     req.set_include_superseded(true);
-    v1::ListSummariesResponse out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    if (note(stub->ListSummaries(&ctx, req, &out))) {
-      std::set<int64_t> superseders;
+    std::set<int64_t> superseders;
+    do {
+      v1::ListSummariesResponse out;
+      grpc::ClientContext ctx;
+      SetDeadline(ctx);
+      if (!note(stub->ListSummaries(&ctx, req, &out))) break;
       for (const v1::SummaryChunk& c : out.chunks()) {
         ++r.chunks_written;
         if (c.superseded_by() == 0) ++r.chunks_active;
         if (c.superseded_by() != 0) superseders.insert(c.superseded_by());
         if (c.has_recall()) r.min_recall = std::min(r.min_recall, c.recall());
       }
-      r.folds = static_cast<int>(superseders.size());
-    }
+      req.set_page_token(out.next_page_token());
+    } while (!req.page_token().empty());
+    r.folds = static_cast<int>(superseders.size());
   }
 
   {
     v1::ListCompactionEventsRequest req;
     req.set_conversation_id(id);
-    v1::ListCompactionEventsResponse out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    if (note(stub->ListCompactionEvents(&ctx, req, &out))) {
+    do {
+      v1::ListCompactionEventsResponse out;
+      grpc::ClientContext ctx;
+      SetDeadline(ctx);
+      if (!note(stub->ListCompactionEvents(&ctx, req, &out))) break;
       for (const v1::CompactionEvent& e : out.events()) ++r.audit[e.event()];
-    }
+      req.set_page_token(out.next_page_token());
+    } while (!req.page_token().empty());
   }
 
   // FIFO over the same stored items and counts: the newest whole turns

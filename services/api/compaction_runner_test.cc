@@ -84,7 +84,7 @@ class CompactionRunnerTest : public ::testing::Test {
 
   std::vector<std::string> Events() {
     std::vector<std::string> out;
-    const auto events = storage_->ListCompactionEvents(ctx_, {"t", "c"});
+    const auto events = AllCompactionEvents(*storage_, ctx_, {"t", "c"});
     EXPECT_TRUE(events.ok()) << events.status();
     for (const auto& e : *events) out.push_back(e.event);
     return out;
@@ -147,7 +147,7 @@ TEST_F(CompactionRunnerTest, ASummaryKeepsItsSpansFactsVerbatimInTheLedger) {
         << ledger;
   }
   EXPECT_GT(out->view.tokens.ledger, 0);
-  auto chunks = storage_->ListSummaries(ctx_, {"t", "c"}, false);
+  auto chunks = AllSummaries(*storage_, ctx_, {"t", "c"}, false);
   ASSERT_TRUE(chunks.ok());
   ASSERT_EQ(chunks->size(), 1u);
   ASSERT_TRUE(chunks->front().recall.has_value());
@@ -169,7 +169,7 @@ TEST_F(CompactionRunnerTest, ASpanOfLittleButFactsGivesUpItsOldestFactsToMakeRoo
   const auto events = Events();
   EXPECT_TRUE(Has(events, "facts_dropped"));
   EXPECT_TRUE(Has(events, "low_recall"));
-  auto chunks = storage_->ListSummaries(ctx_, {"t", "c"}, false);
+  auto chunks = AllSummaries(*storage_, ctx_, {"t", "c"}, false);
   ASSERT_EQ(chunks->size(), 1u);
   ASSERT_TRUE(chunks->front().recall.has_value());
   EXPECT_LT(*chunks->front().recall, 1.0);
@@ -201,7 +201,7 @@ TEST_F(CompactionRunnerTest, ACompactionThatCannotBeStoredFallsBackToAFittingVie
   EXPECT_EQ(out->view.status, ContextStatus::kTruncated);
   EXPECT_LE(out->view.tokens.total, 2000);
   // The audit says why.
-  const auto events = storage_->ListCompactionEvents(ctx_, {"t", "c"});
+  const auto events = AllCompactionEvents(*storage_, ctx_, {"t", "c"});
   ASSERT_TRUE(events.ok());
   bool failed = false, truncated = false;
   for (const CompactionEvent& e : *events) {
@@ -212,7 +212,7 @@ TEST_F(CompactionRunnerTest, ACompactionThatCannotBeStoredFallsBackToAFittingVie
   }
   EXPECT_TRUE(failed);
   EXPECT_TRUE(truncated);
-  EXPECT_TRUE(storage_->ListSummaries(ctx_, {"t", "c"}, true)->empty());
+  EXPECT_TRUE(AllSummaries(*storage_, ctx_, {"t", "c"}, true)->empty());
 }
 
 TEST_F(CompactionRunnerTest, OversizedSummaryIsCutAndAudited) {
@@ -225,7 +225,7 @@ TEST_F(CompactionRunnerTest, OversizedSummaryIsCutAndAudited) {
   };
   auto out = Run(CompactionMode::kByBand);
   ASSERT_TRUE(out.ok()) << out.status();
-  auto chunks = storage_->ListSummaries(ctx_, {"t", "c"}, true);
+  auto chunks = AllSummaries(*storage_, ctx_, {"t", "c"}, true);
   ASSERT_EQ(chunks->size(), 1u);
   EXPECT_LT(chunks->at(0).text.size(), 5 * 1000u);
   EXPECT_TRUE(Has(Events(), "summary_oversize"));
@@ -247,7 +247,7 @@ TEST_F(CompactionRunnerTest, NoProgressIsRecordedAndNotRetried) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(summarizer_.calls, 1);
   EXPECT_TRUE(Has(Events(), "no_progress"));
-  EXPECT_TRUE(storage_->ListSummaries(ctx_, {"t", "c"}, true)->empty());
+  EXPECT_TRUE(AllSummaries(*storage_, ctx_, {"t", "c"}, true)->empty());
   // A second run tries once more, once: there is no loop.
   ASSERT_TRUE(Run(CompactionMode::kSummarize).ok());
   EXPECT_EQ(summarizer_.calls, 2);
@@ -279,7 +279,7 @@ TEST_F(CompactionRunnerTest, WaitsForAnotherCompactionThenPlansAgain) {
   auto out = Run(CompactionMode::kByBand, false, CallContext{clock_.Now() + absl::Seconds(5)});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_GT(out->chunk_id, 0);
-  const auto events = storage_->ListCompactionEvents(ctx_, {"t", "c"});
+  const auto events = AllCompactionEvents(*storage_, ctx_, {"t", "c"});
   ASSERT_FALSE(events->empty());
   EXPECT_EQ(events->front().event, "threshold_hit");
   EXPECT_NE(events->front().detail.find("\"lock_wait_ms\":5"), std::string::npos)
@@ -396,7 +396,7 @@ TEST_F(CompactionRunnerTest, BackgroundSkipsWhenSomeoneElseIsCompacting) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(clock_.Now(), before);  // No waiting.
   EXPECT_EQ(summarizer_.calls, 0);
-  EXPECT_TRUE(storage_->ListSummaries(ctx_, {"t", "c"}, true)->empty());
+  EXPECT_TRUE(AllSummaries(*storage_, ctx_, {"t", "c"}, true)->empty());
 }
 
 // The lease expires while the summarizer is still working and another
@@ -415,7 +415,7 @@ TEST_F(CompactionRunnerTest, AHolderThatLostItsLeaseCannotCommit) {
   };
   auto out = Run(CompactionMode::kByBand);
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_TRUE(storage_->ListSummaries(ctx_, {"t", "c"}, true)->empty());
+  EXPECT_TRUE(AllSummaries(*storage_, ctx_, {"t", "c"}, true)->empty());
   EXPECT_EQ(storage_->GetConversation(ctx_, {"t", "c"})->summarized_through, 0);
   // The view still fits: it is truncated rather than overflowing.
   EXPECT_LE(out->view.tokens.total, 2000);
@@ -471,7 +471,7 @@ TEST_F(CompactionRunnerTest, EachStepReportsAndAuditsItsBreakdownBeforeAndAfter)
     EXPECT_LT(p.after_tokens->live, p.before_tokens->live);
   }
   EXPECT_TRUE(summarized);
-  const auto events = storage_->ListCompactionEvents(ctx_, {"t", "c"});
+  const auto events = AllCompactionEvents(*storage_, ctx_, {"t", "c"});
   ASSERT_TRUE(events.ok());
   bool audited = false;
   for (const CompactionEvent& e : *events) {
@@ -522,7 +522,7 @@ TEST_F(CompactionRunnerTest, SwitchedOffNothingIsCompactedAndAViewThatDoesNotFit
   ASSERT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
   EXPECT_NE(over.status().message().find("window is 2000"), std::string::npos) << over.status();
   EXPECT_TRUE(Events().empty());
-  auto chunks = storage_->ListSummaries(ctx_, {"t", "c"}, true);
+  auto chunks = AllSummaries(*storage_, ctx_, {"t", "c"}, true);
   ASSERT_TRUE(chunks.ok());
   EXPECT_TRUE(chunks->empty());
 }
@@ -598,7 +598,7 @@ TEST_F(CompactionRunnerTest, OlderReasoningIsSummarizedAsTextOrDroppedByPolicyAn
       EXPECT_NE(e.content.find("question 3"), std::string::npos);
     }
     EXPECT_EQ(reasoning_entries, 1);
-    const auto events = storage_->ListCompactionEvents(ctx_, {"t", "c"});
+    const auto events = AllCompactionEvents(*storage_, ctx_, {"t", "c"});
     ASSERT_TRUE(events.ok());
     bool audited = false;
     for (const CompactionEvent& e : *events) {

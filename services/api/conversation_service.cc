@@ -26,6 +26,8 @@ namespace {
 
 constexpr int kDefaultConversationPage = 50;
 constexpr int kDefaultItemPage = 100;
+// Summaries and audit rows: one page held them all before pages existed.
+constexpr int kDefaultTrailPage = 1000;
 constexpr int kMaxPage = 1000;
 constexpr int kMaxIdempotencyKeyBytes = 128;
 // RedactItems: items per call, the reason's size, and what an erased item
@@ -333,7 +335,6 @@ ConversationService::ConversationService(Options options, const ModelRegistry* m
       storage_(storage),
       runner_(options_.compaction, storage, summarizer),
       cache_(options_.context_cache_bytes, options_.compaction.telemetry),
-      quota_(options_.tenant_limits, storage),
       background_(std::make_unique<ThreadPool>(1, 64, "background compaction")) {}
 
 ConversationService::~ConversationService() {
@@ -488,7 +489,7 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
     nc.carried_chunks = CarriedChunks(source->active_chunks, req.continue_from(), tokenizer,
                                       profile.per_message_tokens);
   }
-  RETURN_IF_ERROR(quota_.AdmitConversation(ctx, nc.key.tenant_id));
+  nc.tenant_limits = LimitsOf(nc.key.tenant_id);
   ASSIGN_OR_RETURN(Conversation created, storage_->CreateConversation(ctx, nc));
   return ToProto(created);
 }
@@ -630,14 +631,13 @@ absl::StatusOr<v1::ListConversationsResponse> ConversationService::ListConversat
   if (!req.page_token().empty()) {
     ASSIGN_OR_RETURN(after, DecodeIdToken("c", req.page_token()));
   }
-  // One more than asked tells whether another page exists.
-  ASSIGN_OR_RETURN(std::vector<Conversation> found,
-                   storage_->ListConversations(ctx, tenant, after, page_size + 1));
+  ASSIGN_OR_RETURN(Page<Conversation> found,
+                   storage_->ListConversations(ctx, tenant, after, PageOf(page_size)));
   v1::ListConversationsResponse out;
-  const bool more = static_cast<int>(found.size()) > page_size;
-  if (more) found.resize(page_size);
-  for (const Conversation& c : found) *out.add_conversations() = ToProto(c);
-  if (more) out.set_next_page_token(EncodePageToken("c", found.back().key.conversation_id));
+  for (const Conversation& c : found.rows) *out.add_conversations() = ToProto(c);
+  if (found.more && !found.rows.empty()) {
+    out.set_next_page_token(EncodePageToken("c", found.rows.back().key.conversation_id));
+  }
   return out;
 }
 
@@ -694,11 +694,7 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
     }
     return absl::OkStatus();
   };
-  int64_t content_bytes = 0;
-  for (const ItemData& item : append.items) {
-    content_bytes += static_cast<int64_t>(item.content.size());
-  }
-  RETURN_IF_ERROR(quota_.AdmitBytes(ctx, append.key.tenant_id, content_bytes));
+  append.tenant_limits = LimitsOf(append.key.tenant_id);
   ASSIGN_OR_RETURN(std::string model, ModelOf(ctx, append.key, /*refresh=*/false));
   RETURN_IF_ERROR(count(model));
   absl::StatusOr<AppendResult> appended = storage_->AppendItems(ctx, append);
@@ -710,7 +706,6 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
     appended = storage_->AppendItems(ctx, append);
   }
   ASSIGN_OR_RETURN(AppendResult result, std::move(appended));
-  if (!result.replayed) quota_.Appended(append.key.tenant_id, content_bytes);
   v1::AppendTurnResponse out;
   for (const Item& item : result.items) ToProto(item, out.add_items());
   out.set_version(result.version);
@@ -742,13 +737,12 @@ absl::StatusOr<v1::ListItemsResponse> ConversationService::ListItems(
   if (!req.page_token().empty()) {
     ASSIGN_OR_RETURN(after, DecodeNumberToken("i", req.page_token(), 0, INT64_MAX));
   }
-  ASSIGN_OR_RETURN(std::vector<Item> items,
-                   storage_->ListItems(ctx, key, after, page_size + 1));
+  ASSIGN_OR_RETURN(Page<Item> items, storage_->ListItems(ctx, key, after, PageOf(page_size)));
   v1::ListItemsResponse out;
-  const bool more = static_cast<int>(items.size()) > page_size;
-  if (more) items.resize(page_size);
-  for (const Item& item : items) ToProto(item, out.add_items());
-  if (more) out.set_next_page_token(EncodePageToken("i", absl::StrCat(items.back().sequence)));
+  for (const Item& item : items.rows) ToProto(item, out.add_items());
+  if (items.more && !items.rows.empty()) {
+    out.set_next_page_token(EncodePageToken("i", absl::StrCat(items.rows.back().sequence)));
+  }
   return out;
 }
 
@@ -1058,10 +1052,19 @@ absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallConte
 absl::StatusOr<v1::ListSummariesResponse> ConversationService::ListSummaries(
     const CallContext& ctx, const v1::ListSummariesRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
-  ASSIGN_OR_RETURN(std::vector<SummaryChunk> chunks,
-                   storage_->ListSummaries(ctx, key, req.include_superseded()));
+  ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultTrailPage));
+  int64_t after = 0;
+  if (!req.page_token().empty()) {
+    ASSIGN_OR_RETURN(after, DecodeNumberToken("s", req.page_token(), 0, INT64_MAX));
+  }
+  ASSIGN_OR_RETURN(Page<SummaryChunk> chunks,
+                   storage_->ListSummaries(ctx, key, req.include_superseded(), after,
+                                           PageOf(page_size)));
   v1::ListSummariesResponse out;
-  for (const SummaryChunk& c : chunks) ToProto(c, out.add_chunks());
+  for (const SummaryChunk& c : chunks.rows) ToProto(c, out.add_chunks());
+  if (chunks.more && !chunks.rows.empty()) {
+    out.set_next_page_token(EncodePageToken("s", absl::StrCat(chunks.rows.back().chunk_id)));
+  }
   return out;
 }
 
@@ -1136,9 +1139,18 @@ absl::StatusOr<v1::RedactItemsResponse> ConversationService::RedactItems(
 absl::StatusOr<v1::ListCompactionEventsResponse> ConversationService::ListCompactionEvents(
     const CallContext& ctx, const v1::ListCompactionEventsRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
-  ASSIGN_OR_RETURN(std::vector<CompactionEvent> events, storage_->ListCompactionEvents(ctx, key));
+  ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultTrailPage));
+  int64_t after = 0;
+  if (!req.page_token().empty()) {
+    ASSIGN_OR_RETURN(after, DecodeNumberToken("e", req.page_token(), 0, INT64_MAX));
+  }
+  ASSIGN_OR_RETURN(Page<CompactionEvent> events,
+                   storage_->ListCompactionEvents(ctx, key, after, PageOf(page_size)));
   v1::ListCompactionEventsResponse out;
-  for (const CompactionEvent& e : events) {
+  if (events.more && !events.rows.empty()) {
+    out.set_next_page_token(EncodePageToken("e", absl::StrCat(events.rows.back().event_id)));
+  }
+  for (const CompactionEvent& e : events.rows) {
     v1::CompactionEvent* pe = out.add_events();
     pe->set_event_id(e.event_id);
     pe->set_event(e.event);
@@ -1156,11 +1168,12 @@ absl::StatusOr<v1::ExpandSummaryResponse> ConversationService::ExpandSummary(
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
   if (req.chunk_id() <= 0) return absl::InvalidArgumentError("chunk_id: must be positive");
   ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultItemPage));
-  ASSIGN_OR_RETURN(std::vector<SummaryChunk> chunks,
-                   storage_->ListSummaries(ctx, key, /*include_superseded=*/true));
-  auto chunk = std::find_if(chunks.begin(), chunks.end(),
-                            [&](const SummaryChunk& c) { return c.chunk_id == req.chunk_id(); });
-  if (chunk == chunks.end()) {
+  // The one chunk: the first after the id before it.
+  ASSIGN_OR_RETURN(Page<SummaryChunk> chunks,
+                   storage_->ListSummaries(ctx, key, /*include_superseded=*/true,
+                                           req.chunk_id() - 1, PageLimit{1, 1}));
+  auto chunk = chunks.rows.begin();
+  if (chunk == chunks.rows.end() || chunk->chunk_id != req.chunk_id()) {
     return absl::NotFoundError(absl::StrCat("summary chunk ", req.chunk_id(), " not found in '",
                                             key.conversation_id, "'"));
   }
@@ -1169,18 +1182,17 @@ absl::StatusOr<v1::ExpandSummaryResponse> ConversationService::ExpandSummary(
     ASSIGN_OR_RETURN(after, DecodeNumberToken("x", req.page_token(), chunk->from_sequence - 1,
                                               chunk->through_sequence));
   }
-  ASSIGN_OR_RETURN(std::vector<Item> items, storage_->ListItems(ctx, key, after, page_size + 1));
+  ASSIGN_OR_RETURN(Page<Item> items, storage_->ListItems(ctx, key, after, PageOf(page_size)));
   v1::ExpandSummaryResponse out;
   ToProto(*chunk, out.mutable_chunk());
-  int taken = 0;
-  for (const Item& item : items) {
-    if (item.sequence > chunk->through_sequence || taken == page_size) break;
+  int64_t last = 0;
+  for (const Item& item : items.rows) {
+    if (item.sequence > chunk->through_sequence) break;
     ToProto(item, out.add_items());
-    ++taken;
+    last = item.sequence;
   }
-  if (taken == page_size && taken < static_cast<int>(items.size()) &&
-      items[taken].sequence <= chunk->through_sequence) {
-    out.set_next_page_token(EncodePageToken("x", absl::StrCat(items[taken - 1].sequence)));
+  if (items.more && last != 0 && last < chunk->through_sequence) {
+    out.set_next_page_token(EncodePageToken("x", absl::StrCat(last)));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #ifndef CONVSTATE_SERVICES_API_CONVERSATION_SERVICE_H_
 #define CONVSTATE_SERVICES_API_CONVERSATION_SERVICE_H_
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -10,7 +11,6 @@
 
 #include "services/api/compaction_runner.h"
 #include "services/api/context_cache.h"
-#include "services/api/tenant_quota.h"
 #include "services/api/validation.h"
 #include "services/common/thread_pool.h"
 #include "services/compaction/summarizer.h"
@@ -40,8 +40,9 @@ class ConversationService {
     // Bytes of conversations' contexts (and their last plain views) kept
     // between calls, validated against storage on every call; 0 keeps none.
     int64_t context_cache_bytes = int64_t{256} << 20;
-    // Each tenant's limits on conversations and stored bytes; unset: none.
-    TenantQuota::LimitsOf tenant_limits;
+    // Each tenant's limits on conversations and stored bytes, which storage
+    // checks and counts at once with each create and append; unset: none.
+    std::function<TenantLimits(const std::string& tenant)> tenant_limits;
     // The key of the digests redacted items keep (HMAC-SHA-256 of what they
     // held); empty: redacted items keep no digest.
     std::string redaction_key;
@@ -100,6 +101,14 @@ class ConversationService {
                                                       const v1::RedactItemsRequest& req);
 
  private:
+  // The limits of `tenant`; none when no limits are configured.
+  TenantLimits LimitsOf(const std::string& tenant) const {
+    return options_.tenant_limits ? options_.tenant_limits(tenant) : TenantLimits{};
+  }
+
+  // A page of at most `rows` rows and the configured bytes.
+  PageLimit PageOf(int rows) const { return PageLimit{rows, options_.limits.max_page_bytes}; }
+
   // The conversation's profile (its model's, with its overrides) and
   // tokenizer. FAILED_PRECONDITION if the model no longer has a profile.
   absl::StatusOr<ResolvedProfile> ProfileOf(const Conversation& conversation) const;
@@ -171,7 +180,6 @@ class ConversationService {
   Storage* const storage_;
   CompactionRunner runner_;
   ContextCache cache_;
-  TenantQuota quota_;
   absl::Mutex models_mu_;
   absl::flat_hash_map<std::string, std::string> models_by_key_ ABSL_GUARDED_BY(models_mu_);
   absl::Mutex background_mu_;

@@ -515,7 +515,7 @@ TEST_F(ConversationServiceTest, SoftBandCompactsInTheBackground) {
   // ...and the compaction happens off the request path.
   bool done = false;
   for (int i = 0; i < 500 && !done; ++i) {
-    done = !storage_->ListSummaries(ctx_, {"default", "soft"}, false)->empty();
+    done = !AllSummaries(*storage_, ctx_, {"default", "soft"}, false)->empty();
     if (!done) absl::SleepFor(absl::Milliseconds(10));
   }
   ASSERT_TRUE(done) << "no background compaction within 5 s";

@@ -31,6 +31,8 @@ struct Limits {
   int max_metadata_value_bytes = 4096;
   // Items in BuildContext's pending input.
   int max_pending_items = 64;
+  // Bytes of text one page of a list holds at most (after its first row).
+  int64_t max_page_bytes = int64_t{4} << 20;
 };
 
 // Checks text that will be stored: valid UTF-8, no NUL character (which

@@ -46,7 +46,8 @@ struct ConversationKey {
 // What a tenant holds, against its limits.
 struct TenantUsage {
   int64_t conversations = 0;
-  // Bytes of item content across its conversations.
+  // Bytes its conversations store: prompts, items, summaries, view states,
+  // audit rows, idempotency records (see storage's StoredBytes).
   int64_t stored_bytes = 0;
 };
 
@@ -258,6 +259,10 @@ struct NewConversation {
   std::vector<SummaryChunk> carried_chunks;
   // The tokenizer of every count above.
   std::string count_encoding;
+  // The tenant's limits (0: none): RESOURCE_EXHAUSTED if this conversation
+  // would pass max_conversations or its bytes max_stored_bytes, checked and
+  // counted at once.
+  TenantLimits tenant_limits;
 };
 
 // What a view was built from after a change that was not an append
@@ -343,6 +348,10 @@ struct AppendRequest {
   // this model: the items' token counts were computed with its tokenizer,
   // outside the conversation's lock.
   std::string expected_model;
+  // The tenant's limits (0: none): RESOURCE_EXHAUSTED if the append would
+  // take the tenant's stored bytes past max_stored_bytes, checked and
+  // counted at once, so that parallel appends cannot overshoot.
+  TenantLimits tenant_limits;
 };
 
 // The prompt of the call that produced `items`, as convstate estimates it

@@ -219,6 +219,11 @@ const std::vector<Flag>& Flags() {
              return c.server.service.limits.max_system_prompt_bytes;
            },
            0, kIntMax)},
+      {"max_page_bytes",
+       "bytes of text one page of a list holds at most, after its first row (default 4194304)",
+       IntField<int64_t>(
+           [](ServerConfig& c) -> int64_t& { return c.server.service.limits.max_page_bytes; },
+           1024, int64_t{1} << 30)},
       {"max_pending_items", "items in BuildContext's pending input (default 64)",
        IntField<int>(
            [](ServerConfig& c) -> int& { return c.server.service.limits.max_pending_items; }, 0,

@@ -370,14 +370,20 @@ class Commands {
     return 0;
   }
 
+  // Every chunk, page after page.
   grpc::Status Chunks(bool all, std::vector<v1::SummaryChunk>* out) {
     v1::ListSummariesRequest req = Named<v1::ListSummariesRequest>();
     req.set_include_superseded(all);
-    v1::ListSummariesResponse resp;
-    auto ctx = client_->Context();
-    grpc::Status s = client_->service().ListSummaries(ctx.get(), req, &resp);
-    out->assign(resp.chunks().begin(), resp.chunks().end());
-    return s;
+    out->clear();
+    do {
+      v1::ListSummariesResponse resp;
+      auto ctx = client_->Context();
+      grpc::Status s = client_->service().ListSummaries(ctx.get(), req, &resp);
+      if (!s.ok()) return s;
+      out->insert(out->end(), resp.chunks().begin(), resp.chunks().end());
+      req.set_page_token(resp.next_page_token());
+    } while (!req.page_token().empty());
+    return grpc::Status::OK;
   }
 
   int Summaries() {
@@ -443,13 +449,19 @@ class Commands {
     return 0;
   }
 
+  // The whole audit trail, page after page.
   grpc::Status Events(std::vector<v1::CompactionEvent>* out) {
-    v1::ListCompactionEventsResponse resp;
-    auto ctx = client_->Context();
-    grpc::Status s = client_->service().ListCompactionEvents(
-        ctx.get(), Named<v1::ListCompactionEventsRequest>(), &resp);
-    out->assign(resp.events().begin(), resp.events().end());
-    return s;
+    v1::ListCompactionEventsRequest req = Named<v1::ListCompactionEventsRequest>();
+    out->clear();
+    do {
+      v1::ListCompactionEventsResponse resp;
+      auto ctx = client_->Context();
+      grpc::Status s = client_->service().ListCompactionEvents(ctx.get(), req, &resp);
+      if (!s.ok()) return s;
+      out->insert(out->end(), resp.events().begin(), resp.events().end());
+      req.set_page_token(resp.next_page_token());
+    } while (!req.page_token().empty());
+    return grpc::Status::OK;
   }
 
   int History() {
