@@ -13,13 +13,15 @@ namespace convstate::pg {
 
 absl::Status ExceptionToStatus(const std::exception& e, absl::string_view operation) {
   if (dynamic_cast<const pqxx::in_doubt_error*>(&e) != nullptr) {
-    LogWarning(operation, ": commit outcome unknown: ", e.what());
+    LogThrottled(LogLevel::kWarning, "pg in doubt",
+                 absl::StrCat(operation, ": commit outcome unknown: ", e.what()));
     return absl::UnavailableError(absl::StrCat(
         operation, ": the database connection broke during commit; the outcome is "
                    "unknown (retry with the same idempotency key)"));
   }
   if (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr) {
-    LogWarning(operation, ": database unreachable: ", e.what());
+    LogThrottled(LogLevel::kWarning, "pg unreachable",
+                 absl::StrCat(operation, ": database unreachable: ", e.what()));
     return absl::UnavailableError(absl::StrCat(operation, ": database unavailable"));
   }
   if (dynamic_cast<const pqxx::unique_violation*>(&e) != nullptr) {
@@ -39,7 +41,8 @@ absl::Status ExceptionToStatus(const std::exception& e, absl::string_view operat
     // 53300: too many connections.
     if (absl::StartsWith(state, "08") || absl::StartsWith(state, "57P") ||
         state == "53300") {
-      LogWarning(operation, ": database unavailable (", state, "): ", e.what());
+      LogThrottled(LogLevel::kWarning, "pg unavailable",
+                   absl::StrCat(operation, ": database unavailable (", state, "): ", e.what()));
       return absl::UnavailableError(absl::StrCat(operation, ": database unavailable"));
     }
     LogError(operation, ": SQL error ", state, ": ", e.what());

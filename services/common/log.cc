@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -43,6 +46,33 @@ void LogLine(LogLevel level, absl::string_view message) {
   line.push_back('\n');
   // One fwrite per line: stdio locks the stream, so lines never interleave.
   std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+void LogThrottled(LogLevel level, absl::string_view key, absl::string_view message,
+                  absl::Duration period) {
+  struct Seen {
+    absl::Time logged = absl::InfinitePast();
+    int64_t left_out = 0;
+  };
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* seen ABSL_GUARDED_BY(mu) = new absl::flat_hash_map<std::string, Seen>();
+  int64_t left_out = 0;
+  {
+    absl::MutexLock lock(&mu);
+    Seen& s = (*seen)[key];
+    const absl::Time now = absl::Now();
+    if (now - s.logged < period) {
+      ++s.left_out;
+      return;
+    }
+    left_out = s.left_out;
+    s = Seen{now, 0};
+  }
+  if (left_out == 0) {
+    LogLine(level, message);
+  } else {
+    LogLine(level, absl::StrCat(message, " (and ", left_out, " more like it since the last line)"));
+  }
 }
 
 }  // namespace convstate

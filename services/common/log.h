@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace convstate {
 
@@ -15,6 +16,12 @@ void LogLine(LogLevel level, absl::string_view message);
 // The trace and span ids (hex) LogLine appends to the calling thread's
 // lines; empty ids stop it. Set by telemetry::ScopedSpan.
 void SetLogTraceIds(absl::string_view trace_id, absl::string_view span_id);
+
+// LogLine for events that come in floods (a database that is down fails
+// every call): the first line of each `key` at once, then at most one line
+// per `period` for it, saying how many were left out in between.
+void LogThrottled(LogLevel level, absl::string_view key, absl::string_view message,
+                  absl::Duration period = absl::Seconds(10));
 
 template <typename... Args>
 void LogInfo(const Args&... args) {

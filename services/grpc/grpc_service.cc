@@ -56,7 +56,11 @@ void LogServerError(const char* method, const absl::Status& status) {
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kUnknown:
     case absl::StatusCode::kDataLoss:
-      LogWarning(method, " failed: ", status.ToString());
+      // A database that is down fails every call the same way: a line per
+      // method and code now and then, not one per call.
+      LogThrottled(LogLevel::kWarning,
+                   absl::StrCat(method, "/", absl::StatusCodeToString(status.code())),
+                   absl::StrCat(method, " failed: ", status.ToString()));
       break;
     default:
       break;

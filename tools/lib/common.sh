@@ -229,6 +229,7 @@ pg_start() {
   if [ "$mode" = fast ]; then
     opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
   fi
+  opts="$opts ${PG_EXTRA_OPTS:-}"
   local attempt
   for attempt in 1 2 3 4 5; do
     PG_PORT=${PG_FIXED_PORT:-$(free_port)}
@@ -245,9 +246,38 @@ pg_start() {
 }
 
 pg_stop() {
-  local dir="$1"
+  local dir="$1" mode="${2:-fast}"
   [ -f "$dir/data/postmaster.pid" ] || return 0
-  as_pg_owner "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  as_pg_owner "$PG_BIN/pg_ctl" -D "$dir/data" -m "$mode" -w stop >/dev/null 2>&1 || true
+}
+
+# pg_standby_start PRIMARY_PORT DIR: a streaming standby of the PostgreSQL on
+# PRIMARY_PORT, copied with pg_basebackup -R into DIR and started on a free
+# port (PG_PORT, PG_URL as pg_start sets them). The primary is made to wait
+# for it on every commit (synchronous replication), so that a commit it
+# acknowledged survives the primary's loss.
+pg_standby_start() {
+  local primary_port="$1" dir="$2"
+  mkdir -p "$dir"
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
+  as_pg_owner "$PG_BIN/pg_basebackup" -D "$dir/data" -R -X stream -h 127.0.0.1 \
+    -p "$primary_port" -U postgres >"$dir/basebackup.log" 2>&1 ||
+    { cat "$dir/basebackup.log" >&2; die "pg_basebackup failed"; }
+  pg_start "$dir"
+  psql "postgresql://postgres@127.0.0.1:$primary_port/postgres" -qAt \
+    -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+  local _
+  for _ in $(seq 1 100); do
+    [ "$(psql "postgresql://postgres@127.0.0.1:$primary_port/postgres" -qAtc \
+         "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")" = 1 ] && return 0
+    sleep 0.1
+  done
+  die "the standby on $PG_PORT did not become the primary's synchronous standby"
+}
+
+# pg_promote DIR: promotes the standby in DIR to a primary, and waits.
+pg_promote() {
+  as_pg_owner "$PG_BIN/pg_ctl" -D "$1/data" -w promote >/dev/null 2>&1 || die "promotion failed"
 }
 
 # pgbouncer_start DIR: starts PgBouncer in transaction pooling mode in front
