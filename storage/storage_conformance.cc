@@ -1054,7 +1054,9 @@ TEST_P(StorageConformanceTest, ARedactionReachesTheCopiesInContinuedConversation
   EXPECT_EQ(b->active_chunks[0].text, "b's own summary");  // Back: only the fold had replaced it.
   EXPECT_EQ(b->conversation.summarized_through, 2);
   EXPECT_GT(b->conversation.compaction_version, b_version);
-  for (const SummaryChunk& chunk : *AllSummaries(*storage_, ctx_, Key("b"), true)) {
+  auto b_chunks = AllSummaries(*storage_, ctx_, Key("b"), true);
+  ASSERT_TRUE(b_chunks.ok());
+  for (const SummaryChunk& chunk : *b_chunks) {
     if (chunk.chunk_id != 2) {
       EXPECT_EQ(chunk.text, "") << chunk.chunk_id;
       EXPECT_TRUE(chunk.facts.empty());
