@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "services/core/context_delta.h"
+#include "storage/context_delta.h"
 #include "services/core/types.h"
 
 namespace convstate {

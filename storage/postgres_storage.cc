@@ -23,7 +23,7 @@
 #include "absl/time/clock.h"
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
-#include "services/telemetry/trace.h"
+#include "services/common/trace.h"
 #include "storage/cancel_watchdog.h"
 #include "storage/compaction_rules.h"
 #include "storage/distribution_key.h"

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "services/core/types.h"
+#include "storage/contract.h"
 
 namespace convstate {
 

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "services/common/sha256.h"
-#include "services/core/context_delta.h"
+#include "storage/context_delta.h"
 #include "storage/compaction_rules.h"
 #include "gmock/gmock.h"
 

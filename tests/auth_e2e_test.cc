@@ -20,9 +20,9 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/buf_client.h"
-#include "tests/otlp_receiver.h"
+#include "tools/otlp/otlp_receiver.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_credentials.h"
 
@@ -33,16 +33,16 @@ using testing::Buf;
 using testing::MakeCa;
 using testing::MakeCert;
 using testing::MakeToken;
-using testing::Message;
+using rpc::Message;
 using testing::ReadFile;
 using testing::ScratchDatabase;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using testing::ShellQuote;
 using testing::TestDir;
 using testing::TlsCredentials;
 using testing::Token;
-using testing::WaitUntil;
+using rpc::WaitUntil;
 using Stub = v1::ConversationState::Stub;
 
 // Every token of the suite, by name.
@@ -463,7 +463,7 @@ TEST_F(AuthE2eTest, StartRefusesAnExposedAccessFileOrNoChoiceAtAll) {
 }
 
 TEST_F(AuthE2eTest, NoSecretOrContentReachesTheLogTracesOrErrors) {
-  auto receiver = testing::OtlpReceiver::Start();
+  auto receiver = otlp::OtlpReceiver::Start();
   ASSERT_TRUE(receiver.ok()) << receiver.status();
   WriteAccess();
   Start({"--otel_disabled=false", "--otel_endpoint=" + (*receiver)->base_url(),

@@ -19,7 +19,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/fake_llm_control.h"
 #include "tests/server_process.h"
 #include "tests/test_profiles.h"
@@ -29,9 +29,9 @@ namespace {
 
 using testing::ScratchDatabase;
 using testing::ControlFakeLlm;
-using testing::MakeItem;
+using rpc::MakeItem;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using v1::ConversationState;
 
 constexpr int64_t kWindow = 4096;
@@ -557,7 +557,7 @@ TEST_F(CompactionE2eTest, LlmFailuresTruncateThenFallBackThenRecover) {
   ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "answer"}})"));
   const size_t before = Chunks("llm").size();
   // Turns until an LLM summary appears: once the 300 ms open period is over.
-  const bool recovered = testing::WaitUntil([&] {
+  const bool recovered = rpc::WaitUntil([&] {
     EXPECT_LE(Turn("llm", ++n, rng).tokens().total(), kWindow);
     const auto chunks = Chunks("llm");
     for (size_t k = before; k < chunks.size(); ++k) {

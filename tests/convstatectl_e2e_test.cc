@@ -24,7 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_credentials.h"
 #include "tests/test_profiles.h"
@@ -32,10 +32,10 @@
 namespace convstate {
 namespace {
 
-using testing::Message;
+using rpc::Message;
 using testing::ScratchDatabase;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using ::testing::HasSubstr;
 
 struct Outcome {

@@ -14,9 +14,14 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "tests/http_test_server.h"
+#include "tools/net/http_server.h"
 
 namespace convstate::testing {
+
+using net::HttpRequest;
+using net::ListenOnLoopback;
+using net::ReadHttpRequest;
+using net::SendAll;
 namespace {
 
 using Json = nlohmann::json;

@@ -25,7 +25,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/fake_llm_control.h"
 #include "tests/server_process.h"
 
@@ -35,10 +35,10 @@ namespace {
 using testing::ScratchDatabase;
 using testing::ControlFakeLlm;
 using testing::FakeLlmRequests;
-using testing::WaitUntil;  // From rpc_helpers.h.
-using testing::Message;
+using rpc::WaitUntil;  // From rpc_helpers.h.
+using rpc::Message;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using v1::ConversationState;
 
 constexpr char kProfiles[] = R"pb(

@@ -15,17 +15,17 @@
 #include "gtest/gtest.h"
 #include "services/common/sha256.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_profiles.h"
 
 namespace convstate {
 namespace {
 
-using testing::MakeItem;
+using rpc::MakeItem;
 using testing::ScratchDatabase;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using v1::ConversationState;
 
 void AppendInt(int64_t v, std::string* out) {

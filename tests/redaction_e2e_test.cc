@@ -20,7 +20,7 @@
 #include "services/common/sha256.h"
 #include "tests/fake_llm_control.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_credentials.h"
 #include "tests/test_profiles.h"
@@ -29,13 +29,13 @@ namespace convstate {
 namespace {
 
 using testing::ControlFakeLlm;
-using testing::MakeItem;
+using rpc::MakeItem;
 using testing::MakeToken;
-using testing::Message;
+using rpc::Message;
 using testing::ReadFile;
 using testing::ScratchDatabase;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using testing::TestDir;
 using v1::ConversationState;
 
@@ -400,7 +400,7 @@ TEST_F(RedactionE2eTest, ACompactionRunningDuringARedactionCommitsNothingOfIt) {
   const int64_t secret_at = Append("r", {Message(v1::ROLE_USER, kSecretMessage)});
   for (int n = 1; n <= 8; ++n) Filler("r", n);
   std::thread compaction([&] { Summarize("r"); });
-  ASSERT_TRUE(testing::WaitUntil([&] { return testing::FakeLlmRequests(llm_port) >= 1; }));
+  ASSERT_TRUE(rpc::WaitUntil([&] { return testing::FakeLlmRequests(llm_port) >= 1; }));
   Redact("r", {secret_at});
   compaction.join();
   EXPECT_EQ(RowsHolding(kSecret), "");

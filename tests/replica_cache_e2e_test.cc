@@ -13,16 +13,16 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 
 namespace convstate {
 namespace {
 
-using testing::Message;
+using rpc::Message;
 using testing::ScratchDatabase;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using v1::ConversationState;
 
 class ReplicaCacheE2eTest : public ::testing::Test {

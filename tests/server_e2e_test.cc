@@ -26,16 +26,16 @@
 #include "migrations/embedded_migrations.h"
 #include "services/grpc/byte_buffers.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 
 namespace convstate {
 namespace {
 
 using testing::ScratchDatabase;
-using testing::Message;
+using rpc::Message;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 
 constexpr absl::Duration kCallDeadline = absl::Seconds(20);
 using v1::ConversationState;
@@ -451,7 +451,7 @@ TEST_F(ServerE2eTest, DeadlineIsHonouredInsideTheDatabase) {
   EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
   // Hold the lock until the server's statement is cancelled (no one waits
   // on it any more), then let go: the item must never appear.
-  ASSERT_TRUE(testing::WaitUntil([&] {
+  ASSERT_TRUE(rpc::WaitUntil([&] {
     return *db_->QueryValue("SELECT count(*) FROM pg_stat_activity "
                             "WHERE wait_event_type = 'Lock'") == "0";
   }));
@@ -475,7 +475,7 @@ TEST_F(ServerE2eTest, SigtermFinishesCallsInFlightAndDataSurvivesRestart) {
   v1::AppendTurnResponse in_flight_out;
   std::thread caller([&] { in_flight = Append("busy", "in flight", &in_flight_out); });
   // The call is in flight once its statement waits on the lock.
-  ASSERT_TRUE(testing::WaitUntil([&] {
+  ASSERT_TRUE(rpc::WaitUntil([&] {
     return *db_->QueryValue("SELECT count(*) FROM pg_stat_activity "
                             "WHERE wait_event_type = 'Lock'") != "0";
   }));
@@ -486,7 +486,7 @@ TEST_F(ServerE2eTest, SigtermFinishesCallsInFlightAndDataSurvivesRestart) {
     EXPECT_EQ(*code, 0);
   });
   // The server is draining once health no longer says SERVING.
-  EXPECT_TRUE(testing::WaitUntil([&] {
+  EXPECT_TRUE(rpc::WaitUntil([&] {
     grpc::health::v1::HealthCheckRequest req;
     grpc::health::v1::HealthCheckResponse resp;
     grpc::ClientContext ctx;

@@ -19,17 +19,17 @@
 #include "gtest/gtest.h"
 #include "tests/fake_llm_control.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 
 namespace convstate {
 namespace {
 
 using testing::ControlFakeLlm;
-using testing::Message;
+using rpc::Message;
 using testing::ScratchDatabase;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using v1::ConversationState;
 
 constexpr char kExtractive[] = "convstate-extractive";

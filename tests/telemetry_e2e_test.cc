@@ -20,9 +20,9 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/fake_llm_control.h"
-#include "tests/otlp_receiver.h"
+#include "tools/otlp/otlp_receiver.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_profiles.h"
 
@@ -30,11 +30,11 @@ namespace convstate {
 namespace {
 
 using opentelemetry::proto::trace::v1::Span;
-using testing::MakeItem;
-using testing::OtlpReceiver;
+using rpc::MakeItem;
+using otlp::OtlpReceiver;
 using testing::ScratchDatabase;
 using testing::ServerProcess;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using v1::ConversationState;
 
 

@@ -16,7 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/pg_harness.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_credentials.h"
 
@@ -28,7 +28,7 @@ using testing::ServerProcess;
 using testing::MakeCa;
 using testing::MakeCert;
 using testing::ReadFile;
-using testing::SetDeadline;
+using rpc::SetDeadline;
 using testing::Shell;
 
 std::string Dir() { return testing::TestDir(); }
@@ -147,7 +147,7 @@ TEST_F(TlsE2eTest, ARotatedCertificateIsServedWithoutARestart) {
   // The files are replaced by a certificate from another CA.
   ASSERT_TRUE(Shell("cp rotated.key live.key.new && cp rotated.pem live.pem.new && "
                     "mv live.key.new live.key && mv live.pem.new live.pem"));
-  EXPECT_TRUE(testing::WaitUntil([&] { return Check(Tls("other-ca")).ok(); },
+  EXPECT_TRUE(rpc::WaitUntil([&] { return Check(Tls("other-ca")).ok(); },
                                  absl::Seconds(20)))
       << "the rotated certificate was not picked up";
   EXPECT_FALSE(Check(Tls("ca")).ok());

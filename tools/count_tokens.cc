@@ -18,7 +18,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "services/compaction/bpe_tokenizer.h"
+#include "services/tokenizer/bpe_tokenizer.h"
 
 namespace {
 

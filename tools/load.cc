@@ -54,11 +54,11 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 
 namespace {
 
-using convstate::testing::Message;
+using convstate::rpc::Message;
 
 struct Args {
   std::vector<std::string> targets = {"127.0.0.1:50051"};

@@ -14,7 +14,7 @@
 
 #include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
-#include "tests/otlp_receiver.h"
+#include "tools/otlp/otlp_receiver.h"
 
 int main(int argc, char** argv) {
   int port = 0;
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  auto receiver = convstate::testing::OtlpReceiver::Start(port, /*keep=*/false);
+  auto receiver = convstate::otlp::OtlpReceiver::Start(port, /*keep=*/false);
   if (!receiver.ok()) {
     std::fprintf(stderr, "%s\n", std::string(receiver.status().message()).c_str());
     return 1;

@@ -14,14 +14,14 @@
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "services/common/utf8.h"
-#include "tests/rpc_helpers.h"
+#include "tools/rpc/rpc_helpers.h"
 
 namespace convstate::replay {
 namespace {
 
 using Json = nlohmann::json;
-using convstate::testing::MakeItem;
-using convstate::testing::SetDeadline;
+using convstate::rpc::MakeItem;
+using convstate::rpc::SetDeadline;
 
 absl::StatusOr<std::vector<Json>> ReadLines(const std::string& path) {
   std::ifstream in(path);

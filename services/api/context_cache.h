@@ -9,7 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "services/compaction/planner.h"
+#include "services/compaction/engine/planner.h"
 #include "services/core/types.h"
 #include "services/telemetry/telemetry.h"
 

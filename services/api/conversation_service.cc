@@ -16,10 +16,10 @@
 #include "services/common/fingerprint.h"
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
-#include "services/compaction/context_view.h"
-#include "services/compaction/ledger.h"
-#include "services/compaction/planner.h"
-#include "services/core/context_delta.h"
+#include "services/compaction/view/context_view.h"
+#include "services/compaction/ledger/ledger.h"
+#include "services/compaction/engine/planner.h"
+#include "storage/context_delta.h"
 
 namespace convstate {
 namespace {

@@ -9,15 +9,15 @@
 #include <optional>
 #include <string>
 
-#include "services/api/compaction_runner.h"
+#include "services/compaction/engine/compaction_runner.h"
 #include "services/api/context_cache.h"
 #include "services/api/validation.h"
 #include "services/common/thread_pool.h"
-#include "services/compaction/summarizer.h"
+#include "services/compaction/summarizers/summarizer.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
-#include "services/compaction/model_registry.h"
+#include "services/profiles/model_registry.h"
 #include "storage/storage.h"
 
 namespace convstate {

@@ -10,12 +10,7 @@ absl::Status Invalid(absl::string_view field, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", why));
 }
 
-bool IdChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '_' || c == ':' || c == '-';
-}
-
-bool ModelChar(char c) { return IdChar(c) || c == '/' || c == '@' || c == '+'; }
+bool ModelChar(char c) { return IsIdChar(c) || c == '/' || c == '@' || c == '+'; }
 
 constexpr int kMaxToolFieldBytes = 256;
 
@@ -30,21 +25,6 @@ absl::Status ValidateText(absl::string_view field, absl::string_view text, int64
     return Invalid(field, "contains a NUL character");
   }
   return absl::OkStatus();
-}
-
-absl::Status ValidateId(absl::string_view field, absl::string_view id) {
-  if (id.empty()) return Invalid(field, "required");
-  if (id.size() > 128) return Invalid(field, "longer than 128 characters");
-  for (char c : id) {
-    if (!IdChar(c)) return Invalid(field, "only letters, digits and . _ : - are allowed");
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> NormalizeTenant(absl::string_view tenant_id) {
-  if (tenant_id.empty()) return std::string("default");
-  if (absl::Status s = ValidateId("tenant_id", tenant_id); !s.ok()) return s;
-  return std::string(tenant_id);
 }
 
 absl::Status ValidateModelName(absl::string_view field, absl::string_view model) {

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "services/core/ids.h"
 #include "convstate/v1/convstate.pb.h"
 
 namespace convstate {
@@ -39,11 +40,6 @@ struct Limits {
 // PostgreSQL text cannot hold), at most `max_bytes`.
 absl::Status ValidateText(absl::string_view field, absl::string_view text, int64_t max_bytes);
 
-// Ids: 1 to 128 characters of [A-Za-z0-9._:-].
-absl::Status ValidateId(absl::string_view field, absl::string_view id);
-
-// An empty tenant is the tenant "default"; otherwise an id as above.
-absl::StatusOr<std::string> NormalizeTenant(absl::string_view tenant_id);
 
 // Model names: 1 to 256 characters of [A-Za-z0-9._:/@+-].
 absl::Status ValidateModelName(absl::string_view field, absl::string_view model);

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "convstate/config/v1/access.pb.h"
-#include "services/api/validation.h"
+#include "services/core/ids.h"
 #include "services/common/log.h"
 #include "services/common/secret_file.h"
 #include "services/common/sha256.h"

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "services/compaction/llm_summarizer.h"
+#include "services/compaction/summarizers/llm_summarizer.h"
 #include "services/server/server.h"
 #include "services/telemetry/options.h"
 #include "storage/migrator.h"

@@ -9,7 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "services/api/conversation_service.h"
-#include "services/compaction/model_registry.h"
+#include "services/profiles/model_registry.h"
 #include "services/grpc/access_gate.h"
 #include "services/grpc/bench_echo.h"
 #include "services/grpc/health_service.h"

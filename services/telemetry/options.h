@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "services/telemetry/trace.h"
+#include "services/common/trace.h"
 
 namespace convstate::telemetry {
 

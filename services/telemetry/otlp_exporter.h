@@ -14,7 +14,7 @@
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
 #include "services/telemetry/metrics.h"
 #include "services/telemetry/options.h"
-#include "services/telemetry/trace.h"
+#include "services/common/trace.h"
 
 namespace convstate::telemetry {
 

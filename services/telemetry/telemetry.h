@@ -9,7 +9,7 @@
 #include "services/telemetry/metrics.h"
 #include "services/telemetry/options.h"
 #include "services/telemetry/otlp_exporter.h"
-#include "services/telemetry/trace.h"
+#include "services/common/trace.h"
 
 namespace convstate::telemetry {
 

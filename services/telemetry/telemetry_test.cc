@@ -6,12 +6,12 @@
 #include "gmock/gmock.h"
 #include "services/common/log.h"
 #include "gtest/gtest.h"
-#include "tests/otlp_receiver.h"
+#include "tools/otlp/otlp_receiver.h"
 
 namespace convstate::telemetry {
 namespace {
 
-using ::convstate::testing::OtlpReceiver;
+using ::convstate::otlp::OtlpReceiver;
 using ::testing::ElementsAre;
 using ::testing::Pair;
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "services/compaction/model_registry.h"
+#include "services/profiles/model_registry.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -16,8 +16,8 @@
 #include "services/api/conversation_service.h"
 #include "services/api/wire_check.h"
 #include "services/common/utf8.h"
-#include "services/compaction/model_registry.h"
-#include "services/compaction/summarizer.h"
+#include "services/profiles/model_registry.h"
+#include "services/compaction/summarizers/summarizer.h"
 #include "services/grpc/protobuf_log.h"
 #include "storage/memory_storage.h"
 

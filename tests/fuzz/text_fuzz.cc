@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "services/common/utf8.h"
-#include "services/compaction/summarizer.h"
-#include "services/compaction/tokens.h"
+#include "services/compaction/summarizers/summarizer.h"
+#include "services/tokenizer/tokens.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace convstate;

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "services/common/utf8.h"
-#include "services/compaction/bpe_tokenizer.h"
-#include "services/compaction/tokens.h"
+#include "services/tokenizer/bpe_tokenizer.h"
+#include "services/tokenizer/tokens.h"
 
 namespace {
 

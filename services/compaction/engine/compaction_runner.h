@@ -1,0 +1,151 @@
+#ifndef CONVSTATE_SERVICES_COMPACTION_ENGINE_COMPACTION_RUNNER_H_
+#define CONVSTATE_SERVICES_COMPACTION_ENGINE_COMPACTION_RUNNER_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "services/telemetry/telemetry.h"
+#include "absl/synchronization/mutex.h"
+#include "services/common/clock.h"
+#include "services/compaction/view/context_view.h"
+#include "services/profiles/model_registry.h"
+#include "services/compaction/engine/planner.h"
+#include "services/compaction/summarizers/summarizer.h"
+#include "storage/storage.h"
+
+namespace convstate {
+
+// Progress of a compaction, as StreamBuildContext reports it.
+struct CompactionProgress {
+  enum class Kind { kStarted, kCompleted, kFailed };
+  Kind kind = Kind::kStarted;
+  // "prune", "summarize", "fold" or "truncate".
+  std::string tier;
+  int64_t tokens_before = 0;
+  int64_t tokens_after = 0;
+  std::string reason;
+  // For a completed summary or fold: its recall of the span's facts.
+  double recall = 0;
+  // For a completed step: the view's tokens by section before and after.
+  std::optional<TokenBreakdown> before_tokens;
+  std::optional<TokenBreakdown> after_tokens;
+  // For a completed summary: reasoning blocks left verbatim after it, and
+  // those it summarized as text or dropped.
+  int reasoning_kept = 0;
+  int reasoning_summarized = 0;
+  int reasoning_dropped = 0;
+};
+using ProgressSink = std::function<void(const CompactionProgress&)>;
+
+struct CompactionOutcome {
+  // The view after compaction (truncated if it had to be).
+  ContextView view;
+  CompactionPlan plan;
+  int64_t tokens_before = 0;
+  // The conversation's version and compaction_version after the compaction.
+  int64_t version = 0;
+  int64_t compaction_version = 0;
+  // The summary chunk written, if any (the fold's if there was one).
+  int64_t chunk_id = 0;
+  // The conversation's prune boundary the view was built with.
+  int64_t prune_boundary = 0;
+  // The first cache breakpoint whose prefix this call's compaction or
+  // truncation changed; kUnspecified when none did.
+  CacheBreakpointKind invalidated_breakpoint = CacheBreakpointKind::kUnspecified;
+};
+
+// How long before a lease expires its holder stops calling the summarizer:
+// a quarter of the lease, at most two seconds.
+inline absl::Duration LeaseMargin(absl::Duration lease) {
+  return std::min(absl::Seconds(2), lease / 4);
+}
+
+// The view BuildContext returns for `snapshot` when it compacts nothing:
+// assembled as stored, truncated when over the emergency band or the
+// window, as Run does. Used to rebuild past views (GetContextAt).
+ContextView ViewAsBuilt(const ContextSnapshot& snapshot, const ResolvedProfile& profile);
+
+// Runs compactions: plan, summarize outside any transaction, commit with a
+// compare-and-set, fold, and truncate the view as the last resort. Every
+// step writes an audit row. Thread-safe.
+class CompactionRunner {
+ public:
+  struct Options {
+    // Who holds the lease: this replica.
+    std::string holder = "convstate";
+    // How long a compaction may hold the conversation; a replica that dies
+    // frees it after this. Summarizer calls are cut at the lease's end less
+    // LeaseMargin; the server refuses to start with a summarizer whose
+    // timeouts and retries do not fit in that.
+    absl::Duration lease = absl::Seconds(60);
+    // How often the request waiting for a lease checks whether it is free
+    // (at once when this process gives it back).
+    absl::Duration poll = absl::Milliseconds(20);
+    const Clock* clock = Clock::Real();
+    // Where compaction steps are counted and timed; null: nowhere. Spans
+    // need no pointer: a compaction's span is the child of the calling
+    // thread's current span.
+    telemetry::Telemetry* telemetry = nullptr;
+  };
+
+  // `storage` and `summarizer` must outlive the runner.
+  CompactionRunner(Options options, Storage* storage, Summarizer* summarizer)
+      : options_(std::move(options)), storage_(storage), summarizer_(summarizer) {}
+
+  // Builds the view of `snapshot` for `pending`, compacting first as `mode`
+  // says. RESOURCE_EXHAUSTED when even the parts that are never removed do
+  // not fit, naming the largest. A summarizer that fails is not an error:
+  // the view is truncated instead (status TRUNCATED) and the audit says why.
+  // A compaction that loses a race to a concurrent one is discarded and the
+  // view built from the winner's result.
+  //
+  // Anything that commits first takes the conversation's compaction lease.
+  // While another compaction holds it, one request per conversation in this
+  // process waits for it, until `ctx.deadline` (then DEADLINE_EXCEEDED) or
+  // cancellation (CANCELLED), and re-plans from fresh state once it has it;
+  // the others do not wait: they get the view as it stands, truncated if it
+  // does not fit, so one hot conversation never holds every worker. With
+  // `background`, a held lease means someone is already at it: nothing is
+  // done and the view returned as is.
+  absl::StatusOr<CompactionOutcome> Run(const CallContext& ctx, ContextSnapshot snapshot,
+                                        const ResolvedProfile& profile,
+                                        const std::vector<ItemData>& pending,
+                                        CompactionMode mode, const std::string& instructions,
+                                        const ProgressSink& progress, bool background = false);
+
+ private:
+  // The lease, or nullopt when `background` and someone else holds it.
+  absl::StatusOr<std::optional<CompactionLease>> AcquireLease(const CallContext& ctx,
+                                                              const ConversationKey& key,
+                                                              bool background);
+
+  // Summarizes `req` in one request, or, when its transcript is larger than
+  // the summarizer model takes (profile.summarizer.input_limit), in
+  // consecutive pieces whose results are joined (and audited in `events`).
+  absl::StatusOr<SummaryResult> SummarizeInPieces(
+      const SummaryRequest& req, const ModelProfile& profile, const Tokenizer& tokenizer,
+      const std::function<void(const absl::Status&)>& count_call,
+      std::vector<CompactionEvent>& events);
+
+  // Wakes the waiter of `key`, if any, once this process gave its lease back.
+  void Released(const ConversationKey& key);
+
+  const Options options_;
+  Storage* const storage_;
+  Summarizer* const summarizer_;
+  absl::Mutex wait_mu_;
+  // Conversations someone in this process waits on, and the signal that
+  // this process gave a lease back.
+  absl::flat_hash_set<std::string> waiting_ ABSL_GUARDED_BY(wait_mu_);
+  absl::CondVar released_;
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_COMPACTION_ENGINE_COMPACTION_RUNNER_H_

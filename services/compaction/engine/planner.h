@@ -1,0 +1,131 @@
+#ifndef CONVSTATE_SERVICES_COMPACTION_ENGINE_PLANNER_H_
+#define CONVSTATE_SERVICES_COMPACTION_ENGINE_PLANNER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "services/compaction/view/context_view.h"
+#include "services/profiles/profile.h"
+#include "services/tokenizer/tokens.h"
+#include "services/core/types.h"
+#include "storage/contract.h"
+
+namespace convstate {
+
+// Where a view's total stands against the profile's thresholds. Numbering
+// matches convstate.v1.Band.
+enum class Band { kNormal = 1, kSoft = 2, kHard = 3, kEmergency = 4 };
+
+// What triggered planning.
+enum class CompactionMode {
+  // BuildContext: act by band (nothing below hard).
+  kByBand,
+  // Compact(auto): cheapest tiers first until the view is back under the
+  // soft threshold, whatever the band.
+  kAuto,
+  kPruneOnly,
+  // Summarize the oldest zone even below the thresholds.
+  kSummarize,
+  // Drop the oldest live items from the view until it is under the hard
+  // threshold.
+  kTruncate,
+};
+
+struct PlanInput {
+  const ContextSnapshot* snapshot = nullptr;
+  ModelProfile profile;
+  // Counts scale by the conversation's correction factor.
+  bool approximate = false;
+  // Pending input with token counts set.
+  std::vector<ItemData> pending;
+  const Tokenizer* tokenizer = nullptr;
+};
+
+// What emergency truncation leaves out of the view (storage keeps it all):
+// live items first, then the oldest summaries, then the ledger.
+struct Truncation {
+  // Unpinned live items before this sequence; 0 for none.
+  int64_t before_sequence = 0;
+  // The oldest active chunks.
+  size_t chunks = 0;
+  // Set (to 0) when even the ledger must go.
+  std::optional<int64_t> ledger_budget;
+
+  bool any() const { return before_sequence != 0 || chunks != 0 || ledger_budget.has_value(); }
+};
+
+// What the next compaction will do, and what the view will cost after it.
+struct CompactionPlan {
+  Band band = Band::kNormal;
+  int64_t tokens_before = 0;
+  // The view as it stands, before any of the plan is applied.
+  ContextView view_before;
+
+  // Tier 1: the new prune boundary (the current one when not pruning).
+  int64_t prune_boundary = 0;
+  int pruned_results = 0;
+  int64_t prune_savings = 0;
+
+  // Tier 2: summarize live items (summarized_through, summarize_through].
+  bool summarize = false;
+  int64_t summarize_through = 0;
+  int64_t summarize_tokens = 0;
+  // Recent turns kept verbatim after the degrading guard.
+  int recent_turns_kept = 0;
+
+  // Tier 3: active chunks to merge into one.
+  std::vector<int64_t> fold;
+
+  // Tier 4: view-only truncation of live items before this sequence (and,
+  // in `truncation`, of chunks and the ledger when that is not enough).
+  int64_t truncate_before = 0;
+  Truncation truncation;
+
+  // Projected view total after all of the above (summary sizes estimated).
+  int64_t projected_tokens = 0;
+  // Set when even system prompt, pinned content, pending input and output
+  // reserve do not fit the window: names the largest part.
+  std::optional<std::string> cannot_fit;
+  // The plan in words, for InspectContext and the audit trail.
+  std::vector<std::string> actions;
+
+  bool empty() const {
+    return !summarize && fold.empty() && truncate_before == 0 && pruned_results == 0;
+  }
+};
+
+// `fraction` of the profile's context window, in tokens.
+int64_t Threshold(const ModelProfile& profile, double fraction);
+
+Band BandOf(int64_t total, const ModelProfile& profile);
+
+// Decides what to prune, summarize, fold and truncate. Pure: reads the
+// snapshot, changes nothing. Rules it keeps: a cut never separates a tool
+// call from its result; system prompt, pinned instructions and pinned items
+// are never summarized or truncated; the recent buffer (last N turns, at
+// most T tokens) degrades N, N-1 ... 0 when it alone does not fit; the prune
+// boundary only moves forward.
+CompactionPlan PlanCompaction(const PlanInput& input, CompactionMode mode);
+
+// The latest safe cut in `live` at or before `limit`: the largest index i
+// such that no tool call before i has its result, or is still waiting for
+// it, at or after i. Exposed for tests.
+size_t SafeCut(const std::vector<Item>& live, size_t limit);
+
+// The truncation point for `view_input`: the smallest sequence such that
+// leaving out the unpinned live items before it brings the view under
+// `target` tokens, cutting only where SafeCut allows. 0 if nothing needs to
+// go; the end of the live items if everything must.
+int64_t TruncationPoint(const PlanInput& input, int64_t prune_boundary, int64_t target);
+
+// What to leave out of the view to bring it under `target`: live items as
+// TruncationPoint says, then, if that is not enough, the oldest summary
+// chunks one by one, then the ledger. The system prompt, pinned content,
+// standing instructions and pending input always stay.
+Truncation PlanTruncation(const PlanInput& input, int64_t prune_boundary, int64_t target);
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_COMPACTION_ENGINE_PLANNER_H_

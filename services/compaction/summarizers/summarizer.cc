@@ -1,0 +1,326 @@
+#include "services/compaction/summarizers/summarizer.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "services/common/utf8.h"
+#include "services/compaction/ledger/ledger.h"
+
+namespace convstate {
+namespace {
+
+constexpr size_t kMaxRenderedBytes = 4000;
+// One summary line of a tool call or result.
+constexpr size_t kMaxToolLineBytes = 160;
+// One sentence in a summary line.
+constexpr size_t kMaxSentenceBytes = 400;
+
+// Head and tail of a long text (errors tend to be at the end of tool
+// output), with the error lines of the middle between them.
+std::string Clip(const std::string& text) {
+  if (text.size() <= kMaxRenderedBytes) return text;
+  const absl::string_view head = Utf8Prefix(text, kMaxRenderedBytes * 2 / 3);
+  const absl::string_view tail = Utf8Suffix(text, kMaxRenderedBytes / 3);
+  const absl::string_view middle =
+      absl::string_view(text).substr(head.size(), text.size() - head.size() - tail.size());
+  std::string out = absl::StrCat(head, " [... ", middle.size(), " bytes omitted");
+  const std::vector<std::string> errors = ErrorLines(middle, 5);
+  if (!errors.empty()) absl::StrAppend(&out, "; error lines: ", absl::StrJoin(errors, " | "));
+  absl::StrAppend(&out, " ...] ", tail);
+  return out;
+}
+
+std::string OneLine(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+// How much a sentence of `speaker` matters to a summary.
+int Score(absl::string_view speaker, absl::string_view text, bool opens_turn) {
+  const std::string lower = absl::AsciiStrToLower(text);
+  int score = 1;
+  if (ContainsAny(lower, {"error", "fail", "exception", "traceback", "refused", "denied",
+                          "timeout", "timed out", "panic", "fatal", "cannot", "can't", "unable",
+                          "not found", "invalid", "crash"})) {
+    score += 4;
+  }
+  if (ContainsAny(lower, {"decided", "decision", "we will", "we'll", "let's", "agreed",
+                          "going to", "instead", "chose", "should", "plan", "fix", "resolved",
+                          "works now", "fixed"})) {
+    score += 3;
+  }
+  if (ContainsAny(lower, {"todo", "open question", "still", "pending", "next step", "remaining",
+                          "not yet", "blocked"}) ||
+      absl::StrContains(text, "?")) {
+    score += 2;
+  }
+  if (speaker == "User") {
+    score += 2;  // The user's own words first.
+    if (ContainsAny(lower, {"i want", "i need", "goal", "trying to", "help me", "please",
+                            "how do i", "can you", "could you"})) {
+      score += 3;
+    }
+    if (opens_turn) score += 3;  // The request that opened the turn.
+  }
+  // Acknowledgements and small talk ("ok.", "lol.") carry nothing.
+  if (text.size() < 12) return 0;
+  return score;
+}
+
+std::string ToolName(const ItemData& d, const std::map<std::string, std::string>& names) {
+  if (!d.tool_name.empty()) return d.tool_name;
+  auto it = names.find(d.tool_call_id);
+  return it == names.end() ? "tool" : it->second;
+}
+
+// The first non-empty line of `text`, on one line, cut to `max_bytes`.
+std::string FirstLine(absl::string_view text, size_t max_bytes) {
+  for (absl::string_view line : absl::StrSplit(text, absl::ByAnyChar("\r\n"), absl::SkipEmpty())) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty()) continue;
+    if (line.size() <= max_bytes) return std::string(line);
+    return absl::StrCat(Utf8Prefix(line, max_bytes), " ...");
+  }
+  return "";
+}
+
+// What a tool call asked for, readably: the string values of its JSON
+// arguments ("cmd", "query", ...) joined, or the arguments as they are.
+std::string CallArguments(const std::string& content) {
+  const nlohmann::json args = nlohmann::json::parse(content, nullptr, /*allow_exceptions=*/false);
+  if (!args.is_object()) return content;
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : args.items()) {
+    if (value.is_string()) parts.push_back(value.get<std::string>());
+  }
+  return parts.empty() ? content : absl::StrJoin(parts, " ");
+}
+
+// The lines a summary may draw on, from the items themselves. Sentences
+// already in the ledger are left to it.
+std::vector<SummaryLine> CandidateLines(const SummaryRequest& req) {
+  std::set<std::string> preserved;
+  for (const std::string& p : req.preserved) preserved.insert(FactKey(p));
+  std::vector<SummaryLine> out;
+  for (const Item& item : req.items) {
+    const ItemData& d = item.data;
+    switch (d.kind) {
+      case ItemKind::kMessage: {
+        if (d.role != Role::kUser && d.role != Role::kAssistant) break;
+        const std::string speaker = d.role == Role::kUser ? "User" : "Assistant";
+        bool first = StartsTurn(d);
+        for (std::string& sentence : SplitSentences(d.content)) {
+          if (preserved.contains(FactKey(sentence))) {
+            first = false;
+            continue;
+          }
+          if (sentence.size() > kMaxSentenceBytes) {
+            sentence = absl::StrCat(Utf8Prefix(sentence, kMaxSentenceBytes), " ...");
+          }
+          const int score = Score(speaker, sentence, first);
+          first = false;
+          out.push_back(SummaryLine{item.sequence, speaker, std::move(sentence), score});
+        }
+        break;
+      }
+      case ItemKind::kToolCall:
+        out.push_back(SummaryLine{
+            item.sequence, "Assistant",
+            absl::StrCat("ran ", ToolName(d, req.tool_names), ": ",
+                         OneLine(FirstLine(CallArguments(d.content), kMaxToolLineBytes))),
+            2});
+        break;
+      case ItemKind::kToolResult: {
+        // What came back, in one line: its error lines if it has any
+        // (wherever they are), else its first line and its size.
+        const std::vector<std::string> errors = ErrorLines(d.content, 2);
+        std::string text;
+        for (const std::string& e : errors) {
+          if (preserved.contains(FactKey(absl::StrCat(ToolName(d, req.tool_names), ": ", e)))) continue;
+          absl::StrAppend(&text, text.empty() ? "" : " | ",
+                          e.size() > kMaxToolLineBytes
+                              ? absl::StrCat(Utf8Prefix(e, kMaxToolLineBytes), " ...")
+                              : e);
+        }
+        if (text.empty() && errors.empty()) {
+          const int64_t lines = std::count(d.content.begin(), d.content.end(), '\n') + 1;
+          text = absl::StrCat(FirstLine(d.content, kMaxToolLineBytes), " (", lines, " lines)");
+        }
+        if (text.empty()) break;  // Its errors are all in the ledger.
+        out.push_back(SummaryLine{item.sequence,
+                                  absl::StrCat("Tool ", ToolName(d, req.tool_names)),
+                                  absl::StrCat("returned: ", text), errors.empty() ? 1 : 4});
+        break;
+      }
+      default:
+        break;  // Reasoning is never summarized into the narrative here.
+    }
+  }
+  return out;
+}
+
+class ExtractiveSummarizer final : public Summarizer {
+ public:
+  absl::StatusOr<SummaryResult> Summarize(const SummaryRequest& req) override {
+    if (req.tokenizer == nullptr || req.max_tokens <= 0) {
+      return absl::InvalidArgumentError("extractive summarizer needs a tokenizer and a budget");
+    }
+    const absl::Time start = absl::Now();
+    std::vector<SummaryLine> candidates;
+    if (!req.merge.empty()) {
+      // A fold: the chunks' own lines, each once.
+      std::set<std::string> seen;
+      for (const SummaryLine& line : req.merge) {
+        if (seen.insert(absl::StrCat(line.speaker, "\n", FactKey(line.text))).second) {
+          candidates.push_back(line);
+        }
+      }
+    } else {
+      candidates = CandidateLines(req);
+    }
+    int64_t from = 0, through = 0;
+    if (!req.items.empty()) {
+      from = req.items.front().sequence;
+      through = req.items.back().sequence;
+    } else if (!req.merge.empty()) {
+      from = req.merge.front().sequence;
+      through = req.merge.back().sequence;
+    }
+    // Highest scores first (earlier first among equals), within the budget.
+    std::vector<size_t> order(candidates.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return candidates[a].score > candidates[b].score;
+    });
+    int64_t used = req.tokenizer->CountTokens(RenderSummaryLines({}, from, through));
+    std::vector<bool> keep(candidates.size(), false);
+    for (size_t i : order) {
+      if (candidates[i].score <= 0) continue;
+      const int64_t cost = req.tokenizer->CountTokens(candidates[i].text) + 3;
+      if (used + cost > req.max_tokens) continue;
+      keep[i] = true;
+      used += cost;
+    }
+    SummaryResult result;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (keep[i]) result.lines.push_back(std::move(candidates[i]));
+    }
+    result.text = CutToTokens(RenderSummaryLines(result.lines, from, through), req.max_tokens,
+                              *req.tokenizer);
+    result.model = kExtractiveModel;
+    result.prompt_version = kExtractivePromptVersion;
+    result.tokens_in = req.tokenizer->CountTokens(req.transcript);
+    result.tokens_out = req.tokenizer->CountTokens(result.text);
+    result.latency_ms = absl::ToInt64Milliseconds(absl::Now() - start);
+    return result;
+  }
+};
+
+}  // namespace
+
+std::string RenderTranscript(const std::vector<Item>& items,
+                             const std::map<std::string, std::string>& tool_names) {
+  std::string out;
+  for (const Item& item : items) {
+    const ItemData& d = item.data;
+    if (d.kind == ItemKind::kSummaryMarker) continue;
+    std::string name = d.tool_name;
+    if (name.empty()) {
+      auto it = tool_names.find(d.tool_call_id);
+      if (it != tool_names.end()) name = it->second;
+    }
+    absl::StrAppend(&out, "[#", item.sequence, "] ");
+    switch (d.kind) {
+      case ItemKind::kToolCall:
+        absl::StrAppend(&out, "Assistant called tool ", name, " (", d.tool_call_id,
+                        ") with: ", OneLine(Clip(d.content)));
+        break;
+      case ItemKind::kToolResult:
+        absl::StrAppend(&out, "Tool ", name, " (", d.tool_call_id, ") returned: ",
+                        OneLine(Clip(d.content)));
+        break;
+      case ItemKind::kReasoning:
+        absl::StrAppend(&out, "Assistant (reasoning): ", OneLine(Clip(d.content)));
+        break;
+      default: {
+        const char* who = d.role == Role::kUser        ? "User"
+                          : d.role == Role::kAssistant ? "Assistant"
+                                                       : "System";
+        absl::StrAppend(&out, who, ": ", OneLine(Clip(d.content)));
+      }
+    }
+    out.push_back('\n');
+  }
+  return out;
+}
+
+std::string RenderChunks(const std::vector<SummaryChunk>& chunks) {
+  std::string out;
+  for (const SummaryChunk& c : chunks) {
+    absl::StrAppend(&out, "[#", c.from_sequence, "-", c.through_sequence, "]\n");
+    if (!c.lines.empty()) {
+      for (const SummaryLine& line : c.lines) {
+        absl::StrAppend(&out, line.speaker, ": ", OneLine(line.text), "\n");
+      }
+    } else {
+      absl::StrAppend(&out, OneLine(c.text), "\n");
+    }
+  }
+  return out;
+}
+
+std::string RenderSummaryLines(const std::vector<SummaryLine>& lines, int64_t from_sequence,
+                               int64_t through_sequence) {
+  std::string text =
+      absl::StrCat("Summary of items #", from_sequence, "-#", through_sequence, ":");
+  std::string last_speaker;
+  for (const SummaryLine& line : lines) {
+    if (line.speaker != last_speaker) {
+      absl::StrAppend(&text, "\n", line.speaker, ": ", line.text);
+      last_speaker = line.speaker;
+    } else {
+      absl::StrAppend(&text, " ", line.text);
+    }
+  }
+  return text;
+}
+
+std::string CutToTokens(const std::string& text, int64_t max_tokens, const Tokenizer& tokenizer) {
+  if (tokenizer.CountTokens(text) <= max_tokens) return text;
+  // Binary search over character boundaries for the longest prefix that
+  // fits with the " ..." mark, then back off to a space or newline.
+  size_t lo = 0, hi = text.size();
+  while (lo < hi) {
+    const size_t mid = Utf8Ceil(text, lo + (hi - lo + 1) / 2);
+    if (mid > lo && mid <= hi &&
+        tokenizer.CountTokens(absl::string_view(text).substr(0, mid)) + 2 <= max_tokens) {
+      lo = mid;
+    } else {
+      const size_t down = Utf8Floor(text, mid == 0 ? 0 : mid - 1);
+      if (down <= lo) break;
+      hi = down;
+    }
+  }
+  size_t cut = lo;
+  const size_t space = text.find_last_of(" \n", cut);
+  if (space != std::string::npos && space > cut / 2) cut = space;
+  return text.substr(0, cut) + " ...";
+}
+
+std::unique_ptr<Summarizer> NewExtractiveSummarizer() {
+  return std::make_unique<ExtractiveSummarizer>();
+}
+
+}  // namespace convstate

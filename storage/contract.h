@@ -1,0 +1,250 @@
+#ifndef CONVSTATE_STORAGE_CONTRACT_H_
+#define CONVSTATE_STORAGE_CONTRACT_H_
+
+// What the Storage interface takes and returns: the requests and results of
+// its calls, the snapshot a view is built from and how a held one catches
+// up. Plain values over the domain model of services/core.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "services/core/types.h"
+
+namespace convstate {
+
+struct NewConversation {
+  ConversationKey key;
+  std::string model;
+  std::string system_prompt;
+  std::string pinned_instructions;
+  Metadata metadata;
+  ProfileOverrides overrides;
+  int64_t system_prompt_tokens = 0;
+  int64_t pinned_instructions_tokens = 0;
+  // Continuing another conversation of the tenant: its id, and the chunks
+  // carried over (ids are assigned on insert).
+  std::string continued_from;
+  std::vector<SummaryChunk> carried_chunks;
+  // The tokenizer of every count above.
+  std::string count_encoding;
+  // The tenant's limits (0: none): RESOURCE_EXHAUSTED if this conversation
+  // would pass max_conversations or its bytes max_stored_bytes, checked and
+  // counted at once.
+  TenantLimits tenant_limits;
+};
+
+// What a view was built from after a change that was not an append
+// (GetContextAt): recorded at every compaction_version.
+struct ViewState {
+  int64_t compaction_version = 0;
+  // The conversation's version when it was recorded.
+  int64_t version = 0;
+  std::string model;
+  std::string system_prompt;
+  std::string pinned_instructions;
+  ProfileOverrides overrides;
+  int64_t summarized_through = 0;
+  int64_t prune_boundary = 0;
+  double token_correction = 1.0;
+  double overflow_correction = 1.0;
+  int64_t prompt_limit = 0;
+  std::vector<int64_t> chunk_ids;
+  // Pins set after the append, by sequence.
+  std::vector<std::pair<int64_t, bool>> pins;
+};
+
+// UpdateConversation: each set field replaces the stored one.
+struct ConversationUpdate {
+  // The update applies only if the conversation is still at this
+  // compaction_version (ABORTED otherwise): the counts below were made for
+  // the conversation as read then. Negative: whatever it is.
+  int64_t expected_compaction_version = -1;
+  std::optional<std::string> model;
+  std::optional<std::string> system_prompt;
+  std::optional<std::string> pinned_instructions;
+  std::optional<ProfileOverrides> overrides;
+  // Counts of the texts as they are after the update.
+  int64_t system_prompt_tokens = 0;
+  int64_t pinned_instructions_tokens = 0;
+  // The tokenizer the stored counts are in after the update.
+  std::string count_encoding;
+  // A new model: what an earlier provider refused says nothing about it
+  // (overflow_correction back to 1, prompt_limit to none).
+  bool reset_overflow = false;
+  CompactionEvent event;
+};
+
+// Counts made again with another tokenizer: of the items and chunks given
+// (chunk counts in token_count and in their facts' and constraints').
+struct TokenRecount {
+  std::string count_encoding;
+  std::vector<std::pair<int64_t, int64_t>> items;  // sequence, count
+  std::vector<SummaryChunk> chunks;
+};
+
+// Token usage a provider reported for the call that produced appended items,
+// with convstate's own (uncorrected) estimate of that call's prompt.
+struct UsageReport {
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t cached_input_tokens = 0;
+  int64_t reasoning_tokens = 0;
+  int64_t estimated_input_tokens = 0;
+  // Whether the report may move the conversation's correction factor (only
+  // for approximate tokenizers).
+  bool correct = false;
+};
+
+// The next correction factor after a provider counted `reported` tokens
+// where convstate estimated `estimated`: an exponential moving average of
+// the ratio, ignoring reports too small or too far off to be trusted.
+double UpdateCorrection(double current, int64_t reported, int64_t estimated);
+
+struct AppendRequest {
+  ConversationKey key;
+  // Stored in this order; at least one.
+  std::vector<ItemData> items;
+  // Empty for no idempotency.
+  std::string idempotency_key;
+  // Fingerprint of the request, compared when the key was seen before.
+  std::string request_fingerprint;
+  std::optional<int64_t> expected_version;
+  // Token counts must be set on `items`; storage fills in the usage's
+  // estimated_input_tokens from the conversation as locked.
+  std::optional<UsageReport> usage;
+  // If not empty, the append is ABORTED unless the conversation is bound to
+  // this model: the items' token counts were computed with its tokenizer,
+  // outside the conversation's lock.
+  std::string expected_model;
+  // The tenant's limits (0: none): RESOURCE_EXHAUSTED if the append would
+  // take the tenant's stored bytes past max_stored_bytes, checked and
+  // counted at once, so that parallel appends cannot overshoot.
+  TenantLimits tenant_limits;
+};
+
+// The prompt of the call that produced `items`, as convstate estimates it
+// (uncorrected): the conversation as stored so far, plus the items of this
+// append that came before the assistant's output (typically the user's
+// message). What a provider's reported usage is compared with.
+int64_t EstimatedPrompt(const Conversation& conversation, const std::vector<ItemData>& items);
+
+struct AppendResult {
+  std::vector<Item> items;
+  int64_t version = 0;
+  // True when the key had been used and these are the original items.
+  bool replayed = false;
+};
+
+
+// A granted compaction lease.
+struct CompactionLease {
+  std::string holder;
+  // Larger than every token granted before for this incarnation of the
+  // conversation.
+  int64_t token = 0;
+  // The incarnation (Conversation::storage_key) it was granted on: a
+  // conversation deleted and created again under the same id starts its
+  // tokens afresh, so a token alone does not tell the two apart.
+  int64_t incarnation = 0;
+  absl::Time expires;
+};
+
+// The result of a compaction, applied atomically if the conversation is
+// still in the state the compaction started from.
+struct CompactionCommit {
+  ConversationKey key;
+  // Compare-and-set: the commit applies only if these still hold.
+  int64_t expected_summarized_through = 0;
+  int64_t expected_prune_boundary = 0;
+  // At least expected_prune_boundary: the boundary never moves back.
+  int64_t new_prune_boundary = 0;
+  // A new chunk to store (its chunk_id is assigned by storage). With
+  // `supersedes` empty it summarizes (expected_summarized_through,
+  // chunk.through_sequence]; otherwise it is a fold that replaces those
+  // chunks.
+  std::optional<SummaryChunk> chunk;
+  std::vector<int64_t> supersedes;
+  std::vector<CompactionEvent> events;
+  // If set, the commit applies only while this lease is the latest and
+  // unexpired of the same incarnation of the conversation (fencing: a
+  // holder that lost it, or held it on a conversation since deleted and
+  // created again, cannot commit).
+  std::optional<CompactionLease> lease;
+};
+
+// An erasure (RedactItems) as storage carries it out.
+struct RedactRequest {
+  ConversationKey key;
+  // Sorted, distinct, positive.
+  std::vector<int64_t> sequences;
+  // What the items' content becomes, and its token count.
+  std::string tombstone;
+  int64_t tombstone_tokens = 0;
+  // The audit row's "by" and "reason".
+  std::string actor;
+  std::string reason;
+  // The key of the digest kept of what each item held (HMAC-SHA-256); empty
+  // keeps none.
+  std::string digest_key;
+};
+
+struct RedactResult {
+  // The items as they now are, in sequence order.
+  std::vector<Item> items;
+  int64_t chunks_removed = 0;
+  int64_t compaction_version = 0;
+  // Summary chunks copied into conversations continued from this one (and
+  // chunks derived from those) that were emptied and retired with it.
+  int64_t continued_chunks_removed = 0;
+};
+
+// The name summary chunks emptied by a redaction carry as their model.
+inline constexpr char kRedactedChunkModel[] = "redacted";
+
+struct CompactionResult {
+  // The conversation's version (unchanged by compactions) and its
+  // compaction_version after this one.
+  int64_t version = 0;
+  int64_t compaction_version = 0;
+  // 0 when no chunk was written.
+  int64_t chunk_id = 0;
+  // Sequence of the marker item written with the chunk; 0 when none.
+  int64_t marker_sequence = 0;
+};
+
+// What BuildContext needs, read consistently in one snapshot.
+struct ContextSnapshot {
+  Conversation conversation;
+  // Chunks not superseded, oldest first.
+  std::vector<SummaryChunk> active_chunks;
+  // Pinned items at or before the marker (they survive summarization).
+  std::vector<Item> pinned_items;
+  // Items after the latest marker, in sequence order.
+  std::vector<Item> live_items;
+};
+
+// What changed in a conversation's context since a snapshot a caller
+// already holds (Storage::LoadContextSince).
+struct ContextDelta {
+  enum class Kind {
+    // Nothing a view shows: `snapshot` is empty; the held one is current.
+    kUnchanged,
+    // Only appends: `snapshot.conversation` is the row as it is and
+    // `snapshot.live_items` holds the items appended since, in order.
+    kAppended,
+    // Anything else (a compaction, a pin, a model change, a recount, another
+    // conversation under the same id, or no snapshot held): `snapshot` is
+    // the whole context, as LoadContext returns it.
+    kReloaded,
+  };
+  Kind kind = Kind::kReloaded;
+  ContextSnapshot snapshot;
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_STORAGE_CONTRACT_H_
