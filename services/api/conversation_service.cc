@@ -13,6 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
+#include "services/api/wire.h"
+#include "services/compaction/engine/continuation.h"
+#include "services/compaction/engine/overflow.h"
 #include "services/common/fingerprint.h"
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
@@ -28,7 +31,6 @@ constexpr int kDefaultConversationPage = 50;
 constexpr int kDefaultItemPage = 100;
 // Summaries and audit rows: one page held them all before pages existed.
 constexpr int kDefaultTrailPage = 1000;
-constexpr int kMaxPage = 1000;
 constexpr int kMaxIdempotencyKeyBytes = 128;
 // RedactItems: items per call, the reason's size, and what an erased item
 // holds instead of its content.
@@ -40,160 +42,6 @@ constexpr char kTombstone[] = "[redacted]";
 constexpr size_t kMaxCachedModels = 100000;
 
 // ---------------------------------------------------------------------------
-// Conversions between the wire and the domain model.
-
-void SetTimestamp(absl::Time t, google::protobuf::Timestamp* out) {
-  const int64_t seconds = absl::ToUnixSeconds(t);
-  out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>(
-      absl::ToInt64Nanoseconds(t - absl::FromUnixSeconds(seconds))));
-}
-
-Metadata ToMetadata(const google::protobuf::Map<std::string, std::string>& in) {
-  return Metadata(in.begin(), in.end());
-}
-
-void FromMetadata(const Metadata& in, google::protobuf::Map<std::string, std::string>* out) {
-  for (const auto& [k, v] : in) (*out)[k] = v;
-}
-
-ProfileOverrides ToOverrides(const v1::ProfileOverrides& in) {
-  ProfileOverrides o;
-  if (in.has_context_window()) o.context_window = in.context_window();
-  if (in.has_output_reserve()) o.output_reserve = in.output_reserve();
-  if (in.has_soft_threshold()) o.soft_threshold = in.soft_threshold();
-  if (in.has_hard_threshold()) o.hard_threshold = in.hard_threshold();
-  if (in.has_emergency_threshold()) o.emergency_threshold = in.emergency_threshold();
-  if (in.has_token_floor()) o.token_floor = in.token_floor();
-  if (in.has_recent_turns()) o.recent_turns = in.recent_turns();
-  if (in.has_recent_tokens()) o.recent_tokens = in.recent_tokens();
-  if (in.has_compaction_enabled()) o.compaction_enabled = in.compaction_enabled();
-  return o;
-}
-
-void FromOverrides(const ProfileOverrides& o, v1::ProfileOverrides* out) {
-  if (o.context_window) out->set_context_window(*o.context_window);
-  if (o.output_reserve) out->set_output_reserve(*o.output_reserve);
-  if (o.soft_threshold) out->set_soft_threshold(*o.soft_threshold);
-  if (o.hard_threshold) out->set_hard_threshold(*o.hard_threshold);
-  if (o.emergency_threshold) out->set_emergency_threshold(*o.emergency_threshold);
-  if (o.token_floor) out->set_token_floor(*o.token_floor);
-  if (o.recent_turns) out->set_recent_turns(*o.recent_turns);
-  if (o.recent_tokens) out->set_recent_tokens(*o.recent_tokens);
-  if (o.compaction_enabled) out->set_compaction_enabled(*o.compaction_enabled);
-}
-
-v1::Conversation ToProto(const Conversation& c) {
-  v1::Conversation out;
-  out.set_conversation_id(c.key.conversation_id);
-  out.set_tenant_id(c.key.tenant_id);
-  out.set_model(c.model);
-  out.set_system_prompt(c.system_prompt);
-  out.set_pinned_instructions(c.pinned_instructions);
-  FromMetadata(c.metadata, out.mutable_metadata());
-  out.set_continued_from(c.continued_from);
-  FromOverrides(c.overrides, out.mutable_profile_overrides());
-  out.set_version(c.version);
-  out.set_compaction_version(c.compaction_version);
-  out.set_item_count(c.item_count);
-  out.set_last_sequence(c.last_sequence);
-  out.set_last_turn_index(c.last_turn_index);
-  SetTimestamp(c.create_time, out.mutable_create_time());
-  SetTimestamp(c.update_time, out.mutable_update_time());
-  return out;
-}
-
-void ToProto(const Item& item, v1::Item* out) {
-  out->set_sequence(item.sequence);
-  out->set_turn_index(item.turn_index);
-  out->set_role(static_cast<v1::Role>(item.data.role));
-  out->set_kind(static_cast<v1::ItemKind>(item.data.kind));
-  out->set_content(item.data.content);
-  out->set_tool_name(item.data.tool_name);
-  out->set_tool_call_id(item.data.tool_call_id);
-  out->set_pinned(item.data.pinned);
-  FromMetadata(item.data.metadata, out->mutable_metadata());
-  out->set_token_count(item.data.token_count);
-  out->set_summary_chunk_id(item.summary_chunk_id);
-  SetTimestamp(item.create_time, out->mutable_create_time());
-  if (item.redacted) {
-    out->set_redacted(true);
-    out->set_redacted_digest(item.redacted_digest);
-  }
-}
-
-}  // namespace
-
-void ToProto(const TokenBreakdown& t, v1::TokenBreakdown* pt) {
-  pt->set_system(t.system);
-  pt->set_pinned(t.pinned);
-  pt->set_summaries(t.summaries);
-  pt->set_ledger(t.ledger);
-  pt->set_live(t.live);
-  pt->set_tool_results(t.tool_results);
-  pt->set_pending(t.pending);
-  pt->set_output_reserve(t.output_reserve);
-  pt->set_total(t.total);
-  pt->set_context_window(t.context_window);
-  pt->set_approximate(t.approximate);
-}
-
-namespace {
-
-// Moves the entries' texts into `out`: each is copied once, into the
-// message, on its way from storage to the wire.
-void ToProto(ContextView&& view, v1::BuildContextResponse* out) {
-  out->set_version(view.version);
-  out->set_compaction_version(view.compaction_version);
-  out->mutable_entries()->Reserve(static_cast<int>(view.entries.size()));
-  for (ViewEntry& e : view.entries) {
-    v1::ContextEntry* pe = out->add_entries();
-    pe->set_section(static_cast<v1::Section>(e.section));
-    pe->set_role(static_cast<v1::Role>(e.role));
-    pe->set_kind(static_cast<v1::ItemKind>(e.kind));
-    pe->set_content(std::move(e.content));
-    pe->set_tool_name(e.tool_name);
-    pe->set_tool_call_id(e.tool_call_id);
-    pe->set_sequence(e.sequence);
-    pe->set_token_count(e.token_count);
-    pe->set_pruned(e.pruned);
-    pe->set_summary_chunk_id(e.summary_chunk_id);
-  }
-  ToProto(view.tokens, out->mutable_tokens());
-  out->set_context_status(static_cast<v1::ContextStatus>(view.status));
-  out->set_ledger_facts_omitted(view.ledger_facts_omitted);
-  out->set_summaries_truncated(view.summaries_truncated);
-}
-
-void ToProto(const LedgerFact& f, v1::LedgerFact* out) {
-  out->set_sequence(f.sequence);
-  out->set_turn_index(f.turn_index);
-  out->set_role(static_cast<v1::Role>(f.role));
-  out->set_text(f.text);
-  out->set_token_count(f.token_count);
-}
-
-void ToProto(const SummaryChunk& c, v1::SummaryChunk* pc) {
-  pc->set_chunk_id(c.chunk_id);
-  pc->set_from_sequence(c.from_sequence);
-  pc->set_through_sequence(c.through_sequence);
-  pc->set_text(c.text);
-  pc->set_token_count(c.token_count);
-  pc->set_summarizer_model(c.summarizer_model);
-  pc->set_prompt_version(c.prompt_version);
-  pc->set_tokens_in(c.tokens_in);
-  pc->set_tokens_out(c.tokens_out);
-  pc->set_latency_ms(c.latency_ms);
-  pc->set_superseded_by(c.superseded_by);
-  SetTimestamp(c.create_time, pc->mutable_create_time());
-  if (c.recall.has_value()) pc->set_recall(*c.recall);
-  for (const LedgerFact& f : c.facts) ToProto(f, pc->add_facts());
-  for (const LedgerFact& f : c.constraints) ToProto(f, pc->add_constraints());
-  pc->set_source_conversation_id(c.source_conversation_id);
-  pc->set_source_chunk_id(c.source_chunk_id);
-}
-
-// ---------------------------------------------------------------------------
 // Requests.
 
 // An audit row's detail: a JSON object (text that is not UTF-8 is replaced,
@@ -202,40 +50,7 @@ std::string DetailJson(const nlohmann::json& detail) {
   return detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// The name of the tokenizer a profile counts with, as stored with counts.
-std::string TokenizerKey(const ModelProfile& profile) {
-  if (profile.encoding != "approximate") return profile.encoding;
-  return absl::StrCat("approximate:", profile.bytes_per_token);
-}
 
-// The chunks a continuation starts with: `active` as they are, counted with
-// the new conversation's tokenizer, ranges and fact sequences set to 0 (they
-// name items of the source), the source recorded on each.
-std::vector<SummaryChunk> CarriedChunks(const std::vector<SummaryChunk>& active,
-                                        const std::string& source_id, const Tokenizer& tokenizer,
-                                        int32_t per_message_tokens) {
-  std::vector<SummaryChunk> out;
-  for (const SummaryChunk& c : active) {
-    SummaryChunk carried = c;
-    carried.source_conversation_id = source_id;
-    carried.source_chunk_id = c.source_chunk_id != 0 ? c.source_chunk_id : c.chunk_id;
-    if (!c.source_conversation_id.empty()) carried.source_conversation_id = c.source_conversation_id;
-    carried.chunk_id = 0;
-    carried.superseded_by = 0;
-    carried.from_sequence = 0;
-    carried.through_sequence = 0;
-    carried.lines.clear();  // Attributed to items of the source.
-    for (std::vector<LedgerFact>* facts : {&carried.facts, &carried.constraints}) {
-      for (LedgerFact& f : *facts) {
-        f.sequence = 0;
-        f.turn_index = 0;
-      }
-    }
-    CountChunk(carried, tokenizer, per_message_tokens);
-    out.push_back(std::move(carried));
-  }
-  return out;
-}
 
 absl::StatusOr<ConversationKey> ToKey(const std::string& tenant_id,
                                       const std::string& conversation_id) {
@@ -248,52 +63,6 @@ absl::StatusOr<ConversationKey> ToKey(const std::string& tenant_id,
   telemetry::SetCurrentAttribute("gen_ai.conversation.id", key.conversation_id);
   telemetry::SetCurrentAttribute("convstate.tenant.id", key.tenant_id);
   return key;
-}
-
-absl::StatusOr<int> PageSize(int32_t requested, int default_size) {
-  if (requested < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_size: must not be negative, got ", requested));
-  }
-  if (requested == 0) return default_size;
-  return std::min<int>(requested, kMaxPage);
-}
-
-// Page tokens are opaque to clients: base64 of "<kind>:<position>".
-std::string EncodePageToken(absl::string_view kind, absl::string_view position) {
-  return absl::WebSafeBase64Escape(absl::StrCat(kind, ":", position));
-}
-
-absl::Status BadPageToken() {
-  return absl::InvalidArgumentError(
-      "page_token: not a token from a previous response of this method");
-}
-
-// The position a page token holds, checked before it goes anywhere: what a
-// client sends as a token is arbitrary bytes.
-absl::StatusOr<std::string> DecodePageToken(absl::string_view kind, absl::string_view token) {
-  std::string raw;
-  const std::string prefix = absl::StrCat(kind, ":");
-  if (!absl::WebSafeBase64Unescape(token, &raw) || !absl::StartsWith(raw, prefix)) {
-    return BadPageToken();
-  }
-  return raw.substr(prefix.size());
-}
-
-// A page token that holds an id (a conversation's).
-absl::StatusOr<std::string> DecodeIdToken(absl::string_view kind, absl::string_view token) {
-  ASSIGN_OR_RETURN(std::string id, DecodePageToken(kind, token));
-  if (!ValidateId("page_token", id).ok()) return BadPageToken();
-  return id;
-}
-
-// A page token that holds a number in [min, max] (a sequence, an id).
-absl::StatusOr<int64_t> DecodeNumberToken(absl::string_view kind, absl::string_view token,
-                                          int64_t min, int64_t max) {
-  ASSIGN_OR_RETURN(std::string position, DecodePageToken(kind, token));
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(position, &n) || n < min || n > max) return BadPageToken();
-  return n;
 }
 
 std::string NewConversationId() {
@@ -314,17 +83,6 @@ std::string Fingerprint(const std::vector<ItemData>& items) {
   return fp.Hex();
 }
 
-ItemData ToItemData(const v1::NewItem& item) {
-  ItemData data;
-  data.role = static_cast<Role>(item.role());
-  data.kind = static_cast<ItemKind>(item.kind());
-  data.content = item.content();
-  data.tool_name = item.tool_name();
-  data.tool_call_id = item.tool_call_id();
-  data.pinned = item.pinned();
-  data.metadata = ToMetadata(item.metadata());
-  return data;
-}
 
 }  // namespace
 
@@ -407,24 +165,7 @@ absl::StatusOr<ResolvedProfile> ConversationService::ProfileOf(const Conversatio
         "' has no profile in the current configuration"));
   }
   ResolvedProfile out = **resolved;
-  ProfileOverrides overrides = c.overrides;
-  if (c.prompt_limit > 0) {
-    // A provider refused a larger prompt: the window is the limit plus the
-    // output reserve, and the bands are the same fractions of the limit
-    // (above the reserve) as they were of the prompt's share before.
-    const ModelProfile base = ApplyOverrides(out.profile, overrides);
-    const int64_t window = std::min(base.context_window, c.prompt_limit + base.output_reserve);
-    if (window < base.context_window) {
-      const double reserve = static_cast<double>(base.output_reserve);
-      const double limit = static_cast<double>(window) - reserve;
-      auto rescale = [&](double f) { return (reserve + f * limit) / static_cast<double>(window); };
-      overrides.context_window = window;
-      overrides.soft_threshold = rescale(base.soft_threshold);
-      overrides.hard_threshold = rescale(base.hard_threshold);
-      overrides.emergency_threshold = rescale(base.emergency_threshold);
-    }
-  }
-  out.profile = ApplyOverrides(out.profile, overrides);
+  out.profile = ApplyOverrides(out.profile, WithPromptLimit(out.profile, c.overrides, c.prompt_limit));
   return out;
 }
 
@@ -911,40 +652,11 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::RecoverFromOverflo
     const CallContext& ctx, const ConversationKey& key, ContextSnapshot snapshot,
     const ResolvedProfile& resolved, const std::vector<ItemData>& pending,
     int64_t reported_tokens, const ProgressSink& progress) {
-  const Tokenizer& tokenizer = *resolved.tokenizer;
-  ViewOptions options;
-  options.tokenizer = &tokenizer;
-  // The view as this call would have built it: the one the provider refused
-  // (or one at least as large).
-  const ContextView refused =
-      AssembleView(snapshot, resolved.profile, tokenizer.approximate(), pending, options);
-  const std::string refused_hash =
-      DigestView(refused, snapshot.conversation.prune_boundary).view_hash;
-  const int64_t estimated = refused.tokens.total - refused.tokens.output_reserve;
-  // How much more the provider counts than the estimate: what it reported,
-  // or a tenth more when it did not say; at least 5% more either way (it
-  // refused, so the estimate was too low), at most 4x per refusal.
-  double factor = 1.1;
-  if (reported_tokens > 0 && estimated > 0) {
-    factor = static_cast<double>(reported_tokens) / static_cast<double>(estimated);
-  }
-  factor = std::clamp(factor, 1.05, 4.0);
-  const double before = snapshot.conversation.overflow_correction;
-  const double after = std::min(before * factor, 16.0);
-  // The prompt may not be as large again: nine tenths of the refused one,
-  // in corrected counts.
-  const int64_t limit = std::max<int64_t>(
-      1, static_cast<int64_t>(0.9 * static_cast<double>(estimated) * after / before));
-  CompactionEvent event;
-  event.event = "provider_overflow";
-  event.tokens_before = estimated;
-  event.tokens_after = reported_tokens;
-  event.detail = DetailJson({{"reported_tokens", reported_tokens},
-                             {"estimated_tokens", estimated},
-                             {"correction_before", before},
-                             {"correction_after", after},
-                             {"prompt_limit", limit},
-                             {"refused_view_hash", refused_hash}});
+  const OverflowCorrection correction = CorrectForOverflow(snapshot, resolved, pending, reported_tokens);
+  const std::string& refused_hash = correction.refused_view_hash;
+  const double after = correction.correction;
+  const int64_t limit = correction.prompt_limit;
+  const CompactionEvent& event = correction.event;
   RETURN_IF_ERROR(storage_->RecordProviderOverflow(ctx, key, after, limit, event).status());
   ASSIGN_OR_RETURN(snapshot, storage_->LoadContext(ctx, key));
 
@@ -1150,16 +862,7 @@ absl::StatusOr<v1::ListCompactionEventsResponse> ConversationService::ListCompac
   if (events.more && !events.rows.empty()) {
     out.set_next_page_token(EncodePageToken("e", absl::StrCat(events.rows.back().event_id)));
   }
-  for (const CompactionEvent& e : events.rows) {
-    v1::CompactionEvent* pe = out.add_events();
-    pe->set_event_id(e.event_id);
-    pe->set_event(e.event);
-    pe->set_tier(e.tier);
-    pe->set_tokens_before(e.tokens_before);
-    pe->set_tokens_after(e.tokens_after);
-    pe->set_detail_json(e.detail);
-    SetTimestamp(e.create_time, pe->mutable_create_time());
-  }
+  for (const CompactionEvent& e : events.rows) ToProto(e, out.add_events());
   return out;
 }
 
@@ -1195,6 +898,56 @@ absl::StatusOr<v1::ExpandSummaryResponse> ConversationService::ExpandSummary(
     out.set_next_page_token(EncodePageToken("x", absl::StrCat(last)));
   }
   return out;
+}
+
+namespace {
+
+std::shared_ptr<const std::string> WireOf(const google::protobuf::Message& message) {
+  return std::make_shared<const std::string>(message.SerializeAsString());
+}
+std::shared_ptr<const std::string> WireOf(std::shared_ptr<const std::string> wire) {
+  return wire;
+}
+
+// `method` as a UnaryRpc.
+template <typename Req, typename Resp>
+UnaryRpc Bind(absl::StatusOr<Resp> (ConversationService::*method)(const CallContext&,
+                                                                   const Req&)) {
+  return UnaryRpc{
+      [] { return std::unique_ptr<google::protobuf::Message>(std::make_unique<Req>()); },
+      [method](ConversationService& service, const CallContext& ctx,
+               const google::protobuf::Message& request) -> absl::StatusOr<UnaryRpc::Wire> {
+        absl::StatusOr<Resp> response =
+            (service.*method)(ctx, static_cast<const Req&>(request));
+        if (!response.ok()) return response.status();
+        return WireOf(*std::move(response));
+      }};
+}
+
+}  // namespace
+
+const absl::flat_hash_map<std::string, UnaryRpc>& ConversationService::UnaryRpcs() {
+  using S = ConversationService;
+  static const auto* const rpcs = new absl::flat_hash_map<std::string, UnaryRpc>{
+      {"CreateConversation", Bind(&S::CreateConversation)},
+      {"GetConversation", Bind(&S::GetConversation)},
+      {"ListConversations", Bind(&S::ListConversations)},
+      {"DeleteConversation", Bind(&S::DeleteConversation)},
+      {"AppendTurn", Bind(&S::AppendTurn)},
+      {"ListItems", Bind(&S::ListItems)},
+      {"BuildContext", Bind(&S::BuildContextWire)},
+      {"InspectContext", Bind(&S::InspectContext)},
+      {"Compact", Bind(&S::Compact)},
+      {"ListSummaries", Bind(&S::ListSummaries)},
+      {"ExpandSummary", Bind(&S::ExpandSummary)},
+      {"ListCompactionEvents", Bind(&S::ListCompactionEvents)},
+      {"PinItem", Bind(&S::PinItem)},
+      {"UnpinItem", Bind(&S::UnpinItem)},
+      {"UpdateConversation", Bind(&S::UpdateConversation)},
+      {"GetContextAt", Bind(&S::GetContextAt)},
+      {"RedactItems", Bind(&S::RedactItems)},
+  };
+  return *rpcs;
 }
 
 }  // namespace convstate

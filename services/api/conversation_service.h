@@ -22,8 +22,17 @@
 
 namespace convstate {
 
-// The wire form of a token breakdown.
-void ToProto(const TokenBreakdown& tokens, v1::TokenBreakdown* out);
+class ConversationService;
+
+// One unary RPC as a transport sees it: a fresh request message to parse
+// into, and the call, which answers the response serialized.
+struct UnaryRpc {
+  using Wire = std::shared_ptr<const std::string>;
+  std::function<std::unique_ptr<google::protobuf::Message>()> new_request;
+  std::function<absl::StatusOr<Wire>(ConversationService&, const CallContext&,
+                                     const google::protobuf::Message&)>
+      call;
+};
 
 // The convstate.v1 API as plain calls: validates requests, talks to Storage
 // and the compaction core, and builds responses. Knows protobuf messages but
@@ -53,6 +62,13 @@ class ConversationService {
                       Summarizer* summarizer);
   // Waits for background compactions already running; drops queued ones.
   ~ConversationService();
+
+  // Every unary RPC of convstate.v1.ConversationState by method name, the
+  // one table a transport serves from: a new unary RPC is its proto, its
+  // method here and its line in the table (conversation_service.cc).
+  // StreamBuildContext, the one streaming RPC, is BuildContext with a
+  // ProgressSink.
+  static const absl::flat_hash_map<std::string, UnaryRpc>& UnaryRpcs();
 
   absl::StatusOr<v1::Conversation> CreateConversation(const CallContext& ctx,
                                                       const v1::CreateConversationRequest& req);

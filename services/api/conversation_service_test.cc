@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -827,6 +828,24 @@ TEST(ConversationServiceRaceTest, ConcurrentUpdatesLeaveCountsThatMatchTheResult
   EXPECT_EQ(after->system_prompt, long_prompt);
   // The small profile counts 2 bytes a token and nothing per message.
   EXPECT_EQ(after->system_prompt_tokens, 2000);
+}
+
+}  // namespace
+}  // namespace convstate
+
+namespace convstate {
+namespace {
+
+// The engine's tiers and the API's CompactionTier are the same list: the
+// names audit rows carry are the enum's, which clients read.
+TEST(TierNamesTest, TheEngineAndTheApiNameTheSameTiers) {
+  const google::protobuf::EnumDescriptor* api = v1::CompactionTier_descriptor();
+  ASSERT_EQ(api->value_count(), static_cast<int>(std::size(kTierList)) + 1);
+  for (const TierEntry& e : kTierList) {
+    const google::protobuf::EnumValueDescriptor* v = api->FindValueByNumber(static_cast<int>(e.tier));
+    ASSERT_NE(v, nullptr) << e.name;
+    EXPECT_EQ(v->name(), "COMPACTION_TIER_" + absl::AsciiStrToUpper(e.name));
+  }
 }
 
 }  // namespace

@@ -25,31 +25,6 @@ namespace cfg = convstate::config::v1;
 
 constexpr size_t kMaxSeenTokens = 4096;
 
-struct MethodRole {
-  const char* method;
-  Role role;
-};
-
-constexpr MethodRole kMethodRoles[] = {
-    {"GetConversation", Role::kReader},
-    {"ListConversations", Role::kReader},
-    {"ListItems", Role::kReader},
-    {"InspectContext", Role::kReader},
-    {"GetContextAt", Role::kReader},
-    {"CreateConversation", Role::kGateway},
-    {"UpdateConversation", Role::kGateway},
-    {"DeleteConversation", Role::kGateway},
-    {"AppendTurn", Role::kGateway},
-    {"BuildContext", Role::kGateway},
-    {"StreamBuildContext", Role::kGateway},
-    {"PinItem", Role::kGateway},
-    {"UnpinItem", Role::kGateway},
-    {"Compact", Role::kOperator},
-    {"ListSummaries", Role::kOperator},
-    {"ExpandSummary", Role::kOperator},
-    {"ListCompactionEvents", Role::kOperator},
-    {"RedactItems", Role::kOperator},
-};
 
 absl::StatusOr<Role> RoleOf(cfg::Role role, absl::string_view where) {
   switch (role) {
@@ -103,12 +78,6 @@ absl::string_view RoleName(Role role) {
   return "unknown";
 }
 
-std::optional<Role> RequiredRole(absl::string_view method) {
-  for (const MethodRole& m : kMethodRoles) {
-    if (method == m.method) return m.role;
-  }
-  return std::nullopt;
-}
 
 std::string TokenDigest(absl::string_view salt, absl::string_view token) {
   Sha256 hash;

@@ -24,9 +24,6 @@ enum class Role { kReader = 1, kGateway = 2, kOperator = 3 };
 // "reader", "gateway", "operator".
 absl::string_view RoleName(Role role);
 
-// The role a convstate.v1.ConversationState method needs (by its short
-// name, "AppendTurn"); nullopt for a name that is not a method.
-std::optional<Role> RequiredRole(absl::string_view method);
 
 // Who a credential says the caller is.
 struct Principal {

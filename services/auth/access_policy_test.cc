@@ -110,15 +110,6 @@ TEST(AccessPolicyTest, MistakesAreRefusedNamingTheEntry) {
   }
 }
 
-TEST(AccessPolicyTest, MethodsNeedTheirRoles) {
-  EXPECT_EQ(RequiredRole("ListItems"), Role::kReader);
-  EXPECT_EQ(RequiredRole("BuildContext"), Role::kGateway);
-  EXPECT_EQ(RequiredRole("AppendTurn"), Role::kGateway);
-  EXPECT_EQ(RequiredRole("Compact"), Role::kOperator);
-  EXPECT_EQ(RequiredRole("ListCompactionEvents"), Role::kOperator);
-  EXPECT_EQ(RequiredRole("Nope"), std::nullopt);
-}
-
 TEST(AccessFileTest, AChangedFileIsReadAgainAndABrokenOneKeepsTheOldRules) {
   const std::string path = absl::StrCat(testing::TempDir(), "/access.textproto");
   auto write = [&](const std::string& text) {

@@ -1,5 +1,9 @@
 #include "services/grpc/access_gate.h"
 
+#include "absl/container/flat_hash_map.h"
+#include "convstate/v1/convstate.grpc.pb.h"
+#include "google/protobuf/descriptor.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,6 +82,28 @@ absl::StatusOr<auth::Principal> AccessGate::Authenticate(const grpc::ServerConte
                 "unauthenticated");
 }
 
+std::optional<auth::Role> RequiredRole(absl::string_view method) {
+  // Read once from the descriptor: the proto is where each method's role
+  // is declared.
+  static const auto* const kRoles = [] {
+    auto* roles = new absl::flat_hash_map<std::string, auth::Role>();
+    const google::protobuf::ServiceDescriptor* service = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(v1::ConversationState::service_full_name());
+    for (int i = 0; i < service->method_count(); ++i) {
+      const google::protobuf::MethodDescriptor* m = service->method(i);
+      switch (m->options().GetExtension(v1::required_role)) {
+        case v1::CALLER_ROLE_READER: (*roles)[m->name()] = auth::Role::kReader; break;
+        case v1::CALLER_ROLE_GATEWAY: (*roles)[m->name()] = auth::Role::kGateway; break;
+        case v1::CALLER_ROLE_OPERATOR: (*roles)[m->name()] = auth::Role::kOperator; break;
+        default: break;  // None: no caller may call it.
+      }
+    }
+    return roles;
+  }();
+  auto it = kRoles->find(method);
+  if (it == kRoles->end()) return std::nullopt;
+  return it->second;
+}
+
 absl::StatusOr<std::optional<auth::Principal>> AccessGate::Admit(
     const grpc::ServerContextBase& ctx, absl::string_view method) {
   if (!enabled()) return std::nullopt;
@@ -86,7 +112,7 @@ absl::StatusOr<std::optional<auth::Principal>> AccessGate::Admit(
   const std::shared_ptr<const auth::AccessPolicy> policy = file_->Current();
   absl::StatusOr<auth::Principal> principal = Authenticate(ctx, *policy);
   if (!principal.ok()) return principal.status();
-  const std::optional<auth::Role> needed = auth::RequiredRole(method);
+  const std::optional<auth::Role> needed = RequiredRole(method);
   if (!needed.has_value() || principal->role < *needed) {
     return Refuse(absl::PermissionDeniedError(absl::StrCat(
                       "the ", auth::RoleName(principal->role), " role may not call ", method)),

@@ -31,6 +31,11 @@ struct AccessOptions {
 // by the access file to a tenant and a role; the role against the method;
 // the tenant's call rate. Refusals are counted in convstate.requests.refused,
 // never logged one by one, and never echo the credential. Thread-safe.
+// The role a convstate.v1.ConversationState method (`method`: its short
+// name) needs, as its required_role option in the proto says; nullopt for
+// a method the service does not have or one that names no role.
+std::optional<auth::Role> RequiredRole(absl::string_view method);
+
 class AccessGate {
  public:
   // No authentication: every call is admitted for the tenant it names.

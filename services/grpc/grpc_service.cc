@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "google/protobuf/descriptor.h"
+#include "services/api/wire.h"
 #include "services/api/wire_check.h"
 #include "services/common/log.h"
 #include "services/common/task_guard.h"
@@ -156,11 +159,11 @@ v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
   v1::BuildContextEvent event;
   switch (p.kind) {
     case CompactionProgress::Kind::kStarted:
-      event.mutable_compaction_started()->set_tier(p.tier);
+      event.mutable_compaction_started()->set_tier(std::string(TierName(p.tier)));
       event.mutable_compaction_started()->set_tokens_before(p.tokens_before);
       break;
     case CompactionProgress::Kind::kCompleted:
-      event.mutable_compaction_completed()->set_tier(p.tier);
+      event.mutable_compaction_completed()->set_tier(std::string(TierName(p.tier)));
       event.mutable_compaction_completed()->set_tokens_before(p.tokens_before);
       event.mutable_compaction_completed()->set_tokens_after(p.tokens_after);
       event.mutable_compaction_completed()->set_recall(p.recall);
@@ -175,7 +178,7 @@ v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
       event.mutable_compaction_completed()->set_reasoning_dropped(p.reasoning_dropped);
       break;
     case CompactionProgress::Kind::kFailed:
-      event.mutable_compaction_failed()->set_tier(p.tier);
+      event.mutable_compaction_failed()->set_tier(std::string(TierName(p.tier)));
       event.mutable_compaction_failed()->set_reason(p.reason);
       break;
   }
@@ -186,7 +189,54 @@ v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
 
 GrpcService::GrpcService(ConversationService* service, ThreadPool* workers,
                          telemetry::Telemetry* telemetry, AccessGate* gate)
-    : service_(service), workers_(workers), telemetry_(telemetry), gate_(gate) {}
+    : service_(service), workers_(workers), telemetry_(telemetry), gate_(gate) {
+  const google::protobuf::ServiceDescriptor* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          v1::ConversationState::service_full_name());
+  // Method i of the descriptor is method i of the generated service.
+  names_.reserve(descriptor->method_count());
+  for (int i = 0; i < descriptor->method_count(); ++i) {
+    names_.push_back(descriptor->method(i)->name());
+  }
+  const auto& rpcs = ConversationService::UnaryRpcs();
+  for (int i = 0; i < descriptor->method_count(); ++i) {
+    const google::protobuf::MethodDescriptor* method = descriptor->method(i);
+    const char* name = names_[i].c_str();
+    if (method->server_streaming() && names_[i] == "StreamBuildContext") {
+      MarkMethodRawCallback(
+          i, new grpc::internal::CallbackServerStreamingHandler<ByteBuffer, ByteBuffer>(
+                 [this](Context* ctx, const ByteBuffer* request) {
+                   return StreamBuildContext(ctx, request);
+                 }));
+      continue;
+    }
+    auto rpc = rpcs.find(names_[i]);
+    if (method->client_streaming() || method->server_streaming() || rpc == rpcs.end()) {
+      unserved_.push_back(names_[i]);
+      if (method->client_streaming() || method->server_streaming()) continue;
+      MarkMethodRawCallback(
+          i, new grpc::internal::CallbackUnaryHandler<ByteBuffer, ByteBuffer>(
+                 [](Context* ctx, const ByteBuffer*, ByteBuffer*) {
+                   Reactor* reactor = ctx->DefaultReactor();
+                   reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                                "this server does not serve this method"));
+                   return reactor;
+                 }));
+      continue;
+    }
+    const UnaryRpc* unary = &rpc->second;
+    MarkMethodRawCallback(
+        i, new grpc::internal::CallbackUnaryHandler<ByteBuffer, ByteBuffer>(
+               [this, unary, name](Context* ctx, const ByteBuffer* request,
+                                   ByteBuffer* response) {
+                 return Unary(*unary, name, ctx, request, response);
+               }));
+  }
+  if (!unserved_.empty()) {
+    LogLine(LogLevel::kWarning, absl::StrCat("convstate.v1.ConversationState methods not served: ",
+                                         absl::StrJoin(unserved_, ", ")));
+  }
+}
 
 absl::Status GrpcService::AdmitAndParse(const Context& ctx, const char* method,
                                         const ByteBuffer& request,
@@ -204,13 +254,12 @@ absl::Status GrpcService::AdmitAndParse(const Context& ctx, const char* method,
   return absl::OkStatus();
 }
 
-template <typename Req, typename Resp>
-GrpcService::Reactor* GrpcService::Unary(
-    const char* method_name, Context* ctx, const ByteBuffer* request, ByteBuffer* response,
-    absl::StatusOr<Resp> (ConversationService::*method)(const CallContext&, const Req&)) {
+GrpcService::Reactor* GrpcService::Unary(const UnaryRpc& rpc, const char* method_name,
+                                         Context* ctx, const ByteBuffer* request,
+                                         ByteBuffer* response) {
   Reactor* reactor = ctx->DefaultReactor();
   auto trace = std::make_shared<RpcTrace>(telemetry_, *ctx, method_name);
-  auto req = std::make_shared<Req>();
+  std::shared_ptr<google::protobuf::Message> req = rpc.new_request();
   std::string principal;
   if (absl::Status admitted =
           AdmitAndParse(*ctx, method_name, *request, req.get(), trace.get(), &principal);
@@ -223,16 +272,16 @@ GrpcService::Reactor* GrpcService::Unary(
   // The context lives until Finish, which the worker calls last.
   const CallContext call{DeadlineOf(*ctx), [ctx] { return ctx->IsCancelled(); },
                          std::move(principal)};
-  const bool queued = workers_->Schedule([this, method_name, method, call, req, response,
+  const bool queued = workers_->Schedule([this, &rpc, method_name, call, req, response,
                                           reactor, trace] {
     grpc::Status status;
     {
       telemetry::ScopedSpan scope(trace->span());
-      absl::StatusOr<Resp> result = kEscaped;
+      absl::StatusOr<UnaryRpc::Wire> result = kEscaped;
       // Whatever escapes the call fails this call alone (INTERNAL); the
       // client gets an answer and the worker goes on.
       RunGuarded(method_name, [&] {
-        result = (service_->*method)(call, *req);
+        result = rpc.call(*service_, call, *req);
         if (result.ok()) *response = Serialize(*result);
       });
       if (!result.ok()) LogServerError(method_name, result.status());
@@ -246,90 +295,6 @@ GrpcService::Reactor* GrpcService::Unary(
     reactor->Finish(kOverloaded);
   }
   return reactor;
-}
-
-GrpcService::Reactor* GrpcService::CreateConversation(Context* ctx, const ByteBuffer* req,
-                                                      ByteBuffer* resp) {
-  return Unary("CreateConversation", ctx, req, resp, &ConversationService::CreateConversation);
-}
-
-GrpcService::Reactor* GrpcService::GetConversation(Context* ctx, const ByteBuffer* req,
-                                                   ByteBuffer* resp) {
-  return Unary("GetConversation", ctx, req, resp, &ConversationService::GetConversation);
-}
-
-GrpcService::Reactor* GrpcService::ListConversations(Context* ctx, const ByteBuffer* req,
-                                                     ByteBuffer* resp) {
-  return Unary("ListConversations", ctx, req, resp, &ConversationService::ListConversations);
-}
-
-GrpcService::Reactor* GrpcService::DeleteConversation(Context* ctx, const ByteBuffer* req,
-                                                      ByteBuffer* resp) {
-  return Unary("DeleteConversation", ctx, req, resp, &ConversationService::DeleteConversation);
-}
-
-GrpcService::Reactor* GrpcService::AppendTurn(Context* ctx, const ByteBuffer* req,
-                                              ByteBuffer* resp) {
-  return Unary("AppendTurn", ctx, req, resp, &ConversationService::AppendTurn);
-}
-
-GrpcService::Reactor* GrpcService::ListItems(Context* ctx, const ByteBuffer* req,
-                                             ByteBuffer* resp) {
-  return Unary("ListItems", ctx, req, resp, &ConversationService::ListItems);
-}
-
-GrpcService::Reactor* GrpcService::BuildContext(Context* ctx, const ByteBuffer* req,
-                                                ByteBuffer* resp) {
-  return Unary("BuildContext", ctx, req, resp, &ConversationService::BuildContextWire);
-}
-
-GrpcService::Reactor* GrpcService::InspectContext(Context* ctx, const ByteBuffer* req,
-                                                  ByteBuffer* resp) {
-  return Unary("InspectContext", ctx, req, resp, &ConversationService::InspectContext);
-}
-
-GrpcService::Reactor* GrpcService::Compact(Context* ctx, const ByteBuffer* req,
-                                           ByteBuffer* resp) {
-  return Unary("Compact", ctx, req, resp, &ConversationService::Compact);
-}
-
-GrpcService::Reactor* GrpcService::ListSummaries(Context* ctx, const ByteBuffer* req,
-                                                 ByteBuffer* resp) {
-  return Unary("ListSummaries", ctx, req, resp, &ConversationService::ListSummaries);
-}
-
-GrpcService::Reactor* GrpcService::ExpandSummary(Context* ctx, const ByteBuffer* req,
-                                                 ByteBuffer* resp) {
-  return Unary("ExpandSummary", ctx, req, resp, &ConversationService::ExpandSummary);
-}
-
-GrpcService::Reactor* GrpcService::ListCompactionEvents(Context* ctx, const ByteBuffer* req,
-                                                        ByteBuffer* resp) {
-  return Unary("ListCompactionEvents", ctx, req, resp, &ConversationService::ListCompactionEvents);
-}
-
-GrpcService::Reactor* GrpcService::PinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) {
-  return Unary("PinItem", ctx, req, resp, &ConversationService::PinItem);
-}
-
-GrpcService::Reactor* GrpcService::UnpinItem(Context* ctx, const ByteBuffer* req,
-                                             ByteBuffer* resp) {
-  return Unary("UnpinItem", ctx, req, resp, &ConversationService::UnpinItem);
-}
-
-GrpcService::Reactor* GrpcService::UpdateConversation(Context* ctx, const ByteBuffer* req,
-                                                      ByteBuffer* resp) {
-  return Unary("UpdateConversation", ctx, req, resp, &ConversationService::UpdateConversation);
-}
-
-GrpcService::Reactor* GrpcService::GetContextAt(Context* ctx, const ByteBuffer* req,
-                                                ByteBuffer* resp) {
-  return Unary("GetContextAt", ctx, req, resp, &ConversationService::GetContextAt);
-}
-
-GrpcService::Reactor* GrpcService::RedactItems(Context* ctx, const ByteBuffer* req,
-                                               ByteBuffer* resp) {
-  return Unary("RedactItems", ctx, req, resp, &ConversationService::RedactItems);
 }
 
 // Compaction events as they happen (compaction_started before the

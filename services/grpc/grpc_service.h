@@ -1,6 +1,9 @@
 #ifndef CONVSTATE_SERVICES_GRPC_GRPC_SERVICE_H_
 #define CONVSTATE_SERVICES_GRPC_GRPC_SERVICE_H_
 
+#include <string>
+#include <vector>
+
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "services/api/conversation_service.h"
 #include "services/common/thread_pool.h"
@@ -11,37 +14,20 @@ namespace convstate {
 
 class RpcTrace;
 
-namespace internal {
-using RawConversationState = v1::ConversationState::WithRawCallbackMethod_CreateConversation<
-    v1::ConversationState::WithRawCallbackMethod_GetConversation<
-        v1::ConversationState::WithRawCallbackMethod_ListConversations<
-            v1::ConversationState::WithRawCallbackMethod_DeleteConversation<
-                v1::ConversationState::WithRawCallbackMethod_AppendTurn<
-                    v1::ConversationState::WithRawCallbackMethod_ListItems<
-                        v1::ConversationState::WithRawCallbackMethod_BuildContext<
-                            v1::ConversationState::WithRawCallbackMethod_StreamBuildContext<
-                                v1::ConversationState::WithRawCallbackMethod_InspectContext<
-                                    v1::ConversationState::WithRawCallbackMethod_Compact<
-                                        v1::ConversationState::WithRawCallbackMethod_ListSummaries<
-                                            v1::ConversationState::WithRawCallbackMethod_ExpandSummary<
-                                                v1::ConversationState::WithRawCallbackMethod_ListCompactionEvents<
-                                                    v1::ConversationState::WithRawCallbackMethod_PinItem<
-                                                        v1::ConversationState::WithRawCallbackMethod_UnpinItem<
-                                                            v1::ConversationState::WithRawCallbackMethod_UpdateConversation<
-                                                                v1::ConversationState::WithRawCallbackMethod_GetContextAt<
-                                                                    v1::ConversationState::WithRawCallbackMethod_RedactItems<
-                                                                        v1::ConversationState::Service>>>>>>>>>>>>>>>>>>;
-}  // namespace internal
 
 // The gRPC adapter for convstate.v1.ConversationState. Each call: parse the
 // request, take the deadline, run the ConversationService method on the
 // worker pool (database calls block), map the status with ToGrpcStatus.
 //
+// The adapter knows no method by name but StreamBuildContext: it serves
+// every unary method of the service's descriptor from
+// ConversationService::UnaryRpcs, so a new RPC needs nothing here.
+//
 // Methods take raw bytes so that the adapter parses requests itself: a
 // request protobuf refuses (a string field with invalid UTF-8, truncated
 // bytes) becomes INVALID_ARGUMENT naming the field, not gRPC's opaque
 // INTERNAL.
-class GrpcService final : public internal::RawConversationState {
+class GrpcService final : public v1::ConversationState::Service {
  public:
   // `service`, `workers` and `telemetry` must outlive this object and
   // every call on it. Each call gets a server span (the child of an
@@ -54,32 +40,15 @@ class GrpcService final : public internal::RawConversationState {
   using Context = grpc::CallbackServerContext;
   using Reactor = grpc::ServerUnaryReactor;
 
-  Reactor* CreateConversation(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* GetConversation(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* ListConversations(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* DeleteConversation(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* AppendTurn(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* ListItems(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* BuildContext(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  grpc::ServerWriteReactor<ByteBuffer>* StreamBuildContext(Context* ctx,
-                                                           const ByteBuffer* req) override;
-  Reactor* InspectContext(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* Compact(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* ListSummaries(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* ExpandSummary(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* ListCompactionEvents(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* PinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* UnpinItem(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* UpdateConversation(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* GetContextAt(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
-  Reactor* RedactItems(Context* ctx, const ByteBuffer* req, ByteBuffer* resp) override;
+  // The methods of the service's descriptor that have no handler; empty
+  // when every RPC is served (they answer UNIMPLEMENTED).
+  const std::vector<std::string>& unserved() const { return unserved_; }
 
  private:
-  template <typename Req, typename Resp>
-  Reactor* Unary(const char* method_name, Context* ctx, const ByteBuffer* request,
-                 ByteBuffer* response,
-                 absl::StatusOr<Resp> (ConversationService::*method)(const CallContext&,
-                                                                      const Req&));
+  Reactor* Unary(const UnaryRpc& rpc, const char* method, Context* ctx,
+                 const ByteBuffer* request, ByteBuffer* response);
+  grpc::ServerWriteReactor<ByteBuffer>* StreamBuildContext(Context* ctx,
+                                                           const ByteBuffer* request);
 
   // The gate's verdict on the call, then the request parsed into
   // `message` with the credential's tenant in it; `principal` gets the
@@ -92,6 +61,9 @@ class GrpcService final : public internal::RawConversationState {
   ThreadPool* const workers_;
   telemetry::Telemetry* const telemetry_;
   AccessGate* const gate_;
+  // Method names, one per descriptor method, for the handlers' lifetime.
+  std::vector<std::string> names_;
+  std::vector<std::string> unserved_;
 };
 
 }  // namespace convstate

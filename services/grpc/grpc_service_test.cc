@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -122,6 +123,28 @@ class GrpcServiceTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::ConversationState::Stub> stub_;
 };
+
+// Every method of the service's descriptor reaches ConversationService:
+// none answers UNIMPLEMENTED, and a unary call reaches the method its name
+// says (a conversation read back is the one created).
+TEST_F(GrpcServiceTest, ServesEveryMethodOfTheDescriptor) {
+  EXPECT_TRUE(grpc_service_->unserved().empty())
+      << absl::StrJoin(grpc_service_->unserved(), ", ");
+  CreateFull("served");
+  v1::GetConversationRequest get;
+  get.set_conversation_id("served");
+  v1::Conversation got;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->GetConversation(&ctx, get, &got).ok());
+  EXPECT_EQ(got.conversation_id(), "served");
+  EXPECT_EQ(got.model(), "tiny");
+  v1::ListItemsRequest list;
+  list.set_conversation_id("served");
+  v1::ListItemsResponse items;
+  grpc::ClientContext lctx;
+  ASSERT_TRUE(stub_->ListItems(&lctx, list, &items).ok());
+  EXPECT_EQ(items.items_size(), 20);
+}
 
 TEST_F(GrpcServiceTest, StreamsCancelledAtAnyPointOfACompactionLeaveNothingBehind) {
   std::mt19937 rng(2026);

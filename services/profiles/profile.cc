@@ -94,4 +94,25 @@ absl::Status ValidateProfile(const ModelProfile& p, const std::string& prefix) {
   return absl::OkStatus();
 }
 
+ProfileOverrides WithPromptLimit(const ModelProfile& model, ProfileOverrides overrides,
+                                 int64_t prompt_limit) {
+  if (prompt_limit <= 0) return overrides;
+  const ModelProfile base = ApplyOverrides(model, overrides);
+  const int64_t window = std::min(base.context_window, prompt_limit + base.output_reserve);
+  if (window >= base.context_window) return overrides;
+  const double reserve = static_cast<double>(base.output_reserve);
+  const double limit = static_cast<double>(window) - reserve;
+  auto rescale = [&](double f) { return (reserve + f * limit) / static_cast<double>(window); };
+  overrides.context_window = window;
+  overrides.soft_threshold = rescale(base.soft_threshold);
+  overrides.hard_threshold = rescale(base.hard_threshold);
+  overrides.emergency_threshold = rescale(base.emergency_threshold);
+  return overrides;
+}
+
+std::string TokenizerKey(const ModelProfile& profile) {
+  if (profile.encoding != "approximate") return profile.encoding;
+  return absl::StrCat("approximate:", profile.bytes_per_token);
+}
+
 }  // namespace convstate

@@ -84,6 +84,18 @@ struct ModelProfile {
 // that budgets, triggers and buffers shrink with it.
 ModelProfile ApplyOverrides(ModelProfile base, const ProfileOverrides& overrides);
 
+// `overrides` for a conversation whose provider refused a larger prompt
+// than `prompt_limit` (0: none): the window becomes the limit plus the
+// output reserve, and the bands the same fractions of the limit (above the
+// reserve) as they were of the prompt's share before. `base` is the
+// model's profile.
+ProfileOverrides WithPromptLimit(const ModelProfile& base, ProfileOverrides overrides,
+                                 int64_t prompt_limit);
+
+// The name of the tokenizer a profile counts with, as stored with counts
+// ("o200k_base", "approximate:4").
+std::string TokenizerKey(const ModelProfile& profile);
+
 // Tokens a fraction of the window stands for.
 int64_t FractionOfWindow(const ModelProfile& profile, double fraction);
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/convstatectl/render.h"
@@ -135,11 +136,16 @@ std::vector<const v1::CompactionEvent*> Steps(const std::vector<v1::CompactionEv
   return out;
 }
 
+// A color per tier of the API's CompactionTier (by its number, so that a
+// tier added there gets one), and another for what no tier names.
 const char* TierColor(const std::string& tier) {
-  if (tier == "prune") return "#59a14f";
-  if (tier == "summarize" || tier == "fold") return "#4e79a7";
-  if (tier == "truncate") return "#e15759";
-  return "#9c755f";
+  static constexpr const char* kPalette[] = {"#9c755f", "#59a14f", "#4e79a7", "#76b7b2",
+                                             "#e15759", "#f28e2b", "#b07aa1", "#edc948"};
+  v1::CompactionTier value = v1::COMPACTION_TIER_UNSPECIFIED;
+  if (!v1::CompactionTier_Parse("COMPACTION_TIER_" + absl::AsciiStrToUpper(tier), &value)) {
+    return kPalette[0];
+  }
+  return kPalette[1 + (static_cast<int>(value) - 1) % (std::size(kPalette) - 1)];
 }
 
 std::string Sawtooth(const ReportData& d) {

@@ -16,32 +16,12 @@
 #include "services/compaction/view/context_view.h"
 #include "services/profiles/model_registry.h"
 #include "services/compaction/engine/planner.h"
+#include "services/compaction/engine/step_recorder.h"
+#include "services/compaction/engine/tier.h"
 #include "services/compaction/summarizers/summarizer.h"
 #include "storage/storage.h"
 
 namespace convstate {
-
-// Progress of a compaction, as StreamBuildContext reports it.
-struct CompactionProgress {
-  enum class Kind { kStarted, kCompleted, kFailed };
-  Kind kind = Kind::kStarted;
-  // "prune", "summarize", "fold" or "truncate".
-  std::string tier;
-  int64_t tokens_before = 0;
-  int64_t tokens_after = 0;
-  std::string reason;
-  // For a completed summary or fold: its recall of the span's facts.
-  double recall = 0;
-  // For a completed step: the view's tokens by section before and after.
-  std::optional<TokenBreakdown> before_tokens;
-  std::optional<TokenBreakdown> after_tokens;
-  // For a completed summary: reasoning blocks left verbatim after it, and
-  // those it summarized as text or dropped.
-  int reasoning_kept = 0;
-  int reasoning_summarized = 0;
-  int reasoning_dropped = 0;
-};
-using ProgressSink = std::function<void(const CompactionProgress&)>;
 
 struct CompactionOutcome {
   // The view after compaction (truncated if it had to be).
@@ -95,8 +75,7 @@ class CompactionRunner {
   };
 
   // `storage` and `summarizer` must outlive the runner.
-  CompactionRunner(Options options, Storage* storage, Summarizer* summarizer)
-      : options_(std::move(options)), storage_(storage), summarizer_(summarizer) {}
+  CompactionRunner(Options options, Storage* storage, Summarizer* summarizer);
 
   // Builds the view of `snapshot` for `pending`, compacting first as `mode`
   // says. RESOURCE_EXHAUSTED when even the parts that are never removed do
@@ -128,10 +107,27 @@ class CompactionRunner {
   // Summarizes `req` in one request, or, when its transcript is larger than
   // the summarizer model takes (profile.summarizer.input_limit), in
   // consecutive pieces whose results are joined (and audited in `events`).
-  absl::StatusOr<SummaryResult> SummarizeInPieces(
-      const SummaryRequest& req, const ModelProfile& profile, const Tokenizer& tokenizer,
-      const std::function<void(const absl::Status&)>& count_call,
-      std::vector<CompactionEvent>& events);
+  absl::StatusOr<SummaryResult> SummarizeInPieces(const SummaryRequest& req,
+                                                  const ModelProfile& profile,
+                                                  const Tokenizer& tokenizer, StepRecorder& steps,
+                                                  std::vector<CompactionEvent>& events);
+
+  // Stores what the tiers so far left in the job's commit (if anything),
+  // before a tier that reads what is stored.
+  void CommitPending(CompactionJob& job);
+  // Stores `c` (`tier`'s), and on success reads the conversation again.
+  // ABORTED (a concurrent compaction won) counts as stored. False, with an
+  // audit row, when it could not be stored.
+  bool Store(CompactionJob& job, CompactionOutcome& out, const CompactionCommit& c, Tier tier);
+  // The compaction lease for `job`, and the plan again from what is stored
+  // once it is held; false when `background` and someone else is at it.
+  // `waited_ms`: how long it took.
+  absl::StatusOr<bool> TakeLease(CompactionJob& job, bool background, int64_t& waited_ms);
+
+  // The outcome when compaction is switched off: the view as it is, or
+  // RESOURCE_EXHAUSTED when it does not fit (FAILED_PRECONDITION for a
+  // Compact call).
+  static absl::StatusOr<CompactionOutcome> Uncompacted(CompactionJob job, CompactionMode mode);
 
   // Wakes the waiter of `key`, if any, once this process gave its lease back.
   void Released(const ConversationKey& key);
@@ -139,6 +135,8 @@ class CompactionRunner {
   const Options options_;
   Storage* const storage_;
   Summarizer* const summarizer_;
+  // The tiers, cheapest first (kTierList).
+  std::vector<std::unique_ptr<CompactionTier>> tiers_;
   absl::Mutex wait_mu_;
   // Conversations someone in this process waits on, and the signal that
   // this process gave a lease back.

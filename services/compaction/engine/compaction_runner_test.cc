@@ -461,7 +461,7 @@ TEST_F(CompactionRunnerTest, EachStepReportsAndAuditsItsBreakdownBeforeAndAfter)
   ASSERT_TRUE(out.ok()) << out.status();
   bool summarized = false;
   for (const CompactionProgress& p : steps) {
-    if (p.kind != CompactionProgress::Kind::kCompleted || p.tier != "summarize") continue;
+    if (p.kind != CompactionProgress::Kind::kCompleted || p.tier != Tier::kSummarize) continue;
     summarized = true;
     ASSERT_TRUE(p.before_tokens.has_value() && p.after_tokens.has_value());
     EXPECT_EQ(p.before_tokens->total, p.tokens_before);
@@ -582,7 +582,7 @@ TEST_F(CompactionRunnerTest, OlderReasoningIsSummarizedAsTextOrDroppedByPolicyAn
         << transcript;
     const CompactionProgress* done = nullptr;
     for (const CompactionProgress& p : steps) {
-      if (p.kind == CompactionProgress::Kind::kCompleted && p.tier == "summarize") done = &p;
+      if (p.kind == CompactionProgress::Kind::kCompleted && p.tier == Tier::kSummarize) done = &p;
     }
     ASSERT_NE(done, nullptr);
     EXPECT_EQ(done->reasoning_summarized, drop ? 0 : 3);

@@ -1,0 +1,104 @@
+#ifndef CONVSTATE_SERVICES_COMPACTION_ENGINE_TIER_H_
+#define CONVSTATE_SERVICES_COMPACTION_ENGINE_TIER_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/compaction/engine/planner.h"
+#include "services/compaction/engine/step_recorder.h"
+#include "services/compaction/engine/tiers.h"
+#include "services/compaction/summarizers/summarizer.h"
+#include "services/compaction/view/context_view.h"
+#include "storage/contract.h"
+#include "storage/storage.h"
+
+namespace convstate {
+
+// One compaction as its tiers see it: what it works on, what it has done so
+// far, and the engine's services (the view of a snapshot, the summarizer,
+// storing a commit). Tiers run one after another on the same job.
+struct CompactionJob {
+  const CallContext& ctx;
+  const ModelProfile& profile;
+  const Tokenizer& tokenizer;
+  const std::vector<ItemData>& pending;
+  CompactionMode mode;
+  // From Compact: e.g. "focus on the decisions".
+  const std::string& instructions;
+  StepRecorder& steps;
+
+  // The conversation as stored, read again after every commit.
+  ContextSnapshot snapshot;
+  // What the planner decided for `snapshot` (before the first commit).
+  CompactionPlan plan;
+  // Held for the whole compaction when anything may be committed; commits
+  // are fenced by it. Summarizer calls end by `lease_until`.
+  std::optional<CompactionLease> lease;
+  absl::Time lease_until = absl::InfiniteFuture();
+
+  // What the next commit stores (the prune boundary, a new chunk), and the
+  // audit rows that go with it.
+  CompactionCommit commit;
+  // Audit rows of steps that change nothing stored (failures, truncation).
+  std::vector<CompactionEvent> events;
+  // A step failed: the view may be truncated instead.
+  bool failed = false;
+  std::string failure;
+  // Something was committed and `snapshot` read again.
+  bool reloaded = false;
+  // A commit changed the prune boundary or added a chunk.
+  bool changed = false;
+  // The view's tokens by section as of the last step.
+  TokenBreakdown step_tokens;
+  // The view the call returns: the stored state's once the tiers that
+  // change storage are done (CurrentView), then as the later ones make it.
+  ContextView view;
+  bool view_current = false;
+  // The view was truncated.
+  bool truncated = false;
+
+  // The engine's services, set by the runner.
+  std::function<absl::StatusOr<SummaryResult>(const SummaryRequest&,
+                                              std::vector<CompactionEvent>& events)>
+      summarize;
+  // Stores `c`, and on success reads the conversation again into
+  // `snapshot`. False when it could not be stored (the failure is audited).
+  std::function<bool(const CompactionCommit& c, Tier tier)> store;
+
+  // The input the planner takes for `s`.
+  PlanInput InputFor(const ContextSnapshot& s) const;
+  // The view of `s` for the call's pending input, truncated as `t` says.
+  ContextView ViewOf(const ContextSnapshot& s, const Truncation& t = {}) const;
+  // The view of `s` with tool results up to `boundary` pruned.
+  ContextView ViewPrunedTo(const ContextSnapshot& s, int64_t boundary) const;
+  // The view of what is stored now (the planner's, if nothing was
+  // committed); computed once after the last commit.
+  ContextView& CurrentView();
+  // A summary request of the profile's summarizer for this call: its model,
+  // API, tokenizer, deadline (the lease's end at the latest) and
+  // instructions; the caller sets what to summarize and the size.
+  SummaryRequest NewSummaryRequest() const;
+  // Whether the caller went away.
+  bool cancelled() const { return IsCancelled(ctx); }
+};
+
+// One tier of compaction: a step that may add to the next commit, store a
+// commit of its own, or change the view the call returns.
+class CompactionTier {
+ public:
+  virtual ~CompactionTier() = default;
+  virtual Tier tier() const = 0;
+  // True if the tier works on what is stored: what earlier tiers left in
+  // the job's commit is stored before it runs.
+  virtual bool NeedsStoredState() const { return false; }
+  virtual void Run(CompactionJob& job) const = 0;
+};
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_COMPACTION_ENGINE_TIER_H_
