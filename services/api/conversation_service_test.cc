@@ -1,3 +1,4 @@
+#include "services/compaction/summarizers/extractive.h"
 #include "services/api/conversation_service.h"
 
 #include <memory>

@@ -248,7 +248,7 @@ const std::vector<Flag>& Flags() {
        "API root for LLM summaries, e.g. http://127.0.0.1:8000/v1 or "
        "https://api.anthropic.com/v1 (default: none, the built-in extractive summarizer)",
        [](ServerConfig& c, const std::string& v) {
-         c.summarizer.base_url = v;
+         c.summarizer.llm.base_url = v;
          return absl::OkStatus();
        }},
       {"summarizer_api",
@@ -260,17 +260,17 @@ const std::vector<Flag>& Flags() {
            return absl::InvalidArgumentError(
                absl::StrCat("expected openai_chat or anthropic_messages, got '", v, "'"));
          }
-         c.summarizer.api = *api;
+         c.summarizer.llm.api = *api;
          return absl::OkStatus();
        }},
       {"summarizer_max_response_bytes",
        "largest summarizer answer read; a larger one is a failed attempt (default 4194304)",
        IntField<int64_t>(
-           [](ServerConfig& c) -> int64_t& { return c.summarizer.max_response_bytes; }, 1024,
+           [](ServerConfig& c) -> int64_t& { return c.summarizer.llm.max_response_bytes; }, 1024,
            int64_t{1} << 30)},
       {"summarizer_model", "model for summaries when the profile names none",
        [](ServerConfig& c, const std::string& v) {
-         c.summarizer.default_model = v;
+         c.summarizer.llm.default_model = v;
          return absl::OkStatus();
        }},
       {"summarizer_api_key_env",
@@ -286,17 +286,17 @@ const std::vector<Flag>& Flags() {
          return absl::OkStatus();
        }},
       {"summarizer_timeout_ms", "per-attempt timeout of the LLM summarizer (default 12000)",
-       MillisField([](ServerConfig& c) -> absl::Duration& { return c.summarizer.timeout; })},
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.summarizer.llm.timeout; })},
       {"summarizer_retries", "retries after a failed attempt (default 2)",
-       IntField<int>([](ServerConfig& c) -> int& { return c.summarizer.max_retries; }, 0, 10)},
+       IntField<int>([](ServerConfig& c) -> int& { return c.summarizer.llm.max_retries; }, 0, 10)},
       {"summarizer_failure_threshold", "failed calls in a row that open the circuit (default 3)",
-       IntField<int>([](ServerConfig& c) -> int& { return c.summarizer.failure_threshold; }, 1,
+       IntField<int>([](ServerConfig& c) -> int& { return c.summarizer.llm.failure_threshold; }, 1,
                      1000)},
       {"summarizer_open_ms", "how long the circuit stays open (default 30000)",
-       MillisField([](ServerConfig& c) -> absl::Duration& { return c.summarizer.open_for; })},
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.summarizer.llm.open_for; })},
       {"summarizer_fallback",
        "while the circuit is open, summarize extractively (true) or truncate (false); default true",
-       BoolField([](ServerConfig& c) -> bool& { return c.summarizer_fallback; })},
+       BoolField([](ServerConfig& c) -> bool& { return c.summarizer.fallback; })},
       {"compaction_lease_ms",
        "how long one compaction may hold a conversation; a replica that dies frees it after "
        "this; summarizer calls end before it does (default 60000)",
@@ -555,16 +555,17 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
       return absl::InvalidArgumentError(absl::StrCat(
           "--summarizer_api_key_file: cannot read ", config.summarizer_api_key_file));
     }
-    std::getline(in, config.summarizer.api_key);
-    config.summarizer.api_key = std::string(absl::StripAsciiWhitespace(config.summarizer.api_key));
+    std::getline(in, config.summarizer.llm.api_key);
+    config.summarizer.llm.api_key =
+        std::string(absl::StripAsciiWhitespace(config.summarizer.llm.api_key));
   } else if (const char* key = env(config.summarizer_api_key_env.c_str())) {
-    config.summarizer.api_key = key;
+    config.summarizer.llm.api_key = key;
   }
   // A summarizer call must end before the compaction's lease does, or its
   // work is discarded and another replica calls the same failing LLM again.
-  if (!config.summarizer.base_url.empty()) {
+  if (!config.summarizer.llm.base_url.empty()) {
     const absl::Duration lease = config.server.service.compaction.lease;
-    const absl::Duration budget = WorstCaseDuration(config.summarizer);
+    const absl::Duration budget = WorstCaseDuration(config.summarizer.llm);
     if (budget > lease - LeaseMargin(lease)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--summarizer_timeout_ms x (--summarizer_retries + 2) plus backoff (",

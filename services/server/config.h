@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "services/compaction/summarizers/llm_summarizer.h"
+#include "services/compaction/summarizers/factory.h"
 #include "services/server/server.h"
 #include "services/telemetry/options.h"
 #include "storage/migrator.h"
@@ -33,16 +33,14 @@ struct ServerConfig {
   std::string model_profiles;
   // Where the tokenizer vocabularies (*.tiktoken) are.
   std::string vocab_dir;
-  // The LLM summarizer; unused while its base_url is empty (the built-in
-  // extractive summarizer is used then).
-  LlmSummarizerOptions summarizer;
+  // Which summarizer writes summaries (see NewSummarizer): the built-in
+  // extractive one unless summarizer.llm.base_url is set.
+  SummarizerConfig summarizer;
   // Where the API key comes from: this environment variable, or a file.
   std::string summarizer_api_key_env = "CONVSTATE_SUMMARIZER_API_KEY";
   std::string summarizer_api_key_file;
   // Where the key of redacted items' digests is; empty: no digests.
   std::string redaction_key_file;
-  // While the LLM's circuit is open, summarize extractively (else truncate).
-  bool summarizer_fallback = true;
   // Traces and metrics over OTLP: the OTEL_* environment, then --otel_*.
   telemetry::TelemetryOptions telemetry;
   // --otel_sampler and --otel_sampler_arg as given (applied last).

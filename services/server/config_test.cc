@@ -61,9 +61,9 @@ TEST(LoadConfigTest, SummarizerKeyComesFromItsVariableOrFile) {
   auto c = LoadConfig({"--auth=none", "--summarizer_url=http://127.0.0.1:9/v1", "--summarizer_retries=1"},
                       Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->summarizer.base_url, "http://127.0.0.1:9/v1");
-  EXPECT_EQ(c->summarizer.api_key, "sk-env");
-  EXPECT_EQ(c->summarizer.max_retries, 1);
+  EXPECT_EQ(c->summarizer.llm.base_url, "http://127.0.0.1:9/v1");
+  EXPECT_EQ(c->summarizer.llm.api_key, "sk-env");
+  EXPECT_EQ(c->summarizer.llm.max_retries, 1);
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/key";
   std::ofstream(path) << "sk-file\n";
   // Readable by every user: refused, without the key in the message.
@@ -74,9 +74,9 @@ TEST(LoadConfigTest, SummarizerKeyComesFromItsVariableOrFile) {
   ASSERT_EQ(chmod(path.c_str(), 0600), 0);
   c = LoadConfig({"--auth=none", "--summarizer_api_key_file=" + path}, Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->summarizer.api_key, "sk-file");
+  EXPECT_EQ(c->summarizer.llm.api_key, "sk-file");
   c = LoadConfig({"--auth=none", "--summarizer_api_key_env=MY_KEY"}, Env({{"MY_KEY", "sk-mine"}}));
-  EXPECT_EQ(c->summarizer.api_key, "sk-mine");
+  EXPECT_EQ(c->summarizer.llm.api_key, "sk-mine");
 }
 
 TEST(LoadConfigTest, BadInputNamesTheSetting) {
@@ -102,7 +102,7 @@ TEST(LoadConfigTest, ASummarizerThatCannotFinishInsideTheLeaseIsRefused) {
   // The defaults fit: 12 s x (2 + 2) plus backoff inside a 60 s lease.
   auto ok = LoadConfig({"--auth=none", "--summarizer_url=http://127.0.0.1:1/v1"}, kNoEnv);
   ASSERT_TRUE(ok.ok()) << ok.status();
-  EXPECT_LE(WorstCaseDuration(ok->summarizer),
+  EXPECT_LE(WorstCaseDuration(ok->summarizer.llm),
             ok->server.service.compaction.lease - LeaseMargin(ok->server.service.compaction.lease));
   auto bad = LoadConfig({"--auth=none", "--summarizer_url=http://127.0.0.1:1/v1", "--summarizer_timeout_ms=20000",
                          "--compaction_lease_ms=30000"},

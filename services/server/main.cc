@@ -14,7 +14,7 @@
 #include "migrations/embedded_migrations.h"
 #include "services/common/log.h"
 #include "services/common/clock.h"
-#include "services/compaction/summarizers/llm_summarizer.h"
+#include "services/compaction/summarizers/factory.h"
 #include "services/profiles/model_registry.h"
 #include "services/server/config.h"
 #include "services/server/server.h"
@@ -101,18 +101,9 @@ int Run(int argc, char** argv) {
             " every ", absl::FormatDuration(config->telemetry.metric_interval),
             ", service.name ", config->telemetry.service_name);
   }
-  config->summarizer.telemetry = telemetry.get();
-  std::unique_ptr<Summarizer> summarizer;
-  if (!config->summarizer.base_url.empty()) {
-    LogInfo("summarizer: ", config->summarizer.base_url, ", model ",
-            config->summarizer.default_model.empty() ? "(from profiles)"
-                                                     : config->summarizer.default_model,
-            ", API key ", config->summarizer.api_key.empty() ? "not set" : "set",
-            config->summarizer_fallback ? ", extractive while its circuit is open" : "");
-    summarizer = NewLlmSummarizer(config->summarizer,
-                                  config->summarizer_fallback ? NewExtractiveSummarizer() : nullptr,
-                                  Clock::Real());
-  }
+  config->summarizer.llm.telemetry = telemetry.get();
+  LogInfo("summarizer: ", DescribeSummarizer(config->summarizer));
+  std::unique_ptr<Summarizer> summarizer = NewSummarizer(config->summarizer, Clock::Real());
   absl::StatusOr<std::unique_ptr<Server>> server = Server::BuildAndStart(
       config->server, std::move(*models), std::move(*storage), std::move(summarizer),
       std::move(telemetry));

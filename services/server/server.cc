@@ -1,3 +1,4 @@
+#include "services/compaction/summarizers/extractive.h"
 #include "services/server/server.h"
 
 #include <algorithm>

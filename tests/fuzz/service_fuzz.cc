@@ -13,6 +13,7 @@
 #include <string>
 
 #include "convstate/v1/convstate.pb.h"
+#include "services/compaction/summarizers/extractive.h"
 #include "services/api/conversation_service.h"
 #include "services/api/wire_check.h"
 #include "services/common/utf8.h"

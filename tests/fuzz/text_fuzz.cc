@@ -11,6 +11,7 @@
 
 #include "services/common/utf8.h"
 #include "services/compaction/summarizers/summarizer.h"
+#include "services/compaction/summarizers/transcript.h"
 #include "services/tokenizer/tokens.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,3 +1,4 @@
+#include "services/compaction/summarizers/extractive.h"
 #include "services/compaction/engine/compaction_runner.h"
 
 #include <memory>

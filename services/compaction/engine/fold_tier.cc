@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "absl/container/flat_hash_set.h"
+#include "services/compaction/summarizers/transcript.h"
 #include "services/compaction/engine/summaries.h"
 #include "services/compaction/engine/tier.h"
 #include "services/compaction/ledger/ledger.h"

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "services/compaction/summarizers/transcript.h"
 #include "services/common/log.h"
 #include "services/compaction/engine/summaries.h"
 #include "services/compaction/engine/tier.h"

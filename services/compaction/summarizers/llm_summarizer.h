@@ -88,9 +88,6 @@ std::unique_ptr<Summarizer> NewLlmSummarizer(LlmSummarizerOptions options,
                                              std::unique_ptr<Summarizer> fallback,
                                              const Clock* clock);
 
-// The system prompt sent with every request, for a token limit.
-std::string LlmSystemPrompt(int64_t max_tokens);
-
 }  // namespace convstate
 
 #endif  // CONVSTATE_SERVICES_COMPACTION_SUMMARIZERS_LLM_SUMMARIZER_H_

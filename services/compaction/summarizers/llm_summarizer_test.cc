@@ -1,3 +1,4 @@
+#include "services/compaction/summarizers/extractive.h"
 #include "services/compaction/summarizers/llm_summarizer.h"
 
 #include <atomic>

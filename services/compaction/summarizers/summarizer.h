@@ -73,37 +73,6 @@ class Summarizer {
   virtual absl::StatusOr<SummaryResult> Summarize(const SummaryRequest& request) = 0;
 };
 
-// Renders `items` for a summarizer, each line attributed: "User: ...",
-// "Assistant: ...", "Assistant called tool X (call c) with: ...", "Tool X
-// (call c) returned: ...", "Assistant (reasoning): ...". Very long tool
-// outputs keep their head and tail. `tool_names` names results that omit it.
-std::string RenderTranscript(const std::vector<Item>& items,
-                             const std::map<std::string, std::string>& tool_names);
-
-// Renders chunks being folded, oldest first: their attributed lines where
-// they have them, else their text; never a summary's header.
-std::string RenderChunks(const std::vector<SummaryChunk>& chunks);
-
-// The built-in summarizer: deterministic, no network. Works on the items
-// (or, for a fold, on the merged chunks' lines) and keeps, within the
-// budget, what the ledger does not already hold: the user's requests and
-// questions first, then the assistant's answers, then one short attributed
-// line per tool call and result (what ran, its outcome, error lines found
-// anywhere in the output), never raw fragments of tool output. Each line
-// keeps who said it, in the original order.
-std::unique_ptr<Summarizer> NewExtractiveSummarizer();
-
-// Renders summary lines under a header naming the span they cover.
-std::string RenderSummaryLines(const std::vector<SummaryLine>& lines, int64_t from_sequence,
-                               int64_t through_sequence);
-
-// Cuts `text` to at most `max_tokens` tokens, at a line or word boundary
-// (never inside a UTF-8 character).
-std::string CutToTokens(const std::string& text, int64_t max_tokens, const Tokenizer& tokenizer);
-
-inline constexpr char kExtractiveModel[] = "convstate-extractive";
-inline constexpr char kExtractivePromptVersion[] = "extractive-v2";
-
 }  // namespace convstate
 
 #endif  // CONVSTATE_SERVICES_COMPACTION_SUMMARIZERS_SUMMARIZER_H_

@@ -1,4 +1,6 @@
+#include "services/compaction/summarizers/extractive.h"
 #include "services/compaction/summarizers/summarizer.h"
+#include "services/compaction/summarizers/transcript.h"
 
 #include "gtest/gtest.h"
 #include "services/common/utf8.h"
