@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "services/common/sha256.h"
 #include "services/common/status_macros.h"
-#include "storage/compaction_rules.h"
+#include "storage/rules.h"
 #include "storage/paging.h"
 
 namespace convstate {
@@ -160,21 +160,11 @@ class MemoryStorage final : public Storage {
         return replay;
       }
     }
-    if (request.expected_version.has_value() &&
-        *request.expected_version != c.version) {
-      return absl::AbortedError(absl::StrCat("expected_version ", *request.expected_version,
-                                             " but the conversation is at version ",
-                                             c.version));
-    }
-    if (!request.expected_model.empty() && request.expected_model != c.model) {
-      return absl::AbortedError(absl::StrCat("conversation '", c.key.conversation_id,
-                                             "' is now bound to model '", c.model, "'"));
-    }
+    RETURN_IF_ERROR(CheckAppend(c, request));
     RETURN_IF_ERROR(CheckTenantLimits(request.key.tenant_id, UsageOf(request.key.tenant_id),
                                       StoredBytes(request), 0, request.tenant_limits));
     const std::vector<ItemData>& items = request.items;
-    std::optional<UsageReport> usage = request.usage;
-    if (usage.has_value()) usage->estimated_input_tokens = EstimatedPrompt(c, items);
+    const std::optional<UsageReport> usage = EstimatedUsage(c, request);
     AppendResult result;
     const absl::Time now = Now();
     result.items = NumberAppended(items, c.last_sequence, c.last_turn_index, c.version + 1);
@@ -189,10 +179,7 @@ class MemoryStorage final : public Storage {
     state->stored_bytes += StoredBytes(request);
     c.version += 1;
     c.update_time = now;
-    if (usage.has_value() && usage->correct) {
-      c.token_correction = UpdateCorrection(c.token_correction, usage->input_tokens,
-                                            usage->estimated_input_tokens);
-    }
+    c.token_correction = CorrectionAfter(c, usage);
     result.version = c.version;
     if (!request.idempotency_key.empty()) {
       state->idempotency[request.idempotency_key] = IdempotencyRecord{

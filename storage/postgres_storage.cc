@@ -25,7 +25,7 @@
 #include "services/common/status_macros.h"
 #include "services/common/trace.h"
 #include "storage/cancel_watchdog.h"
-#include "storage/compaction_rules.h"
+#include "storage/rules.h"
 #include "storage/distribution_key.h"
 #include "storage/pg_util.h"
 
@@ -1049,17 +1049,7 @@ class PostgresStorage final : public Storage {
           return replay;
         }
       }
-      if (request.expected_version.has_value() && *request.expected_version != c.version) {
-        return absl::AbortedError(absl::StrCat("expected_version ",
-                                               *request.expected_version,
-                                               " but the conversation is at version ",
-                                               c.version));
-      }
-
-      if (!request.expected_model.empty() && request.expected_model != c.model) {
-        return absl::AbortedError(absl::StrCat("conversation '", c.key.conversation_id,
-                                               "' is now bound to model '", c.model, "'"));
-      }
+      RETURN_IF_ERROR(CheckAppend(c, request));
       const int64_t stored = StoredBytes(request);
       if (limited) {
         RETURN_IF_ERROR(CheckTenantLimits(request.key.tenant_id, *usage_before, stored, 0,
@@ -1067,8 +1057,7 @@ class PostgresStorage final : public Storage {
         Exec(tx, "add_to_tenant", request.key.tenant_id, stored, int64_t{0});
       }
       const std::vector<ItemData>& items = request.items;
-      std::optional<UsageReport> usage = request.usage;
-      if (usage.has_value()) usage->estimated_input_tokens = EstimatedPrompt(c, items);
+      const std::optional<UsageReport> usage = EstimatedUsage(c, request);
       AppendResult result;
       result.items = NumberAppended(items, c.last_sequence, c.last_turn_index, c.version + 1);
       int64_t tokens = 0;
@@ -1084,11 +1073,7 @@ class PostgresStorage final : public Storage {
       }
       const int64_t sequence = result.items.back().sequence;
       const int64_t turn = result.items.back().turn_index;
-      double correction = c.token_correction;
-      if (usage.has_value() && usage->correct) {
-        correction = UpdateCorrection(correction, usage->input_tokens,
-                                      usage->estimated_input_tokens);
-      }
+      const double correction = CorrectionAfter(c, usage);
       pqxx::result bumped = Exec(
           tx, "bump_conversation", row.conv_key, static_cast<int64_t>(items.size()),
           sequence, turn, tokens, correction, stored);

@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "services/common/sha256.h"
 #include "storage/context_delta.h"
-#include "storage/compaction_rules.h"
+#include "storage/rules.h"
 #include "gmock/gmock.h"
 
 namespace convstate {

@@ -1,4 +1,4 @@
-#include "storage/compaction_rules.h"
+#include "storage/rules.h"
 
 #include <algorithm>
 
@@ -65,6 +65,29 @@ absl::Status CheckCompaction(const Conversation& c, const std::vector<SummaryChu
     return absl::InvalidArgumentError(absl::StrCat("a fold must cover ", from, "..", through));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckAppend(const Conversation& c, const AppendRequest& request) {
+  if (request.expected_version.has_value() && *request.expected_version != c.version) {
+    return absl::AbortedError(absl::StrCat("expected_version ", *request.expected_version,
+                                           " but the conversation is at version ", c.version));
+  }
+  if (!request.expected_model.empty() && request.expected_model != c.model) {
+    return absl::AbortedError(absl::StrCat("conversation '", c.key.conversation_id,
+                                           "' is now bound to model '", c.model, "'"));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<UsageReport> EstimatedUsage(const Conversation& c, const AppendRequest& request) {
+  std::optional<UsageReport> usage = request.usage;
+  if (usage.has_value()) usage->estimated_input_tokens = EstimatedPrompt(c, request.items);
+  return usage;
+}
+
+double CorrectionAfter(const Conversation& c, const std::optional<UsageReport>& usage) {
+  if (!usage.has_value() || !usage->correct) return c.token_correction;
+  return UpdateCorrection(c.token_correction, usage->input_tokens, usage->estimated_input_tokens);
 }
 
 absl::Status CheckUpdate(const Conversation& c, const ConversationUpdate& u) {

@@ -1,5 +1,5 @@
-#ifndef CONVSTATE_STORAGE_COMPACTION_RULES_H_
-#define CONVSTATE_STORAGE_COMPACTION_RULES_H_
+#ifndef CONVSTATE_STORAGE_RULES_H_
+#define CONVSTATE_STORAGE_RULES_H_
 
 #include <map>
 #include <optional>
@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "storage/context_delta.h"
+#include "storage/contract.h"
 #include "services/core/types.h"
 
 namespace convstate {
@@ -20,6 +21,19 @@ namespace convstate {
 absl::Status CheckCompaction(const Conversation& conversation,
                              const std::vector<SummaryChunk>& active_chunks,
                              const CompactionCommit& commit);
+
+// Checks an append against the conversation as locked for it: ABORTED
+// when expected_version or expected_model says the caller saw another
+// conversation than the one stored.
+absl::Status CheckAppend(const Conversation& conversation, const AppendRequest& request);
+
+// The append's usage report with the estimate of the prompt it reports on
+// filled in (nullopt when it reports none), and the conversation's token
+// correction after it.
+std::optional<UsageReport> EstimatedUsage(const Conversation& conversation,
+                                          const AppendRequest& request);
+double CorrectionAfter(const Conversation& conversation,
+                       const std::optional<UsageReport>& usage);
 
 // Checks `update` against the conversation as locked for it: ABORTED if
 // it was made for another compaction_version than the conversation's (a
@@ -110,4 +124,4 @@ ContinuedErasure EraseContinued(
 
 }  // namespace convstate
 
-#endif  // CONVSTATE_STORAGE_COMPACTION_RULES_H_
+#endif  // CONVSTATE_STORAGE_RULES_H_
