@@ -256,6 +256,7 @@ struct Statement {
   std::string sql;
 };
 
+// Data table. Every prepared statement, by name.
 const std::vector<Statement>& Statements() {
   static const auto* const kStatements = new std::vector<Statement>{
       {"create_conversation",

@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "tests/buf_client.h"
 #include "tools/otlp/otlp_receiver.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_credentials.h"
@@ -55,7 +55,7 @@ const std::string& Secret(const std::string& name) { return Tokens()[name].secre
 
 constexpr char kPlanted[] = "PLANTED-CONTENT-7f3a9c";
 
-class AuthE2eTest : public ::testing::Test {
+class AuthE2eTest : public testing::E2eTest {
  protected:
   static void SetUpTestSuite() {
     ASSERT_TRUE(MakeCa("ca") && MakeCa("other-ca")) << "openssl failed";
@@ -82,9 +82,7 @@ class AuthE2eTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_NE(std::getenv("CONVSTATE_BUF"), nullptr) << "CONVSTATE_BUF is not set: run tools/test";
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
+    E2eTest::SetUp();
     access_file_ = absl::StrCat(TestDir(), "/", Name(), ".access");
     log_file_ = absl::StrCat(TestDir(), "/", Name(), ".log");
     std::remove(log_file_.c_str());
@@ -113,8 +111,7 @@ class AuthE2eTest : public ::testing::Test {
   }
 
   void Start(std::vector<std::string> extra = {}, bool tls = false) {
-    std::vector<std::string> flags = {"--database_url=" + db_->url(), "--otel_disabled",
-                                      "--access_file=" + access_file_};
+    std::vector<std::string> flags = {"--otel_disabled", "--access_file=" + access_file_};
     if (tls) {
       flags.push_back("--tls_cert=" + TestDir() + "/server.pem");
       flags.push_back("--tls_key=" + TestDir() + "/server.key");
@@ -122,7 +119,7 @@ class AuthE2eTest : public ::testing::Test {
       flags.push_back("--tls_client_auth=optional");
     }
     flags.insert(flags.end(), extra.begin(), extra.end());
-    auto server = ServerProcess::Start(flags, absl::Seconds(60), log_file_);
+    auto server = testing::StartServerOn(*db_, flags, log_file_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     creds_ = tls ? TlsCredentials("ca") : grpc::InsecureChannelCredentials();
@@ -214,8 +211,6 @@ class AuthE2eTest : public ::testing::Test {
     return Buf(absl::StrCat("curl --protocol grpc --http2-prior-knowledge ", header, rest));
   }
 
-  std::unique_ptr<ScratchDatabase> db_;
-  std::unique_ptr<ServerProcess> server_;
   std::shared_ptr<grpc::ChannelCredentials> creds_;
   std::string access_file_;
   std::string log_file_;
@@ -453,9 +448,7 @@ TEST_F(AuthE2eTest, StartRefusesAnExposedAccessFileOrNoChoiceAtAll) {
   ASSERT_TRUE(code.ok());
   EXPECT_NE(*code, 0);
   // --auth=none starts, and says what it means.
-  auto open = ServerProcess::Start({"--database_url=" + db_->url(), "--otel_disabled",
-                                    "--auth=none"},
-                                   absl::Seconds(60), log_file_);
+  auto open = testing::StartServerOn(*db_, {"--otel_disabled", "--auth=none"}, log_file_);
   ASSERT_TRUE(open.ok()) << open.status();
   ASSERT_TRUE((*open)->Stop(SIGTERM).ok());
   EXPECT_TRUE(absl::StrContains(ReadFile(log_file_), "--auth=none: every caller may read"))

@@ -18,7 +18,7 @@
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/fake_llm_control.h"
 #include "tests/server_process.h"
@@ -78,24 +78,12 @@ TurnText MakeTurn(int n, std::mt19937& rng) {
 
 
 
-class CompactionE2eTest : public ::testing::Test {
+class CompactionE2eTest : public testing::E2eTest {
  protected:
-  void SetUp() override {
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
-  }
-
   void StartServer(std::vector<std::string> extra = {}) {
-    const std::string profiles = testing::WriteTinyProfiles();
-    std::vector<std::string> flags = {"--database_url=" + db_->url(),
-                                      "--model_profiles=" + profiles};
+    std::vector<std::string> flags = {"--model_profiles=" + testing::WriteTinyProfiles()};
     flags.insert(flags.end(), extra.begin(), extra.end());
-    auto server = ServerProcess::Start(flags);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    stub_ = ConversationState::NewStub(
-        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+    E2eTest::StartServer(flags);
   }
 
   // The items of turn `n`: the question, a tool call, its result, the answer.
@@ -148,19 +136,8 @@ class CompactionE2eTest : public ::testing::Test {
   }
 
   void Create(const std::string& id, const std::string& system_prompt) {
-    v1::CreateConversationRequest req;
-    req.set_conversation_id(id);
-    req.set_model("tiny-1");
-    req.set_system_prompt(system_prompt);
-    v1::Conversation out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    ASSERT_TRUE(stub_->CreateConversation(&ctx, req, &out).ok());
+    ASSERT_TRUE(E2eTest::Create(id, "tiny-1", system_prompt).ok());
   }
-
-  std::unique_ptr<ScratchDatabase> db_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<ConversationState::Stub> stub_;
 };
 
 TEST_F(CompactionE2eTest, SixtyTurnsNeverOverflowAndCompactAdditively) {

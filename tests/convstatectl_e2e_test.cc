@@ -23,7 +23,7 @@
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_credentials.h"
@@ -65,14 +65,11 @@ class ConvstatectlE2eTest : public ::testing::Test {
     db_ = db->release();
     // No background compaction: the view stays as the test leaves it
     // between the report's calls and the test's own.
-    auto server = ServerProcess::Start({"--database_url=" + db_->url(),
-                                        "--model_profiles=" + testing::WriteTinyProfiles(),
-                                        "--background_compaction=false"});
+    auto server = testing::StartServerOn(
+        *db_, {"--model_profiles=" + testing::WriteTinyProfiles(), "--background_compaction=false"});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = server->release();
-    stub_ = v1::ConversationState::NewStub(
-               grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()))
-                .release();
+    stub_ = testing::StubFor(*server_).release();
     // A conversation of 36 turns on a 4,096-token window, with facts and an
     // instruction, compacted every 12 turns.
     Call([](grpc::ClientContext* ctx) {
@@ -269,7 +266,7 @@ TEST_F(ConvstatectlE2eTest, TlsAndTokens) {
                            "ROLE_OPERATOR }\n";
   ASSERT_EQ(chmod(access.c_str(), 0600), 0);
   const std::string dir = testing::TestDir();
-  auto secured = ServerProcess::Start({"--database_url=" + db_->url(), "--access_file=" + access,
+  auto secured = testing::StartServerOn(*db_, {"--access_file=" + access,
                                        "--tls_cert=" + dir + "/server.pem",
                                        "--tls_key=" + dir + "/server.key",
                                        "--tls_client_ca=" + dir + "/ca.pem",

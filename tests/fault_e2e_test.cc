@@ -24,7 +24,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/fake_llm_control.h"
 #include "tests/server_process.h"
@@ -67,11 +67,6 @@ std::string Words(std::mt19937& rng, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) absl::StrAppend(&out, kWords[rng() % 12], " ", rng() % 1000, " ");
   return out;
-}
-
-std::unique_ptr<ConversationState::Stub> Stub(const ServerProcess& server) {
-  return ConversationState::NewStub(
-      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
 }
 
 grpc::Status Create(ConversationState::Stub& stub, const std::string& id) {
@@ -117,13 +112,13 @@ TEST(FaultE2eTest, KillDuringCompactionLosesNothingAndCompactsAgainAfterTheLease
   ASSERT_TRUE(llm.ok()) << llm.status();
   ASSERT_TRUE(ControlFakeLlm((*llm)->port(), R"({"default": {"kind": "hang"}})"));
   const std::vector<std::string> flags = {
-      "--database_url=" + (*db)->url(), "--model_profiles=" + ProfilesFile(),
+      "--model_profiles=" + ProfilesFile(),
       absl::StrCat("--summarizer_url=http://127.0.0.1:", (*llm)->port(), "/v1"),
       "--summarizer_timeout_ms=500", "--summarizer_retries=0", "--compaction_lease_ms=1500",
       "--background_compaction=false", "--shutdown_grace_ms=100"};
-  auto a = ServerProcess::Start(flags);
+  auto a = testing::StartServerOn(**db, flags);
   ASSERT_TRUE(a.ok()) << a.status();
-  auto stub = Stub(**a);
+  auto stub = testing::StubFor(**a);
   ASSERT_TRUE(Create(*stub, "victim").ok());
   std::mt19937 rng(9);
   int acknowledged = 0;
@@ -159,9 +154,9 @@ TEST(FaultE2eTest, KillDuringCompactionLosesNothingAndCompactsAgainAfterTheLease
   // A new replica, and an LLM that answers: the conversation compacts again
   // once the dead replica's lease has expired, without anyone's help.
   ASSERT_TRUE(ControlFakeLlm((*llm)->port(), R"({"default": {"kind": "answer"}})"));
-  auto b = ServerProcess::Start(flags);
+  auto b = testing::StartServerOn(**db, flags);
   ASSERT_TRUE(b.ok()) << b.status();
-  auto stub_b = Stub(**b);
+  auto stub_b = testing::StubFor(**b);
   const absl::Time start = absl::Now();
   v1::BuildContextResponse view;
   const grpc::Status s = Build(*stub_b, "victim", &view, absl::Seconds(20));
@@ -181,12 +176,12 @@ TEST(FaultE2eTest, CancelledStreamsAtAnyPointLeaveTheServerServing) {
   auto llm = ServerProcess::StartProgram("tests/fake_llm_server", {}, "fake llm listening on ");
   ASSERT_TRUE(llm.ok()) << llm.status();
   ASSERT_TRUE(ControlFakeLlm((*llm)->port(), R"({"default": {"kind": "answer", "delay_ms": 300}})"));
-  auto server = ServerProcess::Start(
-      {"--database_url=" + (*db)->url(), "--model_profiles=" + ProfilesFile(),
+  auto server = testing::StartServerOn(
+      **db, {"--model_profiles=" + ProfilesFile(),
        absl::StrCat("--summarizer_url=http://127.0.0.1:", (*llm)->port(), "/v1"),
        "--summarizer_retries=0", "--background_compaction=false", "--shutdown_grace_ms=100"});
   ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = Stub(**server);
+  auto stub = testing::StubFor(**server);
   std::mt19937 rng(17);
   constexpr int kRounds = 24;
   for (int round = 0; round < kRounds; ++round) {
@@ -230,15 +225,14 @@ TEST(FaultE2eTest, CancelledStreamsAtAnyPointLeaveTheServerServing) {
 TEST(FaultE2eTest, TwoReplicasHammeredTogetherStayConsistent) {
   auto db = ScratchDatabase::Create(/*migrate=*/true);
   ASSERT_TRUE(db.ok()) << db.status();
-  const std::vector<std::string> flags = {"--database_url=" + (*db)->url(),
-                                          "--model_profiles=" + ProfilesFile(),
+  const std::vector<std::string> flags = {"--model_profiles=" + ProfilesFile(),
                                           "--worker_threads=8"};
-  auto r1 = ServerProcess::Start(flags);
-  auto r2 = ServerProcess::Start(flags);
+  auto r1 = testing::StartServerOn(**db, flags);
+  auto r2 = testing::StartServerOn(**db, flags);
   ASSERT_TRUE(r1.ok() && r2.ok());
   const std::vector<std::string> ids = {"h0", "h1", "h2", "h3"};
   {
-    auto stub = Stub(**r1);
+    auto stub = testing::StubFor(**r1);
     for (const auto& id : ids) ASSERT_TRUE(Create(*stub, id).ok());
   }
   constexpr int kClients = 8;
@@ -248,7 +242,7 @@ TEST(FaultE2eTest, TwoReplicasHammeredTogetherStayConsistent) {
   std::vector<std::thread> clients;
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&, c] {
-      auto stub = Stub(c % 2 ? **r1 : **r2);
+      auto stub = testing::StubFor(c % 2 ? **r1 : **r2);
       std::mt19937 rng(100 + c);
       for (int round = 0; round < kRounds; ++round) {
         const std::string& id = ids[(c + round) % ids.size()];
@@ -275,7 +269,7 @@ TEST(FaultE2eTest, TwoReplicasHammeredTogetherStayConsistent) {
   for (auto& t : clients) t.join();
   EXPECT_EQ(failures.load(), 0);
 
-  auto stub = Stub(**r2);
+  auto stub = testing::StubFor(**r2);
   int compactions = 0;
   for (const auto& id : ids) {
     v1::ListItemsRequest req;
@@ -358,7 +352,7 @@ TEST(FaultE2eTest, DatabaseRestartIsUnavailableThenRecovers) {
   auto server = ServerProcess::Start({"--database_url=" + url, "--model_profiles=" + ProfilesFile(),
                                       "--db_connect_timeout_ms=1000", "--health_interval_ms=100"});
   ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = Stub(**server);
+  auto stub = testing::StubFor(**server);
   auto health = grpc::health::v1::Health::NewStub(
       grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
   // Waits (bounded) until health reports `want` for the whole server.
@@ -430,7 +424,7 @@ TEST(FaultE2eTest, FailoverToAPromotedStandbyLosesNothingAcknowledged) {
                                       "--db_connect_timeout_ms=1000", "--health_interval_ms=100",
                                       "--background_compaction=false"});
   ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = Stub(**server);
+  auto stub = testing::StubFor(**server);
   auto health = grpc::health::v1::Health::NewStub(
       grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
   auto health_becomes = [&](grpc::health::v1::HealthCheckResponse::ServingStatus want) {

@@ -14,7 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "services/common/sha256.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_profiles.h"
@@ -55,20 +55,12 @@ std::string HashOf(const v1::BuildContextResponse& view, int through) {
   return hash.HexDigest();
 }
 
-class GatewayE2eTest : public ::testing::Test {
+class GatewayE2eTest : public testing::E2eTest {
  protected:
   void SetUp() override {
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
-    const std::string profiles = testing::WriteTinyProfiles();
-    auto server = ServerProcess::Start({"--database_url=" + db_->url(),
-                                        "--model_profiles=" + profiles, "--otel_disabled",
-                                        "--background_compaction=false"});
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    stub_ = ConversationState::NewStub(
-        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+    E2eTest::SetUp();
+    StartServer({"--model_profiles=" + testing::WriteTinyProfiles(), "--otel_disabled",
+                 "--background_compaction=false"});
   }
 
   grpc::Status Create(const std::string& id, const v1::ProfileOverrides& overrides,
@@ -125,10 +117,6 @@ class GatewayE2eTest : public ::testing::Test {
     }
     return reader->Finish();
   }
-
-  std::unique_ptr<ScratchDatabase> db_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<ConversationState::Stub> stub_;
 };
 
 TEST_F(GatewayE2eTest, CompactionSwitchedOffKeepsTheViewFullThenRefusesItWithTheTotals) {

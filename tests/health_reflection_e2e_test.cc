@@ -14,7 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/buf_client.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tests/server_process.h"
 
 namespace convstate {
@@ -26,13 +26,11 @@ using testing::ServerProcess;
 
 constexpr char kCurl[] = "curl --protocol grpc --http2-prior-knowledge ";
 
-class HealthReflectionE2eTest : public ::testing::Test {
+class HealthReflectionE2eTest : public testing::E2eTest {
  protected:
   void SetUp() override {
     ASSERT_NE(std::getenv("CONVSTATE_BUF"), nullptr) << "CONVSTATE_BUF is not set: run tools/test";
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
+    E2eTest::SetUp();
   }
 
   std::string Health(const std::string& address, const std::string& protocol) {
@@ -40,12 +38,10 @@ class HealthReflectionE2eTest : public ::testing::Test {
                                       address, "/grpc.health.v1.Health/Check"));
     return out.exit_code == 0 ? out.out : absl::StrCat("exit ", out.exit_code, ": ", out.out);
   }
-
-  std::unique_ptr<ScratchDatabase> db_;
 };
 
 TEST_F(HealthReflectionE2eTest, BothReflectionVersionsListAndDescribeEveryService) {
-  auto server = ServerProcess::Start({"--database_url=" + db_->url(), "--otel_disabled"});
+  auto server = testing::StartServerOn(*db_, {"--otel_disabled"});
   ASSERT_TRUE(server.ok()) << server.status();
   for (const char* protocol : {"grpc-v1", "grpc-v1alpha"}) {
     SCOPED_TRACE(protocol);
@@ -68,8 +64,7 @@ TEST_F(HealthReflectionE2eTest, BothReflectionVersionsListAndDescribeEveryServic
 }
 
 TEST_F(HealthReflectionE2eTest, HealthIsNotServingWhileDrainingAtShutdown) {
-  auto server = ServerProcess::Start(
-      {"--database_url=" + db_->url(), "--otel_disabled", "--shutdown_drain_ms=5000"});
+  auto server = testing::StartServerOn(*db_, {"--otel_disabled", "--shutdown_drain_ms=5000"});
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE(absl::StrContains(Health((*server)->address(), "grpc-v1"), "\"SERVING\""));
   ASSERT_EQ(::kill((*server)->pid(), SIGTERM), 0);
@@ -86,8 +81,7 @@ TEST_F(HealthReflectionE2eTest, HealthIsNotServingWhileDrainingAtShutdown) {
 }
 
 TEST_F(HealthReflectionE2eTest, WatchStreamsTheStatusAndItsChange) {
-  auto server = ServerProcess::Start(
-      {"--database_url=" + db_->url(), "--otel_disabled", "--shutdown_drain_ms=3000"});
+  auto server = testing::StartServerOn(*db_, {"--otel_disabled", "--shutdown_drain_ms=3000"});
   ASSERT_TRUE(server.ok()) << server.status();
   auto health = grpc::health::v1::Health::NewStub(
       grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));

@@ -24,7 +24,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/buf_client.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tests/server_process.h"
 #include "tests/test_credentials.h"
 
@@ -90,7 +90,7 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
 
   auto db = testing::ScratchDatabase::Create(/*migrate=*/false);
   ASSERT_TRUE(db.ok()) << db.status();
-  auto server = testing::ServerProcess::Start({"--database_url=" + (*db)->url()});
+  auto server = testing::StartServerOn(**db, {});
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_NE(std::getenv("CONVSTATE_BUF"), nullptr) << "CONVSTATE_BUF is not set: run tools/test";
   const std::string base = absl::StrCat("http://", (*server)->address());
@@ -260,8 +260,8 @@ TEST(ReadmeSessionTest, TheSecureSessionRunsWithTlsAndTokens) {
   ASSERT_EQ(chmod(access.c_str(), 0600), 0);
   auto db = testing::ScratchDatabase::Create(/*migrate=*/false);
   ASSERT_TRUE(db.ok()) << db.status();
-  auto server = testing::ServerProcess::Start(
-      {"--database_url=" + (*db)->url(), "--otel_disabled", "--tls_cert=" + dir + "/server.pem",
+  auto server = testing::StartServerOn(
+      **db, {"--otel_disabled", "--tls_cert=" + dir + "/server.pem",
        "--tls_key=" + dir + "/server.key", "--access_file=" + access});
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_NE(std::getenv("CONVSTATE_BUF"), nullptr) << "CONVSTATE_BUF is not set: run tools/test";

@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "services/common/sha256.h"
 #include "tests/fake_llm_control.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_credentials.h"
@@ -44,12 +44,10 @@ constexpr char kRedactionKey[] = "0123456789abcdef0123456789abcdef-redaction-tes
 const std::string kSecretMessage =
     absl::StrCat("Remember this for later: my bank account number is ", kSecret, ".");
 
-class RedactionE2eTest : public ::testing::Test {
+class RedactionE2eTest : public testing::E2eTest {
  protected:
   void SetUp() override {
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
+    E2eTest::SetUp();
     operator_ = MakeToken("acme", "operator", "privacy-officer");
     ASSERT_FALSE(operator_.secret.empty()) << "tools/make_token failed";
     access_ = TestDir() + "/access.textproto";
@@ -61,23 +59,18 @@ class RedactionE2eTest : public ::testing::Test {
     log_file_ = TestDir() + "/redaction-server.log";
     server_ = Start({});
     ASSERT_NE(server_, nullptr);
-    stub_ = StubOf(*server_);
+    stub_ = testing::StubFor(*server_);
   }
 
   // A server (a replica: every one shares the database) with `extra` flags.
   std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& extra) {
     std::vector<std::string> flags = {
-        "--database_url=" + db_->url(), "--model_profiles=" + testing::WriteTinyProfiles(),
-        "--otel_disabled", "--background_compaction=false", "--access_file=" + access_};
+        "--model_profiles=" + testing::WriteTinyProfiles(), "--otel_disabled",
+        "--background_compaction=false", "--access_file=" + access_};
     flags.insert(flags.end(), extra.begin(), extra.end());
-    auto server = ServerProcess::Start(flags, absl::Seconds(60), log_file_);
+    auto server = testing::StartServerOn(*db_, flags, log_file_);
     EXPECT_TRUE(server.ok()) << server.status();
     return server.ok() ? std::move(*server) : nullptr;
-  }
-
-  static std::unique_ptr<ConversationState::Stub> StubOf(const ServerProcess& server) {
-    return ConversationState::NewStub(
-        grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
   }
 
   void Prepare(grpc::ClientContext& ctx) {
@@ -175,9 +168,6 @@ class RedactionE2eTest : public ::testing::Test {
     return found;
   }
 
-  std::unique_ptr<ScratchDatabase> db_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<ConversationState::Stub> stub_;
   testing::Token operator_;
   std::string access_;
   std::string key_file_;
@@ -312,10 +302,10 @@ TEST_F(RedactionE2eTest, BadRequestsAreRefusedAndChangeNothing) {
 TEST_F(RedactionE2eTest, EveryCopyOfARedactedSecretGoesAtOnce) {
   server_ = Start({"--redaction_key_file=" + key_file_});
   ASSERT_NE(server_, nullptr);
-  stub_ = StubOf(*server_);
+  stub_ = testing::StubFor(*server_);
   auto replica = Start({"--redaction_key_file=" + key_file_});
   ASSERT_NE(replica, nullptr);
-  auto other = StubOf(*replica);
+  auto other = testing::StubFor(*replica);
   Create("a");
   Filler("a", 1);
   // The user's message, pinned, and the assistant's echo of the secret,
@@ -395,7 +385,7 @@ TEST_F(RedactionE2eTest, ACompactionRunningDuringARedactionCommitsNothingOfIt) {
   server_ = Start({absl::StrCat("--summarizer_url=http://127.0.0.1:", llm_port, "/v1"),
                    "--summarizer_model=fake-sum", "--summarizer_retries=0"});
   ASSERT_NE(server_, nullptr);
-  stub_ = StubOf(*server_);
+  stub_ = testing::StubFor(*server_);
   Create("r");
   const int64_t secret_at = Append("r", {Message(v1::ROLE_USER, kSecretMessage)});
   for (int n = 1; n <= 8; ++n) Filler("r", n);

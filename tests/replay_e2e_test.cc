@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tests/server_process.h"
 #include "tools/replay_lib.h"
 
@@ -23,8 +23,7 @@ TEST(ReplayE2eTest, ShortReplayKeepsMoreFactsThanFifoAndTheInstructionEverywhere
   auto db = ScratchDatabase::Create(/*migrate=*/false);
   ASSERT_TRUE(db.ok()) << db.status();
   // Compactions in line with the calls, so that every run is the same.
-  auto server = ServerProcess::Start({"--database_url=" + (*db)->url(),
-                                      "--background_compaction=false"});
+  auto server = testing::StartServerOn(**db, {"--background_compaction=false"});
   ASSERT_TRUE(server.ok()) << server.status();
   auto conversation = replay::Load(ServerProcess::RunfilePath("tools/replay_data/oncall.jsonl"),
                                    ServerProcess::RunfilePath("tools/replay_data/oncall_facts.jsonl"),

@@ -12,7 +12,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 
@@ -25,21 +25,17 @@ using testing::ServerProcess;
 using rpc::SetDeadline;
 using v1::ConversationState;
 
-class ReplicaCacheE2eTest : public ::testing::Test {
+class ReplicaCacheE2eTest : public testing::E2eTest {
  protected:
   void SetUp() override {
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
+    E2eTest::SetUp();
     // No background compaction: every change below is one this test makes.
-    const std::vector<std::string> flags = {"--database_url=" + db_->url(),
-                                            "--background_compaction=false", "--otel_disabled"};
+    const std::vector<std::string> flags = {"--background_compaction=false", "--otel_disabled"};
     for (auto* replica : {&a_, &b_}) {
-      auto server = ServerProcess::Start(flags);
+      auto server = testing::StartServerOn(*db_, flags);
       ASSERT_TRUE(server.ok()) << server.status();
       replica->server = std::move(*server);
-      replica->stub = ConversationState::NewStub(
-          grpc::CreateChannel(replica->server->address(), grpc::InsecureChannelCredentials()));
+      replica->stub = testing::StubFor(*replica->server);
     }
   }
 
@@ -104,7 +100,6 @@ class ReplicaCacheE2eTest : public ::testing::Test {
     return false;
   }
 
-  std::unique_ptr<ScratchDatabase> db_;
   Replica a_;
   Replica b_;
 };

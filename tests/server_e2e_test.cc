@@ -25,7 +25,7 @@
 #include "gtest/gtest.h"
 #include "migrations/embedded_migrations.h"
 #include "services/grpc/byte_buffers.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 
@@ -40,35 +40,17 @@ using rpc::SetDeadline;
 constexpr absl::Duration kCallDeadline = absl::Seconds(20);
 using v1::ConversationState;
 
-class ServerE2eTest : public ::testing::Test {
+class ServerE2eTest : public testing::E2eTest {
  protected:
-  void SetUp() override {
-    // Unmigrated: the server applies the migrations at start-up.
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
-  }
-
   void StartServer(std::vector<std::string> extra = {}) {
-    std::vector<std::string> flags = {"--database_url=" + db_->url(), "--worker_threads=8",
-                                      "--shutdown_grace_ms=10000"};
+    std::vector<std::string> flags = {"--worker_threads=8", "--shutdown_grace_ms=10000"};
     flags.insert(flags.end(), extra.begin(), extra.end());
-    auto server = ServerProcess::Start(flags);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
-    stub_ = ConversationState::NewStub(channel_);
+    E2eTest::StartServer(flags);
   }
 
   v1::Conversation Create(const std::string& id) {
-    v1::CreateConversationRequest req;
-    req.set_conversation_id(id);
-    req.set_model("gpt-4o");
-    req.set_system_prompt("You are a release engineer.");
     v1::Conversation out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, kCallDeadline);
-    grpc::Status s = stub_->CreateConversation(&ctx, req, &out);
+    const grpc::Status s = E2eTest::Create(id, "gpt-4o", "You are a release engineer.", &out);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return out;
   }
@@ -83,16 +65,7 @@ class ServerE2eTest : public ::testing::Test {
     return stub_->AppendTurn(&ctx, req, out);
   }
 
-  int64_t ItemCount(const std::string& id) {
-    v1::GetConversationRequest req;
-    req.set_conversation_id(id);
-    v1::Conversation out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, kCallDeadline);
-    grpc::Status s = stub_->GetConversation(&ctx, req, &out);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return out.item_count();
-  }
+  int64_t ItemCount(const std::string& id) { return Get(id).item_count(); }
 
   // Sends `wire` as the request body of `method`, bypassing the typed stub.
   grpc::Status RawCall(const std::string& method, const std::string& wire,
@@ -116,11 +89,6 @@ class ServerE2eTest : public ::testing::Test {
   }
 
   void AppendConcurrently();
-
-  std::unique_ptr<ScratchDatabase> db_;
-  std::unique_ptr<ServerProcess> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<ConversationState::Stub> stub_;
 };
 
 // The benchmark echo answers as many bytes as asked, only when switched

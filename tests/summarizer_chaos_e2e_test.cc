@@ -18,7 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/fake_llm_control.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 
@@ -34,12 +34,10 @@ using v1::ConversationState;
 
 constexpr char kExtractive[] = "convstate-extractive";
 
-class SummarizerChaosE2eTest : public ::testing::Test {
+class SummarizerChaosE2eTest : public testing::E2eTest {
  protected:
   void SetUp() override {
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
+    E2eTest::SetUp();
     auto llm = ServerProcess::StartProgram("tests/fake_llm_server", {}, "fake llm listening on ");
     ASSERT_TRUE(llm.ok()) << llm.status();
     llm_ = std::move(*llm);
@@ -47,18 +45,12 @@ class SummarizerChaosE2eTest : public ::testing::Test {
 
   void StartServer(std::vector<std::string> extra) {
     std::vector<std::string> flags = {
-        "--database_url=" + db_->url(),
         absl::StrCat("--summarizer_url=http://127.0.0.1:", llm_->port(), "/v1"),
         "--summarizer_model=fake-sum", "--summarizer_timeout_ms=1500",
         "--summarizer_retries=0", "--background_compaction=false"};
     flags.insert(flags.end(), extra.begin(), extra.end());
-    server_.reset();
-    auto server = ServerProcess::Start(flags);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
-    stub_ = ConversationState::NewStub(channel);
-    health_ = grpc::health::v1::Health::NewStub(channel);
+    E2eTest::StartServer(flags);
+    health_ = grpc::health::v1::Health::NewStub(channel_);
   }
 
   // A conversation of three turns with facts in the first, whose first turn
@@ -142,10 +134,7 @@ class SummarizerChaosE2eTest : public ::testing::Test {
     return "";
   }
 
-  std::unique_ptr<ScratchDatabase> db_;
   std::unique_ptr<ServerProcess> llm_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<ConversationState::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };
 

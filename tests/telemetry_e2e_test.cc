@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "tests/fake_llm_control.h"
 #include "tools/otlp/otlp_receiver.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_profiles.h"
@@ -89,12 +89,10 @@ bool AnyTextContains(const Span& span, absl::string_view needle) {
   return false;
 }
 
-class TelemetryE2eTest : public ::testing::Test {
+class TelemetryE2eTest : public testing::E2eTest {
  protected:
   void SetUp() override {
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
+    E2eTest::SetUp();
     auto receiver = OtlpReceiver::Start();
     ASSERT_TRUE(receiver.ok()) << receiver.status();
     receiver_ = std::move(*receiver);
@@ -105,15 +103,9 @@ class TelemetryE2eTest : public ::testing::Test {
   }
 
   void StartServer(std::vector<std::string> extra) {
-    const std::string profiles = testing::WriteTinyProfiles();
-    std::vector<std::string> flags = {"--database_url=" + db_->url(),
-                                      "--model_profiles=" + profiles};
+    std::vector<std::string> flags = {"--model_profiles=" + testing::WriteTinyProfiles()};
     flags.insert(flags.end(), extra.begin(), extra.end());
-    auto server = ServerProcess::Start(flags);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    stub_ = ConversationState::NewStub(
-        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+    E2eTest::StartServer(flags);
   }
 
   grpc::Status Create(const std::string& id, const std::string& traceparent = "") {
@@ -165,10 +157,7 @@ class TelemetryE2eTest : public ::testing::Test {
     return stub_->AppendTurn(&ctx, req, &out);
   }
 
-  std::unique_ptr<ScratchDatabase> db_;
   std::unique_ptr<OtlpReceiver> receiver_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<ConversationState::Stub> stub_;
 };
 
 TEST_F(TelemetryE2eTest, OneTracePerCallWithChildSpansAttributesAndMatchingMetrics) {

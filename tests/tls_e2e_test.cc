@@ -15,7 +15,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tests/pg_harness.h"
+#include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
 #include "tests/server_process.h"
 #include "tests/test_credentials.h"
@@ -33,7 +33,7 @@ using testing::Shell;
 
 std::string Dir() { return testing::TestDir(); }
 
-class TlsE2eTest : public ::testing::Test {
+class TlsE2eTest : public testing::E2eTest {
  protected:
   static void SetUpTestSuite() {
     ASSERT_TRUE(MakeCa("ca") && MakeCa("other-ca")) << "openssl failed";
@@ -41,14 +41,8 @@ class TlsE2eTest : public ::testing::Test {
                 MakeCert("stranger", "other-ca") && MakeCert("rotated", "other-ca"));
   }
 
-  void SetUp() override {
-    auto db = ScratchDatabase::Create(/*migrate=*/false);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
-  }
-
   std::vector<std::string> Flags(std::vector<std::string> extra) {
-    std::vector<std::string> flags = {"--database_url=" + db_->url(), "--otel_disabled",
+    std::vector<std::string> flags = {"--otel_disabled",
                                       "--tls_cert=" + Dir() + "/server.pem",
                                       "--tls_key=" + Dir() + "/server.key"};
     flags.insert(flags.end(), extra.begin(), extra.end());
@@ -56,7 +50,7 @@ class TlsE2eTest : public ::testing::Test {
   }
 
   void Start(std::vector<std::string> extra = {}) {
-    auto server = ServerProcess::Start(Flags(std::move(extra)));
+    auto server = testing::StartServerOn(*db_, Flags(std::move(extra)));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
   }
@@ -79,9 +73,6 @@ class TlsE2eTest : public ::testing::Test {
                                                        const std::string& client = "") {
     return testing::TlsCredentials(ca, client);
   }
-
-  std::unique_ptr<ScratchDatabase> db_;
-  std::unique_ptr<ServerProcess> server_;
 };
 
 TEST_F(TlsE2eTest, ServesTlsAndRefusesPlaintext) {
@@ -137,7 +128,7 @@ TEST_F(TlsE2eTest, AKeyEveryUserCanReadIsRefusedAtStart) {
 
 TEST_F(TlsE2eTest, ARotatedCertificateIsServedWithoutARestart) {
   ASSERT_TRUE(Shell("cp server.pem live.pem && cp server.key live.key && chmod 600 live.key"));
-  auto server = ServerProcess::Start({"--database_url=" + db_->url(), "--otel_disabled",
+  auto server = testing::StartServerOn(*db_, {"--otel_disabled",
                                       "--tls_cert=" + Dir() + "/live.pem",
                                       "--tls_key=" + Dir() + "/live.key",
                                       "--tls_refresh_ms=1000"});

@@ -10,7 +10,9 @@ namespace {
 // A method added to the API without a role could be called by no one (or,
 // worse, by anyone if the check were loose): every one names its role.
 TEST(AccessGateTest, EveryMethodOfTheServiceNamesItsRole) {
-  const google::protobuf::ServiceDescriptor* service = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(v1::ConversationState::service_full_name());
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          v1::ConversationState::service_full_name());
   ASSERT_GT(service->method_count(), 15);
   for (int i = 0; i < service->method_count(); ++i) {
     EXPECT_TRUE(RequiredRole(service->method(i)->name()).has_value())

@@ -69,6 +69,7 @@ std::function<absl::Status(ServerConfig&, const std::string&)> MillisField(
 
 constexpr int64_t kIntMax = 2147483647;
 
+// Data table. Every flag: its name, its help, and how its value is read.
 const std::vector<Flag>& Flags() {
   static const auto* const kFlags = new std::vector<Flag>{
       {"host",

@@ -125,55 +125,49 @@ Truncation PlanTruncation(const PlanInput& in, int64_t prune_boundary, int64_t t
   return t;
 }
 
-CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
+namespace {
+
+// Why the parts of the view nothing can remove pass the window; empty when
+// they fit.
+std::string CannotFit(const ContextView& now, const ModelProfile& p) {
+  const int64_t fixed = now.tokens.system + now.tokens.pinned + now.tokens.pending +
+                        now.tokens.output_reserve;
+  if (fixed <= p.context_window) return "";
+  const std::pair<const char*, int64_t> parts[] = {
+      {"system prompt", now.tokens.system},
+      {"pinned instructions and items", now.tokens.pinned},
+      {"pending input", now.tokens.pending},
+      {"output reserve", now.tokens.output_reserve}};
+  const auto* largest =
+      std::max_element(std::begin(parts), std::end(parts),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+  return absl::StrCat(largest->first, " (", largest->second,
+                      " tokens) does not fit: system, pinned, pending and reserve need ", fixed,
+                      " of a ", p.context_window, "-token window");
+}
+
+// Truncation: the view cut below the hard band (storage keeps everything).
+void PlanTruncate(const PlanInput& in, CompactionPlan& plan) {
+  const ModelProfile& p = in.profile;
+  const int64_t boundary = in.snapshot->conversation.prune_boundary;
+  plan.truncation = PlanTruncation(in, boundary, Threshold(p, p.hard_threshold));
+  plan.truncate_before = plan.truncation.before_sequence;
+  if (!plan.truncation.any()) return;
+  plan.projected_tokens = View(in, boundary, plan.truncation).tokens.total;
+  plan.actions.push_back(absl::StrCat(
+      "truncate the view before item ", plan.truncate_before,
+      plan.truncation.chunks > 0
+          ? absl::StrCat(" and its ", plan.truncation.chunks, " oldest summaries")
+          : "",
+      " (storage keeps them)"));
+}
+
+// Tier 1: prune old tool results. Returns the view after any pruning.
+ContextView PlanPrune(const PlanInput& in, CompactionMode mode, int64_t target,
+                      CompactionPlan& plan) {
   const ContextSnapshot& snap = *in.snapshot;
   const ModelProfile& p = in.profile;
   const Conversation& c = snap.conversation;
-  CompactionPlan plan;
-  plan.prune_boundary = c.prune_boundary;
-  plan.view_before = View(in, c.prune_boundary);
-  const ContextView& now = plan.view_before;
-  plan.tokens_before = now.tokens.total;
-  plan.projected_tokens = now.tokens.total;
-  plan.band = BandOf(now.tokens.total, p);
-
-  // What can never be removed.
-  const int64_t fixed = now.tokens.system + now.tokens.pinned + now.tokens.pending +
-                        now.tokens.output_reserve;
-  if (fixed > p.context_window) {
-    const std::pair<const char*, int64_t> parts[] = {
-        {"system prompt", now.tokens.system},
-        {"pinned instructions and items", now.tokens.pinned},
-        {"pending input", now.tokens.pending},
-        {"output reserve", now.tokens.output_reserve}};
-    const auto* largest = std::max_element(
-        std::begin(parts), std::end(parts),
-        [](const auto& a, const auto& b) { return a.second < b.second; });
-    plan.cannot_fit = absl::StrCat(largest->first, " (", largest->second,
-                                   " tokens) does not fit: system, pinned, pending and reserve "
-                                   "need ", fixed, " of a ", p.context_window, "-token window");
-    return plan;
-  }
-
-  const bool act = mode != CompactionMode::kByBand || plan.band >= Band::kHard;
-  if (!act) return plan;
-  const int64_t target = Threshold(p, p.soft_threshold);
-  if (mode == CompactionMode::kTruncate) {
-    plan.truncation = PlanTruncation(in, c.prune_boundary, Threshold(p, p.hard_threshold));
-    plan.truncate_before = plan.truncation.before_sequence;
-    if (plan.truncation.any()) {
-      plan.projected_tokens = View(in, c.prune_boundary, plan.truncation).tokens.total;
-      plan.actions.push_back(absl::StrCat("truncate the view before item ", plan.truncate_before,
-                                          plan.truncation.chunks > 0
-                                              ? absl::StrCat(" and its ", plan.truncation.chunks,
-                                                             " oldest summaries")
-                                              : "",
-                                          " (storage keeps them)"));
-    }
-    return plan;
-  }
-
-  // Tier 1: prune old tool results.
   std::vector<const Item*> results;
   const auto names = ToolNamesByCallId(snap.live_items);
   int64_t result_tokens = 0;
@@ -187,7 +181,6 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
     results.push_back(&item);
     result_tokens += item.data.token_count;
   }
-  ContextView current = plan.view_before;  // The view after any pruning.
   const bool prune_wanted = mode == CompactionMode::kPruneOnly ||
                             result_tokens > p.tool_pruning.trigger_tokens ||
                             plan.tokens_before >= target;
@@ -201,125 +194,181 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
     kept += results[results.size() - 1 - keep_recent]->data.token_count;
     if (kept > keep_cap) break;
   }
-  if (prune_wanted && results.size() > keep_recent) {
-    const int64_t boundary = results[results.size() - keep_recent - 1]->sequence;
-    ContextView pruned = View(in, boundary);
-    const int64_t savings = now.tokens.total - pruned.tokens.total;
-    if (savings >= p.tool_pruning.min_savings_tokens) {
-      plan.prune_boundary = boundary;
-      plan.prune_savings = savings;
-      plan.pruned_results = static_cast<int>(results.size() - keep_recent);
-      plan.projected_tokens = pruned.tokens.total;
-      current = std::move(pruned);
-      plan.actions.push_back(absl::StrCat("prune ", plan.pruned_results,
-                                          " old tool results through item ", boundary, " (",
-                                          savings, " tokens)"));
-    }
-  }
-  if (mode == CompactionMode::kPruneOnly) return plan;
+  if (!prune_wanted || results.size() <= keep_recent) return plan.view_before;
+  const int64_t boundary = results[results.size() - keep_recent - 1]->sequence;
+  ContextView pruned = View(in, boundary);
+  const int64_t savings = plan.view_before.tokens.total - pruned.tokens.total;
+  if (savings < p.tool_pruning.min_savings_tokens) return plan.view_before;
+  plan.prune_boundary = boundary;
+  plan.prune_savings = savings;
+  plan.pruned_results = static_cast<int>(results.size() - keep_recent);
+  plan.projected_tokens = pruned.tokens.total;
+  plan.actions.push_back(absl::StrCat("prune ", plan.pruned_results,
+                                      " old tool results through item ", boundary, " (",
+                                      savings, " tokens)"));
+  return pruned;
+}
 
-  // Tier 2: summarize the oldest zone if still too large (or asked to).
-  if (mode == CompactionMode::kSummarize || plan.projected_tokens >= target) {
-    std::map<int64_t, int64_t> tokens_of;  // sequence -> tokens in the view
-    for (const ViewEntry& e : current.entries) {
-      if (e.section == Section::kLive) tokens_of[e.sequence] = e.token_count;
-    }
-    std::vector<Item> live;
-    for (const Item& item : snap.live_items) {
-      if (!IsMarker(item)) live.push_back(item);
-    }
-    std::vector<size_t> turn_starts;
-    for (size_t i = 0; i < live.size(); ++i) {
-      if (StartsTurn(live[i].data)) turn_starts.push_back(i);
-    }
-    // The recent buffer: last N turns, degraded while over its token cap.
-    int n = std::min<int>(p.recent_turns, static_cast<int>(turn_starts.size()));
-    auto recent_start = [&](int turns) {
-      return turns == 0 ? live.size() : turn_starts[turn_starts.size() - turns];
-    };
-    auto tokens_from = [&](size_t start) {
-      int64_t sum = 0;
-      for (size_t i = start; i < live.size(); ++i) sum += tokens_of[live[i].sequence];
-      return sum;
-    };
-    while (n > 0 && tokens_from(recent_start(n)) > p.recent_tokens) --n;
-    plan.recent_turns_kept = n;
-    const std::vector<bool> safe = SafeCuts(live);
-    size_t limit = recent_start(n);
-    while (!safe[limit]) --limit;  // As SafeCut; safe[0] always holds.
-    const int64_t ledger_room =
-        FractionOfWindow(p, p.ledger.budget_fraction) - current.tokens.ledger;
-    // Summarize no more than it takes to bring the view just under the soft
-    // band with room for one more typical turn, at a turn's start: recent
-    // turns stay verbatim as long as possible. Compact(summarize) takes
-    // everything older than the recent buffer.
-    size_t cut = limit;
-    if (mode != CompactionMode::kSummarize && limit > 0) {
-      // A typical turn, as it stays in the view: its messages and calls (old
-      // tool output is pruned soon), capped at 5% of the window.
-      int64_t turn_tokens = 0;
-      for (size_t i = turn_starts.empty() ? live.size() : turn_starts.front(); i < live.size(); ++i) {
-        if (live[i].data.kind != ItemKind::kToolResult) turn_tokens += tokens_of[live[i].sequence];
-      }
-      const int64_t typical_turn =
-          turn_starts.empty() ? 0
-                              : std::min<int64_t>(turn_tokens / static_cast<int64_t>(turn_starts.size()),
-                                                  FractionOfWindow(p, 0.05));
-      const int64_t goal = target - typical_turn;
-      int64_t zone = 0, messages = 0;
-      for (size_t i = 1; i <= limit; ++i) {
-        const Item& item = live[i - 1];
-        if (!item.data.pinned) {
-          zone += tokens_of[item.sequence];
-          if (IsMessage(item)) messages += tokens_of[item.sequence];
-        }
-        const bool at_turn = i == limit || StartsTurn(live[i].data);
-        if (!safe[i] || !at_turn) continue;
-        if (plan.projected_tokens - zone + SummaryCost(p, zone, messages, ledger_room) < goal) {
-          cut = i;
-          break;
-        }
-      }
-    }
-    if (cut > 0) {
-      plan.summarize = true;
-      plan.summarize_through = live[cut - 1].sequence;
-      int64_t messages = 0;
-      for (size_t i = 0; i < cut; ++i) {
-        if (live[i].data.pinned) continue;
-        plan.summarize_tokens += tokens_of[live[i].sequence];
-        if (IsMessage(live[i])) messages += tokens_of[live[i].sequence];
-      }
-      const int64_t summary = SummaryCost(p, plan.summarize_tokens, messages, ledger_room);
-      plan.projected_tokens = plan.projected_tokens - plan.summarize_tokens + summary;
-      plan.actions.push_back(absl::StrCat(
-          "summarize items ", c.summarized_through + 1, "-", plan.summarize_through, " (",
-          plan.summarize_tokens, " tokens) into a chunk and ledger facts of about ", summary,
-          " tokens, keeping ", live.size() - cut, " live items verbatim"));
-    } else {
-      plan.actions.push_back("nothing old enough to summarize: every live item is in the "
-                             "recent buffer or in an open tool call");
-    }
-  }
+// The live items (markers left out) of `in`, with what each costs in
+// `current` and where turns start.
+struct LiveZone {
+  std::vector<Item> live;
+  std::map<int64_t, int64_t> tokens_of;  // sequence -> tokens in the view
+  std::vector<size_t> turn_starts;
 
-  // Tier 3: fold chunks when they pass their budget.
+  // Where the last `turns` turns start.
+  size_t RecentStart(int turns) const {
+    return turns == 0 ? live.size() : turn_starts[turn_starts.size() - turns];
+  }
+  int64_t TokensFrom(size_t start) const {
+    int64_t sum = 0;
+    for (size_t i = start; i < live.size(); ++i) sum += Tokens(i);
+    return sum;
+  }
+  int64_t Tokens(size_t i) const {
+    auto it = tokens_of.find(live[i].sequence);
+    return it == tokens_of.end() ? 0 : it->second;
+  }
+};
+
+LiveZone ZoneOf(const ContextSnapshot& snap, const ContextView& current) {
+  LiveZone z;
+  for (const ViewEntry& e : current.entries) {
+    if (e.section == Section::kLive) z.tokens_of[e.sequence] = e.token_count;
+  }
+  for (const Item& item : snap.live_items) {
+    if (!IsMarker(item)) z.live.push_back(item);
+  }
+  for (size_t i = 0; i < z.live.size(); ++i) {
+    if (StartsTurn(z.live[i].data)) z.turn_starts.push_back(i);
+  }
+  return z;
+}
+
+// Where the summary zone should end (items [0, cut) of the live zone) to
+// bring the view just under `target` with room for one more typical turn,
+// at a turn's start, no later than `limit`: recent turns stay verbatim as
+// long as possible.
+size_t GoalCut(const LiveZone& z, const ModelProfile& p, const std::vector<bool>& safe,
+               size_t limit, int64_t projected, int64_t target, int64_t ledger_room) {
+  // A typical turn, as it stays in the view: its messages and calls (old
+  // tool output is pruned soon), capped at 5% of the window.
+  int64_t turn_tokens = 0;
+  for (size_t i = z.turn_starts.empty() ? z.live.size() : z.turn_starts.front();
+       i < z.live.size(); ++i) {
+    if (z.live[i].data.kind != ItemKind::kToolResult) turn_tokens += z.Tokens(i);
+  }
+  const int64_t typical_turn =
+      z.turn_starts.empty()
+          ? 0
+          : std::min<int64_t>(turn_tokens / static_cast<int64_t>(z.turn_starts.size()),
+                              FractionOfWindow(p, 0.05));
+  const int64_t goal = target - typical_turn;
+  int64_t zone = 0, messages = 0;
+  for (size_t i = 1; i <= limit; ++i) {
+    const Item& item = z.live[i - 1];
+    if (!item.data.pinned) {
+      zone += z.Tokens(i - 1);
+      if (IsMessage(item)) messages += z.Tokens(i - 1);
+    }
+    const bool at_turn = i == limit || StartsTurn(z.live[i].data);
+    if (!safe[i] || !at_turn) continue;
+    if (projected - zone + SummaryCost(p, zone, messages, ledger_room) < goal) return i;
+  }
+  return limit;
+}
+
+// Tier 2: summarize the oldest zone of `current`.
+void PlanSummarize(const PlanInput& in, CompactionMode mode, int64_t target,
+                   const ContextView& current, CompactionPlan& plan) {
+  const ModelProfile& p = in.profile;
+  const Conversation& c = in.snapshot->conversation;
+  const LiveZone z = ZoneOf(*in.snapshot, current);
+  // The recent buffer: last N turns, degraded while over its token cap.
+  int n = std::min<int>(p.recent_turns, static_cast<int>(z.turn_starts.size()));
+  while (n > 0 && z.TokensFrom(z.RecentStart(n)) > p.recent_tokens) --n;
+  plan.recent_turns_kept = n;
+  const std::vector<bool> safe = SafeCuts(z.live);
+  size_t limit = z.RecentStart(n);
+  while (!safe[limit]) --limit;  // As SafeCut; safe[0] always holds.
+  const int64_t ledger_room =
+      FractionOfWindow(p, p.ledger.budget_fraction) - current.tokens.ledger;
+  // Compact(summarize) takes everything older than the recent buffer.
+  const size_t cut = mode != CompactionMode::kSummarize && limit > 0
+                         ? GoalCut(z, p, safe, limit, plan.projected_tokens, target, ledger_room)
+                         : limit;
+  if (cut == 0) {
+    plan.actions.push_back("nothing old enough to summarize: every live item is in the "
+                           "recent buffer or in an open tool call");
+    return;
+  }
+  plan.summarize = true;
+  plan.summarize_through = z.live[cut - 1].sequence;
+  int64_t messages = 0;
+  for (size_t i = 0; i < cut; ++i) {
+    if (z.live[i].data.pinned) continue;
+    plan.summarize_tokens += z.Tokens(i);
+    if (IsMessage(z.live[i])) messages += z.Tokens(i);
+  }
+  const int64_t summary = SummaryCost(p, plan.summarize_tokens, messages, ledger_room);
+  plan.projected_tokens = plan.projected_tokens - plan.summarize_tokens + summary;
+  plan.actions.push_back(absl::StrCat(
+      "summarize items ", c.summarized_through + 1, "-", plan.summarize_through, " (",
+      plan.summarize_tokens, " tokens) into a chunk and ledger facts of about ", summary,
+      " tokens, keeping ", z.live.size() - cut, " live items verbatim"));
+}
+
+// Tier 3: fold chunks when they pass their budget.
+void PlanFold(const PlanInput& in, CompactionPlan& plan) {
+  const ContextSnapshot& snap = *in.snapshot;
+  const ModelProfile& p = in.profile;
   int64_t chunk_tokens = 0;
   for (const SummaryChunk& chunk : snap.active_chunks) chunk_tokens += chunk.token_count;
   if (plan.summarize) chunk_tokens += SummarySize(p, plan.summarize_tokens);
-  const int64_t budget =
-      static_cast<int64_t>(p.summarizer.chunk_budget_fraction * static_cast<double>(p.context_window));
-  if (chunk_tokens > budget && snap.active_chunks.size() >= 2) {
-    int64_t folded = 0;
-    for (const SummaryChunk& chunk : snap.active_chunks) {
-      plan.fold.push_back(chunk.chunk_id);
-      folded += chunk.token_count;
-    }
-    const int64_t merged = SummarySize(p, folded);
-    plan.projected_tokens = plan.projected_tokens - folded + merged;
-    plan.actions.push_back(absl::StrCat("fold ", plan.fold.size(), " chunks (", folded,
-                                        " tokens, over the ", budget,
-                                        "-token budget) into one of about ", merged));
+  const int64_t budget = static_cast<int64_t>(p.summarizer.chunk_budget_fraction *
+                                              static_cast<double>(p.context_window));
+  if (chunk_tokens <= budget || snap.active_chunks.size() < 2) return;
+  int64_t folded = 0;
+  for (const SummaryChunk& chunk : snap.active_chunks) {
+    plan.fold.push_back(chunk.chunk_id);
+    folded += chunk.token_count;
   }
+  const int64_t merged = SummarySize(p, folded);
+  plan.projected_tokens = plan.projected_tokens - folded + merged;
+  plan.actions.push_back(absl::StrCat("fold ", plan.fold.size(), " chunks (", folded,
+                                      " tokens, over the ", budget,
+                                      "-token budget) into one of about ", merged));
+}
+
+}  // namespace
+
+CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
+  const ModelProfile& p = in.profile;
+  const Conversation& c = in.snapshot->conversation;
+  CompactionPlan plan;
+  plan.prune_boundary = c.prune_boundary;
+  plan.view_before = View(in, c.prune_boundary);
+  plan.tokens_before = plan.view_before.tokens.total;
+  plan.projected_tokens = plan.tokens_before;
+  plan.band = BandOf(plan.tokens_before, p);
+  if (std::string why = CannotFit(plan.view_before, p); !why.empty()) {
+    plan.cannot_fit = std::move(why);
+    return plan;
+  }
+
+  const bool act = mode != CompactionMode::kByBand || plan.band >= Band::kHard;
+  if (!act) return plan;
+  if (mode == CompactionMode::kTruncate) {
+    PlanTruncate(in, plan);
+    return plan;
+  }
+  const int64_t target = Threshold(p, p.soft_threshold);
+  const ContextView current = PlanPrune(in, mode, target, plan);
+  if (mode == CompactionMode::kPruneOnly) return plan;
+  if (mode == CompactionMode::kSummarize || plan.projected_tokens >= target) {
+    PlanSummarize(in, mode, target, current, plan);
+  }
+  PlanFold(in, plan);
   return plan;
 }
 
