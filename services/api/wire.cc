@@ -133,6 +133,7 @@ void ToProto(ContextView&& view, v1::BuildContextResponse* out) {
   out->set_context_status(static_cast<v1::ContextStatus>(view.status));
   out->set_ledger_facts_omitted(view.ledger_facts_omitted);
   out->set_summaries_truncated(view.summaries_truncated);
+  out->set_instructions_shortened(view.instructions_shortened);
 }
 
 void ToProto(const LedgerFact& f, v1::LedgerFact* out) {

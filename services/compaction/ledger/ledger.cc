@@ -129,16 +129,40 @@ bool WordIsFact(absl::string_view raw, bool first) {
   return false;
 }
 
-// Keeps the clauses of a long sentence that hold facts.
+// A long sentence cut to what holds its facts: each word that is a fact
+// with a few words around it, windows that touch merged, the gaps marked
+// " … ". The context narrows until the cut fits twice the usual length; a
+// sentence with no fact word (a decision) keeps its head.
 std::string ClipFact(const std::string& sentence) {
   if (sentence.size() <= kMaxFactBytes) return sentence;
-  std::vector<std::string> kept;
-  for (absl::string_view clause : absl::StrSplit(sentence, absl::ByAnyChar(",;"))) {
-    clause = absl::StripAsciiWhitespace(clause);
-    if (!clause.empty() && HasHardFact(clause)) kept.emplace_back(clause);
+  const std::vector<absl::string_view> words = absl::StrSplit(sentence, ' ', absl::SkipEmpty());
+  std::vector<size_t> facts;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (WordIsFact(words[i], i == 0)) facts.push_back(i);
   }
-  std::string out = kept.empty() ? sentence : absl::StrJoin(kept, " \xE2\x80\xA6 ");  // " … "
-  if (out.size() <= kMaxFactBytes) return out;
+  std::string out;
+  for (int context : {4, 2, 1, 0}) {
+    if (facts.empty()) break;
+    std::vector<bool> keep(words.size(), false);
+    for (size_t f : facts) {
+      const size_t from = f >= static_cast<size_t>(context) ? f - context : 0;
+      for (size_t i = from; i <= std::min(words.size() - 1, f + context); ++i) keep[i] = true;
+    }
+    out.clear();
+    bool gap = false;
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (!keep[i]) {
+        gap = true;
+        continue;
+      }
+      if (!out.empty() || gap) absl::StrAppend(&out, gap ? (out.empty() ? "\xE2\x80\xA6 " : " \xE2\x80\xA6 ") : " ");
+      out.append(words[i].data(), words[i].size());
+      gap = false;
+    }
+    if (gap) absl::StrAppend(&out, " \xE2\x80\xA6");
+    if (out.size() <= 2 * kMaxFactBytes) return out;
+  }
+  if (out.empty()) out = sentence;
   absl::string_view head = Utf8Prefix(out, kMaxFactBytes);
   const size_t space = head.rfind(' ');
   if (space != absl::string_view::npos && space > kMaxFactBytes / 2) head = head.substr(0, space);
@@ -207,25 +231,6 @@ bool HasHardFact(absl::string_view sentence) {
     first = false;
   }
   return false;
-}
-
-bool IsStandingInstruction(absl::string_view sentence) {
-  std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(sentence));
-  if (lower.empty() || lower.back() == '?') return false;
-  absl::string_view s = lower;
-  for (absl::string_view lead : {"please ", "and ", "also ", "so ", "oh, ", "but ", "important: ",
-                                 "rule: ", "one more thing: ", "note: "}) {
-    absl::ConsumePrefix(&s, lead);
-  }
-  if (StartsWithAny(s, {"never ", "always ", "do not ", "don't ", "dont ", "remember ",
-                        "make sure ", "avoid ", "from now on", "going forward", "until further",
-                        "no more ", "stop ", "only ever "})) {
-    return true;
-  }
-  return ContainsAny(s, {"from now on", "going forward", "for the rest of", "until further notice",
-                         "under no circumstances", "no matter what", "you must ", "you should never",
-                         "you should always", "must never ", "must always ", "must not ",
-                         "never ever"});
 }
 
 std::vector<std::string> ErrorLines(absl::string_view output, size_t max_lines) {
@@ -324,7 +329,10 @@ Extraction ExtractLedger(const std::vector<Item>& items,
       flush();  // An unclosed block.
       for (std::string& sentence : SplitSentences(prose)) {
         if (d.role == Role::kUser && IsStandingInstruction(sentence)) {
-          add(out.constraints, item, d.role, std::string(Utf8Prefix(sentence, kMaxInstructionBytes)));
+          // The whole sentence, unless it is too long: then its rule.
+          add(out.constraints, item, d.role,
+              sentence.size() <= kMaxInstructionBytes ? sentence
+                                                      : RuleOf(sentence, kMaxInstructionBytes));
         } else if (HasHardFact(sentence)) {
           add(out.facts, item, d.role, ClipFact(sentence));
         }

@@ -15,6 +15,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "services/compaction/ledger/instructions.h"
 #include "services/tokenizer/tokens.h"
 #include "services/core/types.h"
 
@@ -33,11 +34,6 @@ std::vector<std::string> SplitSentences(absl::string_view text);
 // identifier joined by '-', '_' or '.', a command or flag, an acronym, a
 // capitalized name inside the sentence, or a decision stated as such.
 bool HasHardFact(absl::string_view sentence);
-
-// True if `sentence` (a user's) constrains the rest of the conversation:
-// "never ...", "always ...", "do not ... until ...", "from now on ...",
-// "remember ...", "make sure ...".
-bool IsStandingInstruction(absl::string_view sentence);
 
 // Lines of tool output that report an error, trimmed, at most `max_lines`
 // of them, from anywhere in the output.

@@ -61,6 +61,10 @@ struct ContextView {
   int ledger_facts_omitted = 0;
   // Summary chunks left out by truncation.
   int summaries_truncated = 0;
+  // Standing instructions shown shortened to their rule (their lead-in
+  // left out) because together they passed their budget; none is ever
+  // left out.
+  int instructions_shortened = 0;
 };
 
 // How to show the live items.

@@ -1,5 +1,6 @@
 #include "services/compaction/view/context_view.h"
 
+#include "services/compaction/ledger/ledger.h"
 #include "services/tokenizer/tokens.h"
 
 #include "gtest/gtest.h"
@@ -257,6 +258,55 @@ TEST(AssembleViewTest, CountsToolResultsApart) {
   const ContextView view = AssembleView(snap, profile, false, {});
   EXPECT_EQ(view.tokens.live, 52);
   EXPECT_EQ(view.tokens.tool_results, 40);
+}
+
+}  // namespace
+}  // namespace convstate
+
+namespace convstate {
+namespace {
+
+// Standing instructions are never left out: past their share of the window
+// the oldest are shortened to their rule, and the view says how many.
+TEST(AssembleViewTest, InstructionsPastTheirBudgetAreShortenedNeverDropped) {
+  auto tok = NewApproximateTokenizer();
+  ContextSnapshot snap;
+  SummaryChunk chunk;
+  chunk.chunk_id = 1;
+  chunk.from_sequence = 1;
+  chunk.through_sequence = 40;
+  chunk.text = "Summary of items #1-#40:\nUser: the migration plan.";
+  chunk.token_count = 12;
+  for (int i = 0; i < 12; ++i) {
+    LedgerFact c;
+    c.sequence = 1 + 3 * i;
+    c.role = Role::kUser;
+    c.text = "Before we go on, something the change board asked me to pass on for the whole "
+             "project, so please keep it in mind: never touch cluster " +
+             std::to_string(i) + " during the freeze.";
+    c.token_count = FactTokens(c, *tok);
+    chunk.constraints.push_back(c);
+  }
+  snap.active_chunks.push_back(chunk);
+  ModelProfile profile;
+  profile.context_window = 4096;  // 5%: 204 tokens for instructions.
+  profile.output_reserve = 256;
+  ViewOptions options;
+  options.tokenizer = tok.get();
+  const ContextView view = AssembleView(snap, profile, false, {}, options);
+  std::string text;
+  for (const ViewEntry& e : view.entries) text += e.content + "\n";
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_NE(text.find("never touch cluster " + std::to_string(i) + " during the freeze"),
+              std::string::npos)
+        << "rule " << i << " lost:\n" << text;
+  }
+  EXPECT_GT(view.instructions_shortened, 0);
+  // The oldest are the ones shortened; the newest stay whole.
+  EXPECT_EQ(text.find("change board asked me to pass on for the whole project, so please keep "
+                      "it in mind: never touch cluster 0 "),
+            std::string::npos);
+  EXPECT_NE(text.find("keep it in mind: never touch cluster 11 during"), std::string::npos);
 }
 
 }  // namespace
