@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -104,7 +105,7 @@ class RedactionE2eTest : public testing::E2eTest {
     return s.ok() ? out.items(0).sequence() : 0;
   }
 
-  // A turn of ordinary work, about 150 tokens.
+  // A turn of ordinary work, about 200 tokens.
   void Filler(const std::string& id, int n) {
     Append(id, {Message(v1::ROLE_USER, absl::StrCat("[turn ", n, "] Why is api-", n,
                                                     " slow on port ", 8000 + n, "?")),
@@ -112,7 +113,13 @@ class RedactionE2eTest : public testing::E2eTest {
                         absl::StrCat("api-", n, " waits on db-", n, " because the orders table "
                                      "lacks an index on customer_id; we decided to add the "
                                      "index and roll back release 1.", n, " tonight, after the "
-                                     "batch window closes at 02:00 UTC."))});
+                                     "batch window closes at 02:00 UTC. That should settle it "
+                                     "for now, and nothing else needs to change until the "
+                                     "next review comes around, so there is no rush on "
+                                     "anything else in the meantime. The other services look "
+                                     "healthy and their dashboards show nothing unusual for "
+                                     "this hour of the night. If anything changes I will say "
+                                     "so before we go any further with the plan as it stands."))});
   }
 
   v1::BuildContextResponse Build(const std::string& id, ConversationState::Stub* stub = nullptr) {
@@ -325,7 +332,10 @@ TEST_F(RedactionE2eTest, EveryCopyOfARedactedSecretGoesAtOnce) {
     ASSERT_TRUE(stub_->PinItem(&ctx, pin, &pinned).ok());
   }
   for (int n = 2; n <= 5; ++n) Filler("a", n);
-  ASSERT_NE(Summarize("a").summary_chunk_id(), 0);
+  {
+    const v1::CompactResponse c = Summarize("a");
+    ASSERT_NE(c.summary_chunk_id(), 0) << absl::StrJoin(c.not_done(), "; ");
+  }
   const v1::BuildContextResponse old_view = Build("a");
   bool pinned_copy = false;
   for (const auto& e : old_view.entries()) {

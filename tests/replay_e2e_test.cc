@@ -51,10 +51,45 @@ TEST(ReplayE2eTest, ShortReplayKeepsMoreFactsThanFifoAndTheInstructionEverywhere
   // what the user and the assistant said.
   EXPECT_GT(r->facts.present(), r->fifo_facts.present());
   EXPECT_GE(r->facts.message * 10, r->facts.message_total * 8);
+  // Never fewer facts than FIFO, at any probe turn or at the end.
+  for (const std::string& loss : replay::LossesToFifo(*r)) ADD_FAILURE() << loss;
   // Right after each compaction the view is back under the hard band:
   // additive chunks and a budgeted ledger, not a growing rolling summary.
   ASSERT_FALSE(r->tokens_after_compaction.empty());
   for (int64_t tokens : r->tokens_after_compaction) EXPECT_LT(tokens, 8192 * 8 / 10);
+}
+
+// The long conversation (rules inside longer messages, facts stated once):
+// at 8k and 32k, the view never keeps fewer facts than FIFO at a probe turn
+// or at the end, and every rule is in every view after it was given.
+TEST(ReplayE2eTest, LongReplayNeverLosesToFifoAndKeepsEveryRule) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto server = testing::StartServerOn(**db, {"--background_compaction=false"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto conversation =
+      replay::Load(ServerProcess::RunfilePath("tools/replay_data/migration.jsonl"),
+                   ServerProcess::RunfilePath("tools/replay_data/migration_facts.jsonl"),
+                   ServerProcess::RunfilePath("tools/replay_data/migration_probes.jsonl"));
+  ASSERT_TRUE(conversation.ok()) << conversation.status();
+  ASSERT_GE(conversation->turns(), 120);
+  for (int64_t window : {8192, 32768}) {
+    replay::Options options;
+    options.target = (*server)->address();
+    options.window = window;
+    auto r = replay::Run(*conversation, options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    SCOPED_TRACE(replay::Report({*r}));
+    EXPECT_TRUE(r->errors.empty());
+    EXPECT_EQ(r->views_over_window, 0);
+    EXPECT_EQ(r->instructions.size(), 3u);
+    for (const auto& in : r->instructions) {
+      EXPECT_EQ(in.kept, in.views) << "the rule of turn " << in.turn;
+      EXPECT_TRUE(in.in_final_view) << "the rule of turn " << in.turn;
+    }
+    EXPECT_GE(r->probes.size(), 4u);
+    for (const std::string& loss : replay::LossesToFifo(*r)) ADD_FAILURE() << loss;
+  }
 }
 
 }  // namespace

@@ -490,7 +490,10 @@ void ServerE2eTest::AppendConcurrently() {
         v1::AppendTurnRequest req;
         req.set_conversation_id("hot");
         req.set_idempotency_key(absl::StrCat("c", c, "-", i));
-        *req.add_items() = Message(v1::ROLE_USER, absl::StrCat("client ", c, " turn ", i));
+        *req.add_items() = Message(
+            v1::ROLE_USER, absl::StrCat("client ", c, " turn ", i,
+                                        ". The rollout looks fine so far and nothing else needs "
+                                        "doing right now, thanks for checking it once more."));
         v1::AppendTurnResponse out;
         grpc::ClientContext ctx;
         SetDeadline(ctx, kCallDeadline);

@@ -54,7 +54,8 @@ class SummarizerChaosE2eTest : public testing::E2eTest {
   }
 
   // A conversation of three turns with facts in the first, whose first turn
-  // a summary may replace.
+  // a summary may replace (its answer says more than its facts, so that a
+  // summary saves something).
   void Conversation(const std::string& id) {
     v1::CreateConversationRequest create;
     create.set_conversation_id(id);
@@ -73,7 +74,11 @@ class SummarizerChaosE2eTest : public testing::E2eTest {
       *append.add_items() = Message(
           v1::ROLE_ASSISTANT,
           absl::StrCat("Exit code 137 is an OOM kill: raise the memory limit of api v1.", turn,
-                       " from 512Mi to 1Gi in deploy/api.yaml, then roll out again."));
+                       " from 512Mi to 1Gi in deploy/api.yaml, then roll out again. That is the "
+                       "usual cause when a service grows a little with each release and nobody "
+                       "revisits the limits it was given at the start. Once it runs again it is "
+                       "worth watching how close it stays to the new limit over the next few "
+                       "days, so that the same thing does not happen again next week."));
       v1::AppendTurnResponse out;
       grpc::ClientContext a;
       SetDeadline(a);

@@ -96,7 +96,86 @@ std::string Placeholder(const v1::Item& item) {
                       ") omitted]");
 }
 
+// A FIFO window over what `id` stores now (see FifoOf); `ok` false if the
+// items could not be listed.
+struct FifoWindow {
+  std::string text;
+  int64_t tokens = 0;
+  bool ok = true;
+};
+
+FifoWindow Fifo(v1::ConversationState::Stub& stub, const std::string& id,
+                const std::string& system_prompt, int64_t budget) {
+  FifoWindow w;
+  std::vector<v1::Item> stored;
+  std::string page;
+  do {
+    v1::ListItemsRequest req;
+    req.set_conversation_id(id);
+    req.set_page_size(1000);
+    req.set_page_token(page);
+    v1::ListItemsResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    if (!stub.ListItems(&ctx, req, &out).ok()) {
+      w.ok = false;
+      return w;
+    }
+    for (const v1::Item& item : out.items()) stored.push_back(item);
+    page = out.next_page_token();
+  } while (!page.empty());
+  w.text = FifoOf(stored, system_prompt, budget, &w.tokens);
+  return w;
+}
+
+// How many of the facts `ids` names `text` holds verbatim.
+int FactsIn(const std::vector<Fact>& facts, const std::vector<std::string>& ids,
+            const std::string& text) {
+  int n = 0;
+  for (const std::string& id : ids) {
+    for (const Fact& f : facts) {
+      if (f.id == id && text.find(f.text) != std::string::npos) ++n;
+    }
+  }
+  return n;
+}
+
 }  // namespace
+
+std::string FifoOf(const std::vector<v1::Item>& items, const std::string& system_prompt,
+                   int64_t budget, int64_t* tokens) {
+  std::vector<const v1::Item*> stored;
+  for (const v1::Item& item : items) {
+    if (item.kind() != v1::ITEM_KIND_SUMMARY_MARKER) stored.push_back(&item);
+  }
+  constexpr int64_t kPlaceholderTokens = 20;
+  const int64_t newest = stored.empty() ? 0 : stored.back()->turn_index();
+  std::vector<std::string> kept;
+  int64_t used = 0;
+  // Turns from the newest back; a turn's items are contiguous.
+  size_t end = stored.size();
+  while (end > 0) {
+    size_t begin = end;
+    const int64_t turn = stored[end - 1]->turn_index();
+    while (begin > 0 && stored[begin - 1]->turn_index() == turn) --begin;
+    int64_t turn_tokens = 0;
+    std::string turn_text;
+    for (size_t i = begin; i < end; ++i) {
+      const v1::Item& item = *stored[i];
+      const bool placeholder = item.kind() == v1::ITEM_KIND_TOOL_RESULT && turn != newest;
+      turn_tokens += placeholder ? kPlaceholderTokens : item.token_count();
+      absl::StrAppend(&turn_text, placeholder ? Placeholder(item) : item.content(), "\n");
+    }
+    if (used + turn_tokens > budget) break;
+    used += turn_tokens;
+    kept.push_back(std::move(turn_text));
+    end = begin;
+  }
+  std::string text = system_prompt + "\n";
+  for (auto it = kept.rbegin(); it != kept.rend(); ++it) text += *it;
+  if (tokens != nullptr) *tokens = used;
+  return text;
+}
 
 absl::StatusOr<Conversation> Load(const std::string& conversation_path,
                                   const std::string& facts_path, const std::string& probes_path) {
@@ -131,7 +210,13 @@ absl::StatusOr<Conversation> Load(const std::string& conversation_path,
     auto probes = ReadLines(probes_path);
     if (!probes.ok()) return probes.status();
     for (const Json& j : *probes) {
-      c.probes.push_back(Probe{j.value("kind", ""), j.value("turn", 0), j.value("text", "")});
+      Probe probe{j.value("kind", ""), j.value("turn", 0), j.value("text", ""), {}};
+      if (j.contains("facts") && j["facts"].is_array()) {
+        for (const Json& id : j["facts"]) {
+          if (id.is_string()) probe.fact_ids.push_back(id.get<std::string>());
+        }
+      }
+      c.probes.push_back(std::move(probe));
     }
   }
   return c;
@@ -165,11 +250,24 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     const grpc::Status s = stub->CreateConversation(&ctx, req, &out);
     if (!s.ok()) return absl::UnavailableError(absl::StrCat("CreateConversation: ", s.error_message()));
   }
-  const Probe* instruction = nullptr;
+  // The system prompt's count, from the conversation's own tokenizer: what
+  // a FIFO window spends on it too.
+  int64_t system_tokens = 0;
+  {
+    v1::InspectContextRequest req;
+    req.set_conversation_id(id);
+    v1::InspectContextResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    if (note(stub->InspectContext(&ctx, req, &out))) system_tokens = out.tokens().system();
+  }
+  const int64_t fifo_budget = options.window - reserve - system_tokens;
   std::set<int> fact_probes;
+  std::map<int, const Probe*> recall_probes;
   for (const Probe& p : conv.probes) {
-    if (p.kind == "instruction") instruction = &p;
+    if (p.kind == "instruction") r.instructions.push_back({p.turn, p.text});
     if (p.kind == "facts") fact_probes.insert(p.turn);
+    if (p.kind == "recall") recall_probes[p.turn] = &p;
   }
   std::set<int64_t> last_chunks;
   size_t next = 0;
@@ -211,11 +309,28 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
         r.tokens_after_compaction.push_back(total - view.tokens().pending());
       }
       last_chunks = std::move(chunks);
-      if (instruction != nullptr && t > instruction->turn) {
-        ++r.instruction_views;
-        r.instruction_kept += text.find(instruction->text) != std::string::npos;
+      for (Result::Instruction& in : r.instructions) {
+        if (t <= in.turn) continue;
+        ++in.views;
+        in.kept += text.find(in.text) != std::string::npos;
       }
-      if (fact_probes.contains(t)) r.probes.emplace_back(t, CountFacts(conv.facts, text, t));
+      const bool fact_probe = fact_probes.contains(t);
+      auto recall = recall_probes.find(t);
+      if (fact_probe || recall != recall_probes.end()) {
+        // FIFO with the same pending input: the newest turns that fit beside it.
+        const FifoWindow fifo = Fifo(*stub, id, conv.system_prompt,
+                                     fifo_budget - view.tokens().pending());
+        const std::string fifo_text = fifo.text + conv.items[next].content + "\n";
+        if (fact_probe) {
+          r.probes.push_back({t, CountFacts(conv.facts, text, t),
+                              CountFacts(conv.facts, fifo_text, t)});
+        }
+        if (recall != recall_probes.end()) {
+          const std::vector<std::string>& ids = recall->second->fact_ids;
+          r.recalls.push_back({t, static_cast<int>(ids.size()), FactsIn(conv.facts, ids, text),
+                               FactsIn(conv.facts, ids, fifo_text), 0});
+        }
+      }
     }
     // The whole turn, as the gateway stores it after the model answered.
     v1::AppendTurnRequest append;
@@ -249,11 +364,17 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
       }
       r.views_over_window += view.tokens().total() > options.window;
       r.views_invalid_utf8 += !IsValidUtf8(text);
-      if (instruction != nullptr && turns > instruction->turn) {
-        ++r.instruction_views;
-        r.instruction_kept += text.find(instruction->text) != std::string::npos;
+      for (Result::Instruction& in : r.instructions) {
+        if (turns <= in.turn) continue;
+        ++in.views;
+        in.in_final_view = text.find(in.text) != std::string::npos;
+        in.kept += in.in_final_view;
       }
     }
+  }
+  for (const Result::Instruction& in : r.instructions) {
+    r.instruction_views += in.views;
+    r.instruction_kept += in.kept;
   }
   {
     v1::ListSummariesRequest req;
@@ -289,56 +410,11 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     } while (!req.page_token().empty());
   }
 
-  // FIFO over the same stored items and counts: the newest whole turns
-  // that fit the window less the reserve, tool results older than the
-  // newest turn replaced by a placeholder, no summaries.
-  std::vector<v1::Item> stored;
-  std::string page;
-  do {
-    v1::ListItemsRequest req;
-    req.set_conversation_id(id);
-    req.set_page_size(1000);
-    req.set_page_token(page);
-    v1::ListItemsResponse out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    if (!note(stub->ListItems(&ctx, req, &out))) break;
-    for (const v1::Item& item : out.items()) {
-      if (item.kind() != v1::ITEM_KIND_SUMMARY_MARKER) stored.push_back(item);
-    }
-    page = out.next_page_token();
-  } while (!page.empty());
-  {
-    // The system prompt's count, from the conversation's own tokenizer.
-    v1::InspectContextRequest req;
-    req.set_conversation_id(id);
-    v1::InspectContextResponse out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    const int64_t system = note(stub->InspectContext(&ctx, req, &out)) ? out.tokens().system() : 0;
-    const int64_t budget = options.window - reserve - system;
-    constexpr int64_t kPlaceholderTokens = 20;
-    int64_t used = 0;
-    std::string text = conv.system_prompt + "\n";
-    const int64_t newest = stored.empty() ? 0 : stored.back().turn_index();
-    std::vector<std::string> kept;
-    for (int64_t turn = newest; turn >= 1; --turn) {
-      int64_t tokens = 0;
-      std::string turn_text;
-      for (const v1::Item& item : stored) {
-        if (item.turn_index() != turn) continue;
-        const bool placeholder = item.kind() == v1::ITEM_KIND_TOOL_RESULT && turn != newest;
-        tokens += placeholder ? kPlaceholderTokens : item.token_count();
-        absl::StrAppend(&turn_text, placeholder ? Placeholder(item) : item.content(), "\n");
-      }
-      if (used + tokens > budget) break;
-      used += tokens;
-      kept.push_back(std::move(turn_text));
-    }
-    for (auto it = kept.rbegin(); it != kept.rend(); ++it) text += *it;
-    r.fifo_tokens = used + system + reserve;
-    r.fifo_facts = CountFacts(conv.facts, text, turns + 1);
-  }
+  // FIFO over the same stored items and counts, with nothing pending.
+  const FifoWindow fifo = Fifo(*stub, id, conv.system_prompt, fifo_budget);
+  if (!fifo.ok) ++r.errors["ListItems"];
+  r.fifo_tokens = fifo.tokens + system_tokens + reserve;
+  r.fifo_facts = CountFacts(conv.facts, fifo.text, turns + 1);
   {
     v1::DeleteConversationRequest req;
     req.set_conversation_id(id);
@@ -348,6 +424,27 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     note(stub->DeleteConversation(&ctx, req, &out));
   }
   return r;
+}
+
+std::vector<std::string> LossesToFifo(const Result& r) {
+  std::vector<std::string> out;
+  if (r.facts.present() < r.fifo_facts.present()) {
+    out.push_back(absl::StrCat("window ", r.window, ": the final view keeps ", r.facts.present(),
+                               " facts, FIFO ", r.fifo_facts.present()));
+  }
+  for (const Result::ProbeCount& p : r.probes) {
+    if (p.view.present() < p.fifo.present()) {
+      out.push_back(absl::StrCat("window ", r.window, ", turn ", p.turn, ": the view keeps ",
+                                 p.view.present(), " facts, FIFO ", p.fifo.present()));
+    }
+  }
+  for (const Result::Instruction& in : r.instructions) {
+    if (in.kept < in.views) {
+      out.push_back(absl::StrCat("window ", r.window, ": the instruction of turn ", in.turn,
+                                 " is in ", in.kept, " of ", in.views, " views"));
+    }
+  }
+  return out;
 }
 
 std::string Report(const std::vector<Result>& results) {
@@ -382,9 +479,28 @@ std::string Report(const std::vector<Result>& results) {
       const auto fifo = r.fifo_facts.by_topic.at(topic);
       absl::StrAppend(&out, " ", topic, " ", counts.first, "/", fifo.first, "/", counts.second);
     }
-    absl::StrAppend(&out, "\n  facts at probe turns (kept of those given before):");
-    for (const auto& [turn, c] : r.probes) {
-      absl::StrAppend(&out, " turn ", turn, ": ", c.present(), "/", c.total());
+    absl::StrAppend(&out, "\n  facts at probe turns (view / FIFO / given before):");
+    for (const Result::ProbeCount& p : r.probes) {
+      absl::StrAppend(&out, " turn ", p.turn, ": ", p.view.present(), "/", p.fifo.present(), "/",
+                      p.view.total());
+    }
+    absl::StrAppend(&out, "\n  standing instructions (views holding it / views after it; final view):");
+    for (const Result::Instruction& in : r.instructions) {
+      absl::StrAppend(&out, "\n    turn ", in.turn, " \"", in.text.substr(0, 48),
+                      in.text.size() > 48 ? "...\"" : "\"", ": ", in.kept, "/", in.views,
+                      in.in_final_view ? "; final yes" : "; final NO");
+    }
+    if (!r.recalls.empty()) {
+      int asked = 0, in_view = 0, in_fifo = 0;
+      absl::StrAppend(&out, "\n  recall questions (facts asked for in view / FIFO / asked; recalled tokens):");
+      for (const Result::Recall& q : r.recalls) {
+        absl::StrAppend(&out, " turn ", q.turn, ": ", q.in_view, "/", q.in_fifo, "/", q.asked, " (",
+                        q.recalled_tokens, ")");
+        asked += q.asked;
+        in_view += q.in_view;
+        in_fifo += q.in_fifo;
+      }
+      absl::StrAppend(&out, "; all: ", in_view, "/", in_fifo, "/", asked);
     }
     absl::StrAppend(&out, "\n  blocking compaction steps (StreamBuildContext):");
     for (const auto& [tier, n] : r.tiers) absl::StrAppend(&out, " ", tier, " ", n);

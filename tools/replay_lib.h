@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "convstate/v1/convstate.pb.h"
 
 namespace convstate::replay {
 
@@ -35,9 +36,11 @@ struct Fact {
 };
 
 struct Probe {
-  std::string kind;  // "instruction" or "facts"
+  std::string kind;  // "instruction", "facts" or "recall"
   int turn = 0;
-  std::string text;  // For "instruction".
+  std::string text;  // For "instruction": the rule, verbatim.
+  // For "recall": the facts the user's message at `turn` asks about.
+  std::vector<std::string> fact_ids;
 };
 
 struct Conversation {
@@ -47,6 +50,14 @@ struct Conversation {
   std::vector<Probe> probes;
   int turns() const { return items.empty() ? 0 : items.back().turn; }
 };
+
+// A FIFO window with old tool output pruned, the baseline a view is
+// measured against: the newest whole turns of `items` (as stored; summary
+// markers are skipped) that fit `budget` tokens, tool results older than
+// the newest turn replaced by a 20-token placeholder, no summaries; its
+// text after `system_prompt`, and its tokens in `tokens`.
+std::string FifoOf(const std::vector<v1::Item>& items, const std::string& system_prompt,
+                   int64_t budget, int64_t* tokens = nullptr);
 
 // Reads the conversation file (JSON lines: an optional {"system_prompt"}
 // line, then turn, role, kind, content, tool_name, call_id), the facts
@@ -82,12 +93,37 @@ struct Result {
   FactCount facts;       // In the final view.
   FactCount fifo_facts;  // In the FIFO window over the same items.
   int64_t fifo_tokens = 0;
-  // The standing instruction: views after it was given, and how many of
-  // them held it verbatim.
+  // Each standing instruction: the views after it was given (the final
+  // one included) and how many of them held it verbatim; and all of them.
+  struct Instruction {
+    int turn = 0;
+    std::string text;
+    int views = 0;
+    int kept = 0;
+    bool in_final_view = false;
+  };
+  std::vector<Instruction> instructions;
   int instruction_views = 0;
   int instruction_kept = 0;
-  // Facts given before each "facts" probe turn, present in that turn's view.
-  std::vector<std::pair<int, FactCount>> probes;
+  // Facts given before each "facts" probe turn, present in that turn's view
+  // and in a FIFO window over the same stored items and pending input.
+  struct ProbeCount {
+    int turn = 0;
+    FactCount view;
+    FactCount fifo;
+  };
+  std::vector<ProbeCount> probes;
+  // Each "recall" probe: the facts asked for, and how many of them the
+  // view and the FIFO window held when the question was pending.
+  struct Recall {
+    int turn = 0;
+    int asked = 0;
+    int in_view = 0;
+    int in_fifo = 0;
+    // Tokens of the view's recalled section.
+    int64_t recalled_tokens = 0;
+  };
+  std::vector<Recall> recalls;
   // Compaction steps reported by StreamBuildContext (blocking ones), by tier.
   std::map<std::string, int> tiers;
   // The audit trail's rows by event name (background compactions too).
@@ -115,6 +151,11 @@ absl::StatusOr<Result> Run(const Conversation& conversation, const Options& opti
 
 // A plain-text report of `results` (one per window).
 std::string Report(const std::vector<Result>& results);
+
+// Where the view kept fewer facts than FIFO (the final view, or a probe
+// turn's), or missed a standing instruction: one line each; empty when
+// the view did at least as well everywhere.
+std::vector<std::string> LossesToFifo(const Result& result);
 
 }  // namespace convstate::replay
 

@@ -102,5 +102,13 @@ int main(int argc, char** argv) {
     results.push_back(*r);
   }
   std::fputs(convstate::replay::Report(results).c_str(), stdout);
-  return 0;
+  // Where the view did worse than FIFO or lost a rule: said, and exit 3.
+  int losses = 0;
+  for (const auto& r : results) {
+    for (const std::string& loss : convstate::replay::LossesToFifo(r)) {
+      std::printf("%s%s\n", losses++ == 0 ? "\nworse than FIFO or a rule lost:\n  " : "  ",
+                  loss.c_str());
+    }
+  }
+  return losses == 0 ? 0 : 3;
 }

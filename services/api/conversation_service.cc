@@ -139,7 +139,7 @@ void ConversationService::CompactInBackground(const ConversationKey& key) {
       absl::Status status = resolved.status();
       if (resolved.ok()) status = EnsureCounts(ctx, *snapshot, *resolved);
       if (status.ok()) {
-        status = runner_.Run(ctx, std::move(*snapshot), *resolved, {}, CompactionMode::kAuto, "",
+        status = runner_.Run(ctx, std::move(*snapshot), *resolved, {}, CompactionMode::kAhead, "",
                              nullptr, /*background=*/true)
                      .status();
       }
@@ -594,8 +594,11 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
     ASSIGN_OR_RETURN(CompactionOutcome outcome,
                      runner_.Run(ctx, std::move(snapshot), resolved, pending,
                                  CompactionMode::kByBand, "", progress));
+    // From the soft band on, the background gets ahead of need (kAhead); a
+    // call that compacted already leaves it nothing to do.
     const bool compact_in_background = options_.background_compaction &&
-                                       outcome.plan.band == Band::kSoft &&
+                                       outcome.plan.band >= Band::kSoft &&
+                                       outcome.plan.empty() &&
                                        resolved.profile.compaction_enabled;
     if (compact_in_background) CompactInBackground(key);
     answer.message = ResponseOf(key, outcome);
@@ -758,6 +761,7 @@ absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallConte
   out.set_version(outcome.version);
   out.set_compaction_version(outcome.compaction_version);
   out.set_summary_chunk_id(outcome.chunk_id);
+  for (const std::string& step : outcome.not_done) out.add_not_done(step);
   return out;
 }
 

@@ -347,6 +347,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     out.invalidated_breakpoint = FirstInvalidated(breakpoints_before, out.view);
   }
   out.plan = std::move(job.plan);
+  out.not_done = steps.failures();
   return out;
 }
 

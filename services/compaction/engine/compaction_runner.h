@@ -38,6 +38,10 @@ struct CompactionOutcome {
   // The first cache breakpoint whose prefix this call's compaction or
   // truncation changed; kUnspecified when none did.
   CacheBreakpointKind invalidated_breakpoint = CacheBreakpointKind::kUnspecified;
+  // Steps that were planned and did not happen, as "tier: reason" (a
+  // summary that would not have been smaller than its span, a summarizer
+  // that failed); empty when every planned step was done.
+  std::vector<std::string> not_done;
 };
 
 // How long before a lease expires its holder stops calling the summarizer:

@@ -22,6 +22,7 @@ class FoldTier final : public CompactionTier {
 
   void Run(CompactionJob& job) const override {
     const bool wanted = job.changed || job.mode == CompactionMode::kAuto ||
+                        job.mode == CompactionMode::kAhead ||
                         job.mode == CompactionMode::kSummarize;
     if (job.failed || !wanted || !job.lease.has_value()) return;
     const CompactionPlan again = PlanCompaction(job.InputFor(job.snapshot), CompactionMode::kSummarize);

@@ -356,7 +356,9 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
     return plan;
   }
 
-  const bool act = mode != CompactionMode::kByBand || plan.band >= Band::kHard;
+  const bool act = mode == CompactionMode::kByBand  ? plan.band >= Band::kHard
+                   : mode == CompactionMode::kAhead ? plan.band >= Band::kSoft
+                                                    : true;
   if (!act) return plan;
   if (mode == CompactionMode::kTruncate) {
     PlanTruncate(in, plan);
@@ -365,8 +367,16 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
   const int64_t target = Threshold(p, p.soft_threshold);
   const ContextView current = PlanPrune(in, mode, target, plan);
   if (mode == CompactionMode::kPruneOnly) return plan;
-  if (mode == CompactionMode::kSummarize || plan.projected_tokens >= target) {
-    PlanSummarize(in, mode, target, current, plan);
+  // Summaries replace only what would not fit verbatim after pruning; by
+  // band, they aim under the hard threshold with room for a turn, so that
+  // the newest turns stay verbatim as long as they can.
+  const bool by_need = mode == CompactionMode::kByBand || mode == CompactionMode::kAhead;
+  const int64_t summarize_at = mode == CompactionMode::kByBand
+                                   ? Threshold(p, p.emergency_threshold)
+                               : mode == CompactionMode::kAhead ? Threshold(p, p.hard_threshold)
+                                                                : target;
+  if (mode == CompactionMode::kSummarize || plan.projected_tokens >= summarize_at) {
+    PlanSummarize(in, mode, by_need ? Threshold(p, p.hard_threshold) : target, current, plan);
   }
   PlanFold(in, plan);
   return plan;

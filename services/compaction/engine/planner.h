@@ -18,10 +18,18 @@ namespace convstate {
 // matches convstate.v1.Band.
 enum class Band { kNormal = 1, kSoft = 2, kHard = 3, kEmergency = 4 };
 
-// What triggered planning.
+// What triggered planning. Summaries replace only what no longer fits
+// verbatim once old tool output is pruned: a view that pruning brings back
+// under the limit keeps every turn, as a FIFO window with pruning would.
 enum class CompactionMode {
-  // BuildContext: act by band (nothing below hard).
+  // BuildContext: nothing below the hard band. There, old tool output is
+  // pruned, and the oldest spans are summarized only when the pruned view
+  // would pass the emergency threshold (it would not fit).
   kByBand,
+  // Background, after a call found the view in the soft band or above: the
+  // same, ahead of need, so that calls find the work done: pruning from the
+  // soft band, a summary once the pruned view passes the hard threshold.
+  kAhead,
   // Compact(auto): cheapest tiers first until the view is back under the
   // soft threshold, whatever the band.
   kAuto,

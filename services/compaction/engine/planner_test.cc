@@ -177,7 +177,8 @@ TEST(PlannerTest, SummarizesTheOldestZoneKeepingRecentTurns) {
                                 .User(400).Assistant(400)      // turn 3: items 5-6
                                 .User(350).Assistant(350)      // turn 4: items 7-8
                                 .Build();
-  const CompactionPlan plan = PlanCompaction(Input(&s, Small(), tok.get()), CompactionMode::kByBand);
+  // Ahead of need (the background), the hard band is enough.
+  const CompactionPlan plan = PlanCompaction(Input(&s, Small(), tok.get()), CompactionMode::kAhead);
   EXPECT_EQ(plan.band, Band::kHard);  // 3100 + 256 reserve >= 0.8 * 4096
   ASSERT_TRUE(plan.summarize);
   EXPECT_EQ(plan.recent_turns_kept, 2);
@@ -187,6 +188,51 @@ TEST(PlannerTest, SummarizesTheOldestZoneKeepingRecentTurns) {
   EXPECT_FALSE(plan.actions.empty());
 }
 
+// On the call, a view that fits once old tool output is pruned keeps every
+// turn verbatim: summaries replace only what would not fit.
+TEST(PlannerTest, OnTheCallAViewThatFitsAfterPruningIsNotSummarized) {
+  auto tok = NewApproximateTokenizer();
+  const ContextSnapshot fits = Builder()
+                                   .User(400).Assistant(400)
+                                   .User(400).Assistant(400)
+                                   .User(400).Assistant(400)
+                                   .User(350).Assistant(350)
+                                   .Build();  // 3,356 of 4,096: hard band, fits.
+  const CompactionPlan waits = PlanCompaction(Input(&fits, Small(), tok.get()), CompactionMode::kByBand);
+  EXPECT_EQ(waits.band, Band::kHard);
+  EXPECT_FALSE(waits.summarize);
+  // Old tool output goes first; the view then fits and nothing is summarized.
+  const ContextSnapshot bulky = Builder()
+                                    .User(300).Call("1", "grep").Result("1", "grep", 900)
+                                    .Assistant(300)
+                                    .User(300).Call("2", "grep").Result("2", "grep", 900)
+                                    .Assistant(300)
+                                    .User(300).Assistant(300)
+                                    .Build();  // 3,900 + 256 reserve: past the emergency band.
+  ModelProfile p = Small();
+  p.tool_pruning.keep_recent = 0;
+  p.tool_pruning.min_savings_tokens = 100;
+  const CompactionPlan pruned = PlanCompaction(Input(&bulky, p, tok.get()), CompactionMode::kByBand);
+  EXPECT_GT(pruned.pruned_results, 0);
+  EXPECT_FALSE(pruned.summarize);
+  // What would still not fit is summarized, and no more than it takes to
+  // land under the hard band with room for a turn.
+  Builder b;
+  for (int t = 0; t < 14; ++t) b.User(130).Assistant(130);  // 3,640 + 256: emergency band.
+  const ContextSnapshot full = b.Build();
+  p = Small();
+  p.recent_turns = 1;
+  const CompactionPlan plan = PlanCompaction(Input(&full, p, tok.get()), CompactionMode::kByBand);
+  EXPECT_EQ(plan.band, Band::kEmergency);
+  ASSERT_TRUE(plan.summarize);
+  EXPECT_LT(plan.summarize_through, 26);
+  EXPECT_GT(plan.summarize_through, 2);
+  EXPECT_EQ(plan.summarize_through % 2, 0) << "cut inside a turn";
+  EXPECT_LT(plan.projected_tokens, Threshold(p, p.hard_threshold) - 260);
+  EXPECT_GT(plan.projected_tokens, Threshold(p, p.soft_threshold) - 260)
+      << "summarized more than it takes to fit";
+}
+
 TEST(PlannerTest, SummarizesOnlyWhatBringsTheViewUnderTheSoftBand) {
   auto tok = NewApproximateTokenizer();
   ModelProfile p = Small();
@@ -194,7 +240,8 @@ TEST(PlannerTest, SummarizesOnlyWhatBringsTheViewUnderTheSoftBand) {
   Builder b;
   for (int t = 0; t < 12; ++t) b.User(130).Assistant(130);  // 3,120 tokens + 256 reserve.
   const ContextSnapshot s = b.Build();
-  const CompactionPlan plan = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kByBand);
+  // Compact(auto), as an operator asks: back under the soft band.
+  const CompactionPlan plan = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kAuto);
   EXPECT_EQ(plan.band, Band::kHard);
   ASSERT_TRUE(plan.summarize);
   // Everything but the last turn could go; only the oldest turns do, enough

@@ -49,6 +49,7 @@ void StepRecorder::Failed(Tier tier, int64_t before, const std::string& reason) 
   p.tokens_before = before;
   p.tokens_after = before;
   p.reason = reason;
+  failures_.push_back(absl::StrCat(TierName(tier), ": ", reason));
   Report(std::move(p));
 }
 

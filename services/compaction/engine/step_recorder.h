@@ -68,6 +68,8 @@ class StepRecorder {
   void SummarizerCall(const absl::Status& status);
   // Time waited for the lease (not for background compactions).
   void LeaseWait(absl::Duration waited);
+  // The steps that failed so far, as "tier: reason".
+  const std::vector<std::string>& failures() const { return failures_; }
 
  private:
   void Report(CompactionProgress p);
@@ -77,6 +79,7 @@ class StepRecorder {
   telemetry::Span span_;
   std::optional<telemetry::ScopedSpan> scope_;
   absl::flat_hash_map<int, absl::Time> started_;
+  std::vector<std::string> failures_;
 };
 
 }  // namespace convstate

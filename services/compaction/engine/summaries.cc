@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "services/compaction/ledger/ledger.h"
 
 namespace convstate {
@@ -95,6 +96,16 @@ double GateRecall(const std::vector<SummaryChunk>& others, const std::vector<Led
   }
   chunk.recall = recall;
   return recall;
+}
+
+bool SaysNothing(absl::string_view text) {
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    line = absl::StripAsciiWhitespace(line);
+    if (absl::StartsWith(line, "Summary of ") && absl::EndsWith(line, ":")) continue;
+    if (line == "Facts:") continue;
+    return false;
+  }
+  return true;
 }
 
 std::vector<SummaryLine> MergeLines(const std::vector<SummaryChunk>& chunks) {

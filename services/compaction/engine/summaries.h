@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "services/compaction/engine/tier.h"
 
@@ -40,6 +41,11 @@ SummaryChunk ChunkOf(int64_t from, int64_t through, std::string text, int64_t to
 double GateRecall(const std::vector<SummaryChunk>& others, const std::vector<LedgerFact>& span_facts,
                   bool complete, const ModelProfile& profile, const Tokenizer& tokenizer,
                   SummaryChunk& chunk, std::vector<CompactionEvent>& events);
+
+// True if a summary's `text` says nothing: empty, or only the header that
+// names its span ("Summary of items #1-#4:"). Such a chunk is never
+// committed.
+bool SaysNothing(absl::string_view text);
 
 // The attributed lines of chunks being folded, in order. A chunk without
 // lines (written by an LLM, or before lines were kept) contributes the

@@ -67,11 +67,12 @@ class SummarizeTier final : public CompactionTier {
       text = CutToTokens(text, req.max_tokens, job.tokenizer);
       tokens = CountSystemTokens(job.tokenizer, text, profile.per_message_tokens);
     }
-    if (text.empty() || tokens >= plan.summarize_tokens) {
+    if (SaysNothing(text) || tokens >= plan.summarize_tokens) {
+      const char* why = SaysNothing(text) ? "the summary says nothing"
+                                          : "the summary was no smaller than what it replaces";
       events.push_back(AuditRow("no_progress", Tier::kSummarize, plan.summarize_tokens, tokens,
-                                DetailOf({{"model", summary->model}})));
-      job.steps.Failed(Tier::kSummarize, before,
-                       "the summary was no smaller than what it replaces");
+                                DetailOf({{"model", summary->model}, {"reason", why}})));
+      job.steps.Failed(Tier::kSummarize, before, why);
       return;
     }
     SummaryChunk chunk = ChunkOf(job.commit.expected_summarized_through + 1,
@@ -84,12 +85,19 @@ class SummarizeTier final : public CompactionTier {
                                profile, job.tokenizer, chunk, events);
     int64_t after = ViewWithChunk(job, job.snapshot, chunk, plan.prune_boundary).tokens.total;
     // Facts stay verbatim, so a span made of little but facts does not
-    // shrink: its oldest facts give way until the view does, and the
-    // recall stored with the chunk says what that cost.
-    if (after >= before && !chunk.facts.empty()) {
+    // shrink. While the window has room that is no progress: nothing is
+    // dropped to make a span smaller. Under real pressure (the view would
+    // not fit) its oldest facts give way until the view shrinks, and the
+    // audit row names each one.
+    const bool pressure = before >= Threshold(profile, profile.emergency_threshold);
+    if (after >= before && !chunk.facts.empty() && pressure) {
       int64_t excess = after - before + 1;
       size_t drop = 0;
       while (drop < chunk.facts.size() && excess > 0) excess -= chunk.facts[drop++].token_count;
+      nlohmann::json dropped = nlohmann::json::array();
+      for (size_t i = 0; i < drop; ++i) {
+        dropped.push_back({{"sequence", chunk.facts[i].sequence}, {"text", chunk.facts[i].text}});
+      }
       chunk.facts.erase(chunk.facts.begin(), chunk.facts.begin() + static_cast<long>(drop));
       // The recall gated above no longer holds: one low_recall row, for
       // the recall the chunk is committed with.
@@ -97,7 +105,9 @@ class SummarizeTier final : public CompactionTier {
                                   [](const CompactionEvent& e) { return e.event == "low_recall"; }),
                    events.end());
       events.push_back(AuditRow("facts_dropped", Tier::kSummarize, before, after,
-                                DetailOf({{"facts", drop}, {"reason", "the view would not shrink"}})));
+                                DetailOf({{"facts", drop},
+                                          {"reason", "the view would not fit"},
+                                          {"dropped", std::move(dropped)}})));
       recall = GateRecall(job.snapshot.active_chunks, ledger.facts, /*complete=*/false, profile,
                           job.tokenizer, chunk, events);
       after = ViewWithChunk(job, job.snapshot, chunk, plan.prune_boundary).tokens.total;

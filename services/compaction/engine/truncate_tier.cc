@@ -23,7 +23,7 @@ class TruncateTier final : public CompactionTier {
     // view that fits, truncating as the last resort.
     const CompactionMode mode = job.mode;
     const bool may_truncate = mode == CompactionMode::kByBand || mode == CompactionMode::kAuto ||
-                              mode == CompactionMode::kTruncate;
+                              mode == CompactionMode::kAhead || mode == CompactionMode::kTruncate;
     const bool truncate = may_truncate && (mode == CompactionMode::kTruncate ||
                                            band == Band::kEmergency ||
                                            (job.failed && band >= Band::kHard) ||

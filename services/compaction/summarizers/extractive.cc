@@ -166,6 +166,13 @@ class ExtractiveSummarizer final : public Summarizer {
       }
     } else {
       candidates = CandidateLines(req);
+      // A span whose every line the ledger keeps still gets a summary that
+      // says something: its lines, ledger or not.
+      if (candidates.empty() && !req.preserved.empty()) {
+        SummaryRequest all = req;
+        all.preserved.clear();
+        candidates = CandidateLines(all);
+      }
     }
     int64_t from = 0, through = 0;
     if (!req.items.empty()) {
@@ -189,6 +196,17 @@ class ExtractiveSummarizer final : public Summarizer {
       if (used + cost > req.max_tokens) continue;
       keep[i] = true;
       used += cost;
+    }
+    // Nothing fit whole: the best line, cut to the budget, rather than a
+    // summary that says nothing.
+    if (std::find(keep.begin(), keep.end(), true) == keep.end() && !order.empty() &&
+        candidates[order.front()].score > 0) {
+      SummaryLine& best = candidates[order.front()];
+      const int64_t room = req.max_tokens - used - 3;
+      if (room > 8) {
+        best.text = CutToTokens(best.text, room, *req.tokenizer);
+        keep[order.front()] = true;
+      }
     }
     SummaryResult result;
     for (size_t i = 0; i < candidates.size(); ++i) {
