@@ -1,8 +1,8 @@
 // A load generator for convstate, for loopback targets only.
 //
-//   load --targets=127.0.0.1:50051[,127.0.0.1:50052] --scenario=build \
-//        --concurrency=8 --duration_s=10 [--max_requests=200000] \
-//        [--conversations=16] [--items=200] [--history=0] [--item_bytes=400] \
+//   load --targets=127.0.0.1:50051[,127.0.0.1:50052] --scenario=build
+//        --concurrency=8 --duration_s=10 [--max_requests=200000]
+//        [--conversations=16] [--items=200] [--history=0] [--item_bytes=400]
 //        [--database_url=postgresql://...] [--token=TOKEN --tenant=ID]
 //
 // Scenarios:

@@ -57,7 +57,7 @@ TEST(Utf8Test, EveryCutAtEveryPositionIsValid) {
       "\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96\xE7\x95\x8C",                 // 你好世界
       "e\xCC\x81t\xC3\xA9 n\xCC\x83",                                      // combining marks
       "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB \xF0\x9F\x87\xA9\xF0\x9F\x87\xAA",  // ZWJ, flag
-      "a\xF0\x90\x8D\x88b\xE2\x82\xAC\xC2\xA2$",                          // 4, 3, 2, 1 bytes
+      "a\xF0\x90\x8D\x88" "b\xE2\x82\xAC\xC2\xA2$",                      // 4, 3, 2, 1 bytes
   };
   for (const std::string& text : samples) {
     ASSERT_TRUE(IsValidUtf8(text));

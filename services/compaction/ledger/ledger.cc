@@ -65,13 +65,6 @@ bool ContainsWord(absl::string_view lower, std::initializer_list<absl::string_vi
   return false;
 }
 
-bool StartsWithAny(absl::string_view lower, std::initializer_list<absl::string_view> words) {
-  for (absl::string_view w : words) {
-    if (absl::StartsWith(lower, w)) return true;
-  }
-  return false;
-}
-
 absl::string_view StripListMarker(absl::string_view line) {
   line = absl::StripAsciiWhitespace(line);
   for (absl::string_view marker : {"- ", "* ", "> ", "\xE2\x80\xA2 "}) {  // U+2022 bullet

@@ -35,6 +35,51 @@ ViewEntry SystemEntry(Section section, const std::string& text, int64_t tokens) 
   return e;
 }
 
+// The standing instructions the view shows: those kept by compactions,
+// and those of user messages truncated out of it. Never dropped: past their
+// budget, the oldest are shortened to their rule, one by one, while that
+// helps; `shortened` counts them.
+std::vector<LedgerFact> ViewConstraints(const ContextSnapshot& snapshot,
+                                        const std::vector<const SummaryChunk*>& chunks,
+                                        const ModelProfile& profile, const ViewOptions& options,
+                                        int* shortened) {
+  std::vector<LedgerFact> constraints = CollectConstraints(chunks);
+  if (options.truncate_before > 0) {
+    // Items truncated away take their rules along unless the view keeps
+    // them here.
+    std::vector<Item> hidden;
+    for (const Item& item : snapshot.live_items) {
+      if (item.sequence < options.truncate_before && !item.data.pinned &&
+          item.data.role == Role::kUser && item.data.kind == ItemKind::kMessage) {
+        hidden.push_back(item);
+      }
+    }
+    if (!hidden.empty() && options.tokenizer != nullptr) {
+      absl::flat_hash_set<uint64_t> seen;
+      for (const LedgerFact& c : constraints) seen.insert(FactHash(c.text));
+      for (LedgerFact& c : ExtractLedger(hidden, {}, *options.tokenizer).constraints) {
+        if (seen.insert(FactHash(c.text)).second) constraints.push_back(std::move(c));
+      }
+    }
+  }
+  const int64_t constraints_budget = FractionOfWindow(profile, profile.ledger.constraints_fraction);
+  int64_t constraint_tokens = 0;
+  for (const LedgerFact& c : constraints) constraint_tokens += c.token_count;
+  for (size_t i = 0; i < constraints.size() && constraint_tokens > constraints_budget; ++i) {
+    std::string rule = RuleOf(constraints[i].text);
+    if (rule.size() >= constraints[i].text.size()) continue;
+    LedgerFact& c = constraints[i];
+    c.text = std::move(rule);
+    const int64_t tokens = options.tokenizer != nullptr
+                               ? FactTokens(c, *options.tokenizer)
+                               : static_cast<int64_t>(FactLine(c).size() / 4) + 1;
+    constraint_tokens -= c.token_count - tokens;
+    c.token_count = tokens;
+    ++*shortened;
+  }
+  return constraints;
+}
+
 }  // namespace
 
 std::string PrunedPlaceholder(const std::string& tool_name, const std::string& call_id,
@@ -96,42 +141,8 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
     }
     return static_cast<int64_t>(text.size() / 4) + lines + profile.per_message_tokens;
   };
-  std::vector<LedgerFact> constraints = CollectConstraints(chunks);
-  if (options.truncate_before > 0) {
-    // Items truncated away take their rules along unless the view keeps
-    // them here.
-    std::vector<Item> hidden;
-    for (const Item& item : snapshot.live_items) {
-      if (item.sequence < options.truncate_before && !item.data.pinned &&
-          item.data.role == Role::kUser && item.data.kind == ItemKind::kMessage) {
-        hidden.push_back(item);
-      }
-    }
-    if (!hidden.empty() && options.tokenizer != nullptr) {
-      absl::flat_hash_set<uint64_t> seen;
-      for (const LedgerFact& c : constraints) seen.insert(FactHash(c.text));
-      for (LedgerFact& c : ExtractLedger(hidden, {}, *options.tokenizer).constraints) {
-        if (seen.insert(FactHash(c.text)).second) constraints.push_back(std::move(c));
-      }
-    }
-  }
-  // Never dropped: past their budget, the oldest are shortened to their
-  // rule, one by one, while that helps.
-  const int64_t constraints_budget = FractionOfWindow(profile, profile.ledger.constraints_fraction);
-  int64_t constraint_tokens = 0;
-  for (const LedgerFact& c : constraints) constraint_tokens += c.token_count;
-  for (size_t i = 0; i < constraints.size() && constraint_tokens > constraints_budget; ++i) {
-    std::string rule = RuleOf(constraints[i].text);
-    if (rule.size() >= constraints[i].text.size()) continue;
-    LedgerFact& c = constraints[i];
-    c.text = std::move(rule);
-    const int64_t tokens = options.tokenizer != nullptr
-                               ? FactTokens(c, *options.tokenizer)
-                               : static_cast<int64_t>(FactLine(c).size() / 4) + 1;
-    constraint_tokens -= c.token_count - tokens;
-    c.token_count = tokens;
-    ++view.instructions_shortened;
-  }
+  std::vector<LedgerFact> constraints =
+      ViewConstraints(snapshot, chunks, profile, options, &view.instructions_shortened);
   if (!constraints.empty()) {
     int64_t tokens = 0;
     for (const LedgerFact& c : constraints) tokens += c.token_count;
