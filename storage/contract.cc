@@ -1,5 +1,7 @@
 #include "storage/contract.h"
 
+#include "absl/container/flat_hash_set.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -24,6 +26,67 @@ double UpdateCorrection(double current, int64_t reported, int64_t estimated) {
   // A ratio this far off is a report about some other prompt.
   if (ratio < 0.25 || ratio > 4.0) return current;
   return current + kWeight * (ratio - current);
+}
+
+namespace {
+
+bool IsTermChar(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool IsJoiner(char c) {
+  return c == '-' || c == '.' || c == '/' || c == ':' || c == '_' || c == '@';
+}
+
+}  // namespace
+
+std::vector<std::string> SearchTerms(absl::string_view text) {
+  // The first 65,536 characters (not bytes), as migrations/0016 indexes.
+  size_t chars = 0, end = 0;
+  while (end < text.size() && chars < 65536) {
+    if ((static_cast<unsigned char>(text[end]) & 0xC0) != 0x80) ++chars;
+    ++end;
+    while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+  }
+  std::string lower(text.substr(0, end));
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  std::vector<std::string> out;
+  absl::flat_hash_set<std::string> seen;
+  auto add = [&](absl::string_view w) {
+    if (w.empty() || w.size() > 200) return;
+    if (seen.insert(std::string(w)).second) out.emplace_back(w);
+  };
+  size_t i = 0;
+  while (i < lower.size()) {
+    if (!IsTermChar(lower[i])) {
+      ++i;
+      continue;
+    }
+    // A run, and the runs joined to it one joiner at a time.
+    size_t run_end = i;
+    while (run_end < lower.size() && IsTermChar(lower[run_end])) ++run_end;
+    size_t compound_end = run_end;
+    while (compound_end + 1 < lower.size() && IsJoiner(lower[compound_end]) &&
+           IsTermChar(lower[compound_end + 1])) {
+      compound_end += 1;
+      while (compound_end < lower.size() && IsTermChar(lower[compound_end])) ++compound_end;
+    }
+    if (compound_end > run_end) {
+      add(absl::string_view(lower).substr(i, compound_end - i));
+      // Its parts.
+      size_t p = i;
+      while (p < compound_end) {
+        size_t q = p;
+        while (q < compound_end && IsTermChar(lower[q])) ++q;
+        add(absl::string_view(lower).substr(p, q - p));
+        p = q + 1;
+      }
+      i = compound_end;
+    } else {
+      add(absl::string_view(lower).substr(i, run_end - i));
+      i = run_end;
+    }
+  }
+  return out;
 }
 
 }  // namespace convstate

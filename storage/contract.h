@@ -6,11 +6,13 @@
 // up. Plain values over the domain model of services/core.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "services/core/types.h"
 
@@ -244,6 +246,35 @@ struct ContextDelta {
   Kind kind = Kind::kReloaded;
   ContextSnapshot snapshot;
 };
+
+// A search of a conversation's whole history (every stored item, those
+// compacted away included; never a redacted one or a summary marker) for
+// the items that hold some of `terms` (words as SearchTerms splits them).
+struct HistorySearch {
+  ConversationKey key;
+  std::vector<std::string> terms;
+  // Terms held by more items than this are counted but not searched for:
+  // they would bring back most of the conversation.
+  int64_t max_document_frequency = 0;  // 0: a fifth of the items, at least 20
+  // At most this many candidates, the items that hold the most of the
+  // rarest terms first.
+  int max_items = 40;
+};
+
+struct HistoryHits {
+  // The items the conversation holds (its item_count).
+  int64_t items = 0;
+  // For each term: how many of those items hold it.
+  std::map<std::string, int64_t> document_frequency;
+  // The candidates, best first.
+  std::vector<Item> found;
+};
+
+// The words a text is searched by: lowercase runs of letters and digits,
+// with words joined by '-', '.', '/', ':', '_' or '@' (hosts, paths, ids)
+// kept whole beside their parts, each once, in order. Both backends and
+// the ranking split the same way.
+std::vector<std::string> SearchTerms(absl::string_view text);
 
 }  // namespace convstate
 

@@ -44,6 +44,10 @@ class ForwardingStorage : public Storage {
   absl::StatusOr<AppendResult> AppendItems(const CallContext& c, const AppendRequest& r) override {
     return base_->AppendItems(c, r);
   }
+  absl::StatusOr<HistoryHits> SearchHistory(const CallContext& c,
+                                            const HistorySearch& s) override {
+    return base_->SearchHistory(c, s);
+  }
   absl::StatusOr<Page<Item>> ListItems(const CallContext& c, const ConversationKey& k, int64_t a,
                                        const PageLimit& l) override {
     return base_->ListItems(c, k, a, l);

@@ -1,6 +1,7 @@
 #include "storage/memory_storage.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -187,6 +188,53 @@ class MemoryStorage final : public Storage {
           result.items.back().sequence, c.version};
     }
     return result;
+  }
+
+  absl::StatusOr<HistoryHits> SearchHistory(const CallContext& ctx,
+                                            const HistorySearch& search) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(search.key));
+    HistoryHits hits;
+    hits.items = state->conversation.item_count;
+    // As PostgreSQL's index: each searchable item's words.
+    std::vector<std::pair<const Item*, absl::flat_hash_set<std::string>>> docs;
+    for (const Item& item : state->items) {
+      if (item.data.kind == ItemKind::kSummaryMarker || item.redacted) continue;
+      const std::vector<std::string> terms = SearchTerms(item.data.content);
+      docs.emplace_back(&item, absl::flat_hash_set<std::string>(terms.begin(), terms.end()));
+    }
+    const int64_t max_df = MaxDocumentFrequency(search, hits.items);
+    std::vector<std::pair<std::string, double>> searched;
+    for (const std::string& term : search.terms) {
+      int64_t df = 0;
+      for (const auto& [item, words] : docs) {
+        if (words.contains(term) && ++df > max_df) break;
+      }
+      hits.document_frequency[term] = df;
+      if (df >= 1 && df <= max_df) searched.emplace_back(term, TermWeight(hits.items, df));
+    }
+    std::vector<std::pair<double, const Item*>> scored;
+    for (const auto& [item, words] : docs) {
+      double score = 0;
+      bool any = false;
+      for (const auto& [term, weight] : searched) {
+        if (!words.contains(term)) continue;
+        score += weight;
+        any = true;
+      }
+      // Rounded as PostgreSQL rounds it, so that both rank alike.
+      if (any) scored.emplace_back(std::round(score * 1e6) / 1e6, item);
+    }
+    std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first > b.first;
+      return a.second->sequence > b.second->sequence;
+    });
+    for (const auto& [score, item] : scored) {
+      if (static_cast<int>(hits.found.size()) >= search.max_items) break;
+      hits.found.push_back(*item);
+    }
+    return hits;
   }
 
   absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,

@@ -33,7 +33,7 @@ std::string HashPartitionedLayoutSql(int partitions) {
   for (const char* t : kPartitionedTables) {
     absl::StrAppend(&sql, "ALTER TABLE ", t, " RENAME TO ", t, "_unpartitioned;\n",
                     "CREATE TABLE ", t, " (LIKE ", t, "_unpartitioned INCLUDING DEFAULTS ",
-                    "INCLUDING CONSTRAINTS INCLUDING INDEXES INCLUDING STORAGE) ",
+                    "INCLUDING CONSTRAINTS INCLUDING INDEXES INCLUDING STORAGE INCLUDING GENERATED) ",
                     "PARTITION BY HASH (conv_key);\n");
     for (int r = 0; r < partitions; ++r) {
       absl::StrAppend(&sql, "CREATE TABLE ", t, "_p", r, " PARTITION OF ", t,

@@ -251,6 +251,40 @@ std::string LoadAppendedSql() {
       "ORDER BY i.sequence) x ON true WHERE ", Named(6));
 }
 
+// SearchHistory in one statement. $3 the terms, $4 the most items a term
+// may be held by (0: a fifth of the items, at least 20), $5 the most
+// candidates. Rows: part 0, the conversation's item count; part 1, a term
+// and how many items hold it (counted up to the cap plus one); part 2, a
+// candidate item and its score, best first. A term is matched as a quoted
+// tsquery lexeme (terms come from SearchTerms: no quote, no backslash). The
+// score is rounded as MemoryStorage rounds it, so both rank alike.
+std::string SearchHistorySql() {
+  const std::string searchable =
+      "i.kind <> 'summary_marker' AND i.redacted_digest IS NULL";
+  return absl::StrCat(
+      "WITH conv AS (SELECT conv_key, item_count, CASE WHEN $4 > 0 THEN $4::bigint "
+      "ELSE greatest(20, item_count / 5) END AS cap FROM conversations WHERE ", Named(6), "), ",
+      "terms AS (SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM items i WHERE "
+      "i.conv_key = conv.conv_key AND ", searchable, " AND i.search @@ "
+      "quote_literal(t.term)::tsquery LIMIT conv.cap + 1) x) AS df "
+      "FROM unnest($3::text[]) t(term), conv), ",
+      "searched AS (SELECT quote_literal(term)::tsquery AS q, "
+      "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
+      "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
+      "hits AS (SELECT i.sequence, round(sum(s.weight)::numeric, 6) AS score "
+      "FROM conv JOIN items i ON i.conv_key = conv.conv_key JOIN searched s ON i.search @@ s.q "
+      "WHERE ", searchable, " GROUP BY i.sequence ORDER BY score DESC, i.sequence DESC LIMIT $5) ",
+      "SELECT x.part, x.n, x.term, ", ItemColumns(),
+      " FROM (SELECT 0 AS part, item_count AS n, NULL::text AS term, NULL::bigint AS seq, "
+      "NULL::numeric AS score FROM conv "
+      "UNION ALL SELECT 1, df, term, NULL, NULL FROM terms "
+      "UNION ALL SELECT 2, 0, NULL, sequence, score FROM hits) x "
+      "LEFT JOIN items i ON x.part = 2 AND i.conv_key = $6 AND i.sequence = x.seq "
+      "LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
+      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc "
+      "ORDER BY x.part, x.score DESC, x.seq DESC");
+}
+
 struct Statement {
   const char* name;
   std::string sql;
@@ -572,6 +606,7 @@ const std::vector<Statement>& Statements() {
        "UPDATE conversations SET compaction_version = compaction_version + 1, updated_at = now() "
        "WHERE conv_key = $1"},
       {"load_context", LoadContextSql()},
+      {"search_history", SearchHistorySql()},
       {"load_appended", LoadAppendedSql()},
       {"active_chunks",
        absl::StrCat("SELECT ", ChunkColumns(),
@@ -1157,6 +1192,33 @@ class PostgresStorage final : public Storage {
           }
           return std::optional<AppendResult>(std::move(result));
         });
+  }
+
+  absl::StatusOr<HistoryHits> SearchHistory(const CallContext& ctx,
+                                            const HistorySearch& search) override {
+    std::vector<absl::string_view> terms(search.terms.begin(), search.terms.end());
+    return Run<HistoryHits, pqxx::nontransaction>(
+        ctx, "search history", [&](pqxx::transaction_base& tx) -> absl::StatusOr<HistoryHits> {
+      const pqxx::result r = ExecNamed(tx, "search_history", search.key, pg::TextArray(terms),
+                                       search.max_document_frequency,
+                                       static_cast<int64_t>(search.max_items));
+      if (r.empty()) return NotFound(search.key);
+      constexpr int kItem = 3;  // part, count, term
+      HistoryHits hits;
+      for (const pqxx::row& row : r) {
+        switch (row[0].as<int>()) {
+          case 0:
+            hits.items = row[1].as<int64_t>();
+            break;
+          case 1:
+            hits.document_frequency[row[2].as<std::string>()] = row[1].as<int64_t>();
+            break;
+          default:
+            hits.found.push_back(ParseItem(row.slice(kItem, kItem + std::size(kItemColumnList))));
+        }
+      }
+      return hits;
+    });
   }
 
   absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,

@@ -1,6 +1,7 @@
 #include "storage/rules.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,18 @@ std::optional<UsageReport> EstimatedUsage(const Conversation& c, const AppendReq
 double CorrectionAfter(const Conversation& c, const std::optional<UsageReport>& usage) {
   if (!usage.has_value() || !usage->correct) return c.token_correction;
   return UpdateCorrection(c.token_correction, usage->input_tokens, usage->estimated_input_tokens);
+}
+
+double TermWeight(int64_t items, int64_t df) {
+  // migrations' SQL for SearchHistory computes the same: ln(1 + (N - df +
+  // 0.5) / (df + 0.5)).
+  return std::log(1.0 + (static_cast<double>(items) - static_cast<double>(df) + 0.5) /
+                            (static_cast<double>(df) + 0.5));
+}
+
+int64_t MaxDocumentFrequency(const HistorySearch& search, int64_t items) {
+  if (search.max_document_frequency > 0) return search.max_document_frequency;
+  return std::max<int64_t>(20, items / 5);
 }
 
 absl::Status CheckUpdate(const Conversation& c, const ConversationUpdate& u) {

@@ -111,6 +111,13 @@ class Storage {
   virtual absl::StatusOr<AppendResult> AppendItems(
       const CallContext& ctx, const AppendRequest& request) = 0;
 
+  // The items of the conversation's whole history that hold some of
+  // `search.terms`, and how many items hold each term (see HistorySearch).
+  // Reads an index: the cost follows the matches, not the history's
+  // length. NOT_FOUND for an unknown conversation.
+  virtual absl::StatusOr<HistoryHits> SearchHistory(const CallContext& ctx,
+                                                    const HistorySearch& search) = 0;
+
   // Items with sequence greater than `after_sequence`, in order, one page.
   // NOT_FOUND for an unknown conversation.
   virtual absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,

@@ -1565,5 +1565,85 @@ TEST_P(StorageConformanceTest, ConcurrentRetriesWithOneKeyStoreOnce) {
   EXPECT_EQ(storage_->GetConversation(ctx_, Key("conv"))->item_count, 1);
 }
 
+// Recall searches everything ever stored, compacted away or not, ranks rare
+// words above common ones, and never finds erased text or a marker.
+TEST_P(StorageConformanceTest, SearchHistoryFindsRareWordsInTheWholeHistoryButNoErasedText) {
+  Create("c");
+  AppendRequest req;
+  req.key = Key("c");
+  req.items.push_back(Message(Role::kUser, "Move the Orders queue to host db-7.eu-west today"));
+  ItemData tool = Message(Role::kTool, "config: guard_value=4711 for the orders queue");
+  tool.kind = ItemKind::kToolResult;
+  tool.tool_call_id = "call-1";
+  req.items.push_back(tool);
+  req.items.push_back(Message(Role::kUser, "my card is 4111-1111-1111-1111 for the orders"));
+  for (int i = 4; i <= 30; ++i) {
+    req.items.push_back(Message(Role::kAssistant, absl::StrCat("status of the orders step ", i)));
+  }
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 10, "summary of the first ten items");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // marker 31
+  RedactRequest erase;
+  erase.key = Key("c");
+  erase.sequences = {3};
+  erase.tombstone = "[erased 4111]";
+  erase.tombstone_tokens = 2;
+  erase.reason = "erasure";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, erase).ok());
+
+  HistorySearch search;
+  search.key = Key("c");
+  search.terms = SearchTerms("What guard value did the config show for the orders? 4111 summary");
+  auto hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->items, 31);
+  EXPECT_EQ(hits->document_frequency["guard"], 1);
+  EXPECT_EQ(hits->document_frequency["4111"], 0);     // erased
+  EXPECT_EQ(hits->document_frequency["summary"], 0);  // markers are not searched
+  // In 29 of 30 searchable items: counted up to the cap (a fifth, at least
+  // 20) plus one, and not searched for: nothing is found by it alone.
+  EXPECT_EQ(hits->document_frequency["orders"], 21);
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(2));
+
+  // A host is found whole and by its parts; of equal scores the newest
+  // comes first.
+  search.terms = SearchTerms("db-7.eu-west");
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_EQ(hits->document_frequency["db-7.eu-west"], 1);
+  EXPECT_EQ(hits->document_frequency["7"], 2);  // "step 7"
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(1, 7));
+  search.terms = {"guard", "db-7.eu-west"};
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(2, 1));
+  search.max_items = 1;
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(2));
+
+  // With a cap above every count, common words are searched too; the
+  // newest of equals comes first.
+  search.terms = {"orders"};
+  search.max_document_frequency = 1000;
+  search.max_items = 3;
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_EQ(hits->document_frequency["orders"], 29);
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(30, 29, 28));
+
+  search.key = Key("missing");
+  EXPECT_EQ(storage_->SearchHistory(ctx_, search).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SearchTermsTest, SplitsLikeTheIndex) {
+  EXPECT_THAT(SearchTerms("Deploy db-7.EU-west at 08:00, ok? user@x"),
+              ElementsAre("deploy", "db-7.eu-west", "db", "7", "eu", "west", "at", "08:00", "08",
+                          "00", "ok", "user@x", "user", "x"));
+  EXPECT_THAT(SearchTerms("--a-- \xC3\xA9t\xC3\xA9 b_"), ElementsAre("a", "t", "b"));
+}
+
 }  // namespace
 }  // namespace convstate
