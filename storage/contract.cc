@@ -1,9 +1,9 @@
 #include "storage/contract.h"
 
-#include "absl/container/flat_hash_set.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "absl/container/flat_hash_set.h"
 
 namespace convstate {
 
@@ -87,6 +87,17 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
     }
   }
   return out;
+}
+
+double TermWeight(int64_t items, int64_t df) {
+  // PostgresStorage's search_history computes the same in SQL.
+  return std::log(1.0 + (static_cast<double>(items) - static_cast<double>(df) + 0.5) /
+                            (static_cast<double>(df) + 0.5));
+}
+
+int64_t MaxDocumentFrequency(const HistorySearch& search, int64_t items) {
+  if (search.max_document_frequency > 0) return search.max_document_frequency;
+  return std::max<int64_t>(20, items / 5);
 }
 
 }  // namespace convstate

@@ -276,6 +276,14 @@ struct HistoryHits {
 // the ranking split the same way.
 std::vector<std::string> SearchTerms(absl::string_view text);
 
+// How much a search term weighs in a conversation of `items` items of which
+// `document_frequency` hold it (BM25's inverse document frequency): rare
+// words (hosts, ids, names) weigh more than common ones.
+double TermWeight(int64_t items, int64_t document_frequency);
+
+// The most items a search term may be held by and still be searched for.
+int64_t MaxDocumentFrequency(const HistorySearch& search, int64_t items);
+
 }  // namespace convstate
 
 #endif  // CONVSTATE_STORAGE_CONTRACT_H_

@@ -637,6 +637,7 @@ std::string OverridesToJson(const ProfileOverrides& o) {
   if (o.recent_turns) j["recent_turns"] = *o.recent_turns;
   if (o.recent_tokens) j["recent_tokens"] = *o.recent_tokens;
   if (o.compaction_enabled) j["compaction_enabled"] = *o.compaction_enabled;
+  if (o.recall_budget_fraction) j["recall_budget_fraction"] = *o.recall_budget_fraction;
   return j.dump();
 }
 
@@ -657,6 +658,7 @@ ProfileOverrides OverridesFromJson(const std::string& text) {
   ReadOptional(j, "recent_turns", o.recent_turns);
   ReadOptional(j, "recent_tokens", o.recent_tokens);
   ReadOptional(j, "compaction_enabled", o.compaction_enabled);
+  ReadOptional(j, "recall_budget_fraction", o.recall_budget_fraction);
   return o;
 }
 

@@ -91,18 +91,6 @@ double CorrectionAfter(const Conversation& c, const std::optional<UsageReport>& 
   return UpdateCorrection(c.token_correction, usage->input_tokens, usage->estimated_input_tokens);
 }
 
-double TermWeight(int64_t items, int64_t df) {
-  // migrations' SQL for SearchHistory computes the same: ln(1 + (N - df +
-  // 0.5) / (df + 0.5)).
-  return std::log(1.0 + (static_cast<double>(items) - static_cast<double>(df) + 0.5) /
-                            (static_cast<double>(df) + 0.5));
-}
-
-int64_t MaxDocumentFrequency(const HistorySearch& search, int64_t items) {
-  if (search.max_document_frequency > 0) return search.max_document_frequency;
-  return std::max<int64_t>(20, items / 5);
-}
-
 absl::Status CheckUpdate(const Conversation& c, const ConversationUpdate& u) {
   if (u.expected_compaction_version >= 0 && u.expected_compaction_version != c.compaction_version) {
     return absl::AbortedError(absl::StrCat(

@@ -35,14 +35,6 @@ std::optional<UsageReport> EstimatedUsage(const Conversation& conversation,
 double CorrectionAfter(const Conversation& conversation,
                        const std::optional<UsageReport>& usage);
 
-// How much a search term weighs in a conversation of `items` items of which
-// `document_frequency` hold it (BM25's inverse document frequency): rare
-// words (hosts, ids, names) weigh more than common ones.
-double TermWeight(int64_t items, int64_t document_frequency);
-
-// The most items a search term may be held by and still be searched for.
-int64_t MaxDocumentFrequency(const HistorySearch& search, int64_t items);
-
 // Checks `update` against the conversation as locked for it: ABORTED if
 // it was made for another compaction_version than the conversation's (a
 // concurrent change; read again and retry).

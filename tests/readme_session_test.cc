@@ -82,6 +82,7 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "convstate.v1.ConversationState/DeleteConversation",
       "convstate.v1.ConversationState/UpdateConversation",
       "convstate.v1.ConversationState/GetContextAt",
+      "convstate.v1.ConversationState/SearchHistory",
   };
   for (const std::string& m : expected) {
     EXPECT_TRUE(methods.count(m)) << "the README's session no longer calls " << m;
@@ -186,6 +187,16 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       // The first turn: the question, the call, its result, the answer.
       EXPECT_EQ(expanded.items_size(), 4) << json;
       EXPECT_FALSE(expanded.chunk().facts().empty()) << json;
+    }
+    if (name == "SearchHistory") {
+      v1::SearchHistoryResponse found;
+      ASSERT_TRUE(parse(&found)) << json;
+      // The kubectl output of the first turn, summarized away by now.
+      bool answered = false;
+      for (const v1::RecalledPassage& p : found.passages()) {
+        answered |= p.sequence() == 3 && p.text().find("manifest unknown") != std::string::npos;
+      }
+      EXPECT_TRUE(answered) << json;
     }
     if (name == "PinItem") {
       v1::Item pinned;

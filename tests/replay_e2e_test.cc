@@ -89,6 +89,16 @@ TEST(ReplayE2eTest, LongReplayNeverLosesToFifoAndKeepsEveryRule) {
     }
     EXPECT_GE(r->probes.size(), 4u);
     for (const std::string& loss : replay::LossesToFifo(*r)) ADD_FAILURE() << loss;
+    // The questions about old tool output: the RECALLED section brings the
+    // asked-for facts back (FIFO has none of them), within its budget.
+    int asked = 0, found = 0;
+    for (const auto& q : r->recalls) {
+      asked += q.asked;
+      found += q.in_view;
+      EXPECT_LE(q.recalled_tokens, window * 5 / 100) << "turn " << q.turn;
+    }
+    EXPECT_EQ(asked, 12);
+    EXPECT_GE(found * 10, asked * 8) << found << " of " << asked << " asked-for facts recalled";
   }
 }
 

@@ -4,6 +4,7 @@
 //        --concurrency=8 --duration_s=10 [--max_requests=200000]
 //        [--conversations=16] [--items=200] [--history=0] [--item_bytes=400]
 //        [--database_url=postgresql://...] [--token=TOKEN --tenant=ID]
+//        [--ask=TEXT] [--recall_budget=F]
 //
 // Scenarios:
 //   append   AppendTurn of a user/assistant pair to random conversations
@@ -22,6 +23,9 @@
 //   insert   the floor of an AppendTurn: a transaction INSERTing the same
 //            two rows, committed as durably, into a scratch table shaped
 //            like items (--database_url; no convstate call)
+// With --ask=TEXT every BuildContext carries TEXT as a pending user
+// message (what recall searches the history for); --recall_budget=F sets
+// the conversations' recall_budget_fraction (0: recall off).
 // With --database_url the other scenarios also time a primary-key SELECT,
 // one client, after the run. With --token=TOKEN every call carries
 // `authorization: Bearer TOKEN` and speaks for --tenant (the token's).
@@ -71,6 +75,8 @@ struct Args {
   int history = 0;
   int item_bytes = 400;
   std::string database_url;
+  std::string ask;
+  double recall_budget = -1;  // unset: the profile's
   // BuildContext answers parsed into messages, as a gateway does; false
   // takes them as raw bytes, as the echo's are (what the server alone
   // costs, when the client shares its machine).
@@ -113,6 +119,10 @@ bool Parse(int argc, char** argv, Args* a) {
       ok = absl::SimpleAtoi(v, &a->item_bytes) && a->item_bytes > 0;
     } else if (name == "database_url") {
       a->database_url = v;
+    } else if (name == "ask") {
+      a->ask = v;
+    } else if (name == "recall_budget") {
+      ok = absl::SimpleAtod(v, &a->recall_budget) && a->recall_budget >= 0 && a->recall_budget < 1;
     } else if (name == "token") {
       a->token = v;
     } else if (name == "tenant") {
@@ -257,6 +267,9 @@ class Load {
         // items appended after it stay verbatim (their view is far below
         // the soft band of gpt-4o's 128k window).
         create.mutable_profile_overrides()->set_recent_turns(0);
+      }
+      if (args_.recall_budget >= 0) {
+        create.mutable_profile_overrides()->set_recall_budget_fraction(args_.recall_budget);
       }
       convstate::v1::Conversation conv;
       grpc::ClientContext ctx;
@@ -513,6 +526,9 @@ class Load {
         convstate::v1::BuildContextRequest req;
         req.set_tenant_id(tenant_);
         req.set_conversation_id(id);
+        if (!args_.ask.empty()) {
+          *req.add_pending_input() = Message(convstate::v1::ROLE_USER, args_.ask);
+        }
         if (args_.decode) {
           s = stub->BuildContext(&ctx, req, &view);
           view_bytes = view.ByteSizeLong();

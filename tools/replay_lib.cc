@@ -328,7 +328,7 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
         if (recall != recall_probes.end()) {
           const std::vector<std::string>& ids = recall->second->fact_ids;
           r.recalls.push_back({t, static_cast<int>(ids.size()), FactsIn(conv.facts, ids, text),
-                               FactsIn(conv.facts, ids, fifo_text), 0});
+                               FactsIn(conv.facts, ids, fifo_text), view.tokens().recalled()});
         }
       }
     }

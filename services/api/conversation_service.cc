@@ -50,21 +50,6 @@ std::string DetailJson(const nlohmann::json& detail) {
   return detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-
-
-absl::StatusOr<ConversationKey> ToKey(const std::string& tenant_id,
-                                      const std::string& conversation_id) {
-  ConversationKey key;
-  ASSIGN_OR_RETURN(key.tenant_id, NormalizeTenant(tenant_id));
-  RETURN_IF_ERROR(ValidateId("conversation_id", conversation_id));
-  key.conversation_id = conversation_id;
-  // Identifiers only, never content: they let a trace be found by
-  // conversation.
-  telemetry::SetCurrentAttribute("gen_ai.conversation.id", key.conversation_id);
-  telemetry::SetCurrentAttribute("convstate.tenant.id", key.tenant_id);
-  return key;
-}
-
 std::string NewConversationId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return absl::StrFormat("conv_%016x%016x", rng(), rng());
@@ -85,6 +70,19 @@ std::string Fingerprint(const std::vector<ItemData>& items) {
 
 
 }  // namespace
+
+absl::StatusOr<ConversationKey> ToKey(const std::string& tenant_id,
+                                      const std::string& conversation_id) {
+  ConversationKey key;
+  ASSIGN_OR_RETURN(key.tenant_id, NormalizeTenant(tenant_id));
+  RETURN_IF_ERROR(ValidateId("conversation_id", conversation_id));
+  key.conversation_id = conversation_id;
+  // Identifiers only, never content: they let a trace be found by
+  // conversation.
+  telemetry::SetCurrentAttribute("gen_ai.conversation.id", key.conversation_id);
+  telemetry::SetCurrentAttribute("convstate.tenant.id", key.tenant_id);
+  return key;
+}
 
 ConversationService::ConversationService(Options options, const ModelRegistry* models,
                                          Storage* storage, Summarizer* summarizer)
@@ -568,8 +566,10 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
     return absl::InvalidArgumentError(
         "provider_reported_tokens: only with provider_overflow set");
   }
+  RETURN_IF_ERROR(ValidateRecallQuery("recall_query", req.recall_query()));
   ASSIGN_OR_RETURN(std::shared_ptr<const CachedContext> current, CurrentContext(ctx, key));
-  const bool plain = req.pending_input().empty() && !req.provider_overflow();
+  const bool plain =
+      req.pending_input().empty() && !req.provider_overflow() && req.recall_query().empty();
   ViewAnswer answer;
   if (plain && wire && current->plain_view != nullptr) {
     // Nothing changed since this replica built the same view: send it again.
@@ -601,6 +601,9 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
                                        outcome.plan.empty() &&
                                        resolved.profile.compaction_enabled;
     if (compact_in_background) CompactInBackground(key);
+    if (!plain) {
+      AddRecall(ctx, key, held.conversation, resolved, RecallQueryOf(req), outcome.view);
+    }
     answer.message = ResponseOf(key, outcome);
     // The context read stays good until the conversation changes; a view
     // that compacted or truncated nothing is the same for the next call
@@ -950,6 +953,7 @@ const absl::flat_hash_map<std::string, UnaryRpc>& ConversationService::UnaryRpcs
       {"UpdateConversation", Bind(&S::UpdateConversation)},
       {"GetContextAt", Bind(&S::GetContextAt)},
       {"RedactItems", Bind(&S::RedactItems)},
+      {"SearchHistory", Bind(&S::SearchHistory)},
   };
   return *rpcs;
 }

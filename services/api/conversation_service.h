@@ -24,6 +24,18 @@ namespace convstate {
 
 class ConversationService;
 
+// The key a request names, validated (INVALID_ARGUMENT naming the field),
+// and set on the call's span.
+absl::StatusOr<ConversationKey> ToKey(const std::string& tenant_id,
+                                      const std::string& conversation_id);
+
+// INVALID_ARGUMENT if a recall query (the request's `field`) is too long.
+absl::Status ValidateRecallQuery(absl::string_view field, absl::string_view query);
+
+// What BuildContext recalls for: `recall_query`, or else the text of the
+// user messages in the pending input.
+std::string RecallQueryOf(const v1::BuildContextRequest& req);
+
 // One unary RPC as a transport sees it: a fresh request message to parse
 // into, and the call, which answers the response serialized.
 struct UnaryRpc {
@@ -112,6 +124,9 @@ class ConversationService {
       const CallContext& ctx, const v1::ListCompactionEventsRequest& req);
   absl::StatusOr<v1::Item> PinItem(const CallContext& ctx, const v1::PinItemRequest& req);
   absl::StatusOr<v1::Item> UnpinItem(const CallContext& ctx, const v1::UnpinItemRequest& req);
+  // Passages of the whole history that answer a query (see the API).
+  absl::StatusOr<v1::SearchHistoryResponse> SearchHistory(const CallContext& ctx,
+                                                          const v1::SearchHistoryRequest& req);
   // Erases items' content and every summary derived from it (see the API).
   absl::StatusOr<v1::RedactItemsResponse> RedactItems(const CallContext& ctx,
                                                       const v1::RedactItemsRequest& req);
@@ -186,6 +201,14 @@ class ConversationService {
   // storage again.
   absl::StatusOr<std::string> ModelOf(const CallContext& ctx, const ConversationKey& key,
                                       bool refresh);
+
+  // Adds the RECALLED section to `view`: passages of the history that match
+  // `query` and that the view does not show verbatim, within the profile's
+  // recall budget and the room left in the window (recall.cc). Recall is
+  // an addition: when storage fails, the view goes without it.
+  void AddRecall(const CallContext& ctx, const ConversationKey& key,
+                 const Conversation& conversation, const ResolvedProfile& resolved,
+                 absl::string_view query, ContextView& view);
 
   // Starts a background compaction of `key` unless one is already queued or
   // running in this process (the lease keeps it to one across replicas).

@@ -42,6 +42,7 @@ ProfileOverrides ToOverrides(const v1::ProfileOverrides& in) {
   if (in.has_recent_turns()) o.recent_turns = in.recent_turns();
   if (in.has_recent_tokens()) o.recent_tokens = in.recent_tokens();
   if (in.has_compaction_enabled()) o.compaction_enabled = in.compaction_enabled();
+  if (in.has_recall_budget_fraction()) o.recall_budget_fraction = in.recall_budget_fraction();
   return o;
 }
 
@@ -55,6 +56,7 @@ void FromOverrides(const ProfileOverrides& o, v1::ProfileOverrides* out) {
   if (o.recent_turns) out->set_recent_turns(*o.recent_turns);
   if (o.recent_tokens) out->set_recent_tokens(*o.recent_tokens);
   if (o.compaction_enabled) out->set_compaction_enabled(*o.compaction_enabled);
+  if (o.recall_budget_fraction) out->set_recall_budget_fraction(*o.recall_budget_fraction);
 }
 
 v1::Conversation ToProto(const Conversation& c) {
@@ -103,6 +105,7 @@ void ToProto(const TokenBreakdown& t, v1::TokenBreakdown* pt) {
   pt->set_ledger(t.ledger);
   pt->set_live(t.live);
   pt->set_tool_results(t.tool_results);
+  pt->set_recalled(t.recalled);
   pt->set_pending(t.pending);
   pt->set_output_reserve(t.output_reserve);
   pt->set_total(t.total);

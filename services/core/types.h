@@ -73,6 +73,7 @@ struct ProfileOverrides {
   std::optional<int32_t> recent_turns;
   std::optional<int64_t> recent_tokens;
   std::optional<bool> compaction_enabled;
+  std::optional<double> recall_budget_fraction;
 
   friend bool operator==(const ProfileOverrides&, const ProfileOverrides&) = default;
 };

@@ -54,6 +54,7 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
   SetIfNonZero(p.ledger().min_recall(), out.ledger.min_recall);
   SetIfNonZero(p.ledger().constraints_fraction(), out.ledger.constraints_fraction);
   if (p.has_compaction_enabled()) out.compaction_enabled = p.compaction_enabled();
+  if (p.recall().has_budget_fraction()) out.recall.budget_fraction = p.recall().budget_fraction();
   if (p.reasoning_policy() == "drop") out.reasoning = ModelProfile::ReasoningPolicy::kDrop;
   return out;
 }

@@ -16,6 +16,7 @@ ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
   if (o.recent_turns) p.recent_turns = *o.recent_turns;
   if (o.recent_tokens) p.recent_tokens = *o.recent_tokens;
   if (o.compaction_enabled) p.compaction_enabled = *o.compaction_enabled;
+  if (o.recall_budget_fraction) p.recall.budget_fraction = *o.recall_budget_fraction;
   auto cap = [&p](int64_t& size, double fraction) {
     size = std::min(size, std::max<int64_t>(1, FractionOfWindow(p, fraction)));
   };
@@ -87,6 +88,10 @@ absl::Status ValidateProfile(const ModelProfile& p, const std::string& prefix) {
         std::pair{"ledger.budget_fraction", p.ledger.budget_fraction},
         std::pair{"ledger.constraints_fraction", p.ledger.constraints_fraction}}) {
     if (!(value > 0.0 && value <= 1.0)) return bad(name, absl::StrCat("must be in (0, 1], got ", value));
+  }
+  if (!(p.recall.budget_fraction >= 0.0 && p.recall.budget_fraction < 1.0)) {
+    return bad("recall.budget_fraction",
+               absl::StrCat("must be in [0, 1), got ", p.recall.budget_fraction));
   }
   if (!(p.ledger.min_recall >= 0.0 && p.ledger.min_recall <= 1.0)) {
     return bad("ledger.min_recall", absl::StrCat("must be in [0, 1], got ", p.ledger.min_recall));

@@ -77,6 +77,12 @@ struct ModelProfile {
   // text, or dropped.
   enum class ReasoningPolicy { kSummarize, kDrop };
   ReasoningPolicy reasoning = ReasoningPolicy::kSummarize;
+
+  struct Recall {
+    // The share of the window BuildContext's RECALLED section may take; 0:
+    // no recall.
+    double budget_fraction = 0.05;
+  } recall;
 };
 
 // `base` with the conversation's overrides applied, and every size that

@@ -212,13 +212,23 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
   t.output_reserve = profile.output_reserve;
   t.context_window = profile.context_window;
   t.approximate = approximate;
-  t.total = t.system + t.pinned + t.summaries + t.ledger + t.live + t.pending + t.output_reserve;
+  t.total = t.system + t.pinned + t.summaries + t.ledger + t.live + t.recalled + t.pending +
+            t.output_reserve;
   truncated_any |= dropped > 0;
   view.status = truncated_any                     ? ContextStatus::kTruncated
                 : !snapshot.active_chunks.empty() ? ContextStatus::kSummarized
                 : pruned_any                      ? ContextStatus::kPruned
                                                   : ContextStatus::kFull;
   return view;
+}
+
+void AddRecalled(ContextView& view, std::string text, int64_t tokens) {
+  ViewEntry e = SystemEntry(Section::kRecalled, text, tokens);
+  auto at = std::find_if(view.entries.begin(), view.entries.end(),
+                         [](const ViewEntry& x) { return x.section == Section::kPending; });
+  view.entries.insert(at, std::move(e));
+  view.tokens.recalled += tokens;
+  view.tokens.total += tokens;
 }
 
 namespace {
@@ -268,6 +278,7 @@ ViewDigest DigestView(const ContextView& view, int64_t prune_boundary) {
       case Section::kLive:
         if (e.sequence > 0 && e.sequence <= prune_boundary) last_pruned_live = static_cast<int>(i);
         break;
+      case Section::kRecalled:
       case Section::kPending:
         break;
     }

@@ -15,7 +15,15 @@
 namespace convstate {
 
 // Numbering matches convstate.v1.Section.
-enum class Section { kSystem = 1, kPinned = 2, kSummary = 3, kLive = 4, kPending = 5, kLedger = 6 };
+enum class Section {
+  kSystem = 1,
+  kPinned = 2,
+  kSummary = 3,
+  kLive = 4,
+  kPending = 5,
+  kLedger = 6,
+  kRecalled = 7
+};
 
 // Numbering matches convstate.v1.ContextStatus.
 enum class ContextStatus { kFull = 1, kPruned = 2, kSummarized = 3, kTruncated = 4 };
@@ -46,6 +54,8 @@ struct TokenBreakdown {
   // Tool results among the live entries, placeholders included (also in
   // `live`).
   int64_t tool_results = 0;
+  // The RECALLED section (AddRecalled).
+  int64_t recalled = 0;
   int64_t total = 0;
   int64_t context_window = 0;
   bool approximate = false;
@@ -98,6 +108,10 @@ struct ViewOptions {
 ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& profile,
                          bool approximate, const std::vector<ItemData>& pending,
                          const ViewOptions& options = {});
+
+// Adds the RECALLED entry after the live items and before the pending
+// input; `tokens` as the view counts (corrections applied).
+void AddRecalled(ContextView& view, std::string text, int64_t tokens);
 
 // Numbering matches convstate.v1.CacheBreakpointKind.
 enum class CacheBreakpointKind { kUnspecified = 0, kPinned = 1, kSummaries = 2, kPruneBoundary = 3 };

@@ -1,0 +1,136 @@
+// Recall from the whole history: BuildContext's RECALLED section and the
+// SearchHistory RPC. The ranking is services/compaction/recall's; this
+// file asks storage for the candidates and fits the answer to the call.
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "services/api/conversation_service.h"
+#include "services/api/wire.h"
+#include "services/common/status_macros.h"
+#include "services/compaction/recall/recall.h"
+#include "services/telemetry/telemetry.h"
+
+namespace convstate {
+namespace {
+
+constexpr size_t kMaxQueryBytes = 8192;
+constexpr int kDefaultResults = 10;
+constexpr int kMaxResults = 50;
+constexpr int64_t kDefaultResultTokens = 2000;
+constexpr int64_t kMaxResultTokens = 20000;
+
+HistorySearch SearchOf(const ConversationKey& key, const RecallQuery& query) {
+  HistorySearch search;
+  search.key = key;
+  search.terms = query.terms;
+  return search;
+}
+
+}  // namespace
+
+absl::Status ValidateRecallQuery(absl::string_view field, absl::string_view query) {
+  if (query.size() > kMaxQueryBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": at most ", kMaxQueryBytes, " bytes, got ", query.size()));
+  }
+  return absl::OkStatus();
+}
+
+std::string RecallQueryOf(const v1::BuildContextRequest& req) {
+  if (!req.recall_query().empty()) return req.recall_query();
+  std::string query;
+  for (const v1::NewItem& item : req.pending_input()) {
+    if (item.role() != v1::ROLE_USER || item.kind() != v1::ITEM_KIND_MESSAGE) continue;
+    if (!query.empty()) query += "\n";
+    query += item.content().substr(0, kMaxQueryBytes);
+  }
+  return query;
+}
+
+void ConversationService::AddRecall(const CallContext& ctx, const ConversationKey& key,
+                                    const Conversation& conversation,
+                                    const ResolvedProfile& resolved, absl::string_view query,
+                                    ContextView& view) {
+  const ModelProfile& profile = resolved.profile;
+  const int64_t room = profile.context_window - view.tokens.total;
+  const int64_t budget =
+      std::min(FractionOfWindow(profile, profile.recall.budget_fraction), room);
+  if (query.empty() || budget <= 0 || resolved.tokenizer == nullptr) return;
+  const RecallQuery parsed = ParseRecallQuery(query);
+  if (parsed.terms.empty()) return;
+  telemetry::Span* span = telemetry::CurrentSpan();
+  absl::StatusOr<HistoryHits> hits = storage_->SearchHistory(ctx, SearchOf(key, parsed));
+  if (!hits.ok()) {
+    // Recall adds to a view that is complete without it: the call goes on.
+    if (span != nullptr && span->recording()) {
+      span->SetAttribute("convstate.recall.error", std::string(hits.status().message()));
+    }
+    return;
+  }
+  // The view counts what the provider will count: the same corrections.
+  const double correction =
+      (resolved.tokenizer->approximate() ? conversation.token_correction : 1.0) *
+      conversation.overflow_correction;
+  RecallLimits limits;
+  limits.max_tokens = static_cast<int64_t>(std::floor(static_cast<double>(budget) / correction));
+  limits.per_message_tokens = profile.per_message_tokens;
+  for (const ViewEntry& e : view.entries) {
+    if (e.section == Section::kLive && !e.pruned && e.sequence > 0) limits.shown.insert(e.sequence);
+  }
+  const std::vector<RecalledPassage> passages =
+      RankPassages(parsed, *hits, *resolved.tokenizer, limits);
+  if (span != nullptr && span->recording()) {
+    span->SetAttribute("convstate.recall.candidates", static_cast<int64_t>(hits->found.size()));
+    span->SetAttribute("convstate.recall.passages", static_cast<int64_t>(passages.size()));
+  }
+  if (passages.empty()) return;
+  std::string text = RenderRecalled(passages);
+  int64_t tokens = CountSystemTokens(*resolved.tokenizer, text, profile.per_message_tokens);
+  if (correction != 1.0) tokens = static_cast<int64_t>(std::ceil(tokens * correction));
+  if (tokens > budget) return;  // RankPassages keeps to it; never let a view outgrow its room.
+  AddRecalled(view, std::move(text), tokens);
+}
+
+absl::StatusOr<v1::SearchHistoryResponse> ConversationService::SearchHistory(
+    const CallContext& ctx, const v1::SearchHistoryRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
+  if (req.query().empty()) return absl::InvalidArgumentError("query: required");
+  RETURN_IF_ERROR(ValidateRecallQuery("query", req.query()));
+  if (req.max_results() < 0 || req.max_results() > kMaxResults) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_results: must be in [0, ", kMaxResults, "], got ", req.max_results()));
+  }
+  if (req.max_tokens() < 0 || req.max_tokens() > kMaxResultTokens) {
+    return absl::InvalidArgumentError(absl::StrCat("max_tokens: must be in [0, ", kMaxResultTokens,
+                                                   "], got ", req.max_tokens()));
+  }
+  ASSIGN_OR_RETURN(Conversation conversation, storage_->GetConversation(ctx, key));
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(conversation));
+  v1::SearchHistoryResponse out;
+  out.set_items(conversation.item_count);
+  const RecallQuery parsed = ParseRecallQuery(req.query());
+  if (parsed.terms.empty()) return out;
+  ASSIGN_OR_RETURN(HistoryHits hits, storage_->SearchHistory(ctx, SearchOf(key, parsed)));
+  out.set_items(hits.items);
+  for (const auto& [term, df] : hits.document_frequency) (*out.mutable_document_frequency())[term] = df;
+  RecallLimits limits;
+  limits.max_tokens = req.max_tokens() > 0 ? req.max_tokens() : kDefaultResultTokens;
+  limits.max_passages = req.max_results() > 0 ? req.max_results() : kDefaultResults;
+  for (RecalledPassage& p : RankPassages(parsed, hits, *resolved.tokenizer, limits)) {
+    v1::RecalledPassage* pp = out.add_passages();
+    pp->set_sequence(p.sequence);
+    pp->set_turn_index(p.turn_index);
+    pp->set_role(static_cast<v1::Role>(p.role));
+    pp->set_kind(static_cast<v1::ItemKind>(p.kind));
+    pp->set_tool_name(std::move(p.tool_name));
+    pp->set_text(std::move(p.text));
+    pp->set_offset(static_cast<int64_t>(p.offset));
+    pp->set_title(std::move(p.title));
+    pp->set_score(p.score);
+    pp->set_token_count(p.tokens);
+  }
+  return out;
+}
+
+}  // namespace convstate

@@ -1,0 +1,283 @@
+#include "services/compaction/recall/recall.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "services/common/utf8.h"
+
+namespace convstate {
+namespace {
+
+// Words nearly every question holds; they would match half the history.
+bool IsStopword(absl::string_view w) {
+  static const auto* const kWords = new absl::flat_hash_set<absl::string_view>{
+      "a", "about", "again", "all", "also", "am", "an", "and", "any", "are", "as", "asking",
+      "at", "back", "be", "been", "being", "but", "by", "can", "could", "did", "do", "does",
+      "doing", "done", "for", "from", "get", "go", "going", "got", "had", "has", "have",
+      "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its",
+      "just", "know", "let", "like", "me", "might", "more", "much", "must", "my", "need",
+      "no", "not", "now", "of", "ok", "okay", "on", "one", "or", "our", "out", "please",
+      "remind", "said", "say", "second", "she", "should", "show", "so", "some", "still",
+      "tell", "than", "thanks", "that", "the", "their", "them", "then", "there", "these",
+      "they", "this", "those", "to", "too", "up", "us", "very", "was", "we", "were", "what",
+      "when", "where", "which", "who", "why", "will", "with", "would", "yes", "you", "your",
+      "s", "t", "d", "ll", "m", "re", "ve"};
+  return kWords->contains(w);
+}
+
+constexpr double kK1 = 1.2;
+constexpr double kB = 0.75;
+// Words a passage usually has: the length BM25 normalizes to.
+constexpr double kAverageTerms = 12;
+// A question word found in the passage's item but not in the passage itself
+// (the service a config belongs to) counts this much.
+constexpr double kItemContext = 0.6;
+// A question word a chosen passage already answered counts this much in the
+// passages chosen after it, so that the next pick answers another part.
+constexpr double kCovered = 0.25;
+// Passages scoring less than this share of the first pick are not recalled.
+constexpr double kRelativeFloor = 0.35;
+// A word held by at most this many items is specific enough alone.
+constexpr int64_t kRareItems = 3;
+// Lines longer than this are cut into pieces of about this size.
+constexpr size_t kMaxPassageBytes = 400;
+constexpr size_t kMaxTitleBytes = 160;
+// Candidates the greedy pass weighs, the best by their own score.
+constexpr size_t kMaxCandidates = 500;
+// At most this many passages of one item.
+constexpr int kMaxPerItem = 3;
+
+struct Candidate {
+  RecalledPassage passage;
+  // Question words the passage holds, with their weights.
+  std::vector<std::pair<int, double>> words;
+  // Question words its item holds that the passage does not.
+  std::vector<std::pair<int, double>> context;
+  double norm = 1;
+};
+
+// The pieces of `line` at most about kMaxPassageBytes long, cut after a
+// sentence or at a space where there is one.
+std::vector<std::pair<size_t, absl::string_view>> Pieces(absl::string_view line) {
+  std::vector<std::pair<size_t, absl::string_view>> out;
+  size_t at = 0;
+  while (line.size() - at > kMaxPassageBytes) {
+    absl::string_view rest = line.substr(at, kMaxPassageBytes);
+    size_t cut = rest.rfind(". ");
+    if (cut == absl::string_view::npos || cut < kMaxPassageBytes / 2) cut = rest.rfind(' ');
+    if (cut == absl::string_view::npos || cut < kMaxPassageBytes / 2) {
+      cut = Utf8Floor(line.substr(at), kMaxPassageBytes);
+      if (cut == 0) cut = Utf8Ceil(line.substr(at), 1);
+    } else {
+      cut += 1;
+    }
+    out.emplace_back(at, line.substr(at, cut));
+    at += cut;
+  }
+  if (at < line.size()) out.emplace_back(at, line.substr(at));
+  return out;
+}
+
+std::string Provenance(const RecalledPassage& p) {
+  std::string what;
+  switch (p.kind) {
+    case ItemKind::kToolCall:
+      what = absl::StrCat("call of ", p.tool_name.empty() ? "a tool" : p.tool_name);
+      break;
+    case ItemKind::kToolResult:
+      what = absl::StrCat("result of ", p.tool_name.empty() ? "a tool" : p.tool_name);
+      break;
+    default:
+      what = std::string(RoleName(p.role));
+  }
+  std::string out = absl::StrCat("[#", p.sequence, ", turn ", p.turn_index, ", ", what);
+  if (!p.title.empty()) absl::StrAppend(&out, ": \"", p.title, "\"");
+  out += "]";
+  return out;
+}
+
+}  // namespace
+
+RecallQuery ParseRecallQuery(absl::string_view text) {
+  RecallQuery q;
+  // SearchTerms lists a compound before its parts: the parts belong to the
+  // compound's word.
+  std::string compound;
+  for (std::string& term : SearchTerms(text)) {
+    const bool part = !compound.empty() && compound.find(term) != std::string::npos &&
+                      term.size() < compound.size();
+    if (!part) {
+      compound = term.find_first_of("-./:_@") != std::string::npos ? term : "";
+      if (IsStopword(term)) continue;
+      ++q.words;
+    } else if (IsStopword(term) || term.size() < 2) {
+      continue;
+    }
+    if (q.words == 0) continue;
+    q.terms.push_back(std::move(term));
+    q.word_of.push_back(q.words - 1);
+  }
+  return q;
+}
+
+std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
+                                          const Tokenizer& tokenizer,
+                                          const RecallLimits& limits) {
+  std::vector<RecalledPassage> chosen;
+  if (query.terms.empty() || hits.found.empty() || limits.max_tokens <= 0) return chosen;
+  // What each searched term weighs; terms nearly every item holds weigh
+  // nothing.
+  const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
+  absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;  // term -> word, weight
+  absl::flat_hash_set<int> rare_words;
+  for (size_t i = 0; i < query.terms.size(); ++i) {
+    auto df = hits.document_frequency.find(query.terms[i]);
+    if (df == hits.document_frequency.end() || df->second < 1 || df->second > cap) continue;
+    weight_of[query.terms[i]] = {query.word_of[i], TermWeight(hits.items, df->second)};
+    if (df->second <= kRareItems) rare_words.insert(query.word_of[i]);
+  }
+  if (weight_of.empty()) return chosen;
+  // Each word's weight in a text: its heaviest term there.
+  auto words_in = [&](const std::vector<std::string>& terms) {
+    std::map<int, double> words;
+    for (const std::string& t : terms) {
+      auto w = weight_of.find(t);
+      if (w == weight_of.end()) continue;
+      double& best = words[w->second.first];
+      best = std::max(best, w->second.second);
+    }
+    return words;
+  };
+
+  std::vector<Candidate> candidates;
+  absl::flat_hash_set<std::string> seen_texts;
+  for (const Item& item : hits.found) {
+    if (limits.shown.contains(item.sequence) || item.redacted) continue;
+    const std::string& content = item.data.content;
+    const std::map<int, double> item_words = words_in(SearchTerms(content));
+    if (item_words.empty()) continue;
+    absl::string_view title;
+    size_t pos = 0;
+    bool first_line = true;
+    while (pos <= content.size()) {
+      size_t end = content.find('\n', pos);
+      if (end == std::string::npos) end = content.size();
+      absl::string_view line = absl::string_view(content).substr(pos, end - pos);
+      const size_t line_at = pos;
+      pos = end + 1;
+      if (absl::StripAsciiWhitespace(line).empty()) continue;
+      if (first_line) {
+        first_line = false;
+        const absl::string_view stripped = absl::StripAsciiWhitespace(line);
+        if (stripped.size() <= kMaxTitleBytes) title = stripped;
+      }
+      for (const auto& [offset, piece] : Pieces(line)) {
+        const std::vector<std::string> terms = SearchTerms(piece);
+        const std::map<int, double> words = words_in(terms);
+        bool eligible = words.size() >= 2;
+        for (const auto& [w, weight] : words) eligible |= rare_words.contains(w);
+        if (!eligible) continue;
+        std::string text(absl::StripTrailingAsciiWhitespace(piece));
+        if (!seen_texts.insert(text).second) continue;
+        Candidate c;
+        c.passage.sequence = item.sequence;
+        c.passage.turn_index = item.turn_index;
+        c.passage.role = item.data.role;
+        c.passage.kind = item.data.kind;
+        c.passage.tool_name = item.data.tool_name;
+        c.passage.offset = line_at + offset;
+        if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
+        c.passage.text = std::move(text);
+        c.words.assign(words.begin(), words.end());
+        for (const auto& [w, weight] : item_words) {
+          if (!words.contains(w)) c.context.emplace_back(w, weight);
+        }
+        const double length = static_cast<double>(terms.size());
+        c.norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
+        candidates.push_back(std::move(c));
+      }
+    }
+  }
+
+  // Greedy: the best passage, then the best one given what is answered.
+  absl::flat_hash_set<int> covered;
+  auto score = [&](const Candidate& c) {
+    double s = 0;
+    for (const auto& [w, weight] : c.words) {
+      s += weight * c.norm * (covered.contains(w) ? kCovered : 1.0);
+    }
+    for (const auto& [w, weight] : c.context) {
+      s += weight * kItemContext * (covered.contains(w) ? kCovered : 1.0);
+    }
+    return s;
+  };
+  // The greedy pass looks at the best candidates by their own score only.
+  if (candidates.size() > kMaxCandidates) {
+    std::vector<std::pair<double, size_t>> order;
+    for (size_t i = 0; i < candidates.size(); ++i) order.emplace_back(-score(candidates[i]), i);
+    std::nth_element(order.begin(), order.begin() + kMaxCandidates, order.end());
+    std::vector<Candidate> best;
+    for (size_t k = 0; k < kMaxCandidates; ++k) best.push_back(std::move(candidates[order[k].second]));
+    candidates = std::move(best);
+  }
+  std::vector<bool> taken(candidates.size(), false);
+  absl::flat_hash_map<int64_t, int> per_item;
+  absl::flat_hash_set<int64_t> items_shown;
+  int64_t used = limits.per_message_tokens +
+                 tokenizer.CountTokens(RenderRecalled({})) + 1;
+  double first = 0;
+  while (static_cast<int>(chosen.size()) < limits.max_passages) {
+    int best = -1;
+    double best_score = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (taken[i] || per_item[candidates[i].passage.sequence] >= kMaxPerItem) continue;
+      const double s = score(candidates[i]);
+      if (s > best_score || (s == best_score && best >= 0 &&
+                             candidates[i].passage.sequence > candidates[best].passage.sequence)) {
+        best = static_cast<int>(i);
+        best_score = s;
+      }
+    }
+    if (best < 0 || best_score < kRelativeFloor * first) break;
+    taken[best] = true;
+    Candidate& c = candidates[best];
+    c.passage.tokens = tokenizer.CountTokens(c.passage.text);
+    int64_t cost = c.passage.tokens + 2;
+    if (!items_shown.contains(c.passage.sequence)) {
+      cost += tokenizer.CountTokens(Provenance(c.passage)) + 1;
+    }
+    if (used + cost > limits.max_tokens) continue;  // A smaller one may fit.
+    if (chosen.empty()) first = best_score;
+    used += cost;
+    items_shown.insert(c.passage.sequence);
+    ++per_item[c.passage.sequence];
+    for (const auto& [w, weight] : c.words) covered.insert(w);
+    c.passage.score = best_score;
+    chosen.push_back(c.passage);
+  }
+  return chosen;
+}
+
+std::string RenderRecalled(const std::vector<RecalledPassage>& passages) {
+  std::string out =
+      "Recalled from earlier in this conversation: verbatim excerpts of stored turns that match "
+      "the question (newer turns take precedence over them).";
+  std::vector<const RecalledPassage*> ordered;
+  for (const RecalledPassage& p : passages) ordered.push_back(&p);
+  std::sort(ordered.begin(), ordered.end(), [](const RecalledPassage* a, const RecalledPassage* b) {
+    return std::pair(a->sequence, a->offset) < std::pair(b->sequence, b->offset);
+  });
+  int64_t last = 0;
+  for (const RecalledPassage* p : ordered) {
+    if (p->sequence != last) absl::StrAppend(&out, "\n", Provenance(*p));
+    last = p->sequence;
+    absl::StrAppend(&out, "\n  ", p->text);
+  }
+  return out;
+}
+
+}  // namespace convstate

@@ -1,0 +1,75 @@
+#ifndef CONVSTATE_SERVICES_COMPACTION_RECALL_RECALL_H_
+#define CONVSTATE_SERVICES_COMPACTION_RECALL_RECALL_H_
+
+// Recall: the passages of a conversation's whole history that answer what
+// the user asks now, verbatim. Storage finds the candidate items by their
+// rare words (Storage::SearchHistory); this ranks the lines of those items
+// against the question, BM25 with the conversation's term statistics, and
+// keeps the best ones within a token budget. No I/O here.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
+#include "services/core/types.h"
+#include "services/tokenizer/tokens.h"
+#include "storage/contract.h"
+
+namespace convstate {
+
+// A question as recall searches it: its words (SearchTerms) without the
+// words every question has ("what", "the", "did"), and for each term the
+// word of the question it came from (a host and its parts are one word).
+struct RecallQuery {
+  std::vector<std::string> terms;
+  std::vector<int> word_of;
+  int words = 0;
+};
+
+RecallQuery ParseRecallQuery(absl::string_view text);
+
+// One recalled passage: a line of a stored item (a long line is cut into
+// pieces), with where it came from.
+struct RecalledPassage {
+  int64_t sequence = 0;
+  int64_t turn_index = 0;
+  Role role = Role::kUser;
+  ItemKind kind = ItemKind::kMessage;
+  std::string tool_name;
+  // The item's first line, when it is short and not the passage itself: it
+  // usually says what the item is ("# billing-ledger: migration settings").
+  std::string title;
+  std::string text;
+  // Where the passage starts in the item's content (bytes).
+  size_t offset = 0;
+  double score = 0;
+  // Tokens of `text` alone.
+  int64_t tokens = 0;
+};
+
+struct RecallLimits {
+  // Tokens the rendered section may take, header and provenance included.
+  int64_t max_tokens = 0;
+  int max_passages = 12;
+  // Items the view shows verbatim already: their passages are skipped.
+  absl::flat_hash_set<int64_t> shown;
+  // Tokens the chat format adds to the one message the section is.
+  int64_t per_message_tokens = 0;
+};
+
+// The passages of `hits.found` that answer `query`, best first, within
+// `limits`. A passage must hold at least two of the question's words, or
+// one that only a few items hold; and score at least a third of the best
+// one: an unrelated question recalls nothing.
+std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
+                                          const Tokenizer& tokenizer, const RecallLimits& limits);
+
+// The section's text: a header, then the passages in the order they were
+// said, each under its provenance ("[#12, turn 4, shell result]").
+std::string RenderRecalled(const std::vector<RecalledPassage>& passages);
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_COMPACTION_RECALL_RECALL_H_

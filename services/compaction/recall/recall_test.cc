@@ -1,0 +1,166 @@
+#include "services/compaction/recall/recall.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "services/common/utf8.h"
+#include "gtest/gtest.h"
+
+namespace convstate {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::UnorderedElementsAre;
+
+const char* const kServices[] = {"billing-ledger", "orders-api", "search-index", "fleet-tracker",
+                                 "invoice-render"};
+
+Item Stored(int64_t sequence, Role role, ItemKind kind, std::string content,
+            std::string tool = "") {
+  Item item;
+  item.sequence = sequence;
+  item.turn_index = sequence / 3 + 1;
+  item.data.role = role;
+  item.data.kind = kind;
+  item.data.content = std::move(content);
+  item.data.tool_name = std::move(tool);
+  return item;
+}
+
+// A history like a migration's: for each service a config read and a dry
+// run (long tool outputs with one guard value and one checksum each), and
+// chatter that mentions the service and the words of the question.
+std::vector<Item> History() {
+  std::vector<Item> items;
+  int64_t seq = 0;
+  int guard = 1000;
+  for (const char* service : kServices) {
+    items.push_back(Stored(++seq, Role::kUser, ItemKind::kMessage,
+                           absl::StrCat("Next is ", service, ". Read its config and do a dry run.")));
+    std::string config = absl::StrCat("# ", service, ": migration settings\nservice: ", service,
+                                      "\ntables:\n");
+    for (int t = 0; t < 40; ++t) absl::StrAppend(&config, "  - name: table_", t, "\n");
+    absl::StrAppend(&config, "  guard_value: ", guard++, "\nowner: platform\n");
+    items.push_back(Stored(++seq, Role::kTool, ItemKind::kToolResult, config, "shell"));
+    std::string log;
+    for (int l = 0; l < 30; ++l) absl::StrAppend(&log, "INFO copy rows batch ", l, " ok\n");
+    absl::StrAppend(&log, "dry-run summary for ", service, ": verification checksum sha256:",
+                    std::string(service, 2), "77aa", guard, "\n");
+    items.push_back(Stored(++seq, Role::kTool, ItemKind::kToolResult, log, "migrate"));
+    items.push_back(Stored(++seq, Role::kAssistant, ItemKind::kMessage,
+                           absl::StrCat("The dry run for ", service,
+                                        " finished; the config looks fine and I checked the "
+                                        "guard before running it.")));
+  }
+  return items;
+}
+
+HistoryHits HitsFor(const std::vector<Item>& items, const RecallQuery& q) {
+  HistoryHits hits;
+  hits.items = static_cast<int64_t>(items.size());
+  for (const std::string& term : q.terms) {
+    int64_t df = 0;
+    for (const Item& item : items) {
+      const std::vector<std::string> terms = SearchTerms(item.data.content);
+      df += std::find(terms.begin(), terms.end(), term) != terms.end();
+    }
+    hits.document_frequency[term] = df;
+  }
+  hits.found = items;
+  return hits;
+}
+
+class RecallTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Tokenizer> tokenizer_ = NewApproximateTokenizer();
+};
+
+TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
+  const RecallQuery q = ParseRecallQuery(
+      "Going back to billing-ledger: what guard value did its config show?");
+  EXPECT_THAT(q.terms, ElementsAre("billing-ledger", "billing", "ledger", "guard", "value",
+                                   "config"));
+  EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3));
+  EXPECT_EQ(q.words, 4);
+  EXPECT_THAT(ParseRecallQuery("What did you say, and why?").terms, IsEmpty());
+}
+
+TEST_F(RecallTest, BringsBackTheAskedServicesGuardAndChecksumFirst) {
+  const std::vector<Item> items = History();
+  const RecallQuery q = ParseRecallQuery(
+      "For orders-api: what guard value did the config show, and what was the dry-run "
+      "checksum?");
+  RecallLimits limits;
+  limits.max_tokens = 200;
+  const std::vector<RecalledPassage> got = RankPassages(q, HitsFor(items, q), *tokenizer_, limits);
+  ASSERT_GE(got.size(), 2u);
+  // The two first picks answer the two parts, from orders-api's outputs.
+  EXPECT_THAT((std::vector<std::string>{got[0].text, got[1].text}),
+              UnorderedElementsAre("  guard_value: 1001",
+                                   "dry-run summary for orders-api: verification checksum "
+                                   "sha256:or77aa1002"));
+  const std::string text = RenderRecalled(got);
+  EXPECT_THAT(text, HasSubstr("[#6, turn 3, result of shell: \"# orders-api: migration settings\"]"
+                              "\n    guard_value: 1001"));
+  EXPECT_LE(tokenizer_->CountTokens(text) + 1, limits.max_tokens);
+}
+
+TEST_F(RecallTest, AnUnrelatedQuestionRecallsNothing) {
+  const std::vector<Item> items = History();
+  for (const char* question : {"Can you write me a haiku about autumn leaves?",
+                               "What is the capital of Norway?", "thanks, that is all for today"}) {
+    const RecallQuery q = ParseRecallQuery(question);
+    RecallLimits limits;
+    limits.max_tokens = 500;
+    EXPECT_THAT(RankPassages(q, HitsFor(items, q), *tokenizer_, limits), IsEmpty()) << question;
+  }
+}
+
+TEST_F(RecallTest, SkipsWhatTheViewShowsAndKeepsToItsBudget) {
+  const std::vector<Item> items = History();
+  const RecallQuery q = ParseRecallQuery("orders-api guard value and dry-run checksum");
+  RecallLimits limits;
+  limits.max_tokens = 500;
+  limits.shown = {6};  // orders-api's config is in the view verbatim
+  const std::vector<RecalledPassage> got = RankPassages(q, HitsFor(items, q), *tokenizer_, limits);
+  ASSERT_FALSE(got.empty());
+  for (const RecalledPassage& p : got) EXPECT_NE(p.sequence, 6);
+  EXPECT_THAT(got[0].text, HasSubstr("sha256:or77aa1002"));
+
+  limits.shown.clear();
+  for (int64_t budget : {0, 20, 60, 120}) {
+    limits.max_tokens = budget;
+    const std::vector<RecalledPassage> some =
+        RankPassages(q, HitsFor(items, q), *tokenizer_, limits);
+    if (some.empty()) continue;
+    EXPECT_LE(tokenizer_->CountTokens(RenderRecalled(some)) + 1, budget);
+  }
+  limits.max_tokens = 0;
+  EXPECT_THAT(RankPassages(q, HitsFor(items, q), *tokenizer_, limits), IsEmpty());
+}
+
+TEST_F(RecallTest, LongLinesAreCutIntoPassagesOnCharacterBoundaries) {
+  std::string line;
+  for (int i = 0; i < 60; ++i) absl::StrAppend(&line, "f\xC3\xBCllwort", i, " ");
+  line += "the zebra-7 marker sits here beside quokka text";
+  std::vector<Item> items = {Stored(1, Role::kUser, ItemKind::kMessage, line)};
+  const RecallQuery q = ParseRecallQuery("where is the zebra-7 quokka marker?");
+  RecallLimits limits;
+  limits.max_tokens = 400;
+  const std::vector<RecalledPassage> got = RankPassages(q, HitsFor(items, q), *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_LE(got[0].text.size(), 400u);
+  EXPECT_THAT(got[0].text, HasSubstr("zebra-7 marker"));
+  EXPECT_THAT(got[0].text, Not(HasSubstr("llwort0 ")));
+  EXPECT_TRUE(IsValidUtf8(RenderRecalled(got)));
+}
+
+}  // namespace
+}  // namespace convstate
