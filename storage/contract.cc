@@ -97,7 +97,7 @@ double TermWeight(int64_t items, int64_t df) {
 
 int64_t MaxDocumentFrequency(const HistorySearch& search, int64_t items) {
   if (search.max_document_frequency > 0) return search.max_document_frequency;
-  return std::max<int64_t>(20, items / 5);
+  return std::max<int64_t>(20, std::min<int64_t>(items / 5, 400));
 }
 
 }  // namespace convstate

@@ -255,7 +255,9 @@ struct HistorySearch {
   std::vector<std::string> terms;
   // Terms held by more items than this are counted but not searched for:
   // they would bring back most of the conversation.
-  int64_t max_document_frequency = 0;  // 0: a fifth of the items, at least 20
+  // 0: a fifth of the items, at least 20 and at most 400 (a word in 400
+  // items weighs little beside a rare one, and counting further costs).
+  int64_t max_document_frequency = 0;
   // At most this many candidates, the items that hold the most of the
   // rarest terms first.
   int max_items = 40;

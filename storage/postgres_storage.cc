@@ -252,37 +252,44 @@ std::string LoadAppendedSql() {
 }
 
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
-// may be held by (0: a fifth of the items, at least 20), $5 the most
-// candidates. Rows: part 0, the conversation's item count; part 1, a term
-// and how many items hold it (counted up to the cap plus one); part 2, a
-// candidate item and its score, best first. A term is matched as a quoted
-// tsquery lexeme (terms come from SearchTerms: no quote, no backslash). The
-// score is rounded as MemoryStorage rounds it, so both rank alike.
+// may be held by (0: MaxDocumentFrequency's default), $5 the most
+// candidates, $6 the conversation's key, named in every condition on items
+// as conv_key + 0, so that the index (conv_key + 0, search) serves each and
+// the primary key never does (see migrations/0016). Rows: part 0, the
+// conversation's item count; part 1, a term and how many items hold it
+// (counted up to the cap plus one); part 2, a candidate item and its
+// score, best first. A term is matched as a quoted tsquery lexeme (terms
+// come from SearchTerms: no quote, no backslash). The score is rounded as
+// MemoryStorage rounds it, so both rank alike.
 std::string SearchHistorySql() {
   const std::string searchable =
-      "i.kind <> 'summary_marker' AND i.redacted_digest IS NULL";
+      "i.conv_key + 0 = $6 AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL";
+  static constexpr char kNoItem[] =
+      " LEFT JOIN items i ON false LEFT JOIN item_pins p ON false "
+      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc";
   return absl::StrCat(
-      "WITH conv AS (SELECT conv_key, item_count, CASE WHEN $4 > 0 THEN $4::bigint "
-      "ELSE greatest(20, item_count / 5) END AS cap FROM conversations WHERE ", Named(6), "), ",
-      "terms AS (SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM items i WHERE "
-      "i.conv_key = conv.conv_key AND ", searchable, " AND i.search @@ "
-      "quote_literal(t.term)::tsquery LIMIT conv.cap + 1) x) AS df "
-      "FROM unnest($3::text[]) t(term), conv), ",
+      "WITH conv AS (SELECT item_count, CASE WHEN $4 > 0 THEN $4::bigint "
+      "ELSE greatest(20, least(item_count / 5, 400)) END AS cap FROM conversations WHERE ",
+      Named(6), "), ",
+      "terms AS (SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM items i WHERE ", searchable,
+      " AND i.search @@ quote_literal(t.term)::tsquery LIMIT (SELECT cap FROM conv) + 1) x) AS df "
+      "FROM unnest($3::text[]) t(term) WHERE EXISTS (SELECT 1 FROM conv)), ",
       "searched AS (SELECT quote_literal(term)::tsquery AS q, "
       "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
       "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
       "hits AS (SELECT i.sequence, round(sum(s.weight)::numeric, 6) AS score "
-      "FROM conv JOIN items i ON i.conv_key = conv.conv_key JOIN searched s ON i.search @@ s.q "
-      "WHERE ", searchable, " GROUP BY i.sequence ORDER BY score DESC, i.sequence DESC LIMIT $5) ",
-      "SELECT x.part, x.n, x.term, ", ItemColumns(),
-      " FROM (SELECT 0 AS part, item_count AS n, NULL::text AS term, NULL::bigint AS seq, "
-      "NULL::numeric AS score FROM conv "
-      "UNION ALL SELECT 1, df, term, NULL, NULL FROM terms "
-      "UNION ALL SELECT 2, 0, NULL, sequence, score FROM hits) x "
-      "LEFT JOIN items i ON x.part = 2 AND i.conv_key = $6 AND i.sequence = x.seq "
+      "FROM searched s JOIN items i ON i.search @@ s.q WHERE ", searchable,
+      " GROUP BY i.sequence ORDER BY score DESC, i.sequence DESC LIMIT $5) ",
+      // Parts 0 and 1 take the item columns from joins that match nothing
+      // (NULLs of the right types); part 2 reads each candidate by its key.
+      "SELECT * FROM (SELECT 0 AS part, conv.item_count AS n, NULL::text AS term, "
+      "NULL::numeric AS score, ", ItemColumns(), " FROM conv", kNoItem,
+      " UNION ALL SELECT 1, terms.df, terms.term, NULL, ", ItemColumns(), " FROM terms", kNoItem,
+      " UNION ALL SELECT 2, 0, NULL, hits.score, ", ItemColumns(),
+      " FROM hits JOIN items i ON i.conv_key = $6 AND i.sequence = hits.sequence "
       "LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
-      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc "
-      "ORDER BY x.part, x.score DESC, x.seq DESC");
+      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) x "
+      "ORDER BY x.part, x.score DESC, 5 DESC");
 }
 
 struct Statement {
@@ -1205,7 +1212,7 @@ class PostgresStorage final : public Storage {
                                        search.max_document_frequency,
                                        static_cast<int64_t>(search.max_items));
       if (r.empty()) return NotFound(search.key);
-      constexpr int kItem = 3;  // part, count, term
+      constexpr int kItem = 4;  // part, count, term, score
       HistoryHits hits;
       for (const pqxx::row& row : r) {
         switch (row[0].as<int>()) {

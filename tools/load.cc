@@ -328,6 +328,11 @@ class Load {
                 "duration=%.1fs\n",
                 args_.scenario.c_str(), args_.targets.size(), args_.concurrency,
                 args_.conversations, args_.items, args_.history, seconds);
+    if (!args_.ask.empty() || args_.recall_budget >= 0) {
+      std::printf("pending question: %s; recall budget: %s\n", args_.ask.empty() ? "no" : "yes",
+                  args_.recall_budget >= 0 ? absl::StrCat(args_.recall_budget).c_str()
+                                           : "the profile's");
+    }
     for (auto& [name, s] : merged) Report(name, s, seconds);
   }
 
@@ -581,7 +586,8 @@ int main(int argc, char** argv) {
                  "--scenario=append|build|mixed|health|floor|insert "
                  "[--concurrency=1] [--duration_s=10] [--max_requests=200000] "
                  "[--conversations=16] [--items=200] [--history=0] [--item_bytes=400] "
-                 "[--database_url=URL] [--decode=true|false] [--token=T --tenant=ID]\n");
+                 "[--database_url=URL] [--decode=true|false] [--token=T --tenant=ID] "
+                 "[--ask=TEXT] [--recall_budget=F]\n");
     return 2;
   }
   Load load(args);

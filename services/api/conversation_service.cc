@@ -585,6 +585,11 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
   RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
   const bool recounted = snapshot.conversation.count_encoding != held.conversation.count_encoding;
   const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
+  // Searched for while the view is built; added to it after.
+  const std::shared_ptr<PendingRecall> recall =
+      plain || req.provider_overflow()
+          ? nullptr
+          : StartRecall(ctx, key, held.conversation, resolved, RecallQueryOf(req));
   if (req.provider_overflow()) {
     cache_.Erase(key);
     ASSIGN_OR_RETURN(answer.message,
@@ -601,9 +606,7 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
                                        outcome.plan.empty() &&
                                        resolved.profile.compaction_enabled;
     if (compact_in_background) CompactInBackground(key);
-    if (!plain) {
-      AddRecall(ctx, key, held.conversation, resolved, RecallQueryOf(req), outcome.view);
-    }
+    AddRecall(recall, held.conversation, resolved, outcome.view);
     answer.message = ResponseOf(key, outcome);
     // The context read stays good until the conversation changes; a view
     // that compacted or truncated nothing is the same for the next call

@@ -202,13 +202,19 @@ class ConversationService {
   absl::StatusOr<std::string> ModelOf(const CallContext& ctx, const ConversationKey& key,
                                       bool refresh);
 
-  // Adds the RECALLED section to `view`: passages of the history that match
-  // `query` and that the view does not show verbatim, within the profile's
-  // recall budget and the room left in the window (recall.cc). Recall is
-  // an addition: when storage fails, the view goes without it.
-  void AddRecall(const CallContext& ctx, const ConversationKey& key,
-                 const Conversation& conversation, const ResolvedProfile& resolved,
-                 absl::string_view query, ContextView& view);
+  // Recall for one BuildContext (recall.cc): StartRecall asks storage for
+  // the candidates of `query` on another thread, while the view is built;
+  // AddRecall adds the RECALLED section to the view: passages that match
+  // and that the view does not show verbatim, within the profile's recall
+  // budget and the room left in the window. Recall is an addition: when
+  // storage fails, the view goes without it.
+  struct PendingRecall;
+  std::shared_ptr<PendingRecall> StartRecall(const CallContext& ctx, const ConversationKey& key,
+                                             const Conversation& conversation,
+                                             const ResolvedProfile& resolved,
+                                             const std::string& query);
+  void AddRecall(const std::shared_ptr<PendingRecall>& pending, const Conversation& conversation,
+                 const ResolvedProfile& resolved, ContextView& view);
 
   // Starts a background compaction of `key` unless one is already queued or
   // running in this process (the lease keeps it to one across replicas).
@@ -221,6 +227,16 @@ class ConversationService {
   ContextCache cache_;
   absl::Mutex models_mu_;
   absl::flat_hash_map<std::string, std::string> models_by_key_ ABSL_GUARDED_BY(models_mu_);
+  // Words found too common to search for, per conversation (its storage
+  // key), with the item count they were counted at: counting how many items
+  // hold a word costs as much as the word is common, so each is counted
+  // once until the conversation has doubled. Bounded: cleared when full.
+  struct CommonTerms {
+    int64_t items = 0;
+    absl::flat_hash_set<std::string> terms;
+  };
+  absl::Mutex common_terms_mu_;
+  absl::flat_hash_map<int64_t, CommonTerms> common_terms_ ABSL_GUARDED_BY(common_terms_mu_);
   absl::Mutex background_mu_;
   absl::flat_hash_set<std::string> background_keys_ ABSL_GUARDED_BY(background_mu_);
   bool stopping_ ABSL_GUARDED_BY(background_mu_) = false;

@@ -3,6 +3,8 @@
 // file asks storage for the candidates and fits the answer to the call.
 
 #include <cmath>
+#include <future>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "services/api/conversation_service.h"
@@ -19,6 +21,8 @@ constexpr int kDefaultResults = 10;
 constexpr int kMaxResults = 50;
 constexpr int64_t kDefaultResultTokens = 2000;
 constexpr int64_t kMaxResultTokens = 20000;
+// Conversations whose common words are remembered (a few kilobytes each).
+constexpr size_t kMaxCommonTermConversations = 10000;
 
 HistorySearch SearchOf(const ConversationKey& key, const RecallQuery& query) {
   HistorySearch search;
@@ -48,19 +52,62 @@ std::string RecallQueryOf(const v1::BuildContextRequest& req) {
   return query;
 }
 
-void ConversationService::AddRecall(const CallContext& ctx, const ConversationKey& key,
+struct ConversationService::PendingRecall {
+  int64_t storage_key = 0;
+  RecallQuery query;
+  std::future<absl::StatusOr<HistoryHits>> hits;
+};
+
+std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRecall(
+    const CallContext& ctx, const ConversationKey& key, const Conversation& conversation,
+    const ResolvedProfile& resolved, const std::string& query) {
+  if (query.empty() || resolved.profile.recall.budget_fraction <= 0 ||
+      resolved.tokenizer == nullptr) {
+    return nullptr;
+  }
+  auto pending = std::make_shared<PendingRecall>();
+  pending->storage_key = conversation.storage_key;
+  pending->query = ParseRecallQuery(query);
+  HistorySearch search = SearchOf(key, pending->query);
+  {
+    // Words already found too common are not counted again.
+    absl::MutexLock lock(&common_terms_mu_);
+    auto known = common_terms_.find(conversation.storage_key);
+    if (known != common_terms_.end() && conversation.item_count < 2 * known->second.items) {
+      std::erase_if(search.terms,
+                    [&](const std::string& t) { return known->second.terms.contains(t); });
+    }
+  }
+  if (search.terms.empty()) return nullptr;
+  // The search waits on the database while this thread builds the view.
+  pending->hits = std::async(std::launch::async, [this, ctx, search = std::move(search)] {
+    return storage_->SearchHistory(ctx, search);
+  });
+  return pending;
+}
+
+void ConversationService::AddRecall(const std::shared_ptr<PendingRecall>& pending,
                                     const Conversation& conversation,
-                                    const ResolvedProfile& resolved, absl::string_view query,
-                                    ContextView& view) {
+                                    const ResolvedProfile& resolved, ContextView& view) {
+  if (pending == nullptr) return;
+  absl::StatusOr<HistoryHits> hits = pending->hits.get();
+  const RecallQuery& parsed = pending->query;
+  if (hits.ok() && pending->storage_key != 0) {
+    const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits->items);
+    absl::MutexLock lock(&common_terms_mu_);
+    if (common_terms_.size() >= kMaxCommonTermConversations) common_terms_.clear();
+    CommonTerms& known = common_terms_[pending->storage_key];
+    if (known.items * 2 <= hits->items) known = CommonTerms{hits->items, {}};
+    for (const auto& [term, df] : hits->document_frequency) {
+      if (df > cap) known.terms.insert(term);
+    }
+  }
   const ModelProfile& profile = resolved.profile;
   const int64_t room = profile.context_window - view.tokens.total;
   const int64_t budget =
       std::min(FractionOfWindow(profile, profile.recall.budget_fraction), room);
-  if (query.empty() || budget <= 0 || resolved.tokenizer == nullptr) return;
-  const RecallQuery parsed = ParseRecallQuery(query);
-  if (parsed.terms.empty()) return;
+  if (budget <= 0) return;
   telemetry::Span* span = telemetry::CurrentSpan();
-  absl::StatusOr<HistoryHits> hits = storage_->SearchHistory(ctx, SearchOf(key, parsed));
   if (!hits.ok()) {
     // Recall adds to a view that is complete without it: the call goes on.
     if (span != nullptr && span->recording()) {
