@@ -24,6 +24,8 @@ TEST(AccessGateTest, RolesComeFromTheProto) {
   EXPECT_EQ(RequiredRole("ListItems"), auth::Role::kReader);
   EXPECT_EQ(RequiredRole("BuildContext"), auth::Role::kGateway);
   EXPECT_EQ(RequiredRole("AppendTurn"), auth::Role::kGateway);
+  EXPECT_EQ(RequiredRole("SearchHistory"), auth::Role::kGateway);
+  EXPECT_EQ(RequiredRole("ExpandSummary"), auth::Role::kGateway);
   EXPECT_EQ(RequiredRole("Compact"), auth::Role::kOperator);
   EXPECT_EQ(RequiredRole("ListCompactionEvents"), auth::Role::kOperator);
   EXPECT_EQ(RequiredRole("Nope"), std::nullopt);
