@@ -776,6 +776,7 @@ std::string StructureToJson(const SummaryChunk& chunk) {
   Json out{{"lines", lines},
            {"facts", FactsToJson(chunk.facts)},
            {"constraints", FactsToJson(chunk.constraints)}};
+  if (!chunk.lost.empty()) out["lost"] = FactsToJson(chunk.lost);
   if (!chunk.source_conversation_id.empty()) {
     out["src"] = {{"c", chunk.source_conversation_id}, {"k", chunk.source_chunk_id}};
   }
@@ -794,6 +795,7 @@ void StructureFromJson(const std::string& text, SummaryChunk& chunk) {
   }
   if (auto it = j.find("facts"); it != j.end()) chunk.facts = FactsFromJson(*it);
   if (auto it = j.find("constraints"); it != j.end()) chunk.constraints = FactsFromJson(*it);
+  if (auto it = j.find("lost"); it != j.end()) chunk.lost = FactsFromJson(*it);
   if (auto it = j.find("src"); it != j.end() && it->is_object()) {
     chunk.source_conversation_id = it->value("c", std::string());
     chunk.source_chunk_id = it->value("k", int64_t{0});

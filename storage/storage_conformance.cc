@@ -1221,6 +1221,7 @@ TEST_P(StorageConformanceTest, ChunkStructureAndRecallRoundTrip) {
                             {18446744073709551557ull, 1, 9007199254740993ull}},
                  LedgerFact{3, 2, Role::kTool, "kubectl: Error: OOMKilled", 9}};
   chunk.constraints = {LedgerFact{1, 1, Role::kUser, "Never restart db-1 at night.", 10}};
+  chunk.lost = {LedgerFact{2, 1, Role::kAssistant, "port 7412", 4}};
   chunk.recall = 0.93;
   commit.chunk = chunk;
   ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
@@ -1231,6 +1232,7 @@ TEST_P(StorageConformanceTest, ChunkStructureAndRecallRoundTrip) {
   EXPECT_EQ(got.lines, chunk.lines);
   EXPECT_EQ(got.facts, chunk.facts);
   EXPECT_EQ(got.constraints, chunk.constraints);
+  EXPECT_EQ(got.lost, chunk.lost);
   ASSERT_TRUE(got.recall.has_value());
   EXPECT_DOUBLE_EQ(*got.recall, 0.93);
   // A chunk without a measured recall keeps none.

@@ -1023,3 +1023,77 @@ TEST_F(RecallTest, SearchHistoryAnswersPassagesWithProvenance) {
 
 }  // namespace
 }  // namespace convstate
+
+namespace convstate {
+namespace {
+
+// A compaction says what it lost: the facts of its span that the view no
+// longer shows verbatim, in the chunk (ListSummaries, ExpandSummary) and
+// its audit row; every one of them is really missing from the view.
+TEST_F(ConversationServiceTest, ACompactionReportsTheFactsItLost) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("lossy");
+  create.set_model("small-1");  // 4096 window: the ledger holds ~800 tokens.
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  for (int t = 0; t < 12; ++t) {
+    std::string facts;
+    for (int k = 0; k < 10; ++k) {
+      absl::StrAppend(&facts, " host-", t, "-", k, ".eu port ", 7000 + t * 10 + k, ";");
+    }
+    v1::AppendTurnRequest req = Append("lossy", absl::StrCat("Register these:", facts));
+    *req.add_items() = Message(v1::ROLE_ASSISTANT, "Registered, all of them.");
+    ASSERT_TRUE(service_.AppendTurn(ctx_, req).ok());
+  }
+  v1::CompactRequest compact;
+  compact.set_conversation_id("lossy");
+  compact.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+  auto compacted = service_.Compact(ctx_, compact);
+  ASSERT_TRUE(compacted.ok()) << compacted.status();
+  ASSERT_GT(compacted->summary_chunk_id(), 0);
+
+  v1::ExpandSummaryRequest expand;
+  expand.set_conversation_id("lossy");
+  expand.set_chunk_id(compacted->summary_chunk_id());
+  auto expanded = service_.ExpandSummary(ctx_, expand);
+  ASSERT_TRUE(expanded.ok()) << expanded.status();
+  const v1::SummaryChunk& chunk = expanded->chunk();
+  ASSERT_GT(chunk.lost_facts_size(), 0) << "120 facts cannot all stay in a 4k window";
+
+  v1::BuildContextRequest build;
+  build.set_conversation_id("lossy");
+  auto view = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(view.ok());
+  std::string shown;
+  for (const v1::ContextEntry& e : view->entries()) shown += e.content() + "\n";
+  for (const v1::LedgerFact& f : chunk.lost_facts()) {
+    EXPECT_GE(f.sequence(), chunk.from_sequence());
+    EXPECT_LE(f.sequence(), chunk.through_sequence());
+    EXPECT_EQ(shown.find(f.text()), std::string::npos) << f.text() << " is in the view";
+  }
+  for (const v1::LedgerFact& f : chunk.facts()) {
+    bool lost = false;
+    for (const v1::LedgerFact& l : chunk.lost_facts()) lost |= l.text() == f.text();
+    if (!lost) EXPECT_NE(shown.find(f.text()), std::string::npos) << f.text();
+  }
+  v1::ListSummariesRequest list;
+  list.set_conversation_id("lossy");
+  auto listed = service_.ListSummaries(ctx_, list);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->chunks_size(), 1);
+  EXPECT_EQ(listed->chunks(0).lost_facts_size(), chunk.lost_facts_size());
+  v1::ListCompactionEventsRequest events;
+  events.set_conversation_id("lossy");
+  auto audit = service_.ListCompactionEvents(ctx_, events);
+  ASSERT_TRUE(audit.ok());
+  bool named = false;
+  for (const auto& e : audit->events()) {
+    if (e.event() != "completed" || e.tier() != "summarize") continue;
+    const std::string& detail = e.detail_json();
+    named = detail.find("\"lost_facts\"") != std::string::npos &&
+            detail.find(absl::StrCat("\"lost\":", chunk.lost_facts_size())) != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+}
+
+}  // namespace
+}  // namespace convstate

@@ -163,6 +163,7 @@ void ToProto(const SummaryChunk& c, v1::SummaryChunk* pc) {
   if (c.recall.has_value()) pc->set_recall(*c.recall);
   for (const LedgerFact& f : c.facts) ToProto(f, pc->add_facts());
   for (const LedgerFact& f : c.constraints) ToProto(f, pc->add_constraints());
+  for (const LedgerFact& f : c.lost) ToProto(f, pc->add_lost_facts());
   pc->set_source_conversation_id(c.source_conversation_id);
   pc->set_source_chunk_id(c.source_chunk_id);
 }

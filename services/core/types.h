@@ -222,6 +222,10 @@ struct SummaryChunk {
   std::vector<SummaryLine> lines;
   std::vector<LedgerFact> facts;
   std::vector<LedgerFact> constraints;
+  // The span's facts (ledger candidates) that the view no longer showed
+  // verbatim once this chunk replaced the span: what this compaction lost.
+  // They stay in the history (ExpandSummary, SearchHistory, recall).
+  std::vector<LedgerFact> lost;
   // Share of the span's facts present in the chunk or the ledger when it
   // was committed; unset for chunks written before recall was measured.
   std::optional<double> recall;

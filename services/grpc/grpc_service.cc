@@ -176,6 +176,9 @@ v1::BuildContextEvent ToEvent(const CompactionProgress& p) {
       event.mutable_compaction_completed()->set_reasoning_kept(p.reasoning_kept);
       event.mutable_compaction_completed()->set_reasoning_summarized(p.reasoning_summarized);
       event.mutable_compaction_completed()->set_reasoning_dropped(p.reasoning_dropped);
+      for (const LedgerFact& f : p.lost) {
+        ToProto(f, event.mutable_compaction_completed()->add_lost_facts());
+      }
       break;
     case CompactionProgress::Kind::kFailed:
       event.mutable_compaction_failed()->set_tier(std::string(TierName(p.tier)));

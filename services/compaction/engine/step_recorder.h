@@ -35,6 +35,8 @@ struct CompactionProgress {
   int reasoning_kept = 0;
   int reasoning_summarized = 0;
   int reasoning_dropped = 0;
+  // For "summarize": the span's facts the view no longer shows verbatim.
+  std::vector<LedgerFact> lost;
 };
 using ProgressSink = std::function<void(const CompactionProgress&)>;
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "services/compaction/summarizers/transcript.h"
 #include "services/common/log.h"
 #include "services/compaction/engine/summaries.h"
@@ -14,6 +15,21 @@
 
 namespace convstate {
 namespace {
+
+// Lost facts named in a completed row, at most.
+constexpr size_t kMaxLostInAudit = 100;
+
+// The candidates no entry of `view` shows verbatim.
+std::vector<LedgerFact> LostFacts(const std::vector<LedgerFact>& candidates,
+                                  const ContextView& view) {
+  std::string shown;
+  for (const ViewEntry& e : view.entries) absl::StrAppend(&shown, e.content, "\n");
+  std::vector<LedgerFact> lost;
+  for (const LedgerFact& f : candidates) {
+    if (shown.find(f.text) == std::string::npos) lost.push_back(f);
+  }
+  return lost;
+}
 
 class SummarizeTier final : public CompactionTier {
  public:
@@ -119,15 +135,25 @@ class SummarizeTier final : public CompactionTier {
                        "the summary and its facts were no smaller than what they replace");
       return;
     }
-    const TokenBreakdown summarized =
-        ViewWithChunk(job, job.snapshot, chunk, plan.prune_boundary).tokens;
+    const ContextView with_chunk = ViewWithChunk(job, job.snapshot, chunk, plan.prune_boundary);
+    const TokenBreakdown summarized = with_chunk.tokens;
+    chunk.lost = LostFacts(ledger.facts, with_chunk);
     nlohmann::json detail = {{"model", chunk.summarizer_model},
                              {"summarized_tokens", plan.summarize_tokens},
                              {"summary_tokens", chunk.token_count},
                              {"facts", chunk.facts.size()},
                              {"constraints", chunk.constraints.size()},
                              {"recall", recall},
+                             {"lost", chunk.lost.size()},
                              {"latency_ms", chunk.latency_ms}};
+    if (!chunk.lost.empty()) {
+      // Named in the audit row too, up to a bound that keeps it a row.
+      nlohmann::json lost = nlohmann::json::array();
+      for (size_t i = 0; i < chunk.lost.size() && i < kMaxLostInAudit; ++i) {
+        lost.push_back({{"sequence", chunk.lost[i].sequence}, {"text", chunk.lost[i].text}});
+      }
+      detail["lost_facts"] = std::move(lost);
+    }
     if (!summary->fallback_reason.empty()) detail["fallback_reason"] = summary->fallback_reason;
     events.push_back(WithBreakdown(
         AuditRow("completed", Tier::kSummarize, before, after, DetailOf(detail)),
@@ -151,6 +177,7 @@ class SummarizeTier final : public CompactionTier {
     p.after_tokens = summarized;
     p.reasoning_summarized = reasoning_summarized;
     p.reasoning_dropped = reasoning_dropped;
+    p.lost = job.commit.chunk->lost;
     for (const Item& item : job.snapshot.live_items) {
       if (item.data.kind == ItemKind::kReasoning && item.sequence > plan.summarize_through) {
         ++p.reasoning_kept;
