@@ -6,18 +6,16 @@
 -- item's content is gone, and so are its words: the column follows the
 -- content it is generated from. Summary markers are never searched.
 --
--- The index leads with the conversation (btree_gin), so a search reads the
--- postings of one conversation only, whatever the size of the table. It
--- leads with the expression conv_key + 0, which searches name and the
--- primary key cannot serve: the planner's estimate of one conversation's
--- rows is an average, and for a conversation of thousands of items a scan
--- of its primary-key range filtered by words costs a hundred times the
--- index.
-CREATE EXTENSION IF NOT EXISTS btree_gin;
-
-CREATE FUNCTION search_terms(t text) RETURNS tsvector
+-- Each word is indexed under its conversation: the lexeme is the
+-- conversation's key, '#', and the word (SearchTerms never yields '#'). A
+-- search then reads the postings of one conversation only, however large
+-- the table and however common the word elsewhere; a plain GIN index over
+-- (conv_key, search) would intersect a word's postings over every
+-- conversation with the conversation's. Statements still name conv_key,
+-- for partition pruning and Citus routing.
+CREATE FUNCTION search_terms(k bigint, t text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
-  SELECT array_to_tsvector(coalesce(array_agg(DISTINCT w), '{}'))
+  SELECT array_to_tsvector(coalesce(array_agg(DISTINCT k::text || '#' || w), '{}'))
     FROM (SELECT unnest(regexp_split_to_array(lower(left(t, 65536)), '[^a-z0-9]+')) AS w
           UNION ALL
           SELECT m[1]
@@ -27,7 +25,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
 $$;
 
 ALTER TABLE items ADD COLUMN search tsvector
-  GENERATED ALWAYS AS (search_terms(content)) STORED;
+  GENERATED ALWAYS AS (search_terms(conv_key, content)) STORED;
 
-CREATE INDEX items_search ON items USING gin ((conv_key + 0), search)
+CREATE INDEX items_search ON items USING gin (search)
   WHERE kind <> 'summary_marker' AND redacted_digest IS NULL;

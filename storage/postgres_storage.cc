@@ -253,43 +253,48 @@ std::string LoadAppendedSql() {
 
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
 // may be held by (0: MaxDocumentFrequency's default), $5 the most
-// candidates, $6 the conversation's key, named in every condition on items
-// as conv_key + 0, so that the index (conv_key + 0, search) serves each and
-// the primary key never does (see migrations/0016). Rows: part 0, the
-// conversation's item count; part 1, a term and how many items hold it
-// (counted up to the cap plus one); part 2, a candidate item and its
-// score, best first. A term is matched as a quoted tsquery lexeme (terms
-// come from SearchTerms: no quote, no backslash). The score is rounded as
-// MemoryStorage rounds it, so both rank alike.
+// candidates, $6 the conversation's key. A word is looked up as the
+// conversation's lexeme for it, "<conv_key>#<word>" (migrations/0016), so
+// the index reads this conversation's postings only; the lookups name no
+// other condition on conv_key, so that the primary key can never serve
+// them (the planner's estimate of one conversation's rows is an average:
+// for a conversation of thousands of items a primary-key range filtered by
+// words costs a hundred times the index). Hash partitions are then probed
+// each (one index lookup per partition), and on Citus the lookups go to
+// every shard. Rows: the candidates, best first, each with the
+// conversation's item count and, as a JSON object, how many items hold
+// each term (counted up to the cap plus one); one row of NULL item columns
+// when there is no candidate, and a NULL count when there is no
+// conversation. A lexeme is matched quoted (terms come from SearchTerms: no
+// quote, no backslash). The score is rounded as MemoryStorage rounds it, so
+// both rank alike.
 std::string SearchHistorySql() {
   const std::string searchable =
-      "i.conv_key + 0 = $6 AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL";
-  static constexpr char kNoItem[] =
-      " LEFT JOIN items i ON false LEFT JOIN item_pins p ON false "
-      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc";
+      "i.kind <> 'summary_marker' AND i.redacted_digest IS NULL";
   return absl::StrCat(
       "WITH conv AS (SELECT item_count, CASE WHEN $4 > 0 THEN $4::bigint "
       "ELSE greatest(20, least(item_count / 5, 400)) END AS cap FROM conversations WHERE ",
       Named(6), "), ",
       "terms AS (SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM items i WHERE ", searchable,
-      " AND i.search @@ quote_literal(t.term)::tsquery LIMIT (SELECT cap FROM conv) + 1) x) AS df "
+      " AND i.search @@ quote_literal($6::text || '#' || t.term)::tsquery "
+      "LIMIT (SELECT cap FROM conv) + 1) x) AS df "
       "FROM unnest($3::text[]) t(term) WHERE EXISTS (SELECT 1 FROM conv)), ",
-      "searched AS (SELECT quote_literal(term)::tsquery AS q, "
+      "searched AS (SELECT quote_literal($6::text || '#' || term)::tsquery AS q, "
       "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
       "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
       "hits AS (SELECT i.sequence, round(sum(s.weight)::numeric, 6) AS score "
       "FROM searched s JOIN items i ON i.search @@ s.q WHERE ", searchable,
       " GROUP BY i.sequence ORDER BY score DESC, i.sequence DESC LIMIT $5) ",
-      // Parts 0 and 1 take the item columns from joins that match nothing
-      // (NULLs of the right types); part 2 reads each candidate by its key.
-      "SELECT * FROM (SELECT 0 AS part, conv.item_count AS n, NULL::text AS term, "
-      "NULL::numeric AS score, ", ItemColumns(), " FROM conv", kNoItem,
-      " UNION ALL SELECT 1, terms.df, terms.term, NULL, ", ItemColumns(), " FROM terms", kNoItem,
-      " UNION ALL SELECT 2, 0, NULL, hits.score, ", ItemColumns(),
-      " FROM hits JOIN items i ON i.conv_key = $6 AND i.sequence = hits.sequence "
+      // At least one row (no conversation: a NULL count); each candidate
+      // read by its key.
+      "SELECT (SELECT item_count FROM conv), "
+      "(SELECT coalesce(json_object_agg(term, df), '{}')::text FROM terms), h.score, ",
+      ItemColumns(),
+      " FROM (SELECT 1) one LEFT JOIN (hits h JOIN items i ON i.conv_key = $6 "
+      "AND i.sequence = h.sequence "
       "LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
-      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) x "
-      "ORDER BY x.part, x.score DESC, 5 DESC");
+      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) ON true "
+      "ORDER BY h.score DESC, i.sequence DESC");
 }
 
 struct Statement {
@@ -1213,20 +1218,19 @@ class PostgresStorage final : public Storage {
       const pqxx::result r = ExecNamed(tx, "search_history", search.key, pg::TextArray(terms),
                                        search.max_document_frequency,
                                        static_cast<int64_t>(search.max_items));
-      if (r.empty()) return NotFound(search.key);
-      constexpr int kItem = 4;  // part, count, term, score
+      if (r.empty() || r[0][0].is_null()) return NotFound(search.key);
+      constexpr int kItem = 3;  // count, frequencies, score
       HistoryHits hits;
-      for (const pqxx::row& row : r) {
-        switch (row[0].as<int>()) {
-          case 0:
-            hits.items = row[1].as<int64_t>();
-            break;
-          case 1:
-            hits.document_frequency[row[2].as<std::string>()] = row[1].as<int64_t>();
-            break;
-          default:
-            hits.found.push_back(ParseItem(row.slice(kItem, kItem + std::size(kItemColumnList))));
+      hits.items = r[0][0].as<int64_t>();
+      const Json df = Json::parse(r[0][1].as<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (df.is_object()) {
+        for (const auto& [term, n] : df.items()) {
+          if (n.is_number_integer()) hits.document_frequency[term] = n.get<int64_t>();
         }
+      }
+      for (const pqxx::row& row : r) {
+        if (row[kItem].is_null()) continue;
+        hits.found.push_back(ParseItem(row.slice(kItem, kItem + std::size(kItemColumnList))));
       }
       return hits;
     });

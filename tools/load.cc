@@ -271,6 +271,14 @@ class Load {
       if (args_.recall_budget >= 0) {
         create.mutable_profile_overrides()->set_recall_budget_fraction(args_.recall_budget);
       }
+      // The history is summarized under pressure, in a 4k window: a
+      // compaction that has room gives up no fact, and filler is mostly
+      // facts (numbers). The window is widened again after it.
+      const convstate::v1::ProfileOverrides wide = create.profile_overrides();
+      if (args_.history > 0 && args_.scenario != "mixed") {
+        create.mutable_profile_overrides()->set_context_window(4096);
+        create.mutable_profile_overrides()->set_output_reserve(512);
+      }
       convstate::v1::Conversation conv;
       grpc::ClientContext ctx;
       if (auto s = stub->CreateConversation(&ctx, create, &conv); !s.ok()) {
@@ -290,6 +298,16 @@ class Load {
         if (!s.ok() || out.summary_chunk_id() == 0) {
           std::fprintf(stderr, "compact: %s\n",
                        s.ok() ? "nothing was summarized" : s.error_message().c_str());
+          return false;
+        }
+        convstate::v1::UpdateConversationRequest widen;
+        widen.set_tenant_id(tenant_);
+        widen.set_conversation_id(id);
+        *widen.mutable_profile_overrides() = wide;
+        convstate::v1::Conversation updated;
+        grpc::ClientContext uctx;
+        if (auto u = stub->UpdateConversation(&uctx, widen, &updated); !u.ok()) {
+          std::fprintf(stderr, "update: %s\n", u.error_message().c_str());
           return false;
         }
       }

@@ -244,6 +244,9 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     req.set_system_prompt(conv.system_prompt);
     req.mutable_profile_overrides()->set_context_window(options.window);
     req.mutable_profile_overrides()->set_output_reserve(reserve);
+    if (options.recall_budget >= 0) {
+      req.mutable_profile_overrides()->set_recall_budget_fraction(options.recall_budget);
+    }
     v1::Conversation out;
     grpc::ClientContext ctx;
     SetDeadline(ctx);

@@ -76,6 +76,9 @@ struct Options {
   int max_turns = 0;
   // A fresh conversation id per run.
   std::string conversation_id;
+  // The conversation's recall_budget_fraction override (negative: the
+  // profile's); 0 replays without the RECALLED section.
+  double recall_budget = -1;
 };
 
 // Counts of facts present in a view.

@@ -4,6 +4,7 @@
 //   replay --target=127.0.0.1:50051 --conversation=FILE --facts=FILE
 //          [--probes=FILE] [--windows=8192,16384,32768] [--model=gpt-4o]
 //          [--reserve_fraction=0.125] [--max_turns=0] [--dump=PREFIX]
+//          [--recall_budget=F]   (0: without the RECALLED section)
 //
 // --dump writes each final view to PREFIX.<window>.txt.
 //
@@ -48,6 +49,9 @@ int main(int argc, char** argv) {
     } else if (name == "--reserve_fraction") {
       ok = absl::SimpleAtod(value, &base.reserve_fraction) && base.reserve_fraction >= 0 &&
            base.reserve_fraction < 1;
+    } else if (name == "--recall_budget") {
+      ok = absl::SimpleAtod(value, &base.recall_budget) && base.recall_budget >= 0 &&
+           base.recall_budget < 1;
     } else if (name == "--max_turns") {
       ok = absl::SimpleAtoi(value, &base.max_turns) && base.max_turns >= 0;
     } else if (name == "--windows") {

@@ -65,6 +65,10 @@ std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRe
       resolved.tokenizer == nullptr) {
     return nullptr;
   }
+  // Nothing summarized and nothing pruned: every item is in the view
+  // verbatim (short of an emergency truncation), and there is nothing to
+  // bring back. Most calls end here, at no cost.
+  if (conversation.summarized_through == 0 && conversation.prune_boundary == 0) return nullptr;
   auto pending = std::make_shared<PendingRecall>();
   pending->storage_key = conversation.storage_key;
   pending->query = ParseRecallQuery(query);
