@@ -275,11 +275,12 @@ std::string SearchHistorySql() {
       "WITH conv AS (SELECT item_count, CASE WHEN $4 > 0 THEN $4::bigint "
       "ELSE greatest(20, least(item_count / 5, 400)) END AS cap FROM conversations WHERE ",
       Named(6), "), ",
-      "terms AS (SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM items i WHERE ", searchable,
-      " AND i.search @@ quote_literal($6::text || '#' || t.term)::tsquery "
-      "LIMIT (SELECT cap FROM conv) + 1) x) AS df "
+      "lexemes AS (SELECT t.term, quote_literal($6::text || '#' || t.term)::tsquery AS q "
       "FROM unnest($3::text[]) t(term) WHERE EXISTS (SELECT 1 FROM conv)), ",
-      "searched AS (SELECT quote_literal($6::text || '#' || term)::tsquery AS q, "
+      "terms AS (SELECT l.term, l.q, (SELECT count(*) FROM (SELECT 1 FROM items i WHERE ",
+      searchable, " AND i.search @@ l.q LIMIT (SELECT cap FROM conv) + 1) x) AS df "
+      "FROM lexemes l), ",
+      "searched AS (SELECT terms.q, "
       "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
       "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
       "hits AS (SELECT i.sequence, round(sum(s.weight)::numeric, 6) AS score "

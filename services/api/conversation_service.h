@@ -234,6 +234,8 @@ class ConversationService {
   struct CommonTerms {
     int64_t items = 0;
     absl::flat_hash_set<std::string> terms;
+    // Whether the verdicts still stand for a conversation of `now` items.
+    bool Holds(int64_t now) const { return now < 2 * items; }
   };
   absl::Mutex common_terms_mu_;
   absl::flat_hash_map<int64_t, CommonTerms> common_terms_ ABSL_GUARDED_BY(common_terms_mu_);

@@ -77,7 +77,7 @@ std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRe
     // Words already found too common are not counted again.
     absl::MutexLock lock(&common_terms_mu_);
     auto known = common_terms_.find(conversation.storage_key);
-    if (known != common_terms_.end() && conversation.item_count < 2 * known->second.items) {
+    if (known != common_terms_.end() && known->second.Holds(conversation.item_count)) {
       std::erase_if(search.terms,
                     [&](const std::string& t) { return known->second.terms.contains(t); });
     }
@@ -101,7 +101,7 @@ void ConversationService::AddRecall(const std::shared_ptr<PendingRecall>& pendin
     absl::MutexLock lock(&common_terms_mu_);
     if (common_terms_.size() >= kMaxCommonTermConversations) common_terms_.clear();
     CommonTerms& known = common_terms_[pending->storage_key];
-    if (known.items * 2 <= hits->items) known = CommonTerms{hits->items, {}};
+    if (!known.Holds(hits->items)) known = CommonTerms{hits->items, {}};
     for (const auto& [term, df] : hits->document_frequency) {
       if (df > cap) known.terms.insert(term);
     }
@@ -120,9 +120,7 @@ void ConversationService::AddRecall(const std::shared_ptr<PendingRecall>& pendin
     return;
   }
   // The view counts what the provider will count: the same corrections.
-  const double correction =
-      (resolved.tokenizer->approximate() ? conversation.token_correction : 1.0) *
-      conversation.overflow_correction;
+  const double correction = ViewCorrection(conversation, resolved.tokenizer->approximate());
   RecallLimits limits;
   limits.max_tokens = static_cast<int64_t>(std::floor(static_cast<double>(budget) / correction));
   limits.per_message_tokens = profile.per_message_tokens;
@@ -137,8 +135,8 @@ void ConversationService::AddRecall(const std::shared_ptr<PendingRecall>& pendin
   }
   if (passages.empty()) return;
   std::string text = RenderRecalled(passages);
-  int64_t tokens = CountSystemTokens(*resolved.tokenizer, text, profile.per_message_tokens);
-  if (correction != 1.0) tokens = static_cast<int64_t>(std::ceil(tokens * correction));
+  const int64_t tokens = Corrected(
+      CountSystemTokens(*resolved.tokenizer, text, profile.per_message_tokens), correction);
   if (tokens > budget) return;  // RankPassages keeps to it; never let a view outgrow its room.
   AddRecalled(view, std::move(text), tokens);
 }

@@ -100,10 +100,8 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
                          bool approximate, const std::vector<ItemData>& pending,
                          const ViewOptions& options) {
   const Conversation& c = snapshot.conversation;
-  const double correction = (approximate ? c.token_correction : 1.0) * c.overflow_correction;
-  auto scale = [correction](int64_t n) {
-    return correction == 1.0 ? n : static_cast<int64_t>(std::ceil(n * correction));
-  };
+  const double correction = ViewCorrection(c, approximate);
+  auto scale = [correction](int64_t n) { return Corrected(n, correction); };
   ContextView view;
   view.version = c.version;
   view.compaction_version = c.compaction_version;
@@ -220,6 +218,14 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
                 : pruned_any                      ? ContextStatus::kPruned
                                                   : ContextStatus::kFull;
   return view;
+}
+
+double ViewCorrection(const Conversation& conversation, bool approximate) {
+  return (approximate ? conversation.token_correction : 1.0) * conversation.overflow_correction;
+}
+
+int64_t Corrected(int64_t tokens, double correction) {
+  return correction == 1.0 ? tokens : static_cast<int64_t>(std::ceil(tokens * correction));
 }
 
 void AddRecalled(ContextView& view, std::string text, int64_t tokens) {

@@ -109,6 +109,14 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
                          bool approximate, const std::vector<ItemData>& pending,
                          const ViewOptions& options = {});
 
+// What the view scales stored counts by, so that totals track what the
+// provider counts: the conversation's token correction when the tokenizer
+// is approximate, times its overflow correction.
+double ViewCorrection(const Conversation& conversation, bool approximate);
+
+// `tokens` scaled by `correction`, rounded up.
+int64_t Corrected(int64_t tokens, double correction);
+
 // Adds the RECALLED entry after the live items and before the pending
 // input; `tokens` as the view counts (corrections applied).
 void AddRecalled(ContextView& view, std::string text, int64_t tokens);
