@@ -176,6 +176,26 @@ struct CompactionCommit {
   // holder that lost it, or held it on a conversation since deleted and
   // created again, cannot commit).
   std::optional<CompactionLease> lease;
+  // ApplyCompaction: the proposal this commit applies (0: none), marked
+  // applied in the same transaction with the chunk written and
+  // `proposal_answer` (what a retry of the apply is answered); the commit
+  // is ABORTED if it was applied already.
+  int64_t proposal_id = 0;
+  std::string proposal_answer;
+};
+
+// A compaction proposal (Compact with dry_run) as storage keeps it: the
+// service's own encoding of it, opaque here, until it expires.
+struct ProposalRecord {
+  // Per conversation, 1, 2, 3, ...; assigned by storage.
+  int64_t proposal_id = 0;
+  absl::Time expire_time;
+  std::string body;
+  // Once applied: the chunk written, the conversation's compaction_version
+  // after it, and the answer the apply gave. 0 and empty before.
+  int64_t applied_chunk_id = 0;
+  int64_t applied_compaction_version = 0;
+  std::string applied_answer;
 };
 
 // An erasure (RedactItems) as storage carries it out.
@@ -202,6 +222,24 @@ struct RedactResult {
   // Summary chunks copied into conversations continued from this one (and
   // chunks derived from those) that were emptied and retired with it.
   int64_t continued_chunks_removed = 0;
+};
+
+// RevertCompaction as storage carries it out.
+struct RevertRequest {
+  ConversationKey key;
+  int64_t chunk_id = 0;
+  // The audit row's "by".
+  std::string actor;
+};
+
+struct RevertResult {
+  // The chunk as it now is (reverted).
+  SummaryChunk chunk;
+  // Chunks a reverted fold had merged, active again.
+  std::vector<int64_t> reactivated;
+  int64_t compaction_version = 0;
+  int64_t summarized_through = 0;
+  int64_t prune_boundary = 0;
 };
 
 // The name summary chunks emptied by a redaction carry as their model.

@@ -28,6 +28,19 @@ class ForwardingStorage : public Storage {
                                            const RedactRequest& r) override {
     return base_->RedactItems(c, r);
   }
+  absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& c, const ConversationKey& k,
+                                              const std::string& b, absl::Duration t,
+                                              const TenantLimits& l) override {
+    return base_->SaveProposal(c, k, b, t, l);
+  }
+  absl::StatusOr<ProposalRecord> GetProposal(const CallContext& c, const ConversationKey& k,
+                                             int64_t id) override {
+    return base_->GetProposal(c, k, id);
+  }
+  absl::StatusOr<RevertResult> RevertCompaction(const CallContext& c,
+                                                const RevertRequest& r) override {
+    return base_->RevertCompaction(c, r);
+  }
   absl::StatusOr<TenantUsage> GetTenantUsage(const CallContext& c,
                                              const std::string& t) override {
     return base_->GetTenantUsage(c, t);

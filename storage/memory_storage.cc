@@ -40,6 +40,9 @@ struct ConversationState {
   std::map<std::string, IdempotencyRecord> idempotency;
   // GetContextAt: what each compaction_version's views were built from.
   std::vector<ViewState> states;
+  // Compaction proposals by id, and the last id given.
+  std::map<int64_t, ProposalRecord> proposals;
+  int64_t last_proposal_id = 0;
 };
 
 absl::Status NotFound(const ConversationKey& key) {
@@ -301,10 +304,19 @@ class MemoryStorage final : public Storage {
     Conversation& c = state->conversation;
     RETURN_IF_ERROR(CheckCompaction(c, Active(*state), commit));
     const absl::Time now = Now();
+    if (commit.proposal_id != 0) {
+      auto p = state->proposals.find(commit.proposal_id);
+      if (p == state->proposals.end() || p->second.expire_time <= now ||
+          p->second.applied_chunk_id != 0) {
+        return absl::AbortedError(absl::StrCat("proposal ", commit.proposal_id,
+                                               " was applied already or has expired"));
+      }
+    }
     CompactionResult result;
     if (commit.chunk.has_value()) {
       SummaryChunk chunk = *commit.chunk;
       chunk.chunk_id = static_cast<int64_t>(state->chunks.size()) + 1;
+      chunk.prune_boundary_before = c.prune_boundary;
       chunk.superseded_by = 0;
       chunk.create_time = now;
       for (SummaryChunk& old : state->chunks) {
@@ -336,6 +348,13 @@ class MemoryStorage final : public Storage {
     AddEvents(*state, commit.events, now);
     result.version = c.version;
     result.compaction_version = c.compaction_version;
+    if (commit.proposal_id != 0) {
+      ProposalRecord& p = state->proposals[commit.proposal_id];
+      p.applied_chunk_id = result.chunk_id;
+      p.applied_compaction_version = result.compaction_version;
+      p.applied_answer = commit.proposal_answer;
+      state->stored_bytes += static_cast<int64_t>(commit.proposal_answer.size());
+    }
     return result;
   }
 
@@ -444,6 +463,76 @@ class MemoryStorage final : public Storage {
       }
       frontier = std::move(next);
     }
+    return result;
+  }
+
+  absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& ctx, const ConversationKey& key,
+                                              const std::string& body, absl::Duration ttl,
+                                              const TenantLimits& limits) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    const int64_t bytes = static_cast<int64_t>(body.size()) + kProposalRowBytes;
+    RETURN_IF_ERROR(CheckTenantLimits(key.tenant_id, UsageOf(key.tenant_id), bytes, 0, limits));
+    const absl::Time now = Now();
+    for (auto it = state->proposals.begin(); it != state->proposals.end();) {
+      if (it->second.expire_time <= now) {
+        state->stored_bytes -= static_cast<int64_t>(it->second.body.size() +
+                                                    it->second.applied_answer.size()) +
+                               kProposalRowBytes;
+        it = state->proposals.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    ProposalRecord record;
+    record.proposal_id = ++state->last_proposal_id;
+    record.expire_time = now + ttl;
+    record.body = body;
+    state->proposals[record.proposal_id] = record;
+    state->stored_bytes += bytes;
+    return record;
+  }
+
+  absl::StatusOr<ProposalRecord> GetProposal(const CallContext& ctx, const ConversationKey& key,
+                                             int64_t proposal_id) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    auto it = state->proposals.find(proposal_id);
+    if (it == state->proposals.end() || it->second.expire_time <= Now()) {
+      return ProposalNotFound(key, proposal_id);
+    }
+    return it->second;
+  }
+
+  absl::StatusOr<RevertResult> RevertCompaction(const CallContext& ctx,
+                                                const RevertRequest& request) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(request.key));
+    Conversation& c = state->conversation;
+    ASSIGN_OR_RETURN(const RevertPlan plan, PlanRevert(c, state->chunks, request.chunk_id));
+    RevertResult result;
+    for (SummaryChunk& chunk : state->chunks) {
+      if (chunk.chunk_id == request.chunk_id) {
+        chunk.superseded_by = chunk.chunk_id;
+        chunk.reverted = true;
+        chunk.reverted_by = request.actor;
+        result.chunk = chunk;
+      }
+      if (std::find(plan.reactivate.begin(), plan.reactivate.end(), chunk.chunk_id) !=
+          plan.reactivate.end()) {
+        chunk.superseded_by = 0;
+      }
+    }
+    c.summarized_through = plan.summarized_through;
+    c.prune_boundary = plan.prune_boundary;
+    Erased(*state, RevertedEvent(request, result.chunk, plan));
+    result.reactivated = plan.reactivate;
+    result.compaction_version = c.compaction_version;
+    result.summarized_through = c.summarized_through;
+    result.prune_boundary = c.prune_boundary;
     return result;
   }
 
@@ -710,9 +799,9 @@ class MemoryStorage final : public Storage {
     if (!retire.empty()) state.conversation.summarized_through = summarized_through;
   }
 
-  // A redaction changed `state`: its views are built anew (compaction
-  // version), any compaction running on it loses its lease and cannot
-  // commit what it read before, and `event` is written.
+  // A redaction or a revert changed `state`: its views are built anew
+  // (compaction version), any compaction running on it loses its lease and
+  // cannot commit what it read before, and `event` is written.
   void Erased(ConversationState& state, const CompactionEvent& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Conversation& c = state.conversation;

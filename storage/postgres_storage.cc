@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "services/common/log.h"
+#include "services/core/chunk_json.h"
 #include "services/common/status_macros.h"
 #include "services/common/trace.h"
 #include "storage/cancel_watchdog.h"
@@ -543,6 +544,45 @@ const std::vector<Statement>& Statements() {
        "SELECT conv_key, conversation_id FROM conversations WHERE tenant_id = $1 "
        "AND continued_from = ANY($2::text[]) AND continued_from <> '' ORDER BY conv_key "
        "FOR UPDATE"},
+      // A proposal ($2 its body, $3 seconds to live) with the next id of
+      // the conversation ($1, locked), after its expired ones (the newest
+      // stays, so that ids are never given twice) and their bytes.
+      {"save_proposal",
+       "WITH newest AS (SELECT coalesce(max(proposal_id), 0) AS id FROM compaction_proposals "
+       "WHERE conv_key = $1), "
+       "gone AS (DELETE FROM compaction_proposals p WHERE p.conv_key = $1 "
+       "AND p.expires_at <= now() AND p.proposal_id < (SELECT id FROM newest) "
+       "RETURNING pg_column_size(p.*) AS n), "
+       "freed AS (UPDATE conversations SET stored_bytes = greatest(0, stored_bytes - "
+       "(SELECT sum(n) FROM gone)) WHERE conv_key = $1 AND EXISTS (SELECT 1 FROM gone)) "
+       "INSERT INTO compaction_proposals (conv_key, proposal_id, expires_at, body) "
+       "SELECT $1, id + 1, now() + make_interval(secs => $3::float8), $2 FROM newest "
+       "RETURNING proposal_id, floor(extract(epoch FROM expires_at) * 1000000)::bigint"},
+      {"get_proposal",
+       "SELECT proposal_id, floor(extract(epoch FROM expires_at) * 1000000)::bigint, body, "
+       "coalesce(applied_chunk_id, 0), coalesce(applied_compaction_version, 0), "
+       "coalesce(applied_answer, '') FROM compaction_proposals "
+       "WHERE conv_key = $1 AND proposal_id = $2 AND expires_at > now()"},
+      // ApplyCompaction's commit: the proposal ($2) marked applied with the
+      // chunk ($3), the compaction_version ($4) and the answer ($5); no row
+      // if it was applied already or expired.
+      {"apply_proposal",
+       "UPDATE compaction_proposals SET applied_chunk_id = $3, applied_compaction_version = $4, "
+       "applied_answer = $5 WHERE conv_key = $1 AND proposal_id = $2 "
+       "AND applied_chunk_id IS NULL AND expires_at > now() RETURNING 1"},
+      // RevertCompaction: the chunk ($2) out of every view, kept with who
+      // reverted it ($3).
+      {"revert_chunk",
+       "UPDATE summary_chunks SET superseded_by = chunk_id, structure = structure || "
+       "jsonb_build_object('rv', jsonb_build_object('by', $3::text, 'at', now())) "
+       "WHERE conv_key = $1 AND chunk_id = $2"},
+      // The boundaries where the revert puts them ($2, $3); a compaction
+      // running meanwhile loses its lease.
+      {"revert_conversation",
+       "UPDATE conversations SET summarized_through = $2, prune_boundary = $3, "
+       "compaction_version = compaction_version + 1, updated_at = now(), "
+       "lease_token = lease_token + 1, lease_holder = NULL, lease_expires_at = NULL "
+       "WHERE conv_key = $1 RETURNING compaction_version"},
       {"retire_chunks",
        "UPDATE summary_chunks SET text = '', structure = '{}', token_count = 0, recall = NULL, "
        "tokens_in = 0, tokens_out = 0, summarizer_model = 'redacted', superseded_by = chunk_id "
@@ -745,67 +785,11 @@ std::vector<Item> ParseItems(const pqxx::result& result) {
 
 // A chunk's structured content as stored: short keys, since every
 // BuildContext reads it.
-Json FactsToJson(const std::vector<LedgerFact>& facts) {
-  Json out = Json::array();
-  for (const LedgerFact& f : facts) {
-    out.push_back({{"s", f.sequence}, {"u", f.turn_index}, {"r", std::string(RoleName(f.role))},
-                   {"t", f.text}, {"n", f.token_count}, {"h", f.token_hashes}});
-  }
-  return out;
-}
-
-std::vector<LedgerFact> FactsFromJson(const Json& in) {
-  std::vector<LedgerFact> out;
-  if (!in.is_array()) return out;
-  for (const Json& f : in) {
-    LedgerFact fact;
-    fact.sequence = f.value("s", int64_t{0});
-    fact.turn_index = f.value("u", int64_t{0});
-    fact.role = RoleFromName(f.value("r", std::string("user"))).value_or(Role::kUser);
-    fact.text = f.value("t", std::string());
-    fact.token_count = f.value("n", int64_t{0});
-    if (auto h = f.find("h"); h != f.end() && h->is_array()) {
-      for (const Json& v : *h) {
-        if (v.is_number_unsigned()) fact.token_hashes.push_back(v.get<uint64_t>());
-      }
-    }
-    out.push_back(std::move(fact));
-  }
-  return out;
-}
-
-std::string StructureToJson(const SummaryChunk& chunk) {
-  Json lines = Json::array();
-  for (const SummaryLine& l : chunk.lines) {
-    lines.push_back({{"s", l.sequence}, {"w", l.speaker}, {"t", l.text}, {"k", l.score}});
-  }
-  Json out{{"lines", lines},
-           {"facts", FactsToJson(chunk.facts)},
-           {"constraints", FactsToJson(chunk.constraints)}};
-  if (!chunk.lost.empty()) out["lost"] = FactsToJson(chunk.lost);
-  if (!chunk.source_conversation_id.empty()) {
-    out["src"] = {{"c", chunk.source_conversation_id}, {"k", chunk.source_chunk_id}};
-  }
-  return out.dump();
-}
+std::string StructureToJson(const SummaryChunk& chunk) { return ChunkStructureJson(chunk).dump(); }
 
 void StructureFromJson(const std::string& text, SummaryChunk& chunk) {
   if (text == "{}") return;  // Chunks written before the ledger.
-  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return;
-  if (auto it = j.find("lines"); it != j.end() && it->is_array()) {
-    for (const Json& l : *it) {
-      chunk.lines.push_back(SummaryLine{l.value("s", int64_t{0}), l.value("w", std::string()),
-                                        l.value("t", std::string()), l.value("k", 0)});
-    }
-  }
-  if (auto it = j.find("facts"); it != j.end()) chunk.facts = FactsFromJson(*it);
-  if (auto it = j.find("constraints"); it != j.end()) chunk.constraints = FactsFromJson(*it);
-  if (auto it = j.find("lost"); it != j.end()) chunk.lost = FactsFromJson(*it);
-  if (auto it = j.find("src"); it != j.end() && it->is_object()) {
-    chunk.source_conversation_id = it->value("c", std::string());
-    chunk.source_chunk_id = it->value("k", int64_t{0});
-  }
+  ReadChunkStructure(Json::parse(text, nullptr, /*allow_exceptions=*/false), chunk);
 }
 
 ViewState ViewStateFromJson(const std::string& text) {
@@ -1359,6 +1343,7 @@ class PostgresStorage final : public Storage {
       if (commit.chunk.has_value()) {
         SummaryChunk chunk = *commit.chunk;
         chunk.chunk_id = Exec1(tx, "next_chunk_id", row.conv_key)[0].as<int64_t>();
+        chunk.prune_boundary_before = c.prune_boundary;
         Exec(tx, "insert_chunk", row.conv_key, chunk.chunk_id, chunk.from_sequence,
              chunk.through_sequence, chunk.text, chunk.token_count,
              chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
@@ -1382,6 +1367,13 @@ class PostgresStorage final : public Storage {
       result.compaction_version = applied[1].as<int64_t>();
       Exec(tx, "record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, commit.events);
+      if (commit.proposal_id != 0 &&
+          Exec(tx, "apply_proposal", row.conv_key, commit.proposal_id, result.chunk_id,
+               result.compaction_version, commit.proposal_answer)
+              .empty()) {
+        return absl::AbortedError(absl::StrCat("proposal ", commit.proposal_id,
+                                               " was applied already or has expired"));
+      }
       tx.commit();
       return result;
     });
@@ -1554,6 +1546,85 @@ class PostgresStorage final : public Storage {
         frontier = std::move(next);
       }
       tx.commit();
+      return result;
+    });
+  }
+
+  absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& ctx, const ConversationKey& key,
+                                              const std::string& body, absl::Duration ttl,
+                                              const TenantLimits& limits) override {
+    return Run<ProposalRecord>(ctx, "save proposal",
+                               [&](pqxx::transaction_base& tx) -> absl::StatusOr<ProposalRecord> {
+      const int64_t bytes = static_cast<int64_t>(body.size()) + kProposalRowBytes;
+      const bool limited = Limited(limits);
+      if (limited) {
+        ASSIGN_OR_RETURN(const TenantUsage usage, LockTenant(tx, key.tenant_id));
+        RETURN_IF_ERROR(CheckTenantLimits(key.tenant_id, usage, bytes, 0, limits));
+      }
+      pqxx::result locked = ExecNamed(tx, "lock_conversation", key);
+      if (locked.empty()) return NotFound(key);
+      const int64_t conv_key = ParseConversation(locked[0]).conv_key;
+      const pqxx::row saved =
+          Exec1(tx, "save_proposal", conv_key, body, absl::ToDoubleSeconds(ttl));
+      if (limited) Exec(tx, "add_to_tenant", key.tenant_id, bytes, int64_t{0});
+      tx.commit();
+      ProposalRecord record;
+      record.proposal_id = saved[0].as<int64_t>();
+      record.expire_time = absl::FromUnixMicros(saved[1].as<int64_t>());
+      record.body = body;
+      return record;
+    });
+  }
+
+  absl::StatusOr<ProposalRecord> GetProposal(const CallContext& ctx, const ConversationKey& key,
+                                             int64_t proposal_id) override {
+    return Run<ProposalRecord>(ctx, "get proposal",
+                               [&](pqxx::transaction_base& tx) -> absl::StatusOr<ProposalRecord> {
+      ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
+      pqxx::result r = Exec(tx, "get_proposal", conv_key, proposal_id);
+      if (r.empty()) return ProposalNotFound(key, proposal_id);
+      ProposalRecord record;
+      record.proposal_id = r[0][0].as<int64_t>();
+      record.expire_time = absl::FromUnixMicros(r[0][1].as<int64_t>());
+      record.body = r[0][2].as<std::string>();
+      record.applied_chunk_id = r[0][3].as<int64_t>();
+      record.applied_compaction_version = r[0][4].as<int64_t>();
+      record.applied_answer = r[0][5].as<std::string>();
+      return record;
+    });
+  }
+
+  absl::StatusOr<RevertResult> RevertCompaction(const CallContext& ctx,
+                                                const RevertRequest& request) override {
+    return Run<RevertResult>(ctx, "revert compaction",
+                             [&](pqxx::transaction_base& tx) -> absl::StatusOr<RevertResult> {
+      pqxx::result locked = ExecNamed(tx, "lock_conversation", request.key);
+      if (locked.empty()) return NotFound(request.key);
+      const ConversationRow row = ParseConversation(locked[0]);
+      std::vector<SummaryChunk> chunks;
+      for (const auto& r : Exec(tx, "all_chunks", row.conv_key)) chunks.push_back(ParseChunk(r));
+      ASSIGN_OR_RETURN(const RevertPlan plan,
+                       PlanRevert(row.conversation, chunks, request.chunk_id));
+      Exec(tx, "revert_chunk", row.conv_key, request.chunk_id, request.actor);
+      Exec(tx, "reactivate_chunks", row.conv_key, IdArray(plan.reactivate));
+      RevertResult result;
+      result.compaction_version =
+          Exec1(tx, "revert_conversation", row.conv_key, plan.summarized_through,
+                plan.prune_boundary)[0]
+              .as<int64_t>();
+      Exec(tx, "record_view_state", row.conv_key);
+      for (const SummaryChunk& chunk : chunks) {
+        if (chunk.chunk_id != request.chunk_id) continue;
+        result.chunk = chunk;
+        result.chunk.superseded_by = chunk.chunk_id;
+        result.chunk.reverted = true;
+        result.chunk.reverted_by = request.actor;
+      }
+      InsertEvents(tx, row.conv_key, {RevertedEvent(request, result.chunk, plan)});
+      tx.commit();
+      result.reactivated = plan.reactivate;
+      result.summarized_through = plan.summarized_through;
+      result.prune_boundary = plan.prune_boundary;
       return result;
     });
   }

@@ -218,6 +218,75 @@ CompactionEvent ContinuedErasedEvent(const RedactRequest& request, int64_t chunk
   return e;
 }
 
+absl::StatusOr<RevertPlan> PlanRevert(const Conversation& c,
+                                      const std::vector<SummaryChunk>& chunks, int64_t chunk_id) {
+  const SummaryChunk* target = nullptr;
+  for (const SummaryChunk& chunk : chunks) {
+    if (chunk.chunk_id == chunk_id) target = &chunk;
+  }
+  if (target == nullptr) {
+    return absl::NotFoundError(absl::StrCat("conversation '", c.key.conversation_id,
+                                            "' has no summary chunk ", chunk_id));
+  }
+  const std::string which = absl::StrCat("chunk_id: chunk ", chunk_id);
+  if (target->summarizer_model == kRedactedChunkModel) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(which, " was emptied by a redaction, which is never reverted"));
+  }
+  if (target->reverted) {
+    return absl::FailedPreconditionError(absl::StrCat(which, " is already reverted"));
+  }
+  if (target->superseded_by != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(which, " was folded into chunk ",
+                                                      target->superseded_by, ": revert chunk ",
+                                                      target->superseded_by, " first"));
+  }
+  if (!target->source_conversation_id.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(which, " was carried over from conversation '",
+                     target->source_conversation_id, "' and covers no item of this one"));
+  }
+  RevertPlan plan;
+  for (const SummaryChunk& chunk : chunks) {
+    if (chunk.superseded_by == 0 && chunk.chunk_id > chunk_id) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          which, " is not the newest summary: revert chunk ", chunk.chunk_id, " first"));
+    }
+    const bool stays = chunk.superseded_by == 0 && chunk.chunk_id != chunk_id;
+    const bool folded_here = chunk.superseded_by == chunk_id && !chunk.reverted &&
+                             chunk.summarizer_model != kRedactedChunkModel;
+    if (folded_here) plan.reactivate.push_back(chunk.chunk_id);
+    if (stays || folded_here) {
+      plan.summarized_through = std::max(plan.summarized_through, chunk.through_sequence);
+    }
+  }
+  plan.prune_boundary =
+      target->prune_boundary_before >= 0 ? target->prune_boundary_before : c.prune_boundary;
+  return plan;
+}
+
+absl::Status ProposalNotFound(const ConversationKey& key, int64_t proposal_id) {
+  return absl::NotFoundError(absl::StrCat("proposal_id: conversation '", key.conversation_id,
+                                          "' has no proposal ", proposal_id,
+                                          " (unknown, or expired)"));
+}
+
+CompactionEvent RevertedEvent(const RevertRequest& request, const SummaryChunk& chunk,
+                              const RevertPlan& plan) {
+  CompactionEvent e;
+  e.event = "reverted";
+  e.tier = plan.reactivate.empty() ? "summarize" : "fold";
+  e.detail = nlohmann::json{{"by", request.actor},
+                            {"chunk_id", chunk.chunk_id},
+                            {"from", chunk.from_sequence},
+                            {"through", chunk.through_sequence},
+                            {"reactivated", plan.reactivate},
+                            {"summarized_through", plan.summarized_through},
+                            {"prune_boundary", plan.prune_boundary}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return e;
+}
+
 std::string RedactedDigest(const std::string& key, const std::string& content) {
   if (key.empty()) return "";
   return absl::StrCat("hmac-sha256:", HmacSha256Hex(key, content));

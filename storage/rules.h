@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "storage/context_delta.h"
 #include "storage/contract.h"
 #include "services/core/types.h"
@@ -59,6 +60,8 @@ inline constexpr int64_t kConversationRowBytes = 128;
 inline constexpr int64_t kItemRowBytes = 64;
 inline constexpr int64_t kIdempotencyRowBytes = 64;
 inline constexpr int64_t kUsageRowBytes = 64;
+// A stored compaction proposal: its body and this per row.
+inline constexpr int64_t kProposalRowBytes = 64;
 int64_t StoredBytes(const std::vector<ItemData>& items);
 int64_t StoredBytes(const std::string& system_prompt, const std::string& pinned_instructions,
                     const Metadata& metadata);
@@ -121,6 +124,30 @@ struct ContinuedErasure {
 ContinuedErasure EraseContinued(
     const std::vector<SummaryChunk>& chunks,
     const std::map<std::string, std::set<int64_t>>& retired);
+
+// What reverting chunk `chunk_id` of a conversation does, from all its
+// chunks: the chunks to make active again (those it folded), and where the
+// summaries and the prune boundary then end. Only the newest active chunk
+// of the conversation's own compactions can be reverted:
+// NOT_FOUND for no such chunk; FAILED_PRECONDITION for a chunk that is
+// not active (folded into another, reverted, or emptied by a redaction,
+// which is never reverted), one carried over from another conversation, or
+// one with a newer active chunk after it (named, to revert first).
+struct RevertPlan {
+  std::vector<int64_t> reactivate;
+  int64_t summarized_through = 0;
+  int64_t prune_boundary = 0;
+};
+absl::StatusOr<RevertPlan> PlanRevert(const Conversation& conversation,
+                                      const std::vector<SummaryChunk>& chunks, int64_t chunk_id);
+
+// NOT_FOUND for a proposal `key` does not have (or no longer has).
+absl::Status ProposalNotFound(const ConversationKey& key, int64_t proposal_id);
+
+// The `reverted` audit row of a revert: who, which chunk, what it covered
+// and what became active again.
+CompactionEvent RevertedEvent(const RevertRequest& request, const SummaryChunk& chunk,
+                              const RevertPlan& plan);
 
 }  // namespace convstate
 

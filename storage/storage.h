@@ -184,6 +184,31 @@ class Storage {
   virtual absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,
                                                    const RedactRequest& request) = 0;
 
+  // Keeps a compaction proposal of `key` (`body`, the service's encoding)
+  // for `ttl` by the backend's clock, with the next proposal id of the
+  // conversation, and drops the conversation's expired ones. The body counts
+  // in the conversation's stored bytes: RESOURCE_EXHAUSTED if it would take
+  // the tenant past `limits`. NOT_FOUND for an unknown conversation.
+  virtual absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& ctx,
+                                                      const ConversationKey& key,
+                                                      const std::string& body, absl::Duration ttl,
+                                                      const TenantLimits& limits) = 0;
+
+  // An unexpired proposal of `key`, applied or not. NOT_FOUND for an
+  // unknown conversation, or a proposal it does not have or that expired.
+  virtual absl::StatusOr<ProposalRecord> GetProposal(const CallContext& ctx,
+                                                     const ConversationKey& key,
+                                                     int64_t proposal_id) = 0;
+
+  // Reverts the summary chunk `request.chunk_id` (see RevertCompaction in
+  // the API and PlanRevert): the chunk is marked reverted and leaves the
+  // view, chunks it folded are active again, summarized_through moves back
+  // to the last active chunk and the prune boundary to where it was before
+  // the chunk's compaction; a compaction running meanwhile loses its lease;
+  // compaction_version moves and a `reverted` event is written, all at once.
+  virtual absl::StatusOr<RevertResult> RevertCompaction(const CallContext& ctx,
+                                                        const RevertRequest& request) = 0;
+
   // Appends audit events that change no state (a failed or truncating
   // compaction). NOT_FOUND for an unknown conversation.
   // Applies `update` and writes its audit row, moving compaction_version.

@@ -1334,6 +1334,163 @@ TEST_P(StorageConformanceTest, MalformedCompactionIsInvalid) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_P(StorageConformanceTest, ProposalsAreKeptUntilTheyExpireAndAppliedOnce) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));
+  const int64_t bytes_before = storage_->GetTenantUsage(ctx_, tenant_)->stored_bytes;
+  auto first = storage_->SaveProposal(ctx_, Key("c"), "{\"body\":1}", absl::Minutes(10), {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->proposal_id, 1);
+  EXPECT_GT(first->expire_time, absl::Now() + absl::Minutes(9));
+  EXPECT_GT(storage_->GetTenantUsage(ctx_, tenant_)->stored_bytes, bytes_before);
+  auto brief = storage_->SaveProposal(ctx_, Key("c"), "{\"body\":2}", absl::Milliseconds(1), {});
+  ASSERT_TRUE(brief.ok()) << brief.status();
+  EXPECT_EQ(brief->proposal_id, 2);
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(storage_->GetProposal(ctx_, Key("c"), 2).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->GetProposal(ctx_, Key("c"), 9).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(storage_->SaveProposal(ctx_, Key("nope"), "{}", absl::Minutes(1), {}).status().code(),
+            absl::StatusCode::kNotFound);
+  // Ids are never given twice, expired ones included.
+  auto third = storage_->SaveProposal(ctx_, Key("c"), "{\"body\":3}", absl::Minutes(10), {});
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->proposal_id, 3);
+  auto got = storage_->GetProposal(ctx_, Key("c"), 1);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->body, "{\"body\":1}");
+  EXPECT_EQ(got->applied_chunk_id, 0);
+
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 2, "proposed");
+  commit.proposal_id = 1;
+  commit.proposal_answer = "answer";
+  auto applied = storage_->CommitCompaction(ctx_, commit);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  got = storage_->GetProposal(ctx_, Key("c"), 1);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->applied_chunk_id, applied->chunk_id);
+  EXPECT_EQ(got->applied_compaction_version, applied->compaction_version);
+  EXPECT_EQ(got->applied_answer, "answer");
+  // Once only, even when the rest of the commit would hold.
+  commit.expected_summarized_through = 2;
+  commit.chunk = Chunk(3, 4, "again");
+  EXPECT_EQ(storage_->CommitCompaction(ctx_, commit).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("c"))->summarized_through, 2);
+  // A tenant at its limit cannot keep one more.
+  TenantLimits full;
+  full.max_stored_bytes = 1;
+  EXPECT_EQ(storage_->SaveProposal(ctx_, Key("c"), "{}", absl::Minutes(1), full).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST_P(StorageConformanceTest, ARevertBringsBackTheViewBeforeTheCompaction) {
+  Create("c");
+  AppendSix(*storage_, ctx_, Key("c"));  // m1 .. m6
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.expected_prune_boundary = 0;
+  commit.new_prune_boundary = 1;
+  commit.chunk = Chunk(1, 2, "first");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // chunk 1, marker 7
+  commit.expected_summarized_through = 2;
+  commit.expected_prune_boundary = 1;
+  commit.new_prune_boundary = 3;
+  commit.chunk = Chunk(3, 4, "second");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // chunk 2, marker 8
+  commit.expected_summarized_through = 4;
+  commit.expected_prune_boundary = 3;
+  commit.new_prune_boundary = 3;
+  commit.chunk = Chunk(1, 4, "fold");
+  commit.supersedes = {1, 2};
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // chunk 3 folds 1 and 2
+  auto lease = storage_->TryAcquireCompactionLease(ctx_, Key("c"), "other", absl::Seconds(60));
+  ASSERT_TRUE(lease.ok() && lease->has_value());
+  const int64_t before = storage_->GetConversation(ctx_, Key("c"))->compaction_version;
+
+  RevertRequest req;
+  req.key = Key("c");
+  req.chunk_id = 1;  // Folded: the fold goes first.
+  auto refused = storage_->RevertCompaction(ctx_, req);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("revert chunk 3 first"));
+  req.chunk_id = 9;
+  EXPECT_EQ(storage_->RevertCompaction(ctx_, req).status().code(), absl::StatusCode::kNotFound);
+
+  req.chunk_id = 3;
+  req.actor = "ops-oncall";
+  auto fold = storage_->RevertCompaction(ctx_, req);
+  ASSERT_TRUE(fold.ok()) << fold.status();
+  EXPECT_TRUE(fold->chunk.reverted);
+  EXPECT_EQ(fold->chunk.text, "fold");
+  EXPECT_THAT(fold->reactivated, ElementsAre(1, 2));
+  EXPECT_EQ(fold->summarized_through, 4);
+  EXPECT_EQ(fold->prune_boundary, 3);
+  EXPECT_EQ(fold->compaction_version, before + 1);
+  // The compaction that held the lease meanwhile cannot commit.
+  CompactionCommit fenced;
+  fenced.key = Key("c");
+  fenced.expected_summarized_through = 4;
+  fenced.expected_prune_boundary = 3;
+  fenced.new_prune_boundary = 3;
+  fenced.lease = **lease;
+  fenced.chunk = Chunk(5, 6, "late");
+  EXPECT_EQ(storage_->CommitCompaction(ctx_, fenced).status().code(), absl::StatusCode::kAborted);
+
+  // Chunk 1 is older than chunk 2, which is active again.
+  req.chunk_id = 1;
+  EXPECT_THAT(storage_->RevertCompaction(ctx_, req).status().message(),
+              ::testing::HasSubstr("revert chunk 2 first"));
+  req.chunk_id = 2;
+  auto second = storage_->RevertCompaction(ctx_, req);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->summarized_through, 2);
+  EXPECT_EQ(second->prune_boundary, 1);  // Where it was before chunk 2.
+  auto snap = storage_->LoadContext(ctx_, Key("c"));
+  ASSERT_TRUE(snap.ok());
+  ASSERT_THAT(snap->active_chunks, SizeIs(1));
+  EXPECT_EQ(snap->active_chunks[0].chunk_id, 1);
+  EXPECT_EQ(snap->conversation.summarized_through, 2);
+  EXPECT_EQ(snap->conversation.prune_boundary, 1);
+  ASSERT_FALSE(snap->live_items.empty());
+  EXPECT_EQ(snap->live_items[0].sequence, 3);
+  // Kept, marked, for the audit; a second revert is refused.
+  auto all = AllSummaries(*storage_, ctx_, Key("c"), /*include_superseded=*/true);
+  ASSERT_TRUE(all.ok());
+  ASSERT_THAT(*all, SizeIs(3));
+  EXPECT_TRUE((*all)[1].reverted);
+  EXPECT_EQ((*all)[1].reverted_by, "ops-oncall");
+  EXPECT_EQ((*all)[1].text, "second");
+  EXPECT_FALSE((*all)[0].reverted);
+  EXPECT_THAT(storage_->RevertCompaction(ctx_, req).status().message(),
+              ::testing::HasSubstr("already reverted"));
+  auto events = AllCompactionEvents(*storage_, ctx_, Key("c"));
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->back().event, "reverted");
+  EXPECT_THAT(events->back().detail, ::testing::HasSubstr("ops-oncall"));
+  // A later compaction summarizes again from where the summaries end.
+  CompactionCommit again;
+  again.key = Key("c");
+  again.expected_summarized_through = 2;
+  again.expected_prune_boundary = 1;
+  again.new_prune_boundary = 1;
+  again.chunk = Chunk(3, 6, "anew");
+  auto anew = storage_->CommitCompaction(ctx_, again);
+  ASSERT_TRUE(anew.ok()) << anew.status();
+  EXPECT_EQ(anew->chunk_id, 4);
+  // A redaction is never reverted.
+  RedactRequest redact;
+  redact.key = Key("c");
+  redact.sequences = {5};
+  redact.tombstone = "[gone]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  req.chunk_id = 4;
+  EXPECT_THAT(storage_->RevertCompaction(ctx_, req).status().message(),
+              ::testing::HasSubstr("never reverted"));
+}
+
 TEST_P(StorageConformanceTest, FoldSupersedesChunksAndKeepsThem) {
   Create("c");
   AppendSix(*storage_, ctx_, Key("c"));

@@ -232,6 +232,14 @@ struct SummaryChunk {
   // Carried over from another conversation (continue_from): where from.
   std::string source_conversation_id;
   int64_t source_chunk_id = 0;
+  // The conversation's prune boundary before the compaction that wrote
+  // this chunk (what RevertCompaction puts back); -1 for chunks written
+  // before it was recorded.
+  int64_t prune_boundary_before = -1;
+  // Set by RevertCompaction: the chunk is kept for the audit and for past
+  // views, and no view shows it any more (superseded_by is its own id).
+  bool reverted = false;
+  std::string reverted_by;
 };
 
 // One audit row of the compaction trail.

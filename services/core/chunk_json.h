@@ -1,0 +1,27 @@
+#ifndef CONVSTATE_SERVICES_CORE_CHUNK_JSON_H_
+#define CONVSTATE_SERVICES_CORE_CHUNK_JSON_H_
+
+// Summary chunks as JSON: the structured part PostgreSQL keeps beside a
+// chunk's columns (its lines, facts, standing instructions, lost facts,
+// provenance, the prune boundary it was made at, its revert), and the whole
+// chunk, as a compaction proposal keeps it until it is applied.
+
+#include <nlohmann/json.hpp>
+
+#include "services/core/types.h"
+
+namespace convstate {
+
+// The structured part of `chunk`.
+nlohmann::json ChunkStructureJson(const SummaryChunk& chunk);
+// Reads a structured part into `chunk`; what is missing or malformed is
+// left as it is (chunks written before a field existed).
+void ReadChunkStructure(const nlohmann::json& structure, SummaryChunk& chunk);
+
+// The whole chunk, and back.
+nlohmann::json ChunkJson(const SummaryChunk& chunk);
+SummaryChunk ChunkFromJson(const nlohmann::json& json);
+
+}  // namespace convstate
+
+#endif  // CONVSTATE_SERVICES_CORE_CHUNK_JSON_H_
