@@ -162,6 +162,10 @@ struct CompactionCommit {
   // Compare-and-set: the commit applies only if these still hold.
   int64_t expected_summarized_through = 0;
   int64_t expected_prune_boundary = 0;
+  // And, when not negative, that the conversation is still at this
+  // compaction_version: nothing else (a pin, a revert, a redaction, a model
+  // change) happened since the commit was made.
+  int64_t expected_compaction_version = -1;
   // At least expected_prune_boundary: the boundary never moves back.
   int64_t new_prune_boundary = 0;
   // A new chunk to store (its chunk_id is assigned by storage). With

@@ -28,6 +28,12 @@ absl::Status CheckCompaction(const Conversation& c, const std::vector<SummaryChu
     return absl::AbortedError(
         "the conversation was compacted concurrently; this compaction is discarded");
   }
+  if (commit.expected_compaction_version >= 0 &&
+      c.compaction_version != commit.expected_compaction_version) {
+    return absl::AbortedError(absl::StrCat(
+        "the conversation changed since this compaction was made (compaction_version ",
+        commit.expected_compaction_version, ", now ", c.compaction_version, ")"));
+  }
   if (commit.new_prune_boundary < commit.expected_prune_boundary ||
       commit.new_prune_boundary > c.last_sequence) {
     return absl::InvalidArgumentError(absl::StrCat(

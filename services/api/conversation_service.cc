@@ -740,37 +740,6 @@ absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
   return out;
 }
 
-absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallContext& ctx,
-                                                                 const v1::CompactRequest& req) {
-  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
-  CompactionMode mode;
-  switch (req.mode()) {
-    case v1::CompactRequest::MODE_UNSPECIFIED:
-    case v1::CompactRequest::MODE_AUTO: mode = CompactionMode::kAuto; break;
-    case v1::CompactRequest::MODE_PRUNE_ONLY: mode = CompactionMode::kPruneOnly; break;
-    case v1::CompactRequest::MODE_SUMMARIZE: mode = CompactionMode::kSummarize; break;
-    case v1::CompactRequest::MODE_TRUNCATE: mode = CompactionMode::kTruncate; break;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("mode: unknown mode ", req.mode()));
-  }
-  RETURN_IF_ERROR(ValidateText("instructions", req.instructions(), 4096));
-  ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
-  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
-  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
-  ASSIGN_OR_RETURN(CompactionOutcome outcome,
-                   runner_.Run(ctx, std::move(snapshot), resolved, {}, mode, req.instructions(),
-                               nullptr));
-  v1::CompactResponse out;
-  out.set_tokens_before(outcome.tokens_before);
-  out.set_tokens_after(outcome.view.tokens.total);
-  out.set_context_status(static_cast<v1::ContextStatus>(outcome.view.status));
-  out.set_version(outcome.version);
-  out.set_compaction_version(outcome.compaction_version);
-  out.set_summary_chunk_id(outcome.chunk_id);
-  for (const std::string& step : outcome.not_done) out.add_not_done(step);
-  return out;
-}
-
 absl::StatusOr<v1::ListSummariesResponse> ConversationService::ListSummaries(
     const CallContext& ctx, const v1::ListSummariesRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
@@ -948,6 +917,8 @@ const absl::flat_hash_map<std::string, UnaryRpc>& ConversationService::UnaryRpcs
       {"BuildContext", Bind(&S::BuildContextWire)},
       {"InspectContext", Bind(&S::InspectContext)},
       {"Compact", Bind(&S::Compact)},
+      {"ApplyCompaction", Bind(&S::ApplyCompaction)},
+      {"RevertCompaction", Bind(&S::RevertCompaction)},
       {"ListSummaries", Bind(&S::ListSummaries)},
       {"ExpandSummary", Bind(&S::ExpandSummary)},
       {"ListCompactionEvents", Bind(&S::ListCompactionEvents)},

@@ -67,6 +67,8 @@ class ConversationService {
     // The key of the digests redacted items keep (HMAC-SHA-256 of what they
     // held); empty: redacted items keep no digest.
     std::string redaction_key;
+    // How long a Compact dry run's proposal can be applied.
+    absl::Duration proposal_ttl = absl::Minutes(30);
   };
 
   // `models`, `storage` and `summarizer` must outlive the service.
@@ -114,8 +116,15 @@ class ConversationService {
   ContextCache::Stats context_cache_stats() const { return cache_.stats(); }
   absl::StatusOr<v1::InspectContextResponse> InspectContext(
       const CallContext& ctx, const v1::InspectContextRequest& req);
+  // Compaction under the caller's control (compaction_control.cc): a
+  // compaction now, a dry run's proposal applied as made or edited, the
+  // newest summary undone.
   absl::StatusOr<v1::CompactResponse> Compact(const CallContext& ctx,
                                               const v1::CompactRequest& req);
+  absl::StatusOr<v1::ApplyCompactionResponse> ApplyCompaction(
+      const CallContext& ctx, const v1::ApplyCompactionRequest& req);
+  absl::StatusOr<v1::RevertCompactionResponse> RevertCompaction(
+      const CallContext& ctx, const v1::RevertCompactionRequest& req);
   absl::StatusOr<v1::ListSummariesResponse> ListSummaries(const CallContext& ctx,
                                                           const v1::ListSummariesRequest& req);
   absl::StatusOr<v1::ExpandSummaryResponse> ExpandSummary(const CallContext& ctx,
@@ -156,6 +165,11 @@ class ConversationService {
       const CallContext& ctx, const ConversationKey& key, ContextSnapshot snapshot,
       const ResolvedProfile& resolved, const std::vector<ItemData>& pending,
       int64_t reported_tokens, const ProgressSink& progress);
+
+  // Keeps a dry run's proposal (`outcome.proposal`) and fills in `answer`.
+  absl::Status Propose(const CallContext& ctx, const ConversationKey& key,
+                       const std::string& model, CompactionOutcome& outcome,
+                       v1::CompactionProposal& answer);
 
   // The storage update `req` asks of `current`, with its prompts counted
   // for the model and profile it will have.

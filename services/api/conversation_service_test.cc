@@ -1096,4 +1096,163 @@ TEST_F(ConversationServiceTest, ACompactionReportsTheFactsItLost) {
 }
 
 }  // namespace
+
+// Five turns of a deploy log, each a user fact and a long answer.
+void AppendDeployTurns(ConversationService& service, const CallContext& ctx,
+                       const std::string& id) {
+  for (int i = 0; i < 5; ++i) {
+    v1::AppendTurnRequest req;
+    req.set_conversation_id(id);
+    v1::NewItem user;
+    user.set_role(v1::ROLE_USER);
+    user.set_kind(v1::ITEM_KIND_MESSAGE);
+    user.set_content(absl::StrCat("Deploy web-", i, " to eu-west-1 at 0", i, ":00 UTC."));
+    *req.add_items() = user;
+    v1::NewItem answer = user;
+    answer.set_role(v1::ROLE_ASSISTANT);
+    answer.set_content(
+        "That should be safe to do now. I will keep an eye on the error rate while it rolls "
+        "out, and I will tell you as soon as anything looks unusual. If something goes wrong "
+        "we can roll back with a single command, so there is little risk in trying.");
+    *req.add_items() = answer;
+    ASSERT_TRUE(service.AppendTurn(ctx, req).ok());
+  }
+}
+
+// A dry run stores nothing; its proposal applies as made, once; a revert
+// brings back the view before it, byte for byte.
+TEST_F(ConversationServiceTest, ADryRunProposesAndApplyAndRevertUndoIt) {
+  Create("ctl", "You are terse.");
+  AppendDeployTurns(service_, ctx_, "ctl");
+  v1::BuildContextRequest build;
+  build.set_conversation_id("ctl");
+  auto before = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  v1::CompactRequest dry;
+  dry.set_conversation_id("ctl");
+  dry.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+  dry.set_dry_run(true);
+  auto proposed = service_.Compact(ctx_, dry);
+  ASSERT_TRUE(proposed.ok()) << proposed.status();
+  ASSERT_TRUE(proposed->has_proposal()) << proposed->DebugString();
+  const v1::CompactionProposal& p = proposed->proposal();
+  EXPECT_EQ(p.proposal_id(), "1");
+  EXPECT_EQ(proposed->summary_chunk_id(), 0);
+  EXPECT_EQ(p.from_sequence(), 1);
+  EXPECT_GT(p.through_sequence(), 1);
+  EXPECT_FALSE(p.summary_text().empty());
+  EXPECT_FALSE(p.facts().empty());
+  EXPECT_LT(p.after().total(), p.before().total());
+  EXPECT_EQ(p.before().total(), before->tokens().total());
+  EXPECT_TRUE(p.has_expire_time());
+  auto unchanged = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(unchanged.ok());
+  EXPECT_EQ(unchanged->view_hash(), before->view_hash());
+  EXPECT_EQ(unchanged->compaction_version(), before->compaction_version());
+
+  v1::ApplyCompactionRequest apply;
+  apply.set_conversation_id("ctl");
+  apply.set_proposal_id(p.proposal_id());
+  auto applied = service_.ApplyCompaction(ctx_, apply);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_GT(applied->summary_chunk_id(), 0);
+  EXPECT_FALSE(applied->replayed());
+  EXPECT_FALSE(applied->edited());
+  auto compacted = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(compacted.ok());
+  EXPECT_NE(compacted->view_hash(), before->view_hash());
+  EXPECT_EQ(compacted->context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
+  EXPECT_EQ(compacted->tokens().total(), applied->tokens_after());
+  auto again = service_.ApplyCompaction(ctx_, apply);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->replayed());
+  EXPECT_EQ(again->summary_chunk_id(), applied->summary_chunk_id());
+
+  v1::RevertCompactionRequest revert;
+  revert.set_conversation_id("ctl");
+  revert.set_chunk_id(applied->summary_chunk_id());
+  auto reverted = service_.RevertCompaction(ctx_, revert);
+  ASSERT_TRUE(reverted.ok()) << reverted.status();
+  EXPECT_TRUE(reverted->chunk().reverted());
+  EXPECT_EQ(reverted->summarized_through(), 0);
+  auto restored = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(restored.ok());
+  EXPECT_EQ(restored->view_hash(), before->view_hash());
+  EXPECT_EQ(restored->context_status(), v1::CONTEXT_STATUS_FULL);
+  EXPECT_EQ(service_.RevertCompaction(ctx_, revert).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // An applied proposal answers as it did, even after a revert.
+  apply.set_proposal_id("1");
+  EXPECT_TRUE(service_.ApplyCompaction(ctx_, apply)->replayed());
+  dry.set_through_sequence(4);
+  auto bounded = service_.Compact(ctx_, dry);
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  EXPECT_EQ(bounded->proposal().through_sequence(), 4);
+  EXPECT_EQ(bounded->proposal().proposal_id(), "2");
+  v1::PinItemRequest pin;
+  pin.set_conversation_id("ctl");
+  pin.set_sequence(8);
+  ASSERT_TRUE(service_.PinItem(ctx_, pin).ok());
+  apply.set_proposal_id("2");
+  auto stale = service_.ApplyCompaction(ctx_, apply);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kAborted) << stale.status();
+  apply.set_proposal_id("9");
+  EXPECT_EQ(service_.ApplyCompaction(ctx_, apply).status().code(), absl::StatusCode::kNotFound);
+  apply.set_proposal_id("x'");
+  EXPECT_EQ(service_.ApplyCompaction(ctx_, apply).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// The caller's own summary text goes into the view; appends made meanwhile
+// do not stand in its way.
+TEST_F(ConversationServiceTest, AnEditedProposalPutsTheCallersTextInTheView) {
+  Create("edit");
+  AppendDeployTurns(service_, ctx_, "edit");
+  v1::CompactRequest dry;
+  dry.set_conversation_id("edit");
+  dry.set_dry_run(true);
+  dry.set_through_sequence(6);
+  auto proposed = service_.Compact(ctx_, dry);
+  ASSERT_TRUE(proposed.ok()) << proposed.status();
+  ASSERT_TRUE(proposed->has_proposal());
+  EXPECT_EQ(proposed->proposal().through_sequence(), 6);
+  ASSERT_TRUE(service_.AppendTurn(ctx_, Append("edit", "one more thing")).ok());
+
+  v1::ApplyCompactionRequest apply;
+  apply.set_conversation_id("edit");
+  apply.set_proposal_id(proposed->proposal().proposal_id());
+  apply.set_summary_text(std::string(100000, 'x'));
+  EXPECT_EQ(service_.ApplyCompaction(ctx_, apply).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  apply.set_summary_text("Three web deploys to eu-west-1 went out; nothing failed.");
+  auto applied = service_.ApplyCompaction(ctx_, apply);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_TRUE(applied->edited());
+  v1::BuildContextRequest build;
+  build.set_conversation_id("edit");
+  auto view = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(view.ok());
+  bool shown = false;
+  for (const auto& e : view->entries()) {
+    shown |= e.section() == v1::SECTION_SUMMARY &&
+             e.content().find("nothing failed") != std::string::npos;
+  }
+  EXPECT_TRUE(shown) << view->DebugString();
+  EXPECT_EQ(view->entries(view->entries_size() - 1).content(), "one more thing");
+  v1::ListSummariesRequest list;
+  list.set_conversation_id("edit");
+  auto chunks = service_.ListSummaries(ctx_, list);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_EQ(chunks->chunks_size(), 1);
+  EXPECT_EQ(chunks->chunks(0).through_sequence(), 6);
+  // A boundary inside the summaries or past the log is refused.
+  v1::CompactRequest bad;
+  bad.set_conversation_id("edit");
+  bad.set_through_sequence(3);
+  EXPECT_EQ(service_.Compact(ctx_, bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad.set_through_sequence(99);
+  EXPECT_EQ(service_.Compact(ctx_, bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace convstate

@@ -166,6 +166,8 @@ void ToProto(const SummaryChunk& c, v1::SummaryChunk* pc) {
   for (const LedgerFact& f : c.lost) ToProto(f, pc->add_lost_facts());
   pc->set_source_conversation_id(c.source_conversation_id);
   pc->set_source_chunk_id(c.source_chunk_id);
+  pc->set_reverted(c.reverted);
+  pc->set_reverted_by(c.reverted_by);
 }
 
 void ToProto(const CompactionEvent& e, v1::CompactionEvent* out) {

@@ -4,8 +4,6 @@
 #include <vector>
 
 namespace convstate {
-namespace {
-
 using Json = nlohmann::json;
 
 Json FactsJson(const std::vector<LedgerFact>& facts) {
@@ -17,7 +15,7 @@ Json FactsJson(const std::vector<LedgerFact>& facts) {
   return out;
 }
 
-std::vector<LedgerFact> FactsFrom(const Json& in) {
+std::vector<LedgerFact> FactsFromJson(const Json& in) {
   std::vector<LedgerFact> out;
   if (!in.is_array()) return out;
   for (const Json& f : in) {
@@ -37,8 +35,6 @@ std::vector<LedgerFact> FactsFrom(const Json& in) {
   }
   return out;
 }
-
-}  // namespace
 
 Json ChunkStructureJson(const SummaryChunk& chunk) {
   Json lines = Json::array();
@@ -65,9 +61,9 @@ void ReadChunkStructure(const Json& j, SummaryChunk& chunk) {
                                         l.value("t", std::string()), l.value("k", 0)});
     }
   }
-  if (auto it = j.find("facts"); it != j.end()) chunk.facts = FactsFrom(*it);
-  if (auto it = j.find("constraints"); it != j.end()) chunk.constraints = FactsFrom(*it);
-  if (auto it = j.find("lost"); it != j.end()) chunk.lost = FactsFrom(*it);
+  if (auto it = j.find("facts"); it != j.end()) chunk.facts = FactsFromJson(*it);
+  if (auto it = j.find("constraints"); it != j.end()) chunk.constraints = FactsFromJson(*it);
+  if (auto it = j.find("lost"); it != j.end()) chunk.lost = FactsFromJson(*it);
   if (auto it = j.find("src"); it != j.end() && it->is_object()) {
     chunk.source_conversation_id = it->value("c", std::string());
     chunk.source_chunk_id = it->value("k", int64_t{0});

@@ -6,11 +6,17 @@
 // provenance, the prune boundary it was made at, its revert), and the whole
 // chunk, as a compaction proposal keeps it until it is applied.
 
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "services/core/types.h"
 
 namespace convstate {
+
+// Facts (or standing instructions) with their provenance, and back.
+nlohmann::json FactsJson(const std::vector<LedgerFact>& facts);
+std::vector<LedgerFact> FactsFromJson(const nlohmann::json& facts);
 
 // The structured part of `chunk`.
 nlohmann::json ChunkStructureJson(const SummaryChunk& chunk);

@@ -307,6 +307,11 @@ const std::vector<Flag>& Flags() {
       {"background_compaction",
        "compact in the background when a conversation enters the soft band (default true)",
        BoolField([](ServerConfig& c) -> bool& { return c.server.service.background_compaction; })},
+      {"proposal_ttl_ms",
+       "how long a Compact dry run's proposal can be applied, on any replica (default 1800000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& {
+         return c.server.service.proposal_ttl;
+       })},
       {"context_cache_mb",
        "MiB of conversations' contexts kept between calls, checked against PostgreSQL on "
        "every call; 0 keeps none (default 256)",

@@ -254,9 +254,10 @@ void CompactionRunner::CommitPending(CompactionJob& job) {
 absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     const CallContext& ctx, ContextSnapshot snapshot, const ResolvedProfile& resolved,
     const std::vector<ItemData>& pending, CompactionMode mode, const std::string& instructions,
-    const ProgressSink& progress, bool background) {
+    const ProgressSink& progress, bool background, const CompactionControl& control) {
   StepRecorder steps(progress, options_.telemetry);
   CompactionJob job{ctx, resolved.profile, *resolved.tokenizer, pending, mode, instructions, steps};
+  job.through_sequence = control.through_sequence;
   job.snapshot = std::move(snapshot);
   job.plan = PlanCompaction(job.InputFor(job.snapshot), mode);
   CompactionOutcome out;
@@ -269,7 +270,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   // One compaction per conversation at a time, across replicas. (A plan
   // that cannot fit has no steps, so it takes no lease; see below.)
   int64_t lock_wait_ms = 0;
-  if (NeedsCommit(job.plan)) {
+  if (NeedsCommit(job.plan) && !control.dry_run) {
     ASSIGN_OR_RETURN(const bool go, TakeLease(job, background, lock_wait_ms));
     if (!go) {
       out.tokens_before = job.plan.tokens_before;
@@ -302,6 +303,9 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     return absl::ResourceExhaustedError(
         absl::StrCat("the context cannot fit the model's window: ", *job.plan.cannot_fit));
   }
+  if (job.plan.refused.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat("through_sequence: ", *job.plan.refused));
+  }
   // The cache breakpoints as they were, to tell which one the steps below
   // invalidate.
   const std::vector<CacheBreakpoint> breakpoints_before =
@@ -327,9 +331,13 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   job.store = [&](const CompactionCommit& c, Tier tier) { return Store(job, out, c, tier); };
 
   for (const std::unique_ptr<CompactionTier>& tier : tiers_) {
-    if (tier->NeedsStoredState()) CommitPending(job);
+    if (tier->NeedsStoredState()) {
+      if (control.dry_run) return Proposed(job, std::move(out));
+      CommitPending(job);
+    }
     tier->Run(job);
   }
+  if (control.dry_run) return Proposed(job, std::move(out));
   CommitPending(job);
   out.view = std::move(job.CurrentView());
   if (!job.events.empty()) {
@@ -349,6 +357,47 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   out.plan = std::move(job.plan);
   out.not_done = steps.failures();
   return out;
+}
+
+CompactionOutcome CompactionRunner::Proposed(CompactionJob& job, CompactionOutcome out) {
+  const Conversation& c = job.snapshot.conversation;
+  out.version = c.version;
+  out.compaction_version = c.compaction_version;
+  out.prune_boundary = c.prune_boundary;
+  out.not_done = job.steps.failures();
+  if (job.commit.chunk.has_value()) {
+    out.proposal_tokens =
+        ViewWithChunk(job, job.snapshot, *job.commit.chunk, job.commit.new_prune_boundary).tokens;
+    out.proposal = std::move(job.commit);
+    out.span_facts = std::move(job.span_facts);
+    out.summary_text_budget = job.summary_text_budget;
+  }
+  out.view = std::move(job.plan.view_before);
+  out.plan = std::move(job.plan);
+  return out;
+}
+
+TokenBreakdown Reword(const ContextSnapshot& snapshot, const ResolvedProfile& resolved,
+                      std::string text, int64_t prune_boundary,
+                      const std::vector<LedgerFact>& span_facts, SummaryChunk& chunk,
+                      std::vector<CompactionEvent>& events) {
+  const ModelProfile& profile = resolved.profile;
+  const Tokenizer& tokenizer = *resolved.tokenizer;
+  StepRecorder steps(nullptr, nullptr);
+  const CallContext ctx;
+  const std::vector<ItemData> pending;
+  const std::string instructions;
+  CompactionJob job{ctx, profile, tokenizer, pending, CompactionMode::kSummarize, instructions,
+                    steps};
+  chunk.text = std::move(text);
+  chunk.token_count = CountSystemTokens(tokenizer, chunk.text, profile.per_message_tokens);
+  chunk.lines.clear();
+  chunk.lost.clear();
+  GateRecall(snapshot.active_chunks, span_facts, /*complete=*/false, profile, tokenizer, chunk,
+             events);
+  const ContextView view = ViewWithChunk(job, snapshot, chunk, prune_boundary);
+  chunk.lost = LostFacts(span_facts, view);
+  return view.tokens;
 }
 
 absl::StatusOr<CompactionOutcome> CompactionRunner::Uncompacted(CompactionJob job,

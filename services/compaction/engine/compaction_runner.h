@@ -42,7 +42,38 @@ struct CompactionOutcome {
   // summary that would not have been smaller than its span, a summarizer
   // that failed); empty when every planned step was done.
   std::vector<std::string> not_done;
+
+  // A dry run's result: the commit the compaction would store (with its
+  // chunk; unset when there was nothing to summarize), the view's tokens
+  // once it is stored, the facts of the span, and the size the summary's
+  // text was allowed.
+  std::optional<CompactionCommit> proposal;
+  TokenBreakdown proposal_tokens;
+  std::vector<LedgerFact> span_facts;
+  int64_t summary_text_budget = 0;
 };
+
+// What a caller asks of one compaction beyond its mode (Compact).
+struct CompactionControl {
+  // CompactionMode::kSummarize: summarize exactly through this sequence;
+  // 0: the planner's choice.
+  int64_t through_sequence = 0;
+  // Plan, prune and summarize in memory and store nothing (no lease, no
+  // audit row): the outcome's `proposal` says what would be stored. Only
+  // the tiers that need nothing stored before them run.
+  bool dry_run = false;
+};
+
+// A summary `chunk` of `snapshot` (a proposal's) with `text` in its place:
+// counted, its recall of `span_facts` measured again (with a low_recall row
+// in `events` when it falls short), its attributed lines dropped (the text
+// is the caller's), and the facts the view with it (tool results through
+// `prune_boundary` pruned) no longer shows verbatim. Returns the view's
+// tokens with it.
+TokenBreakdown Reword(const ContextSnapshot& snapshot, const ResolvedProfile& profile,
+                      std::string text, int64_t prune_boundary,
+                      const std::vector<LedgerFact>& span_facts, SummaryChunk& chunk,
+                      std::vector<CompactionEvent>& events);
 
 // How long before a lease expires its holder stops calling the summarizer:
 // a quarter of the lease, at most two seconds.
@@ -100,7 +131,8 @@ class CompactionRunner {
                                         const ResolvedProfile& profile,
                                         const std::vector<ItemData>& pending,
                                         CompactionMode mode, const std::string& instructions,
-                                        const ProgressSink& progress, bool background = false);
+                                        const ProgressSink& progress, bool background = false,
+                                        const CompactionControl& control = {});
 
  private:
   // The lease, or nullopt when `background` and someone else holds it.
@@ -132,6 +164,10 @@ class CompactionRunner {
   // RESOURCE_EXHAUSTED when it does not fit (FAILED_PRECONDITION for a
   // Compact call).
   static absl::StatusOr<CompactionOutcome> Uncompacted(CompactionJob job, CompactionMode mode);
+
+  // The outcome of a dry run once its tiers ran: what the commit would
+  // store, nothing stored.
+  static CompactionOutcome Proposed(CompactionJob& job, CompactionOutcome out);
 
   // Wakes the waiter of `key`, if any, once this process gave its lease back.
   void Released(const ConversationKey& key);

@@ -293,10 +293,21 @@ void PlanSummarize(const PlanInput& in, CompactionMode mode, int64_t target,
   while (!safe[limit]) --limit;  // As SafeCut; safe[0] always holds.
   const int64_t ledger_room =
       FractionOfWindow(p, p.ledger.budget_fraction) - current.tokens.ledger;
-  // Compact(summarize) takes everything older than the recent buffer.
-  const size_t cut = mode != CompactionMode::kSummarize && limit > 0
-                         ? GoalCut(z, p, safe, limit, plan.projected_tokens, target, ledger_room)
-                         : limit;
+  // Compact(summarize) takes everything older than the recent buffer, or
+  // exactly what its boundary says.
+  size_t cut = mode != CompactionMode::kSummarize && limit > 0
+                   ? GoalCut(z, p, safe, limit, plan.projected_tokens, target, ledger_room)
+                   : limit;
+  if (mode == CompactionMode::kSummarize && in.through_sequence > 0) {
+    cut = 0;
+    while (cut < z.live.size() && z.live[cut].sequence <= in.through_sequence) ++cut;
+    if (!safe[cut]) {
+      plan.refused = absl::StrCat("a summary cannot end at item ", in.through_sequence,
+                                  ": a tool call before it has its result after it");
+      plan.actions.push_back(*plan.refused);
+      return;
+    }
+  }
   if (cut == 0) {
     plan.actions.push_back("nothing old enough to summarize: every live item is in the "
                            "recent buffer or in an open tool call");

@@ -49,6 +49,10 @@ struct PlanInput {
   // Pending input with token counts set.
   std::vector<ItemData> pending;
   const Tokenizer* tokenizer = nullptr;
+  // CompactionMode::kSummarize only: summarize exactly through this
+  // sequence (a task's end), whatever the recent buffer says; 0: the
+  // planner's choice.
+  int64_t through_sequence = 0;
 };
 
 // What emergency truncation leaves out of the view (storage keeps it all):
@@ -96,6 +100,8 @@ struct CompactionPlan {
   // Set when even system prompt, pinned content, pending input and output
   // reserve do not fit the window: names the largest part.
   std::optional<std::string> cannot_fit;
+  // Set when the input's through_sequence cannot end a summary: why.
+  std::optional<std::string> refused;
   // The plan in words, for InspectContext and the audit trail.
   std::vector<std::string> actions;
 

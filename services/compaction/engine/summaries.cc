@@ -141,4 +141,15 @@ ContextView ViewWithChunk(const CompactionJob& job, const ContextSnapshot& s,
   return job.ViewOf(next);
 }
 
+std::vector<LedgerFact> LostFacts(const std::vector<LedgerFact>& candidates,
+                                  const ContextView& view) {
+  std::string shown;
+  for (const ViewEntry& e : view.entries) absl::StrAppend(&shown, e.content, "\n");
+  std::vector<LedgerFact> lost;
+  for (const LedgerFact& f : candidates) {
+    if (shown.find(f.text) == std::string::npos) lost.push_back(f);
+  }
+  return lost;
+}
+
 }  // namespace convstate

@@ -57,6 +57,11 @@ std::vector<SummaryLine> MergeLines(const std::vector<SummaryChunk>& chunks);
 ContextView ViewWithChunk(const CompactionJob& job, const ContextSnapshot& s,
                           const SummaryChunk& chunk, int64_t prune_boundary);
 
+// The candidates (a span's facts) no entry of `view` shows verbatim: what
+// a summary that `view` shows in place of the span lost.
+std::vector<LedgerFact> LostFacts(const std::vector<LedgerFact>& candidates,
+                                  const ContextView& view);
+
 }  // namespace convstate
 
 #endif  // CONVSTATE_SERVICES_COMPACTION_ENGINE_SUMMARIES_H_

@@ -19,18 +19,6 @@ namespace {
 // Lost facts named in a completed row, at most.
 constexpr size_t kMaxLostInAudit = 100;
 
-// The candidates no entry of `view` shows verbatim.
-std::vector<LedgerFact> LostFacts(const std::vector<LedgerFact>& candidates,
-                                  const ContextView& view) {
-  std::string shown;
-  for (const ViewEntry& e : view.entries) absl::StrAppend(&shown, e.content, "\n");
-  std::vector<LedgerFact> lost;
-  for (const LedgerFact& f : candidates) {
-    if (shown.find(f.text) == std::string::npos) lost.push_back(f);
-  }
-  return lost;
-}
-
 class SummarizeTier final : public CompactionTier {
  public:
   Tier tier() const override { return Tier::kSummarize; }
@@ -62,6 +50,8 @@ class SummarizeTier final : public CompactionTier {
     // A summary must be clearly smaller than what it replaces, and within
     // the chunk cap once the chat format's overhead is added.
     req.max_tokens = TextBudget(profile, plan.summarize_tokens / 5);
+    job.summary_text_budget = req.max_tokens;
+    job.span_facts = ledger.facts;
     absl::StatusOr<SummaryResult> summary =
         job.cancelled() ? absl::CancelledError("the caller cancelled") : job.summarize(req, events);
     if (!summary.ok()) {

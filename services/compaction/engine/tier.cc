@@ -12,6 +12,7 @@ PlanInput CompactionJob::InputFor(const ContextSnapshot& s) const {
   in.approximate = tokenizer.approximate();
   in.pending = pending;
   in.tokenizer = &tokenizer;
+  in.through_sequence = through_sequence;
   return in;
 }
 

@@ -32,6 +32,9 @@ struct CompactionJob {
   const std::string& instructions;
   StepRecorder& steps;
 
+  // Compact's boundary (see PlanInput::through_sequence); 0: none.
+  int64_t through_sequence = 0;
+
   // The conversation as stored, read again after every commit.
   ContextSnapshot snapshot;
   // What the planner decided for `snapshot` (before the first commit).
@@ -61,6 +64,10 @@ struct CompactionJob {
   bool view_current = false;
   // The view was truncated.
   bool truncated = false;
+  // Set by the summarize tier: the facts of the span it summarized, and
+  // the size its summary's text was allowed.
+  std::vector<LedgerFact> span_facts;
+  int64_t summary_text_budget = 0;
 
   // The engine's services, set by the runner.
   std::function<absl::StatusOr<SummaryResult>(const SummaryRequest&,
