@@ -174,6 +174,9 @@ struct CompactionCommit {
   // chunks.
   std::optional<SummaryChunk> chunk;
   std::vector<int64_t> supersedes;
+  // Items to pin (sorted): those a keep rule holds that this commit
+  // summarizes or prunes past, so that they stay verbatim.
+  std::vector<int64_t> pins;
   std::vector<CompactionEvent> events;
   // If set, the commit applies only while this lease is the latest and
   // unexpired of the same incarnation of the conversation (fencing: a

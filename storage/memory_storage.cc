@@ -341,6 +341,11 @@ class MemoryStorage final : public Storage {
       result.chunk_id = chunk.chunk_id;
       result.marker_sequence = marker.sequence;
     }
+    for (int64_t s : commit.pins) {
+      if (s >= 1 && s <= static_cast<int64_t>(state->items.size())) {
+        state->items[s - 1].data.pinned = true;
+      }
+    }
     c.prune_boundary = commit.new_prune_boundary;
     c.compaction_version += 1;
     c.update_time = now;

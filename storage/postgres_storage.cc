@@ -431,6 +431,11 @@ const std::vector<Statement>& Statements() {
        "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, token_count, "
        "summary_chunk_id, appended_version) "
        "VALUES ($1, $2, $3, 'system', 'summary_marker', $4, 0, $5, $6)"},
+      // The items a keep rule holds ($2), pinned by a compaction's commit.
+      {"keep_pins",
+       "INSERT INTO item_pins (conv_key, sequence, pinned) SELECT $1, s, true "
+       "FROM unnest($2::bigint[]) s ON CONFLICT (conv_key, sequence) "
+       "DO UPDATE SET pinned = true, updated_at = now()"},
       {"apply_compaction",
        "UPDATE conversations SET summarized_through = $2, prune_boundary = $3, "
        "compaction_version = compaction_version + 1, item_count = item_count + $4, "
@@ -691,7 +696,9 @@ std::string OverridesToJson(const ProfileOverrides& o) {
   if (o.recent_tokens) j["recent_tokens"] = *o.recent_tokens;
   if (o.compaction_enabled) j["compaction_enabled"] = *o.compaction_enabled;
   if (o.recall_budget_fraction) j["recall_budget_fraction"] = *o.recall_budget_fraction;
-  return j.dump();
+  if (o.prompt_cache_ttl_s) j["prompt_cache_ttl_s"] = *o.prompt_cache_ttl_s;
+  if (o.policy) j["policy"] = PolicyJson(*o.policy);
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 template <typename T>
@@ -712,6 +719,8 @@ ProfileOverrides OverridesFromJson(const std::string& text) {
   ReadOptional(j, "recent_tokens", o.recent_tokens);
   ReadOptional(j, "compaction_enabled", o.compaction_enabled);
   ReadOptional(j, "recall_budget_fraction", o.recall_budget_fraction);
+  ReadOptional(j, "prompt_cache_ttl_s", o.prompt_cache_ttl_s);
+  if (auto it = j.find("policy"); it != j.end()) o.policy = PolicyFromJson(*it);
   return o;
 }
 
@@ -1360,6 +1369,7 @@ class PostgresStorage final : public Storage {
         result.chunk_id = chunk.chunk_id;
         result.marker_sequence = last_sequence;
       }
+      if (!commit.pins.empty()) Exec(tx, "keep_pins", row.conv_key, IdArray(commit.pins));
       const pqxx::row applied = Exec1(tx, "apply_compaction", row.conv_key,
                                       summarized_through, commit.new_prune_boundary,
                                       added_items, last_sequence);

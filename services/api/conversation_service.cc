@@ -210,6 +210,12 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
     return absl::InvalidArgumentError(absl::StrCat("model: ", resolved.status().message()));
   }
   nc.overrides = ToOverrides(effective.profile_overrides());
+  if (req.has_compaction_policy()) {
+    RETURN_IF_ERROR(ValidatePolicy("compaction_policy", req.compaction_policy()));
+    nc.overrides.policy = ToPolicy(req.compaction_policy());
+  } else if (source.has_value()) {
+    nc.overrides.policy = source->conversation.overrides.policy;
+  }
   const ModelProfile profile = ApplyOverrides((*resolved)->profile, nc.overrides);
   RETURN_IF_ERROR(ValidateProfile(profile, "profile_overrides."));
   nc.model = effective.model();
@@ -278,7 +284,15 @@ absl::StatusOr<ConversationUpdate> ConversationService::UpdateFor(
   }
   if (req.has_profile_overrides()) {
     update.overrides = next.overrides = ToOverrides(req.profile_overrides());
+    next.overrides.policy = current.overrides.policy;  // Its own field says.
   }
+  if (req.has_compaction_policy()) {
+    RETURN_IF_ERROR(ValidatePolicy("compaction_policy", req.compaction_policy()));
+    const CompactionPolicy policy = ToPolicy(req.compaction_policy());
+    next.overrides.policy = policy == CompactionPolicy{} ? std::nullopt
+                                                         : std::optional<CompactionPolicy>(policy);
+  }
+  if (req.has_profile_overrides() || req.has_compaction_policy()) update.overrides = next.overrides;
   absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(next.model);
   if (!resolved.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("model: ", resolved.status().message()));

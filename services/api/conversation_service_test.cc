@@ -1255,4 +1255,110 @@ TEST_F(ConversationServiceTest, AnEditedProposalPutsTheCallersTextInTheView) {
   EXPECT_EQ(service_.Compact(ctx_, bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+
+// The extractive summarizer, remembering what it was told.
+class InstructedSummarizer : public Summarizer {
+ public:
+  absl::StatusOr<SummaryResult> Summarize(const SummaryRequest& request) override {
+    instructions.push_back(request.instructions);
+    return base_->Summarize(request);
+  }
+  std::vector<std::string> instructions;
+
+ private:
+  std::unique_ptr<Summarizer> base_ = NewExtractiveSummarizer();
+};
+
+// A conversation's policy: a keep rule holds its match verbatim through a
+// summary; its instructions reach every summary (with the call's after
+// them); an update replaces it, and a continuation carries it.
+TEST(CompactionPolicyTest, KeepRulesHoldItemsVerbatimAndInstructionsReachTheSummarizer) {
+  auto models = Registry(kProfiles);
+  auto storage = NewMemoryStorage();
+  InstructedSummarizer summarizer;
+  ConversationService service(ConversationService::Options{}, models.get(), storage.get(),
+                              &summarizer);
+  CallContext ctx;
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("policy");
+  create.set_model("gpt-4o");
+  v1::CompactionPolicy* policy = create.mutable_compaction_policy();
+  policy->set_instructions("keep every ticket number");
+  v1::KeepRule* rule = policy->add_keep();
+  rule->set_pattern("ticket [A-Z]+-[0-9]+");
+  rule->add_roles(v1::ROLE_USER);
+  auto created = service.CreateConversation(ctx, create);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->compaction_policy().keep_size(), 1);
+  AppendDeployTurns(service, ctx, "policy");
+  v1::AppendTurnRequest ticket;
+  ticket.set_conversation_id("policy");
+  v1::NewItem user;
+  user.set_role(v1::ROLE_USER);
+  user.set_kind(v1::ITEM_KIND_MESSAGE);
+  user.set_content("Track it under ticket OPS-4711, please.");
+  *ticket.add_items() = user;
+  ASSERT_TRUE(service.AppendTurn(ctx, ticket).ok());  // Item 11.
+  AppendDeployTurns(service, ctx, "policy");
+
+  v1::CompactRequest compact;
+  compact.set_conversation_id("policy");
+  compact.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+  compact.set_instructions("focus on the deploys");
+  auto compacted = service.Compact(ctx, compact);
+  ASSERT_TRUE(compacted.ok()) << compacted.status();
+  ASSERT_GT(compacted->summary_chunk_id(), 0);
+  ASSERT_FALSE(summarizer.instructions.empty());
+  EXPECT_EQ(summarizer.instructions.back(), "keep every ticket number\nfocus on the deploys");
+  v1::ExpandSummaryRequest expand;
+  expand.set_conversation_id("policy");
+  expand.set_chunk_id(compacted->summary_chunk_id());
+  auto chunk = service.ExpandSummary(ctx, expand);
+  ASSERT_TRUE(chunk.ok());
+  ASSERT_GT(chunk->chunk().through_sequence(), 11);  // The span passed the ticket...
+  v1::BuildContextRequest build;
+  build.set_conversation_id("policy");
+  auto view = service.BuildContext(ctx, build);
+  ASSERT_TRUE(view.ok());
+  bool pinned = false;
+  for (const auto& e : view->entries()) {
+    pinned |= e.section() == v1::SECTION_PINNED && e.sequence() == 11 &&
+              e.content() == "Track it under ticket OPS-4711, please.";
+  }
+  EXPECT_TRUE(pinned) << view->DebugString();  // ...and it stayed, verbatim.
+  v1::ListItemsRequest list;
+  list.set_conversation_id("policy");
+  auto items = service.ListItems(ctx, list);
+  ASSERT_TRUE(items.ok());
+  EXPECT_TRUE(items->items(10).pinned());
+  EXPECT_FALSE(items->items(0).pinned());
+
+  // Background and by-band compactions are told too: the policy is the
+  // conversation's, not the call's.
+  v1::CreateConversationRequest next;
+  next.set_conversation_id("policy-2");
+  next.set_continue_from("policy");
+  auto continued = service.CreateConversation(ctx, next);
+  ASSERT_TRUE(continued.ok()) << continued.status();
+  EXPECT_EQ(continued->compaction_policy().instructions(), "keep every ticket number");
+  v1::UpdateConversationRequest update;
+  update.set_conversation_id("policy");
+  update.mutable_profile_overrides()->set_recent_turns(2);
+  auto updated = service.UpdateConversation(ctx, update);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(updated->compaction_policy().keep_size(), 1);  // Overrides leave it.
+  update.clear_profile_overrides();
+  update.mutable_compaction_policy();
+  updated = service.UpdateConversation(ctx, update);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_FALSE(updated->has_compaction_policy());
+  // A pattern that is not RE2 is refused, naming the rule.
+  update.mutable_compaction_policy()->add_keep()->set_pattern("(unclosed");
+  auto refused = service.UpdateConversation(ctx, update);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("compaction_policy.keep[0].pattern"),
+            std::string::npos)
+      << refused.status();
+}
+
 }  // namespace convstate

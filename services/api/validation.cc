@@ -1,6 +1,9 @@
 #include "services/api/validation.h"
 
+#include "re2/re2.h"
+
 #include "absl/strings/str_cat.h"
+#include "services/common/status_macros.h"
 #include "services/common/utf8.h"
 
 namespace convstate {
@@ -119,6 +122,49 @@ absl::Status ValidateNewItem(absl::string_view field, const v1::NewItem& item,
     return s;
   }
   return ValidateMetadata(f + ".metadata", item.metadata(), limits);
+}
+
+absl::Status ValidatePolicy(absl::string_view field, const v1::CompactionPolicy& policy) {
+  constexpr int kMaxRules = 32;
+  constexpr int kMaxPatternBytes = 1024;
+  constexpr int kMaxToolNames = 16;
+  RETURN_IF_ERROR(ValidateText(absl::StrCat(field, ".instructions"), policy.instructions(), 4096));
+  if (policy.keep_size() > kMaxRules) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".keep: at most ", kMaxRules, " rules, got ", policy.keep_size()));
+  }
+  for (int i = 0; i < policy.keep_size(); ++i) {
+    const v1::KeepRule& rule = policy.keep(i);
+    const std::string at = absl::StrCat(field, ".keep[", i, "]");
+    RETURN_IF_ERROR(ValidateText(absl::StrCat(at, ".pattern"), rule.pattern(), kMaxPatternBytes));
+    if (!rule.pattern().empty()) {
+      RE2::Options options;
+      options.set_log_errors(false);
+      const RE2 re(rule.pattern(), options);
+      if (!re.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, ".pattern: not an RE2 expression: ", re.error()));
+      }
+    }
+    for (int role : rule.roles()) {
+      if (role < v1::ROLE_SYSTEM || role > v1::ROLE_TOOL) {
+        return absl::InvalidArgumentError(absl::StrCat(at, ".roles: unknown role ", role));
+      }
+    }
+    if (rule.tool_names_size() > kMaxToolNames) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ".tool_names: at most ", kMaxToolNames));
+    }
+    for (const std::string& tool : rule.tool_names()) {
+      RETURN_IF_ERROR(ValidateText(absl::StrCat(at, ".tool_names"), tool, 128));
+    }
+  }
+  if (policy.has_keep_budget_fraction() &&
+      !(policy.keep_budget_fraction() > 0.0 && policy.keep_budget_fraction() < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".keep_budget_fraction: must be in (0, 1)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace convstate

@@ -43,6 +43,9 @@ absl::Status ValidateText(absl::string_view field, absl::string_view text, int64
 
 // Model names: 1 to 256 characters of [A-Za-z0-9._:/@+-].
 absl::Status ValidateModelName(absl::string_view field, absl::string_view model);
+// A compaction policy: its instructions' size, at most 32 keep rules, each
+// pattern a valid RE2 expression, known roles, a budget in (0, 1).
+absl::Status ValidatePolicy(absl::string_view field, const v1::CompactionPolicy& policy);
 
 absl::Status ValidateMetadata(absl::string_view field,
                               const google::protobuf::Map<std::string, std::string>& metadata,

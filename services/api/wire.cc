@@ -43,7 +43,33 @@ ProfileOverrides ToOverrides(const v1::ProfileOverrides& in) {
   if (in.has_recent_tokens()) o.recent_tokens = in.recent_tokens();
   if (in.has_compaction_enabled()) o.compaction_enabled = in.compaction_enabled();
   if (in.has_recall_budget_fraction()) o.recall_budget_fraction = in.recall_budget_fraction();
+  if (in.has_prompt_cache_ttl_s()) o.prompt_cache_ttl_s = in.prompt_cache_ttl_s();
   return o;
+}
+
+CompactionPolicy ToPolicy(const v1::CompactionPolicy& in) {
+  CompactionPolicy policy;
+  policy.instructions = in.instructions();
+  for (const v1::KeepRule& r : in.keep()) {
+    KeepRule rule;
+    rule.pattern = r.pattern();
+    for (int role : r.roles()) rule.roles.push_back(static_cast<Role>(role));
+    rule.tool_names.assign(r.tool_names().begin(), r.tool_names().end());
+    policy.keep.push_back(std::move(rule));
+  }
+  if (in.has_keep_budget_fraction()) policy.keep_budget_fraction = in.keep_budget_fraction();
+  return policy;
+}
+
+void FromPolicy(const CompactionPolicy& policy, v1::CompactionPolicy* out) {
+  out->set_instructions(policy.instructions);
+  for (const KeepRule& r : policy.keep) {
+    v1::KeepRule* rule = out->add_keep();
+    rule->set_pattern(r.pattern);
+    for (Role role : r.roles) rule->add_roles(static_cast<v1::Role>(role));
+    for (const std::string& t : r.tool_names) rule->add_tool_names(t);
+  }
+  if (policy.keep_budget_fraction) out->set_keep_budget_fraction(*policy.keep_budget_fraction);
 }
 
 void FromOverrides(const ProfileOverrides& o, v1::ProfileOverrides* out) {
@@ -57,6 +83,7 @@ void FromOverrides(const ProfileOverrides& o, v1::ProfileOverrides* out) {
   if (o.recent_tokens) out->set_recent_tokens(*o.recent_tokens);
   if (o.compaction_enabled) out->set_compaction_enabled(*o.compaction_enabled);
   if (o.recall_budget_fraction) out->set_recall_budget_fraction(*o.recall_budget_fraction);
+  if (o.prompt_cache_ttl_s) out->set_prompt_cache_ttl_s(*o.prompt_cache_ttl_s);
 }
 
 v1::Conversation ToProto(const Conversation& c) {
@@ -69,6 +96,7 @@ v1::Conversation ToProto(const Conversation& c) {
   FromMetadata(c.metadata, out.mutable_metadata());
   out.set_continued_from(c.continued_from);
   FromOverrides(c.overrides, out.mutable_profile_overrides());
+  if (c.overrides.policy) FromPolicy(*c.overrides.policy, out.mutable_compaction_policy());
   out.set_version(c.version);
   out.set_compaction_version(c.compaction_version);
   out.set_item_count(c.item_count);

@@ -23,6 +23,8 @@ void FromMetadata(const Metadata& in, google::protobuf::Map<std::string, std::st
 ProfileOverrides ToOverrides(const v1::ProfileOverrides& in);
 void FromOverrides(const ProfileOverrides& o, v1::ProfileOverrides* out);
 ItemData ToItemData(const v1::NewItem& item);
+CompactionPolicy ToPolicy(const v1::CompactionPolicy& in);
+void FromPolicy(const CompactionPolicy& policy, v1::CompactionPolicy* out);
 
 v1::Conversation ToProto(const Conversation& c);
 void ToProto(const Item& item, v1::Item* out);

@@ -36,6 +36,45 @@ std::vector<LedgerFact> FactsFromJson(const Json& in) {
   return out;
 }
 
+Json PolicyJson(const CompactionPolicy& policy) {
+  Json keep = Json::array();
+  for (const KeepRule& r : policy.keep) {
+    Json roles = Json::array();
+    for (Role role : r.roles) roles.push_back(std::string(RoleName(role)));
+    keep.push_back({{"pattern", r.pattern}, {"roles", roles}, {"tools", r.tool_names}});
+  }
+  Json out{{"instructions", policy.instructions}, {"keep", keep}};
+  if (policy.keep_budget_fraction) out["keep_budget_fraction"] = *policy.keep_budget_fraction;
+  return out;
+}
+
+CompactionPolicy PolicyFromJson(const Json& j) {
+  CompactionPolicy policy;
+  if (!j.is_object()) return policy;
+  policy.instructions = j.value("instructions", std::string());
+  if (auto it = j.find("keep"); it != j.end() && it->is_array()) {
+    for (const Json& r : *it) {
+      if (!r.is_object()) continue;
+      KeepRule rule;
+      rule.pattern = r.value("pattern", std::string());
+      for (const Json& role : r.value("roles", Json::array())) {
+        if (!role.is_string()) continue;
+        if (std::optional<Role> parsed = RoleFromName(role.get<std::string>())) {
+          rule.roles.push_back(*parsed);
+        }
+      }
+      for (const Json& tool : r.value("tools", Json::array())) {
+        if (tool.is_string()) rule.tool_names.push_back(tool.get<std::string>());
+      }
+      policy.keep.push_back(std::move(rule));
+    }
+  }
+  if (auto it = j.find("keep_budget_fraction"); it != j.end() && it->is_number()) {
+    policy.keep_budget_fraction = it->get<double>();
+  }
+  return policy;
+}
+
 Json ChunkStructureJson(const SummaryChunk& chunk) {
   Json lines = Json::array();
   for (const SummaryLine& l : chunk.lines) {

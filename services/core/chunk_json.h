@@ -18,6 +18,10 @@ namespace convstate {
 nlohmann::json FactsJson(const std::vector<LedgerFact>& facts);
 std::vector<LedgerFact> FactsFromJson(const nlohmann::json& facts);
 
+// A conversation's compaction policy, and back.
+nlohmann::json PolicyJson(const CompactionPolicy& policy);
+CompactionPolicy PolicyFromJson(const nlohmann::json& policy);
+
 // The structured part of `chunk`.
 nlohmann::json ChunkStructureJson(const SummaryChunk& chunk);
 // Reads a structured part into `chunk`; what is missing or malformed is

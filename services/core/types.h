@@ -63,6 +63,27 @@ struct TenantLimits {
 
 // Per-conversation changes to the model profile; unset means "the
 // profile's value".
+// Matches an item when every condition that is set holds (see
+// convstate.v1.KeepRule).
+struct KeepRule {
+  // RE2, found anywhere in the content; empty: any.
+  std::string pattern;
+  std::vector<Role> roles;
+  std::vector<std::string> tool_names;
+
+  friend bool operator==(const KeepRule&, const KeepRule&) = default;
+};
+
+// What every compaction of a conversation keeps and is told, besides its
+// profile's (see convstate.v1.CompactionPolicy).
+struct CompactionPolicy {
+  std::string instructions;
+  std::vector<KeepRule> keep;
+  std::optional<double> keep_budget_fraction;
+
+  friend bool operator==(const CompactionPolicy&, const CompactionPolicy&) = default;
+};
+
 struct ProfileOverrides {
   std::optional<int64_t> context_window;
   std::optional<int64_t> output_reserve;
@@ -74,6 +95,10 @@ struct ProfileOverrides {
   std::optional<int64_t> recent_tokens;
   std::optional<bool> compaction_enabled;
   std::optional<double> recall_budget_fraction;
+  std::optional<int64_t> prompt_cache_ttl_s;
+  // The conversation's own compaction policy (the API's
+  // Conversation.compaction_policy), kept with the overrides.
+  std::optional<CompactionPolicy> policy;
 
   friend bool operator==(const ProfileOverrides&, const ProfileOverrides&) = default;
 };

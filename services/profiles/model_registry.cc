@@ -56,6 +56,20 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
   if (p.has_compaction_enabled()) out.compaction_enabled = p.compaction_enabled();
   if (p.recall().has_budget_fraction()) out.recall.budget_fraction = p.recall().budget_fraction();
   if (p.reasoning_policy() == "drop") out.reasoning = ModelProfile::ReasoningPolicy::kDrop;
+  out.prompt_cache_ttl_s = p.prompt_cache_ttl_s();
+  out.policy.instructions = p.compaction_policy().instructions();
+  for (const auto& r : p.compaction_policy().keep()) {
+    KeepRule rule;
+    rule.pattern = r.pattern();
+    for (const std::string& role : r.roles()) {
+      if (std::optional<Role> parsed = RoleFromName(role)) rule.roles.push_back(*parsed);
+    }
+    rule.tool_names.assign(r.tool_names().begin(), r.tool_names().end());
+    out.policy.keep.push_back(std::move(rule));
+  }
+  if (p.compaction_policy().has_keep_budget_fraction()) {
+    out.policy.keep_budget_fraction = p.compaction_policy().keep_budget_fraction();
+  }
   return out;
 }
 

@@ -17,6 +17,20 @@ ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
   if (o.recent_tokens) p.recent_tokens = *o.recent_tokens;
   if (o.compaction_enabled) p.compaction_enabled = *o.compaction_enabled;
   if (o.recall_budget_fraction) p.recall.budget_fraction = *o.recall_budget_fraction;
+  if (o.prompt_cache_ttl_s) p.prompt_cache_ttl_s = *o.prompt_cache_ttl_s;
+  if (o.policy) {
+    // Added to the profile's, never in its place.
+    if (!o.policy->instructions.empty()) {
+      p.policy.instructions = p.policy.instructions.empty()
+                                  ? o.policy->instructions
+                                  : absl::StrCat(p.policy.instructions, "\n",
+                                                 o.policy->instructions);
+    }
+    p.policy.keep.insert(p.policy.keep.end(), o.policy->keep.begin(), o.policy->keep.end());
+    if (o.policy->keep_budget_fraction) {
+      p.policy.keep_budget_fraction = *o.policy->keep_budget_fraction;
+    }
+  }
   auto cap = [&p](int64_t& size, double fraction) {
     size = std::min(size, std::max<int64_t>(1, FractionOfWindow(p, fraction)));
   };
@@ -88,6 +102,13 @@ absl::Status ValidateProfile(const ModelProfile& p, const std::string& prefix) {
         std::pair{"ledger.budget_fraction", p.ledger.budget_fraction},
         std::pair{"ledger.constraints_fraction", p.ledger.constraints_fraction}}) {
     if (!(value > 0.0 && value <= 1.0)) return bad(name, absl::StrCat("must be in (0, 1], got ", value));
+  }
+  if (!(p.policy.keep_budget_fraction > 0.0 && p.policy.keep_budget_fraction < 1.0)) {
+    return bad("compaction_policy.keep_budget_fraction",
+               absl::StrCat("must be in (0, 1), got ", p.policy.keep_budget_fraction));
+  }
+  if (p.prompt_cache_ttl_s < 0) {
+    return bad("prompt_cache_ttl_s", "must not be negative");
   }
   if (!(p.recall.budget_fraction >= 0.0 && p.recall.budget_fraction < 1.0)) {
     return bad("recall.budget_fraction",

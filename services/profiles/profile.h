@@ -78,6 +78,18 @@ struct ModelProfile {
   enum class ReasoningPolicy { kSummarize, kDrop };
   ReasoningPolicy reasoning = ReasoningPolicy::kSummarize;
 
+  // What every compaction keeps and is told: the profile's policy with
+  // the conversation's added (ApplyOverrides).
+  struct Policy {
+    std::string instructions;
+    std::vector<KeepRule> keep;
+    double keep_budget_fraction = 0.25;
+  } policy;
+
+  // How long the provider keeps a prompt cache warm; 0: unknown (never
+  // idle-compacted).
+  int64_t prompt_cache_ttl_s = 0;
+
   struct Recall {
     // The share of the window BuildContext's RECALLED section may take; 0:
     // no recall.

@@ -193,7 +193,8 @@ absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool backgr
   // expired could not be committed.
   job.lease_until = options_.clock->Now() + options_.lease - LeaseMargin(options_.lease);
   // Whoever held it may have compacted meanwhile: plan again from now.
-  ASSIGN_OR_RETURN(job.snapshot, storage_->LoadContext(job.ctx, key));
+  ASSIGN_OR_RETURN(ContextSnapshot fresh, storage_->LoadContext(job.ctx, key));
+  job.Adopt(std::move(fresh));
   job.plan = PlanCompaction(job.InputFor(job.snapshot), job.mode);
   return true;
 }
@@ -228,7 +229,7 @@ bool CompactionRunner::Store(CompactionJob& job, CompactionOutcome& out, const C
                fresh.status().ToString());
     return true;
   }
-  job.snapshot = std::move(*fresh);
+  job.Adopt(std::move(*fresh));
   job.reloaded = true;
   job.view_current = false;
   return true;
@@ -238,6 +239,7 @@ void CompactionRunner::CommitPending(CompactionJob& job) {
   CompactionCommit& commit = job.commit;
   const bool changes =
       commit.chunk.has_value() || commit.new_prune_boundary != commit.expected_prune_boundary;
+  KeepPins(job);
   if (!changes) {
     // Audit rows of steps that stored nothing go on their own.
     job.events.insert(job.events.end(), commit.events.begin(), commit.events.end());
@@ -258,7 +260,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   StepRecorder steps(progress, options_.telemetry);
   CompactionJob job{ctx, resolved.profile, *resolved.tokenizer, pending, mode, instructions, steps};
   job.through_sequence = control.through_sequence;
-  job.snapshot = std::move(snapshot);
+  job.Adopt(std::move(snapshot));
   job.plan = PlanCompaction(job.InputFor(job.snapshot), mode);
   CompactionOutcome out;
   const ConversationKey key = job.snapshot.conversation.key;
@@ -359,7 +361,30 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   return out;
 }
 
+void CompactionRunner::KeepPins(CompactionJob& job) {
+  CompactionCommit& commit = job.commit;
+  const int64_t passed = std::max(commit.chunk.has_value() ? commit.chunk->through_sequence : 0,
+                                  commit.new_prune_boundary);
+  commit.pins.clear();
+  for (int64_t s : job.kept.sequences) {
+    if (s <= passed) commit.pins.push_back(s);
+  }
+  std::sort(commit.pins.begin(), commit.pins.end());
+  if (job.kept.over_budget > 0 && commit.chunk.has_value()) {
+    const std::string why = absl::StrCat(
+        job.kept.over_budget, " items the keep rules match (", job.kept.over_budget_tokens,
+        " tokens) are past the rules' budget of ", job.kept.budget,
+        " tokens (compaction_policy.keep_budget_fraction): the oldest were summarized");
+    commit.events.push_back(AuditRow("keep_over_budget", Tier::kSummarize, 0, 0,
+                                     DetailOf({{"items", job.kept.over_budget},
+                                               {"tokens", job.kept.over_budget_tokens},
+                                               {"budget", job.kept.budget}})));
+    job.steps.Note(Tier::kSummarize, why);
+  }
+}
+
 CompactionOutcome CompactionRunner::Proposed(CompactionJob& job, CompactionOutcome out) {
+  KeepPins(job);
   const Conversation& c = job.snapshot.conversation;
   out.version = c.version;
   out.compaction_version = c.compaction_version;

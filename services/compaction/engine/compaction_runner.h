@@ -165,6 +165,11 @@ class CompactionRunner {
   // Compact call).
   static absl::StatusOr<CompactionOutcome> Uncompacted(CompactionJob job, CompactionMode mode);
 
+  // Adds to the job's commit the pins of the items the keep rules hold
+  // that it passes (summarizes or prunes past), and says when some did not
+  // fit the rules' budget.
+  static void KeepPins(CompactionJob& job);
+
   // The outcome of a dry run once its tiers ran: what the commit would
   // store, nothing stored.
   static CompactionOutcome Proposed(CompactionJob& job, CompactionOutcome out);

@@ -53,6 +53,10 @@ void StepRecorder::Failed(Tier tier, int64_t before, const std::string& reason) 
   Report(std::move(p));
 }
 
+void StepRecorder::Note(Tier tier, const std::string& what) {
+  failures_.push_back(absl::StrCat(TierName(tier), ": ", what));
+}
+
 void StepRecorder::Report(CompactionProgress p) {
   if (progress_) progress_(p);
   const absl::Time now = absl::Now();

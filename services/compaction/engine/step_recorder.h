@@ -66,6 +66,9 @@ class StepRecorder {
   // `p` carries the step's tier, tokens and extras (kind is set here).
   void Completed(CompactionProgress p);
   void Failed(Tier tier, int64_t before, const std::string& reason);
+  // Something the caller should know that is not a failure of the step
+  // (reported with the failures, as "tier: what").
+  void Note(Tier tier, const std::string& what);
   // A summarizer call, by outcome.
   void SummarizerCall(const absl::Status& status);
   // Time waited for the lease (not for background compactions).

@@ -1,5 +1,7 @@
 #include "services/compaction/engine/tier.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -41,9 +43,20 @@ ContextView& CompactionJob::CurrentView() {
   return view;
 }
 
+void CompactionJob::Adopt(ContextSnapshot s) {
+  snapshot = std::move(s);
+  kept = ApplyKeepRules(profile, snapshot);
+}
+
 SummaryRequest CompactionJob::NewSummaryRequest() const {
   SummaryRequest req;
-  req.instructions = instructions;
+  // The conversation's policy adds to the default prompt; the call's adds
+  // to that.
+  req.instructions = profile.policy.instructions;
+  if (!instructions.empty()) {
+    req.instructions = req.instructions.empty() ? instructions
+                                                : absl::StrCat(req.instructions, "\n", instructions);
+  }
   req.tokenizer = &tokenizer;
   req.deadline = std::min(ctx.deadline, lease_until);
   req.cancelled = ctx.cancelled;

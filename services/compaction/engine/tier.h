@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "services/compaction/engine/keep_rules.h"
 #include "services/compaction/engine/planner.h"
 #include "services/compaction/engine/step_recorder.h"
 #include "services/compaction/engine/tiers.h"
@@ -35,8 +36,10 @@ struct CompactionJob {
   // Compact's boundary (see PlanInput::through_sequence); 0: none.
   int64_t through_sequence = 0;
 
-  // The conversation as stored, read again after every commit.
+  // The conversation as stored, read again after every commit (Adopt),
+  // with the items the keep rules hold marked pinned.
   ContextSnapshot snapshot;
+  Kept kept;
   // What the planner decided for `snapshot` (before the first commit).
   CompactionPlan plan;
   // Held for the whole compaction when anything may be committed; commits
@@ -77,6 +80,9 @@ struct CompactionJob {
   // `snapshot`. False when it could not be stored (the failure is audited).
   std::function<bool(const CompactionCommit& c, Tier tier)> store;
 
+  // Takes `s` as the conversation's state: the snapshot, with the items the
+  // profile's keep rules hold marked pinned.
+  void Adopt(ContextSnapshot s);
   // The input the planner takes for `s`.
   PlanInput InputFor(const ContextSnapshot& s) const;
   // The view of `s` for the call's pending input, truncated as `t` says.
