@@ -23,3 +23,11 @@ CREATE TRIGGER compaction_proposals_bytes_in AFTER INSERT ON compaction_proposal
 CREATE TRIGGER compaction_proposals_bytes_up AFTER UPDATE ON compaction_proposals
   REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
   FOR EACH STATEMENT EXECUTE FUNCTION count_stored_bytes();
+
+-- Idle compaction: when a conversation above its idle band should be
+-- compacted if no BuildContext comes first (its last BuildContext plus its
+-- prompt cache's lifetime). A replica claims due conversations and clears
+-- this in one statement, so that exactly one compacts each.
+ALTER TABLE conversations ADD COLUMN idle_due_at timestamptz;
+CREATE INDEX conversations_idle_due ON conversations (idle_due_at)
+  WHERE idle_due_at IS NOT NULL;

@@ -37,6 +37,14 @@ class ForwardingStorage : public Storage {
                                              int64_t id) override {
     return base_->GetProposal(c, k, id);
   }
+  absl::Status SetIdleDue(const CallContext& c, const ConversationKey& k,
+                          std::optional<absl::Time> due) override {
+    return base_->SetIdleDue(c, k, due);
+  }
+  absl::StatusOr<std::vector<ConversationKey>> ClaimIdle(const CallContext& c, absl::Time now,
+                                                         int limit) override {
+    return base_->ClaimIdle(c, now, limit);
+  }
   absl::StatusOr<RevertResult> RevertCompaction(const CallContext& c,
                                                 const RevertRequest& r) override {
     return base_->RevertCompaction(c, r);

@@ -40,6 +40,8 @@ struct ConversationState {
   std::map<std::string, IdempotencyRecord> idempotency;
   // GetContextAt: what each compaction_version's views were built from.
   std::vector<ViewState> states;
+  // When idle compaction is due; InfiniteFuture: not.
+  absl::Time idle_due = absl::InfiniteFuture();
   // Compaction proposals by id, and the last id given.
   std::map<int64_t, ProposalRecord> proposals;
   int64_t last_proposal_id = 0;
@@ -509,6 +511,36 @@ class MemoryStorage final : public Storage {
       return ProposalNotFound(key, proposal_id);
     }
     return it->second;
+  }
+
+  absl::Status SetIdleDue(const CallContext& ctx, const ConversationKey& key,
+                          std::optional<absl::Time> due) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(ConversationState * state, Find(key));
+    state->idle_due = due.value_or(absl::InfiniteFuture());
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<ConversationKey>> ClaimIdle(const CallContext& ctx, absl::Time now,
+                                                         int limit) override {
+    RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+    absl::MutexLock lock(&mu_);
+    std::vector<std::pair<absl::Time, ConversationState*>> due;
+    for (auto& [tenant, conversations] : tenants_) {
+      for (auto& [id, state] : conversations) {
+        if (state.idle_due <= now) due.emplace_back(state.idle_due, &state);
+      }
+    }
+    std::sort(due.begin(), due.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<ConversationKey> keys;
+    for (auto& [at, state] : due) {
+      if (static_cast<int>(keys.size()) == limit) break;
+      state->idle_due = absl::InfiniteFuture();
+      keys.push_back(state->conversation.key);
+    }
+    return keys;
   }
 
   absl::StatusOr<RevertResult> RevertCompaction(const CallContext& ctx,

@@ -575,6 +575,18 @@ const std::vector<Statement>& Statements() {
        "UPDATE compaction_proposals SET applied_chunk_id = $3, applied_compaction_version = $4, "
        "applied_answer = $5 WHERE conv_key = $1 AND proposal_id = $2 "
        "AND applied_chunk_id IS NULL AND expires_at > now() RETURNING 1"},
+      // Idle compaction: when ($3, unix microseconds; NULL for never) a
+      // conversation is due.
+      {"set_idle_due",
+       absl::StrCat("UPDATE conversations SET idle_due_at = to_timestamp($3::float8 / 1e6) "
+                    "WHERE ", Named(4), " RETURNING 1")},
+      // Due conversations ($1 now, unix microseconds; $2 at most), claimed
+      // once: rows another replica is claiming are skipped.
+      {"claim_idle",
+       "UPDATE conversations c SET idle_due_at = NULL FROM (SELECT conv_key FROM conversations "
+       "WHERE idle_due_at <= to_timestamp($1::float8 / 1e6) ORDER BY idle_due_at LIMIT $2 "
+       "FOR UPDATE SKIP LOCKED) due WHERE c.conv_key = due.conv_key "
+       "RETURNING c.tenant_id, c.conversation_id"},
       // RevertCompaction: the chunk ($2) out of every view, kept with who
       // reverted it ($3).
       {"revert_chunk",
@@ -1601,6 +1613,32 @@ class PostgresStorage final : public Storage {
       record.applied_compaction_version = r[0][4].as<int64_t>();
       record.applied_answer = r[0][5].as<std::string>();
       return record;
+    });
+  }
+
+  absl::Status SetIdleDue(const CallContext& ctx, const ConversationKey& key,
+                          std::optional<absl::Time> due) override {
+    return Run<bool>(ctx, "set idle due", [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+      const std::optional<double> micros =
+          due.has_value() ? std::optional<double>(static_cast<double>(absl::ToUnixMicros(*due)))
+                          : std::nullopt;
+      if (ExecNamed(tx, "set_idle_due", key, micros).empty()) return NotFound(key);
+      tx.commit();
+      return true;
+    }).status();
+  }
+
+  absl::StatusOr<std::vector<ConversationKey>> ClaimIdle(const CallContext& ctx, absl::Time now,
+                                                         int limit) override {
+    using Keys = std::vector<ConversationKey>;
+    return Run<Keys>(ctx, "claim idle", [&](pqxx::transaction_base& tx) -> absl::StatusOr<Keys> {
+      Keys keys;
+      for (const auto& r : Exec(tx, "claim_idle", static_cast<double>(absl::ToUnixMicros(now)),
+                                limit)) {
+        keys.push_back(ConversationKey{r[0].as<std::string>(), r[1].as<std::string>()});
+      }
+      tx.commit();
+      return keys;
     });
   }
 

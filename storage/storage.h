@@ -200,6 +200,17 @@ class Storage {
                                                      const ConversationKey& key,
                                                      int64_t proposal_id) = 0;
 
+  // Idle compaction: `key` is to be compacted at `due` unless a later call
+  // moves it (nullopt: not at all). NOT_FOUND for an unknown conversation.
+  virtual absl::Status SetIdleDue(const CallContext& ctx, const ConversationKey& key,
+                                  std::optional<absl::Time> due) = 0;
+
+  // Up to `limit` conversations whose idle due time is at or before `now`,
+  // oldest due first, each with its due time cleared in the same step: a
+  // conversation is claimed by one caller only, across replicas.
+  virtual absl::StatusOr<std::vector<ConversationKey>> ClaimIdle(const CallContext& ctx,
+                                                                 absl::Time now, int limit) = 0;
+
   // Reverts the summary chunk `request.chunk_id` (see RevertCompaction in
   // the API and PlanRevert): the chunk is marked reverted and leaves the
   // view, chunks it folded are active again, summarized_through moves back

@@ -1334,6 +1334,33 @@ TEST_P(StorageConformanceTest, MalformedCompactionIsInvalid) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_P(StorageConformanceTest, AnIdleConversationIsClaimedOnceWhenDue) {
+  Create("a");
+  Create("b");
+  Create("c");
+  const absl::Time t0 = absl::FromUnixSeconds(1'800'000'000);
+  ASSERT_TRUE(storage_->SetIdleDue(ctx_, Key("a"), t0 + absl::Seconds(5)).ok());
+  ASSERT_TRUE(storage_->SetIdleDue(ctx_, Key("b"), t0 + absl::Seconds(1)).ok());
+  ASSERT_TRUE(storage_->SetIdleDue(ctx_, Key("c"), t0 + absl::Seconds(2)).ok());
+  ASSERT_TRUE(storage_->SetIdleDue(ctx_, Key("c"), std::nullopt).ok());  // Called again.
+  EXPECT_EQ(storage_->SetIdleDue(ctx_, Key("nope"), t0).code(), absl::StatusCode::kNotFound);
+  auto none = storage_->ClaimIdle(ctx_, t0, 10);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  auto first = storage_->ClaimIdle(ctx_, t0 + absl::Seconds(10), 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_THAT(*first, SizeIs(1));
+  EXPECT_EQ((*first)[0].conversation_id, "b");  // Oldest due first.
+  auto rest = storage_->ClaimIdle(ctx_, t0 + absl::Seconds(10), 10);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_THAT(*rest, SizeIs(1));
+  EXPECT_EQ((*rest)[0].conversation_id, "a");
+  EXPECT_EQ((*rest)[0].tenant_id, tenant_);
+  auto again = storage_->ClaimIdle(ctx_, t0 + absl::Seconds(10), 10);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());  // Claimed once.
+}
+
 TEST_P(StorageConformanceTest, ProposalsAreKeptUntilTheyExpireAndAppliedOnce) {
   Create("c");
   AppendSix(*storage_, ctx_, Key("c"));

@@ -29,6 +29,9 @@ struct CachedContext {
   int status = 0;
   int64_t view_tokens = 0;
   bool compact_in_background = false;
+  // The profile's prompt cache lifetime when idle compaction applies to
+  // the conversation (0: it does not), for serving it again (NoteBuilt).
+  int64_t prompt_cache_ttl_s = 0;
 };
 
 // Bytes `snapshot` holds, roughly: its text and a fixed cost per element.

@@ -91,13 +91,20 @@ ConversationService::ConversationService(Options options, const ModelRegistry* m
       storage_(storage),
       runner_(options_.compaction, storage, summarizer),
       cache_(options_.context_cache_bytes, options_.compaction.telemetry),
-      background_(std::make_unique<ThreadPool>(1, 64, "background compaction")) {}
+      background_(std::make_unique<ThreadPool>(1, 64, "background compaction")),
+      idle_writes_(std::make_unique<ThreadPool>(1, 1024, "idle due times")) {
+  if (options_.idle_compaction && options_.idle_scan > absl::ZeroDuration()) {
+    idle_sweeper_ = std::make_unique<std::thread>([this] { SweepIdleUntilStopped(); });
+  }
+}
 
 ConversationService::~ConversationService() {
   {
     absl::MutexLock lock(&background_mu_);
     stopping_ = true;
   }
+  if (idle_sweeper_ != nullptr) idle_sweeper_->join();
+  idle_writes_.reset();
   background_.reset();
 }
 
@@ -590,6 +597,7 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
     RecordView(static_cast<v1::ContextStatus>(current->status), current->view_tokens,
                current->band);
     if (current->compact_in_background) CompactInBackground(key);
+    NoteBuilt(key, current->band, current->prompt_cache_ttl_s);
     answer.wire = current->plain_view;
     return answer;
   }
@@ -620,6 +628,9 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
                                        outcome.plan.empty() &&
                                        resolved.profile.compaction_enabled;
     if (compact_in_background) CompactInBackground(key);
+    const int64_t idle_ttl_s =
+        resolved.profile.compaction_enabled ? resolved.profile.prompt_cache_ttl_s : 0;
+    NoteBuilt(key, BandOf(outcome.view.tokens.total, resolved.profile), idle_ttl_s);
     AddRecall(recall, held.conversation, resolved, outcome.view);
     answer.message = ResponseOf(key, outcome);
     // The context read stays good until the conversation changes; a view
@@ -637,6 +648,7 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
         kept->status = answer.message->context_status();
         kept->view_tokens = answer.message->tokens().total();
         kept->compact_in_background = compact_in_background;
+        kept->prompt_cache_ttl_s = idle_ttl_s;
         if (wire) answer.wire = kept->plain_view;
       }
       cache_.Put(key, std::move(kept));

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "convstate/v1/convstate.pb.h"
@@ -69,6 +70,13 @@ class ConversationService {
     std::string redaction_key;
     // How long a Compact dry run's proposal can be applied.
     absl::Duration proposal_ttl = absl::Minutes(30);
+    // Idle compaction (idle.cc): compact a conversation at or above
+    // `idle_band` once its last BuildContext is older than its profile's
+    // prompt_cache_ttl_s; each replica looks for due conversations every
+    // `idle_scan` (0: never by itself; SweepIdle does one look).
+    bool idle_compaction = true;
+    Band idle_band = Band::kSoft;
+    absl::Duration idle_scan = absl::Seconds(5);
   };
 
   // `models`, `storage` and `summarizer` must outlive the service.
@@ -136,6 +144,11 @@ class ConversationService {
   // Passages of the whole history that answer a query (see the API).
   absl::StatusOr<v1::SearchHistoryResponse> SearchHistory(const CallContext& ctx,
                                                           const v1::SearchHistoryRequest& req);
+  // Idle compaction: claims the conversations whose idle due time has come
+  // and compacts them (those still above the idle band); returns how many
+  // were compacted. The sweeper calls it every idle_scan.
+  int SweepIdle();
+
   // Erases items' content and every summary derived from it (see the API).
   absl::StatusOr<v1::RedactItemsResponse> RedactItems(const CallContext& ctx,
                                                       const v1::RedactItemsRequest& req);
@@ -230,6 +243,15 @@ class ConversationService {
   void AddRecall(const std::shared_ptr<PendingRecall>& pending, const Conversation& conversation,
                  const ResolvedProfile& resolved, ContextView& view);
 
+  // Idle compaction (idle.cc). NoteBuilt: a view of `key` in `band` was
+  // built; moves its idle due time a prompt cache lifetime on when it is
+  // at or above the idle band (written off the call path, at most every
+  // quarter lifetime). CompactIdle: compacts a claimed conversation if it
+  // is still above the band, with an `idle` audit row; true if it did.
+  void NoteBuilt(const ConversationKey& key, Band band, int64_t prompt_cache_ttl_s);
+  bool CompactIdle(const ConversationKey& key);
+  void SweepIdleUntilStopped();
+
   // Starts a background compaction of `key` unless one is already queued or
   // running in this process (the lease keeps it to one across replicas).
   void CompactInBackground(const ConversationKey& key);
@@ -256,8 +278,13 @@ class ConversationService {
   absl::Mutex background_mu_;
   absl::flat_hash_set<std::string> background_keys_ ABSL_GUARDED_BY(background_mu_);
   bool stopping_ ABSL_GUARDED_BY(background_mu_) = false;
-  // Last member: destroyed first, while everything its tasks use still is.
+  absl::Mutex idle_mu_;
+  // Due times this replica wrote, by conversation.
+  absl::flat_hash_map<std::string, absl::Time> idle_noted_ ABSL_GUARDED_BY(idle_mu_);
+  // Last members: destroyed first, while everything their tasks use still is.
   std::unique_ptr<ThreadPool> background_;
+  std::unique_ptr<ThreadPool> idle_writes_;
+  std::unique_ptr<std::thread> idle_sweeper_;
 };
 
 }  // namespace convstate

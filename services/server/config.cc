@@ -307,6 +307,27 @@ const std::vector<Flag>& Flags() {
       {"background_compaction",
        "compact in the background when a conversation enters the soft band (default true)",
        BoolField([](ServerConfig& c) -> bool& { return c.server.service.background_compaction; })},
+      {"idle_compaction",
+       "compact a conversation above its idle band once its prompt cache has gone cold "
+       "(its profile's prompt_cache_ttl_s after its last BuildContext); default true",
+       BoolField([](ServerConfig& c) -> bool& { return c.server.service.idle_compaction; })},
+      {"idle_band", "the band from which idle compaction applies: soft, hard or emergency "
+                    "(default soft)",
+       [](ServerConfig& c, const std::string& v) {
+         if (v == "soft") {
+           c.server.service.idle_band = Band::kSoft;
+         } else if (v == "hard") {
+           c.server.service.idle_band = Band::kHard;
+         } else if (v == "emergency") {
+           c.server.service.idle_band = Band::kEmergency;
+         } else {
+           return absl::InvalidArgumentError("must be soft, hard or emergency");
+         }
+         return absl::OkStatus();
+       }},
+      {"idle_scan_ms", "how often each replica looks for conversations due for idle compaction "
+                       "(default 5000)",
+       MillisField([](ServerConfig& c) -> absl::Duration& { return c.server.service.idle_scan; })},
       {"proposal_ttl_ms",
        "how long a Compact dry run's proposal can be applied, on any replica (default 1800000)",
        MillisField([](ServerConfig& c) -> absl::Duration& {

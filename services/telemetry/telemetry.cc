@@ -14,6 +14,9 @@ Instruments MakeInstruments(MetricRegistry* m) {
                                    "Duration of RPCs handled by the server", seconds);
   i.compactions = m->AddCounter("convstate.compactions", "{compaction}",
                                 "Compaction steps, by tier and outcome");
+  i.idle_compactions = m->AddCounter("convstate.compaction.idle", "{compaction}",
+                                     "Compactions of conversations idle past their prompt "
+                                     "cache's lifetime, by outcome");
   i.compaction_duration = m->AddHistogram("convstate.compaction.duration", "s",
                                           "Duration of compaction steps, by tier", seconds);
   i.compression_ratio = m->AddHistogram(

@@ -23,6 +23,10 @@ struct Instruments {
   // convstate.compaction.outcome (completed, failed, facts_dropped,
   // discarded).
   Counter* compactions;
+  // convstate.compaction.idle: compactions of conversations whose prompt
+  // cache had gone cold (idle compaction), by convstate.compaction.outcome
+  // (compacted, nothing).
+  Counter* idle_compactions;
   // convstate.compaction.duration (s) by tier.
   Histogram* compaction_duration;
   // convstate.compaction.compression_ratio: view tokens replaced / tokens
