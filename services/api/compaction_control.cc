@@ -15,6 +15,7 @@
 #include "services/api/wire.h"
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
+#include "services/compaction/engine/continuation.h"
 #include "services/compaction/engine/summaries.h"
 #include "services/core/chunk_json.h"
 
@@ -307,6 +308,58 @@ absl::StatusOr<v1::RevertCompactionResponse> ConversationService::RevertCompacti
   out.set_summarized_through(result.summarized_through);
   out.set_prune_boundary(result.prune_boundary);
   return out;
+}
+
+absl::StatusOr<ContextSnapshot> ConversationService::PrepareHandoff(const CallContext& ctx,
+                                                                   const ConversationKey& key,
+                                                                   int recent_turns) {
+  absl::StatusOr<ContextSnapshot> source = storage_->LoadContext(ctx, key);
+  if (absl::IsNotFound(source.status())) {
+    return absl::NotFoundError(
+        absl::StrCat("continue_from: conversation '", key.conversation_id, "' not found"));
+  }
+  if (!source.ok()) return source.status();
+  const int64_t through = HandoffThrough(*source, recent_turns);
+  if (through == 0) return source;
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(source->conversation));
+  if (!resolved.profile.compaction_enabled) return source;
+  RETURN_IF_ERROR(EnsureCounts(ctx, *source, resolved));
+  CompactionControl control;
+  control.through_sequence = through;
+  absl::StatusOr<CompactionOutcome> outcome =
+      runner_.Run(ctx, *source, resolved, {}, CompactionMode::kSummarize, "", nullptr,
+                  /*background=*/false, control);
+  if (absl::IsFailedPrecondition(outcome.status())) {
+    // A tool call there still waits for its result: up to where it can.
+    outcome = runner_.Run(ctx, *source, resolved, {}, CompactionMode::kSummarize, "", nullptr);
+  }
+  if (!outcome.ok()) return outcome.status();
+  return storage_->LoadContext(ctx, key);
+}
+
+absl::StatusOr<Conversation> ConversationService::HandOff(const CallContext& ctx,
+                                                          Conversation created,
+                                                          const ContextSnapshot& source,
+                                                          int recent_turns,
+                                                          const ResolvedProfile& resolved,
+                                                          const ModelProfile& profile) {
+  AppendRequest append;
+  append.key = created.key;
+  append.items = CarriedItems(source, recent_turns);
+  if (append.items.empty()) return created;
+  for (ItemData& item : append.items) {
+    item.token_count = CountItemTokens(*resolved.tokenizer, item, profile.per_message_tokens);
+  }
+  append.expected_model = created.model;
+  append.idempotency_key = "convstate.continue_from";
+  append.request_fingerprint = source.conversation.key.conversation_id;
+  append.tenant_limits = LimitsOf(created.key.tenant_id);
+  ASSIGN_OR_RETURN(const AppendResult appended, storage_->AppendItems(ctx, append));
+  created.version = appended.version;
+  created.item_count += static_cast<int64_t>(appended.items.size());
+  created.last_sequence = appended.items.back().sequence;
+  created.last_turn_index = appended.items.back().turn_index;
+  return created;
 }
 
 }  // namespace convstate

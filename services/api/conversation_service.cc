@@ -185,10 +185,15 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
   // from it, and its active chunks come along.
   v1::CreateConversationRequest effective = req;
   std::optional<ContextSnapshot> source;
+  if (req.carry_recent_turns() < 0 || req.carry_recent_turns() > 100 ||
+      (req.carry_recent_turns() > 0 && req.continue_from().empty())) {
+    return absl::InvalidArgumentError(
+        "carry_recent_turns: from 0 to 100, and only with continue_from");
+  }
   if (!req.continue_from().empty()) {
     RETURN_IF_ERROR(ValidateId("continue_from", req.continue_from()));
-    absl::StatusOr<ContextSnapshot> loaded =
-        storage_->LoadContext(ctx, ConversationKey{nc.key.tenant_id, req.continue_from()});
+    absl::StatusOr<ContextSnapshot> loaded = PrepareHandoff(
+        ctx, ConversationKey{nc.key.tenant_id, req.continue_from()}, req.carry_recent_turns());
     if (absl::IsNotFound(loaded.status())) {
       return absl::NotFoundError(
           absl::StrCat("continue_from: conversation '", req.continue_from(), "' not found"));
@@ -243,6 +248,10 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
   }
   nc.tenant_limits = LimitsOf(nc.key.tenant_id);
   ASSIGN_OR_RETURN(Conversation created, storage_->CreateConversation(ctx, nc));
+  if (source.has_value()) {
+    ASSIGN_OR_RETURN(created, HandOff(ctx, created, *source, req.carry_recent_turns(), **resolved,
+                                      profile));
+  }
   return ToProto(created);
 }
 
@@ -427,6 +436,7 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
     return absl::InvalidArgumentError("usage: token counts must not be negative");
   }
   for (const v1::NewItem& item : req.items()) append.items.push_back(ToItemData(item));
+  if (req.task_boundary()) append.items.back().metadata[kTaskBoundaryKey] = "true";
   append.idempotency_key = req.idempotency_key();
   append.request_fingerprint = Fingerprint(append.items);
   if (req.has_expected_version()) append.expected_version = req.expected_version();

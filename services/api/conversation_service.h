@@ -179,6 +179,19 @@ class ConversationService {
       const ResolvedProfile& resolved, const std::vector<ItemData>& pending,
       int64_t reported_tokens, const ProgressSink& progress);
 
+  // A continuation's source, summarized first through the item before
+  // its newest `recent_turns` turns when it holds items no summary covers
+  // (compaction_control.cc).
+  absl::StatusOr<ContextSnapshot> PrepareHandoff(const CallContext& ctx,
+                                                 const ConversationKey& key, int recent_turns);
+  // Appends to `created`, a continuation of `source`, the source's pinned
+  // items and newest `recent_turns` turns, counted with `resolved`'s
+  // tokenizer under `profile`; returns the conversation as it then is.
+  absl::StatusOr<Conversation> HandOff(const CallContext& ctx, Conversation created,
+                                       const ContextSnapshot& source, int recent_turns,
+                                       const ResolvedProfile& resolved,
+                                       const ModelProfile& profile);
+
   // Keeps a dry run's proposal (`outcome.proposal`) and fills in `answer`.
   absl::Status Propose(const CallContext& ctx, const ConversationKey& key,
                        const std::string& model, CompactionOutcome& outcome,

@@ -1454,4 +1454,78 @@ TEST(IdleCompactionTest, AColdConversationAboveItsBandIsCompactedOnceWithoutACal
   EXPECT_EQ(idle, 1);
 }
 
+
+// A summary prefers to end where a task ended.
+TEST_F(ConversationServiceTest, SummariesEndAtTaskBoundaries) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("tasks");
+  create.set_model("gpt-4o");
+  create.mutable_profile_overrides()->set_recent_turns(1);
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  for (int turn = 0; turn < 4; ++turn) {
+    v1::AppendTurnRequest req = Append("tasks", absl::StrCat("Task step ", turn, " on db-", turn));
+    *req.add_items() = Message(v1::ROLE_ASSISTANT, std::string(400, 'a' + turn));
+    req.set_task_boundary(turn == 0);
+    auto appended = service_.AppendTurn(ctx_, req);
+    ASSERT_TRUE(appended.ok()) << appended.status();
+    EXPECT_EQ(appended->items(1).metadata().count("convstate.task_boundary"), turn == 0 ? 1u : 0u);
+  }
+  v1::CompactRequest compact;
+  compact.set_conversation_id("tasks");
+  compact.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+  auto compacted = service_.Compact(ctx_, compact);
+  ASSERT_TRUE(compacted.ok()) << compacted.status();
+  v1::ListSummariesRequest list;
+  list.set_conversation_id("tasks");
+  auto chunks = service_.ListSummaries(ctx_, list);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_EQ(chunks->chunks_size(), 1);
+  EXPECT_EQ(chunks->chunks(0).through_sequence(), 2);  // Not 6: the task ended at 2.
+}
+
+// A handoff summarizes what the source has not summarized yet, and brings
+// its pinned items and newest turns along verbatim.
+TEST_F(ConversationServiceTest, AHandoffCarriesTheSummaryPinsAndNewestTurns) {
+  Create("source");
+  AppendDeployTurns(service_, ctx_, "source");  // Items 1-10, five turns.
+  v1::PinItemRequest pin;
+  pin.set_conversation_id("source");
+  pin.set_sequence(3);
+  ASSERT_TRUE(service_.PinItem(ctx_, pin).ok());
+  v1::CreateConversationRequest next;
+  next.set_conversation_id("next");
+  next.set_continue_from("source");
+  next.set_carry_recent_turns(1);
+  auto created = service_.CreateConversation(ctx_, next);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->continued_from(), "source");
+  EXPECT_EQ(created->item_count(), 3);  // The pinned item and the last turn.
+  v1::ListSummariesRequest list;
+  list.set_conversation_id("source");
+  auto source_chunks = service_.ListSummaries(ctx_, list);
+  ASSERT_TRUE(source_chunks.ok());
+  ASSERT_EQ(source_chunks->chunks_size(), 1);
+  EXPECT_EQ(source_chunks->chunks(0).through_sequence(), 8);
+  v1::ListItemsRequest items;
+  items.set_conversation_id("next");
+  auto carried = service_.ListItems(ctx_, items);
+  ASSERT_TRUE(carried.ok());
+  ASSERT_EQ(carried->items_size(), 3);
+  EXPECT_TRUE(carried->items(0).pinned());
+  EXPECT_EQ(carried->items(0).metadata().at("convstate.continued_from_sequence"), "3");
+  EXPECT_EQ(carried->items(1).content(), "Deploy web-4 to eu-west-1 at 04:00 UTC.");
+  EXPECT_EQ(carried->items(2).metadata().at("convstate.continued_from_sequence"), "10");
+  v1::BuildContextRequest build;
+  build.set_conversation_id("next");
+  auto view = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(view.ok());
+  bool summary = false;
+  for (const auto& e : view->entries()) summary |= e.section() == v1::SECTION_SUMMARY;
+  EXPECT_TRUE(summary) << view->DebugString();
+  next.set_conversation_id("orphan");
+  next.clear_continue_from();
+  EXPECT_EQ(service_.CreateConversation(ctx_, next).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace convstate

@@ -159,6 +159,10 @@ struct Conversation {
   absl::Time update_time;
 };
 
+// The metadata key (value "true") that AppendTurn's task_boundary puts on
+// the last item of a task: the planner prefers to end a summary there.
+inline constexpr char kTaskBoundaryKey[] = "convstate.task_boundary";
+
 // An item as written by a client, with its token count computed at append.
 struct ItemData {
   Role role = Role::kUser;

@@ -1,5 +1,8 @@
 #include "services/compaction/engine/continuation.h"
 
+#include <algorithm>
+#include <string>
+
 #include "services/compaction/ledger/ledger.h"
 
 namespace convstate {
@@ -26,6 +29,53 @@ std::vector<SummaryChunk> CarriedChunks(const std::vector<SummaryChunk>& active,
     }
     CountChunk(carried, tokenizer, per_message_tokens);
     out.push_back(std::move(carried));
+  }
+  return out;
+}
+
+int64_t FirstOfRecentTurns(const ContextSnapshot& source, int recent_turns) {
+  if (recent_turns <= 0) return 0;
+  const int64_t last_turn = source.conversation.last_turn_index;
+  for (const Item& item : source.live_items) {
+    if (item.data.kind == ItemKind::kSummaryMarker) continue;
+    if (item.turn_index > last_turn - recent_turns) return item.sequence;
+  }
+  return 0;
+}
+
+int64_t HandoffThrough(const ContextSnapshot& source, int recent_turns) {
+  const int64_t first_recent = FirstOfRecentTurns(source, recent_turns);
+  int64_t through = 0;
+  bool unsummarized = false;
+  for (const Item& item : source.live_items) {
+    if (first_recent != 0 && item.sequence >= first_recent) break;
+    through = item.sequence;
+    unsummarized |= item.data.kind != ItemKind::kSummaryMarker && !item.data.pinned;
+  }
+  return unsummarized ? through : 0;
+}
+
+std::vector<ItemData> CarriedItems(const ContextSnapshot& source, int recent_turns) {
+  const int64_t first_recent = FirstOfRecentTurns(source, recent_turns);
+  std::vector<const Item*> carried;
+  for (const Item& item : source.pinned_items) carried.push_back(&item);
+  for (const Item& item : source.live_items) {
+    const bool recent = first_recent != 0 && item.sequence >= first_recent;
+    if (item.data.kind != ItemKind::kSummaryMarker && (item.data.pinned || recent)) {
+      carried.push_back(&item);
+    }
+  }
+  std::sort(carried.begin(), carried.end(),
+            [](const Item* a, const Item* b) { return a->sequence < b->sequence; });
+  std::vector<ItemData> out;
+  int64_t last = 0;
+  for (const Item* item : carried) {
+    if (item->sequence == last) continue;
+    last = item->sequence;
+    ItemData data = item->data;
+    data.metadata[kContinuedFromSequenceKey] = std::to_string(item->sequence);
+    data.token_count = 0;
+    out.push_back(std::move(data));
   }
   return out;
 }

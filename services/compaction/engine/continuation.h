@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "services/core/types.h"
+#include "storage/contract.h"
 #include "services/tokenizer/tokens.h"
 
 namespace convstate {
@@ -17,6 +18,25 @@ namespace convstate {
 std::vector<SummaryChunk> CarriedChunks(const std::vector<SummaryChunk>& active,
                                         const std::string& source_id, const Tokenizer& tokenizer,
                                         int32_t per_message_tokens);
+
+// The metadata key a carried item keeps its source sequence under.
+inline constexpr char kContinuedFromSequenceKey[] = "convstate.continued_from_sequence";
+
+// The first item of the newest `recent_turns` turns of `source`'s live
+// items (0 for none, or when the turns hold no item).
+int64_t FirstOfRecentTurns(const ContextSnapshot& source, int recent_turns);
+
+// Where a continuation summarizes its source before carrying its chunks:
+// through the item before the newest `recent_turns` turns (through its last
+// item when none), or 0 when everything there is summarized already
+// (pinned items and markers need no summary).
+int64_t HandoffThrough(const ContextSnapshot& source, int recent_turns);
+
+// The items a continuation starts with, in their order: the source's
+// pinned items and every item of its newest `recent_turns` turns (summary
+// markers left out), each once, with its source sequence in metadata.
+// Token counts are left to the caller (the new conversation's tokenizer).
+std::vector<ItemData> CarriedItems(const ContextSnapshot& source, int recent_turns);
 
 }  // namespace convstate
 

@@ -278,6 +278,30 @@ size_t GoalCut(const LiveZone& z, const ModelProfile& p, const std::vector<bool>
   return limit;
 }
 
+// Whether a summary cut before live[i] ends a task (its previous item was
+// appended with task_boundary).
+bool EndsTask(const std::vector<Item>& live, size_t i) {
+  if (i == 0) return false;
+  auto it = live[i - 1].data.metadata.find(kTaskBoundaryKey);
+  return it != live[i - 1].data.metadata.end() && it->second == "true";
+}
+
+// `cut` moved to a task's end when one is near: the first at or after it
+// within `limit` (the summary takes the rest of the task), else, for
+// Compact(summarize), which takes everything up to the limit, the last one
+// before it (the task under way stays verbatim).
+size_t AtTaskEnd(const std::vector<Item>& live, const std::vector<bool>& safe, size_t cut,
+                 size_t limit, CompactionMode mode) {
+  for (size_t i = cut; i <= limit && i <= live.size(); ++i) {
+    if (i > 0 && safe[i] && EndsTask(live, i)) return i;
+  }
+  if (mode != CompactionMode::kSummarize) return cut;
+  for (size_t i = std::min(cut, live.size()); i > 0; --i) {
+    if (safe[i] && EndsTask(live, i)) return i;
+  }
+  return cut;
+}
+
 // Tier 2: summarize the oldest zone of `current`.
 void PlanSummarize(const PlanInput& in, CompactionMode mode, int64_t target,
                    const ContextView& current, CompactionPlan& plan) {
@@ -308,6 +332,7 @@ void PlanSummarize(const PlanInput& in, CompactionMode mode, int64_t target,
       return;
     }
   }
+  if (in.through_sequence == 0) cut = AtTaskEnd(z.live, safe, cut, limit, mode);
   if (cut == 0) {
     plan.actions.push_back("nothing old enough to summarize: every live item is in the "
                            "recent buffer or in an open tool call");
