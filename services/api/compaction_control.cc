@@ -66,6 +66,7 @@ std::string Encode(const StoredProposal& p) {
               {"npb", c.new_prune_boundary},
               {"cv", c.expected_compaction_version},
               {"events", EventsJson(c.events)},
+              {"pins", c.pins},
               {"model", p.model},
               {"span", FactsJson(p.span_facts)},
               {"budget", p.text_budget},
@@ -89,6 +90,9 @@ absl::StatusOr<StoredProposal> Decode(const ConversationKey& key, const std::str
   p.commit.new_prune_boundary = j.value("npb", int64_t{0});
   p.commit.expected_compaction_version = j.value("cv", int64_t{0});
   p.commit.events = EventsFromJson(j.value("events", Json::array()));
+  for (const Json& pin : j.value("pins", Json::array())) {
+    if (pin.is_number_integer()) p.commit.pins.push_back(pin.get<int64_t>());
+  }
   p.model = j.value("model", std::string());
   p.span_facts = FactsFromJson(j.value("span", Json::array()));
   p.text_budget = j.value("budget", int64_t{0});
@@ -229,7 +233,8 @@ absl::StatusOr<v1::ApplyCompactionResponse> ConversationService::ApplyCompaction
   // Applied before: the same answer, nothing stored.
   auto replay = [&](const ProposalRecord& r) -> absl::StatusOr<v1::ApplyCompactionResponse> {
     v1::ApplyCompactionResponse out;
-    if (!out.ParseFromString(r.applied_answer)) {
+    std::string answer;
+    if (!absl::Base64Unescape(r.applied_answer, &answer) || !out.ParseFromString(answer)) {
       return absl::DataLossError("the answer of an applied proposal cannot be read");
     }
     out.set_summary_chunk_id(r.applied_chunk_id);
@@ -274,7 +279,8 @@ absl::StatusOr<v1::ApplyCompactionResponse> ConversationService::ApplyCompaction
   for (const LedgerFact& f : chunk.lost) ToProto(f, out.add_lost_facts());
   p.commit.events.push_back(AppliedEvent(ctx.principal, id, out.edited(), chunk));
   p.commit.proposal_id = id;
-  p.commit.proposal_answer = out.SerializeAsString();
+  // Kept as text (base64 of the serialized answer).
+  p.commit.proposal_answer = absl::Base64Escape(out.SerializeAsString());
   absl::StatusOr<CompactionResult> result = storage_->CommitCompaction(ctx, p.commit);
   if (absl::IsAborted(result.status())) {
     // Another apply of the same proposal may have won: it answers.

@@ -3,9 +3,11 @@
 //   convstatectl [flags] COMMAND [ARGS]
 //
 // Commands: list, show CONV, items CONV [--from N] [--limit N], view CONV,
-// inspect CONV, compact CONV [--mode M] [--instructions TEXT],
-// summaries CONV [--all], expand CONV CHUNK, history CONV, export CONV,
-// import FILE [--as ID], report CONV, health. See Usage() below.
+// inspect CONV, compact CONV [--mode M] [--instructions TEXT] [--through N]
+// [--dry-run], apply CONV PROPOSAL [--text TEXT], revert CONV CHUNK,
+// policy CONV [--instructions TEXT] [--keep PATTERN]... [--keep-budget F]
+// [--clear], summaries CONV [--all], expand CONV CHUNK, history CONV,
+// export CONV, import FILE [--as ID], report CONV, health. See kUsageText.
 //
 // Exit codes: 0 success; a gRPC status code (1 to 16, e.g. 5 NOT_FOUND,
 // 7 PERMISSION_DENIED, 14 UNAVAILABLE, 16 UNAUTHENTICATED) when the
@@ -52,8 +54,16 @@ commands:
                                 the stored items from sequence N (default 1), at most N (default 50)
   view CONV                     the window BuildContext returns now: each entry, and a bar per section
   inspect CONV                  the token breakdown, band, and what the next compaction would do
-  compact CONV [--mode auto|prune|summarize|truncate] [--instructions TEXT]
-                                compact now
+  compact CONV [--mode auto|prune|summarize|truncate] [--instructions TEXT] [--through N]
+               [--dry-run]      compact now (--through N: summarize exactly through item N;
+                                --dry-run: store nothing, print the proposal to apply)
+  apply CONV PROPOSAL [--text TEXT]
+                                apply a dry run's proposal, with TEXT as the summary if given
+  revert CONV CHUNK             undo the compaction that wrote CHUNK (the newest summary)
+  policy CONV [--instructions TEXT] [--keep PATTERN]... [--keep-budget F] [--clear]
+                                the conversation's compaction policy; with flags, replace it:
+                                instructions for every summary, RE2 patterns of items kept
+                                verbatim, their share of the window (--clear: none)
   summaries CONV [--all]        the active summary chunks (--all: superseded ones too)
   expand CONV CHUNK             a chunk and the items it summarizes
   history CONV                  the compaction audit rows, oldest first
@@ -81,6 +91,8 @@ exit codes: 0 success; the gRPC status code (1 to 16) when a call fails, e.g. 5 
 struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> flags;
+  // --keep, which may be given more than once.
+  std::vector<std::string> keep;
   bool json = false;
 };
 
@@ -95,7 +107,9 @@ bool Parse(int argc, char** argv, Args* args, std::string* error) {
       {"address", true}, {"token", true},        {"cacert", true}, {"cert", true},
       {"key", true},     {"tenant", true},       {"timeout_ms", true}, {"json", false},
       {"from", true},    {"limit", true},        {"mode", true},   {"instructions", true},
-      {"all", false},    {"as", true},           {"help", false}};
+      {"all", false},    {"as", true},           {"help", false},  {"through", true},
+      {"dry-run", false}, {"text", true},        {"keep", true},   {"keep-budget", true},
+      {"clear", false}};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (!absl::StartsWith(a, "--")) {
@@ -123,6 +137,7 @@ bool Parse(int argc, char** argv, Args* args, std::string* error) {
       value = argv[++i];
     }
     if (a == "json") args->json = true;
+    if (a == "keep") args->keep.push_back(value);
     args->flags[a] = value;
   }
   return true;
@@ -172,6 +187,9 @@ class Commands {
     if (command == "view") return View();
     if (command == "inspect") return Inspect();
     if (command == "compact") return Compact();
+    if (command == "apply") return Apply();
+    if (command == "revert") return Revert();
+    if (command == "policy") return Policy();
     if (command == "summaries") return Summaries();
     if (command == "expand") return Expand();
     if (command == "history") return History();
@@ -354,6 +372,14 @@ class Commands {
     if (mode == kModes.end()) return UsageError("--mode: auto, prune, summarize or truncate");
     req.set_mode(mode->second);
     req.set_instructions(Flag(args_, "instructions"));
+    req.set_dry_run(args_.flags.count("dry-run") > 0);
+    if (args_.flags.count("through") > 0) {
+      int64_t through = 0;
+      if (!absl::SimpleAtoi(Flag(args_, "through"), &through) || through <= 0) {
+        return UsageError("--through: an item's sequence (a positive number)");
+      }
+      req.set_through_sequence(through);
+    }
     v1::CompactResponse out;
     auto ctx = client_->Context();
     grpc::Status s = client_->service().Compact(ctx.get(), req, &out);
@@ -362,11 +388,122 @@ class Commands {
       std::cout << Json(out) << "\n";
       return 0;
     }
+    if (req.dry_run()) return PrintProposal(out);
     std::cout << "compacted: " << out.tokens_before() << " -> " << out.tokens_after()
               << " tokens, status " << StatusName(out.context_status()) << ", compaction version "
               << out.compaction_version();
     if (out.summary_chunk_id() > 0) std::cout << ", new chunk " << out.summary_chunk_id();
     std::cout << "\n";
+    return 0;
+  }
+
+  int PrintProposal(const v1::CompactResponse& out) {
+    for (const std::string& step : out.not_done()) std::cout << "not done: " << step << "\n";
+    if (!out.has_proposal()) {
+      std::cout << "nothing to propose\n";
+      return 0;
+    }
+    const v1::CompactionProposal& p = out.proposal();
+    std::cout << "proposal " << p.proposal_id() << ": summarize items " << p.from_sequence()
+              << "-" << p.through_sequence() << ", " << p.before().total() << " -> "
+              << p.after().total() << " tokens, recall " << absl::StrFormat("%.2f", p.recall())
+              << ", " << p.facts_size() << " facts kept, " << p.lost_facts_size()
+              << " lost, expires "
+              << absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                                  absl::FromUnixSeconds(p.expire_time().seconds()),
+                                  absl::UTCTimeZone())
+              << "\n";
+    for (const v1::LedgerFact& f : p.lost_facts()) {
+      std::cout << "  lost #" << f.sequence() << ": " << Preview(f.text(), 70) << "\n";
+    }
+    std::cout << p.summary_text() << "\n";
+    std::cout << "apply with: convstatectl apply " << conv_ << " " << p.proposal_id()
+              << " [--text TEXT]\n";
+    return 0;
+  }
+
+  int Apply() {
+    if (args_.positional.size() < 3) return UsageError("apply needs CONV and PROPOSAL");
+    v1::ApplyCompactionRequest req = Named<v1::ApplyCompactionRequest>();
+    req.set_proposal_id(args_.positional[2]);
+    if (args_.flags.count("text") > 0) req.set_summary_text(Flag(args_, "text"));
+    v1::ApplyCompactionResponse out;
+    auto ctx = client_->Context();
+    grpc::Status s = client_->service().ApplyCompaction(ctx.get(), req, &out);
+    if (!s.ok()) return Failed("apply", s);
+    if (args_.json) {
+      std::cout << Json(out) << "\n";
+      return 0;
+    }
+    std::cout << (out.replayed() ? "applied before: " : "applied: ") << "chunk "
+              << out.summary_chunk_id() << (out.edited() ? " (your text)" : "") << ", "
+              << out.tokens_before() << " -> " << out.tokens_after() << " tokens, recall "
+              << absl::StrFormat("%.2f", out.recall()) << ", " << out.lost_facts_size()
+              << " facts lost, compaction version " << out.compaction_version() << "\n";
+    return 0;
+  }
+
+  int Revert() {
+    if (args_.positional.size() < 3) return UsageError("revert needs CONV and CHUNK");
+    int64_t chunk = 0;
+    if (!absl::SimpleAtoi(args_.positional[2], &chunk) || chunk <= 0) {
+      return UsageError("CHUNK is a chunk id (a positive number)");
+    }
+    v1::RevertCompactionRequest req = Named<v1::RevertCompactionRequest>();
+    req.set_chunk_id(chunk);
+    v1::RevertCompactionResponse out;
+    auto ctx = client_->Context();
+    grpc::Status s = client_->service().RevertCompaction(ctx.get(), req, &out);
+    if (!s.ok()) return Failed("revert", s);
+    if (args_.json) {
+      std::cout << Json(out) << "\n";
+      return 0;
+    }
+    std::cout << "reverted chunk " << out.chunk().chunk_id() << " (items "
+              << out.chunk().from_sequence() << "-" << out.chunk().through_sequence()
+              << "): summaries now end at " << out.summarized_through() << ", compaction version "
+              << out.compaction_version() << "\n";
+    return 0;
+  }
+
+  int Policy() {
+    const bool set = args_.flags.count("instructions") + args_.flags.count("clear") +
+                         args_.flags.count("keep-budget") + args_.keep.size() >
+                     0;
+    v1::Conversation conversation;
+    auto ctx = client_->Context();
+    grpc::Status s;
+    if (set) {
+      v1::UpdateConversationRequest req = Named<v1::UpdateConversationRequest>();
+      v1::CompactionPolicy* policy = req.mutable_compaction_policy();
+      if (args_.flags.count("clear") == 0) {
+        policy->set_instructions(Flag(args_, "instructions"));
+        for (const std::string& pattern : args_.keep) policy->add_keep()->set_pattern(pattern);
+        if (args_.flags.count("keep-budget") > 0) {
+          double budget = 0;
+          if (!absl::SimpleAtod(Flag(args_, "keep-budget"), &budget)) {
+            return UsageError("--keep-budget: a fraction of the window, e.g. 0.2");
+          }
+          policy->set_keep_budget_fraction(budget);
+        }
+      }
+      s = client_->service().UpdateConversation(ctx.get(), req, &conversation);
+    } else {
+      v1::GetConversationRequest req = Named<v1::GetConversationRequest>();
+      s = client_->service().GetConversation(ctx.get(), req, &conversation);
+    }
+    if (!s.ok()) return Failed("policy", s);
+    const v1::CompactionPolicy& policy = conversation.compaction_policy();
+    if (args_.json) {
+      std::cout << Json(policy) << "\n";
+      return 0;
+    }
+    std::cout << "instructions: "
+              << (policy.instructions().empty() ? "(none)" : policy.instructions()) << "\n";
+    for (const v1::KeepRule& rule : policy.keep()) std::cout << "keep: " << rule.pattern() << "\n";
+    if (policy.has_keep_budget_fraction()) {
+      std::cout << "keep budget: " << policy.keep_budget_fraction() << " of the window\n";
+    }
     return 0;
   }
 
@@ -403,8 +540,9 @@ class Commands {
                       c.has_recall() ? absl::StrFormat("%.2f", c.recall()) : std::string("-"),
                       absl::StrCat(c.facts_size(), "+", c.constraints_size()),
                       c.summarizer_model(),
-                      c.superseded_by() == 0 ? "active"
-                                             : absl::StrCat("superseded by ", c.superseded_by()),
+                      c.reverted()               ? std::string("reverted")
+                      : c.superseded_by() == 0     ? std::string("active")
+                                                   : absl::StrCat("superseded by ", c.superseded_by()),
                       Preview(c.text(), 50)});
     }
     std::cout << Table(rows);
