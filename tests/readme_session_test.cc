@@ -83,6 +83,8 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "convstate.v1.ConversationState/UpdateConversation",
       "convstate.v1.ConversationState/GetContextAt",
       "convstate.v1.ConversationState/SearchHistory",
+      "convstate.v1.ConversationState/ApplyCompaction",
+      "convstate.v1.ConversationState/RevertCompaction",
   };
   for (const std::string& m : expected) {
     EXPECT_TRUE(methods.count(m)) << "the README's session no longer calls " << m;
@@ -162,7 +164,11 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
     if (name == "UpdateConversation") {
       v1::Conversation updated;
       ASSERT_TRUE(parse(&updated)) << json;
-      EXPECT_EQ(updated.model(), "claude-sonnet-4-5") << json;
+      if (call.json.find("\"model\"") != std::string::npos) {
+        EXPECT_EQ(updated.model(), "claude-sonnet-4-5") << json;
+      } else {
+        EXPECT_EQ(updated.compaction_policy().keep_size(), 1) << json;
+      }
     }
     if (name == "CreateConversation" && json.find("\"strict\"") != std::string::npos) {
       v1::Conversation strict;
@@ -173,8 +179,28 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
     if (name == "Compact") {
       v1::CompactResponse compacted;
       ASSERT_TRUE(parse(&compacted)) << json;
-      EXPECT_GT(compacted.summary_chunk_id(), 0) << json;
-      EXPECT_LT(compacted.tokens_after(), compacted.tokens_before()) << json;
+      if (call.json.find("dry_run") != std::string::npos) {
+        // A proposal, and nothing stored.
+        EXPECT_EQ(compacted.summary_chunk_id(), 0) << json;
+        EXPECT_EQ(compacted.proposal().proposal_id(), "1") << json;
+        EXPECT_LT(compacted.proposal().after().total(), compacted.proposal().before().total())
+            << json;
+      } else {
+        EXPECT_GT(compacted.summary_chunk_id(), 0) << json;
+        EXPECT_LT(compacted.tokens_after(), compacted.tokens_before()) << json;
+      }
+    }
+    if (name == "ApplyCompaction") {
+      v1::ApplyCompactionResponse applied;
+      ASSERT_TRUE(parse(&applied)) << json;
+      EXPECT_EQ(applied.summary_chunk_id(), 1) << json;
+      EXPECT_LT(applied.tokens_after(), applied.tokens_before()) << json;
+    }
+    if (name == "RevertCompaction") {
+      v1::RevertCompactionResponse reverted;
+      ASSERT_TRUE(parse(&reverted)) << json;
+      EXPECT_TRUE(reverted.chunk().reverted()) << json;
+      EXPECT_EQ(reverted.summarized_through(), 0) << json;
     }
     if (name == "ListSummaries") {
       v1::ListSummariesResponse listed;
