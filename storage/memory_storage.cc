@@ -403,74 +403,105 @@ class MemoryStorage final : public Storage {
             absl::StrCat("sequences: item ", s, " is a summary marker, not content"));
       }
     }
-    Conversation& c = state->conversation;
     RedactResult result;
-    for (int64_t s : request.sequences) {
-      Item& item = state->items[s - 1];
+    // Chunks retired here, by conversation: what copies elsewhere came from.
+    std::map<std::string, std::set<int64_t>> retired;
+    const std::vector<int64_t> emptied =
+        EraseItems(*state, request.sequences, request.digest_key, request, &result.items);
+    result.chunks_removed = static_cast<int64_t>(emptied.size());
+    retired[request.key.conversation_id].insert(emptied.begin(), emptied.end());
+    Erased(*state, RedactedEvent(request, result.chunks_removed));
+    result.compaction_version = state->conversation.compaction_version;
+    // Conversations continued from this one, and from those, in the order
+    // they were created: their copies of what was retired go too, and the
+    // items carried over from an erased one.
+    std::map<std::string, std::set<std::string>> erased;
+    for (int64_t s : request.sequences) erased[request.key.conversation_id].insert(absl::StrCat(s));
+    std::vector<std::string> frontier = {request.key.conversation_id};
+    auto& tenant = tenants_[request.key.tenant_id];
+    while (!frontier.empty()) {
+      std::vector<std::string> next;
+      for (auto& [id, continued] : tenant) {
+        const std::string& parent = continued.conversation.continued_from;
+        if (std::find(frontier.begin(), frontier.end(), parent) == frontier.end()) continue;
+        next.push_back(id);
+        const ContinuedErasure erasure = EraseContinued(continued.chunks, retired);
+        int64_t removed = static_cast<int64_t>(erasure.retire.size());
+        if (!erasure.retire.empty()) {
+          Retire(continued, erasure.retire, erasure.reactivate);
+          retired[id].insert(erasure.retire.begin(), erasure.retire.end());
+        }
+        std::vector<int64_t> carried;
+        for (const Item& item : continued.items) {
+          auto from = item.data.metadata.find(kContinuedFromSequenceKey);
+          if (from != item.data.metadata.end() && !item.redacted &&
+              erased[parent].contains(from->second)) {
+            carried.push_back(item.sequence);
+          }
+        }
+        if (!carried.empty()) {
+          const std::vector<int64_t> copies = EraseItems(continued, carried, "", request, nullptr);
+          retired[id].insert(copies.begin(), copies.end());
+          removed += static_cast<int64_t>(copies.size());
+          for (int64_t s : carried) erased[id].insert(absl::StrCat(s));
+        }
+        if (erasure.retire.empty() && carried.empty()) continue;
+        result.continued_chunks_removed += removed;
+        Erased(continued, ContinuedErasedEvent(request, removed));
+      }
+      frontier = std::move(next);
+    }
+    return result;
+  }
+
+  // Erases `seqs` of `state` (tombstones, with digests under `digest_key`),
+  // retires every chunk derived from them, and makes their idempotency
+  // records forget; returns the chunks retired. The items as they now are
+  // go to `items` when given.
+  static std::vector<int64_t> EraseItems(ConversationState& state,
+                                         const std::vector<int64_t>& seqs,
+                                         const std::string& digest_key,
+                                         const RedactRequest& request, std::vector<Item>* items) {
+    Conversation& c = state.conversation;
+    for (int64_t s : seqs) {
+      Item& item = state.items[s - 1];
       if (!item.redacted) {
         item.redacted = true;
-        item.redacted_digest = RedactedDigest(request.digest_key, item.data.content);
-        state->stored_bytes += StoredBytes({ItemData{item.data.role, item.data.kind,
-                                                     request.tombstone, item.data.tool_name,
-                                                     item.data.tool_call_id}}) -
-                               StoredBytes({item.data});
+        item.redacted_digest = RedactedDigest(digest_key, item.data.content);
+        state.stored_bytes += StoredBytes({ItemData{item.data.role, item.data.kind,
+                                                    request.tombstone, item.data.tool_name,
+                                                    item.data.tool_call_id}}) -
+                              StoredBytes({item.data});
         c.item_tokens += request.tombstone_tokens - item.data.token_count;
         item.data.content = request.tombstone;
         item.data.metadata.clear();
         item.data.token_count = request.tombstone_tokens;
       }
-      result.items.push_back(item);
+      if (items != nullptr) items->push_back(item);
     }
-    // Chunks retired here, by conversation: what copies elsewhere came from.
-    std::map<std::string, std::set<int64_t>> retired;
-    if (std::optional<int64_t> cut = RedactionCut(state->chunks, request.sequences)) {
-      std::vector<int64_t> emptied;
-      for (const SummaryChunk& chunk : state->chunks) {
+    std::vector<int64_t> emptied;
+    if (std::optional<int64_t> cut = RedactionCut(state.chunks, seqs)) {
+      for (const SummaryChunk& chunk : state.chunks) {
         if (chunk.through_sequence >= *cut && chunk.summarizer_model != kRedactedChunkModel) {
           emptied.push_back(chunk.chunk_id);
         }
       }
-      result.chunks_removed = static_cast<int64_t>(emptied.size());
       // Chunks that only a retired fold superseded are active again.
       std::vector<int64_t> reactivate;
-      for (const SummaryChunk& chunk : state->chunks) {
+      for (const SummaryChunk& chunk : state.chunks) {
         if (chunk.summarizer_model != kRedactedChunkModel && chunk.through_sequence < *cut &&
             std::find(emptied.begin(), emptied.end(), chunk.superseded_by) != emptied.end()) {
           reactivate.push_back(chunk.chunk_id);
         }
       }
-      Retire(*state, emptied, reactivate);
-      retired[request.key.conversation_id].insert(emptied.begin(), emptied.end());
+      Retire(state, emptied, reactivate);
     }
-    for (auto& [key, record] : state->idempotency) {
-      for (int64_t s : request.sequences) {
+    for (auto& [key, record] : state.idempotency) {
+      for (int64_t s : seqs) {
         if (s >= record.first_sequence && s <= record.last_sequence) record.fingerprint = "redacted";
       }
     }
-    Erased(*state, RedactedEvent(request, result.chunks_removed));
-    result.compaction_version = c.compaction_version;
-    // Conversations continued from this one, and from those, in the order
-    // they were created: their copies of what was retired go too.
-    std::vector<std::string> frontier = {request.key.conversation_id};
-    auto& tenant = tenants_[request.key.tenant_id];
-    while (!frontier.empty() && !retired.empty()) {
-      std::vector<std::string> next;
-      for (auto& [id, continued] : tenant) {
-        if (std::find(frontier.begin(), frontier.end(), continued.conversation.continued_from) ==
-            frontier.end()) {
-          continue;
-        }
-        next.push_back(id);
-        const ContinuedErasure erasure = EraseContinued(continued.chunks, retired);
-        if (erasure.retire.empty()) continue;
-        Retire(continued, erasure.retire, erasure.reactivate);
-        retired[id].insert(erasure.retire.begin(), erasure.retire.end());
-        result.continued_chunks_removed += static_cast<int64_t>(erasure.retire.size());
-        Erased(continued, ContinuedErasedEvent(request, static_cast<int64_t>(erasure.retire.size())));
-      }
-      frontier = std::move(next);
-    }
-    return result;
+    return emptied;
   }
 
   absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& ctx, const ConversationKey& key,

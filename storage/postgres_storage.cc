@@ -546,9 +546,14 @@ const std::vector<Statement>& Statements() {
        "WHERE conv_key = $1 RETURNING compaction_version"},
       // Conversations continued from any of $2 ($1 the tenant), locked.
       {"continued_from",
-       "SELECT conv_key, conversation_id FROM conversations WHERE tenant_id = $1 "
+       "SELECT conv_key, conversation_id, continued_from FROM conversations WHERE tenant_id = $1 "
        "AND continued_from = ANY($2::text[]) AND continued_from <> '' ORDER BY conv_key "
        "FOR UPDATE"},
+      // The items of a continued conversation ($1) carried over from the
+      // items of its source named by $2 (their sequences, as text).
+      {"carried_items",
+       "SELECT sequence FROM items WHERE conv_key = $1 AND redacted_digest IS NULL "
+       "AND metadata->>'convstate.continued_from_sequence' = ANY($2::text[]) ORDER BY sequence"},
       // A proposal ($2 its body, $3 seconds to live) with the next id of
       // the conversation ($1, locked), after its expired ones (the newest
       // stays, so that ids are never given twice) and their bytes.
@@ -1507,30 +1512,10 @@ class PostgresStorage final : public Storage {
       }
       std::vector<std::string> digest_list;
       for (int64_t s : request.sequences) digest_list.push_back(digests[s]);
-      std::vector<absl::string_view> digest_views(digest_list.begin(), digest_list.end());
-      const pqxx::row removed = Exec1(tx, "redact_items", conv_key, sequences, request.tombstone,
-                                      request.tombstone_tokens, pg::TextArray(digest_views));
-      Exec(tx, "redact_token_counts", conv_key, sequences);
       RedactResult result;
-      std::map<std::string, std::set<int64_t>> retired;
-      const pqxx::row cut = Exec1(tx, "redact_cut", conv_key, sequences);
-      if (!cut[0].is_null()) {
-        const pqxx::result emptied = Exec(tx, "redact_chunks", conv_key, cut[0].as<int64_t>());
-        result.chunks_removed = static_cast<int64_t>(emptied.size());
-        for (const auto& r : emptied) {
-          retired[request.key.conversation_id].insert(r[0].as<int64_t>());
-        }
-        Exec(tx, "redact_reactivate", conv_key);
-      }
-      const int64_t redacted = removed[2].as<int64_t>();
-      result.compaction_version =
-          Exec1(tx, "redact_conversation", conv_key, removed[0].as<int64_t>(),
-                removed[1].as<int64_t>(), redacted * request.tombstone_tokens,
-                result.chunks_removed > 0,
-                redacted * static_cast<int64_t>(request.tombstone.size()))[0]
-              .as<int64_t>();
-      Exec(tx, "redact_idempotency", conv_key, sequences);
-      Exec(tx, "record_view_state", conv_key);
+      const Erasure erased = Erase(tx, conv_key, request.sequences, digest_list, request);
+      result.chunks_removed = static_cast<int64_t>(erased.retired.size());
+      result.compaction_version = erased.compaction_version;
       InsertEvents(tx, conv_key, {RedactedEvent(request, result.chunks_removed)});
       const std::vector<Item> range = ParseItems(Exec(
           tx, row.conversation.recounted ? "items_range_recounted" : "items_range", conv_key,
@@ -1541,35 +1526,103 @@ class PostgresStorage final : public Storage {
           result.items.push_back(item);
         }
       }
-      // Conversations continued from this one, and from those: their copies
-      // of what was retired go in the same transaction.
-      std::vector<std::string> frontier = {request.key.conversation_id};
-      while (!frontier.empty() && !retired.empty()) {
-        std::vector<std::string> next;
-        std::vector<absl::string_view> names(frontier.begin(), frontier.end());
-        for (const auto& r : Exec(tx, "continued_from", request.key.tenant_id,
-                                  pg::TextArray(names))) {
-          const int64_t continued = r[0].as<int64_t>();
-          const std::string id = r[1].as<std::string>();
-          next.push_back(id);
-          std::vector<SummaryChunk> chunks;
-          for (const auto& c : Exec(tx, "all_chunks", continued)) chunks.push_back(ParseChunk(c));
-          const ContinuedErasure erasure = EraseContinued(chunks, retired);
-          if (erasure.retire.empty()) continue;
+      EraseContinuations(tx, request, erased.retired, result);
+      tx.commit();
+      return result;
+    });
+  }
+
+  // What Erase did to one conversation.
+  struct Erasure {
+    std::vector<int64_t> retired;
+    int64_t compaction_version = 0;
+  };
+
+  // Erases `seqs` of the conversation `conv_key` (locked) with `digests`
+  // (in their order): tombstones, their counts, every chunk derived from
+  // them emptied and retired, the totals, the idempotency records, the
+  // view state. Items already erased are left alone.
+  Erasure Erase(pqxx::transaction_base& tx, int64_t conv_key, const std::vector<int64_t>& seqs,
+                const std::vector<std::string>& digests, const RedactRequest& request) {
+    const std::string sequences = IdArray(seqs);
+    std::vector<absl::string_view> digest_views(digests.begin(), digests.end());
+    const pqxx::row removed = Exec1(tx, "redact_items", conv_key, sequences, request.tombstone,
+                                    request.tombstone_tokens, pg::TextArray(digest_views));
+    Exec(tx, "redact_token_counts", conv_key, sequences);
+    Erasure erasure;
+    const pqxx::row cut = Exec1(tx, "redact_cut", conv_key, sequences);
+    if (!cut[0].is_null()) {
+      for (const auto& r : Exec(tx, "redact_chunks", conv_key, cut[0].as<int64_t>())) {
+        erasure.retired.push_back(r[0].as<int64_t>());
+      }
+      Exec(tx, "redact_reactivate", conv_key);
+    }
+    const int64_t redacted = removed[2].as<int64_t>();
+    erasure.compaction_version =
+        Exec1(tx, "redact_conversation", conv_key, removed[0].as<int64_t>(),
+              removed[1].as<int64_t>(), redacted * request.tombstone_tokens,
+              !erasure.retired.empty(),
+              redacted * static_cast<int64_t>(request.tombstone.size()))[0]
+            .as<int64_t>();
+    Exec(tx, "redact_idempotency", conv_key, sequences);
+    Exec(tx, "record_view_state", conv_key);
+    return erasure;
+  }
+
+  // Conversations continued from the one `request` erased items of (and
+  // from those, down the chain): their copies of the retired chunks (and
+  // chunks derived from those), and the items carried over from an erased
+  // item (pinned items, recent turns), go in the same transaction.
+  void EraseContinuations(pqxx::transaction_base& tx, const RedactRequest& request,
+                          const std::vector<int64_t>& retired_here, RedactResult& result) {
+    std::map<std::string, std::set<int64_t>> retired;
+    if (!retired_here.empty()) {
+      retired[request.key.conversation_id].insert(retired_here.begin(), retired_here.end());
+    }
+    // Erased items by conversation, as their sequences' text.
+    std::map<std::string, std::vector<std::string>> erased;
+    for (int64_t s : request.sequences) {
+      erased[request.key.conversation_id].push_back(absl::StrCat(s));
+    }
+    std::vector<std::string> frontier = {request.key.conversation_id};
+    while (!frontier.empty()) {
+      std::vector<std::string> next;
+      std::vector<absl::string_view> names(frontier.begin(), frontier.end());
+      for (const auto& r : Exec(tx, "continued_from", request.key.tenant_id,
+                                pg::TextArray(names))) {
+        const int64_t continued = r[0].as<int64_t>();
+        const std::string id = r[1].as<std::string>();
+        const std::string parent = r[2].as<std::string>();
+        next.push_back(id);
+        std::vector<SummaryChunk> chunks;
+        for (const auto& c : Exec(tx, "all_chunks", continued)) chunks.push_back(ParseChunk(c));
+        const ContinuedErasure erasure = EraseContinued(chunks, retired);
+        int64_t removed = static_cast<int64_t>(erasure.retire.size());
+        if (!erasure.retire.empty()) {
           Exec(tx, "retire_chunks", continued, IdArray(erasure.retire));
           Exec(tx, "reactivate_chunks", continued, IdArray(erasure.reactivate));
           Exec(tx, "continued_erased", continued);
           Exec(tx, "record_view_state", continued);
-          InsertEvents(tx, continued,
-                       {ContinuedErasedEvent(request, static_cast<int64_t>(erasure.retire.size()))});
           retired[id].insert(erasure.retire.begin(), erasure.retire.end());
-          result.continued_chunks_removed += static_cast<int64_t>(erasure.retire.size());
         }
-        frontier = std::move(next);
+        std::vector<absl::string_view> from(erased[parent].begin(), erased[parent].end());
+        std::vector<int64_t> carried;
+        for (const auto& c : Exec(tx, "carried_items", continued, pg::TextArray(from))) {
+          carried.push_back(c[0].as<int64_t>());
+        }
+        if (!carried.empty()) {
+          const Erasure copies =
+              Erase(tx, continued, carried, std::vector<std::string>(carried.size()), request);
+          retired[id].insert(copies.retired.begin(), copies.retired.end());
+          removed += static_cast<int64_t>(copies.retired.size());
+          for (int64_t s : carried) erased[id].push_back(absl::StrCat(s));
+        }
+        if (erasure.retire.empty() && carried.empty()) continue;
+        result.continued_chunks_removed += removed;
+        InsertEvents(tx, continued, {ContinuedErasedEvent(request, removed)});
       }
-      tx.commit();
-      return result;
-    });
+      frontier = std::move(next);
+    }
   }
 
   absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& ctx, const ConversationKey& key,

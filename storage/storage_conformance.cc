@@ -995,6 +995,55 @@ TEST_P(StorageConformanceTest, ARedactionFencesOutTheCompactionRunningMeanwhile)
 // Chunks carried into a continued conversation are copies: a redaction of
 // the source retires them too, down a chain of continuations, along with a
 // fold that took one in; what that fold had replaced comes back.
+TEST_P(StorageConformanceTest, ARedactionReachesTheItemsCarriedIntoContinuedConversations) {
+  Create("a");
+  AppendSix(*storage_, ctx_, Key("a"));  // m1 .. m6
+  auto carry = [&](const std::string& id, const std::string& from,
+                   std::vector<std::pair<int64_t, std::string>> items) {
+    NewConversation nc;
+    nc.key = Key(id);
+    nc.model = "m";
+    nc.continued_from = from;
+    ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+    AppendRequest append;
+    append.key = Key(id);
+    for (const auto& [source_sequence, text] : items) {
+      ItemData d = Message(Role::kUser, text);
+      d.metadata[kContinuedFromSequenceKey] = absl::StrCat(source_sequence);
+      append.items.push_back(d);
+    }
+    ASSERT_TRUE(storage_->AppendItems(ctx_, append).ok());
+  };
+  carry("b", "a", {{2, "m2"}, {5, "m5"}});  // b's 1 and 2
+  carry("c", "b", {{2, "m5"}});             // c's 1, from b's 2 (a's 5)
+  AppendSix(*storage_, ctx_, Key("c"));     // c's own, 2 .. 7
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 3, "c's summary, with m5");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+
+  RedactRequest req;
+  req.key = Key("a");
+  req.sequences = {5};
+  req.tombstone = "[gone]";
+  auto redacted = storage_->RedactItems(ctx_, req);
+  ASSERT_TRUE(redacted.ok()) << redacted.status();
+  EXPECT_EQ(redacted->continued_chunks_removed, 1);  // c's summary held the copy.
+  auto b = ItemRows(*storage_, ctx_, Key("b"), 0, 10);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)[0].data.content, "m2");  // Not erased: another item.
+  EXPECT_EQ((*b)[1].data.content, "[gone]");
+  EXPECT_TRUE((*b)[1].redacted);
+  auto c = ItemRows(*storage_, ctx_, Key("c"), 0, 10);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)[0].data.content, "[gone]");
+  auto chunks = AllSummaries(*storage_, ctx_, Key("c"), /*include_superseded=*/true);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_THAT(*chunks, SizeIs(1));
+  EXPECT_EQ((*chunks)[0].text, "");
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("c"))->summarized_through, 0);
+}
+
 TEST_P(StorageConformanceTest, ARedactionReachesTheCopiesInContinuedConversations) {
   Create("a");
   AppendSix(*storage_, ctx_, Key("a"));

@@ -295,13 +295,13 @@ TEST_F(GatewayE2eTest, AContinuationResumesFromTheSummariesAndLedgerWithProvenan
   }
   v1::ListSummariesRequest list;
   list.set_conversation_id("session-1");
-  v1::ListSummariesResponse source;
+  v1::ListSummariesResponse before;
   {
     grpc::ClientContext ctx;
     SetDeadline(ctx);
-    ASSERT_TRUE(stub_->ListSummaries(&ctx, list, &source).ok());
+    ASSERT_TRUE(stub_->ListSummaries(&ctx, list, &before).ok());
   }
-  ASSERT_GT(source.chunks_size(), 0) << "the first session should have been summarized";
+  ASSERT_GT(before.chunks_size(), 0) << "the first session should have been summarized";
 
   v1::CreateConversationRequest resume;
   resume.set_conversation_id("session-2");
@@ -316,6 +316,23 @@ TEST_F(GatewayE2eTest, AContinuationResumesFromTheSummariesAndLedgerWithProvenan
   EXPECT_EQ(resumed.continued_from(), "session-1");
   EXPECT_EQ(resumed.model(), "tiny-1");
   EXPECT_EQ(resumed.item_count(), 0);
+
+  // The source was summarized through its end first: nothing of it is
+  // left behind.
+  v1::ListSummariesResponse source;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ASSERT_TRUE(stub_->ListSummaries(&ctx, list, &source).ok());
+  }
+  EXPECT_GT(source.chunks_size(), before.chunks_size());
+  {
+    v1::BuildContextResponse left;
+    ASSERT_TRUE(Build("session-1", &left).ok());
+    for (const v1::ContextEntry& e : left.entries()) {
+      EXPECT_NE(e.section(), v1::SECTION_LIVE) << "left unsummarized: " << e.sequence();
+    }
+  }
 
   list.set_conversation_id("session-2");
   v1::ListSummariesResponse carried;

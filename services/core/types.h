@@ -163,6 +163,11 @@ struct Conversation {
 // the last item of a task: the planner prefers to end a summary there.
 inline constexpr char kTaskBoundaryKey[] = "convstate.task_boundary";
 
+// The metadata key under which an item carried into a continued
+// conversation (CreateConversation continue_from) keeps the sequence it had
+// in its source: a redaction there reaches the copy.
+inline constexpr char kContinuedFromSequenceKey[] = "convstate.continued_from_sequence";
+
 // An item as written by a client, with its token count computed at append.
 struct ItemData {
   Role role = Role::kUser;

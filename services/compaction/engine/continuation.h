@@ -19,9 +19,6 @@ std::vector<SummaryChunk> CarriedChunks(const std::vector<SummaryChunk>& active,
                                         const std::string& source_id, const Tokenizer& tokenizer,
                                         int32_t per_message_tokens);
 
-// The metadata key a carried item keeps its source sequence under.
-inline constexpr char kContinuedFromSequenceKey[] = "convstate.continued_from_sequence";
-
 // The first item of the newest `recent_turns` turns of `source`'s live
 // items (0 for none, or when the turns hold no item).
 int64_t FirstOfRecentTurns(const ContextSnapshot& source, int recent_turns);
