@@ -361,8 +361,9 @@ const std::vector<Statement>& Statements() {
        "first_sequence, last_sequence, version) VALUES ($1, $2, $3, $4, $5, $6)"},
       {"insert_item",
        "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
-       "tool_name, tool_call_id, pinned, metadata, token_count, appended_version) "
-       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)"},
+       "tool_name, tool_call_id, pinned, metadata, token_count, appended_version, search) "
+       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, "
+       "array_to_tsvector(string_to_array($13, ' ')))"},
       {"bump_conversation",
        "UPDATE conversations SET version = version + 1, item_count = item_count + $2, "
        "last_sequence = $3, last_turn_index = $4, item_tokens = item_tokens + $5, "
@@ -378,7 +379,8 @@ const std::vector<Statement>& Statements() {
       // metadata, tokens, turns started up to and including each item)
       // and the key ($15 the fingerprint) are inserted after it. $16 is
       // the number of items, $17 the turns they start, $18 their tokens,
-      // $19 the bytes of their content, $20 the distribution key.
+      // $19 the bytes of their content, $20 each item's search lexemes
+      // (space-separated), $21 the distribution key.
       // No row: one of the conditions failed (or there is no such
       // conversation); the caller takes the transaction below instead.
       {"append_items",
@@ -386,18 +388,20 @@ const std::vector<Statement>& Statements() {
        "item_count = item_count + $16, last_sequence = last_sequence + $16, "
        "last_turn_index = last_turn_index + $17, item_tokens = item_tokens + $18, "
        "stored_bytes = stored_bytes + $19, updated_at = now() "
-       "WHERE ", Named(20), " AND ($3 < 0 OR version = $3) "
+       "WHERE ", Named(21), " AND ($3 < 0 OR version = $3) "
        "AND ($4 = '' OR model = $4) AND ($5 = '' OR NOT EXISTS (SELECT 1 FROM idempotency_keys k "
        "WHERE k.conv_key = conversations.conv_key AND k.idempotency_key = $5)) "
        "RETURNING conv_key, version, last_sequence - $16 AS first, last_turn_index - $17 AS turn, "
        "floor(extract(epoch FROM now()) * 1000000)::bigint AS now_us), "
        "ins AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, tool_name, "
-       "tool_call_id, pinned, metadata, token_count, appended_version) "
+       "tool_call_id, pinned, metadata, token_count, appended_version, search) "
        "SELECT c.conv_key, c.first + u.n, c.turn + u.turns, u.role, u.kind, u.content, "
-       "u.tool_name, u.tool_call_id, u.pinned, u.metadata::jsonb, u.tokens, c.version FROM c, "
+       "u.tool_name, u.tool_call_id, u.pinned, u.metadata::jsonb, u.tokens, c.version, "
+       "array_to_tsvector(string_to_array(u.words, ' ')) FROM c, "
        "unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::boolean[], "
-       "$12::text[], $13::bigint[], $14::bigint[]) WITH ORDINALITY "
-       "AS u(role, kind, content, tool_name, tool_call_id, pinned, metadata, tokens, turns, n)), "
+       "$12::text[], $13::bigint[], $14::bigint[], $20::text[]) WITH ORDINALITY "
+       "AS u(role, kind, content, tool_name, tool_call_id, pinned, metadata, tokens, turns, words, "
+       "n)), "
        "k AS (INSERT INTO idempotency_keys (conv_key, idempotency_key, request_fingerprint, "
        "first_sequence, last_sequence, version) "
        "SELECT c.conv_key, $5, $15, c.first + 1, c.first + $16, c.version FROM c WHERE $5 <> '') "
@@ -504,6 +508,7 @@ const std::vector<Statement>& Statements() {
        "FROM items i JOIN d ON d.seq = i.sequence "
        "WHERE i.conv_key = $1 AND i.redacted_digest IS NULL), "
        "done AS (UPDATE items i SET redacted_digest = old.digest, content = $3, metadata = '{}', "
+       "search = NULL, "
        "token_count = $4 FROM old WHERE i.conv_key = $1 AND i.sequence = old.sequence "
        "RETURNING i.sequence) "
        "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
@@ -872,6 +877,19 @@ Page<T> PageOf(const pqxx::result& r, const PageLimit& limit, Parse parse) {
   return page;
 }
 
+// What items.search holds for `content` of the conversation `conv_key`:
+// its words (SearchTerms, the split migration 0016 made in SQL), each as
+// the lexeme "<conv_key>#<word>", separated by spaces (words hold none).
+std::string SearchLexemes(int64_t conv_key, absl::string_view content) {
+  const std::string prefix = absl::StrCat(conv_key, "#");
+  std::string out;
+  for (const std::string& w : SearchTerms(content)) {
+    if (!out.empty()) out.push_back(' ');
+    absl::StrAppend(&out, prefix, w);
+  }
+  return out;
+}
+
 // A bigint[] literal of `ids`.
 std::string IdArray(const std::vector<int64_t>& ids) {
   return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
@@ -1132,7 +1150,7 @@ class PostgresStorage final : public Storage {
              std::string(ItemKindName(data.kind)), data.content,
              data.tool_name, data.tool_call_id, data.pinned,
              MetadataToJson(data.metadata), data.token_count,
-             item.appended_version);
+             item.appended_version, SearchLexemes(row.conv_key, data.content));
       }
       const int64_t sequence = result.items.back().sequence;
       const int64_t turn = result.items.back().turn_index;
@@ -1167,8 +1185,10 @@ class PostgresStorage final : public Storage {
     // Numbered from 0: the statement adds the conversation's last sequence
     // and turn index as it finds them under the lock.
     std::vector<Item> numbered = NumberAppended(request.items, 0, 0, 0);
-    std::vector<absl::string_view> roles, kinds, contents, tool_names, call_ids, metadata;
-    std::vector<std::string> metadata_json;
+    std::vector<absl::string_view> roles, kinds, contents, tool_names, call_ids, metadata, words;
+    std::vector<std::string> metadata_json, lexemes;
+    lexemes.reserve(numbered.size());
+    const int64_t conv_key = DistributionKey(request.key);
     std::vector<const char*> pinned;
     std::vector<int64_t> tokens, turns;
     metadata_json.reserve(numbered.size());
@@ -1181,12 +1201,14 @@ class PostgresStorage final : public Storage {
       tool_names.push_back(data.tool_name);
       call_ids.push_back(data.tool_call_id);
       metadata_json.push_back(MetadataToJson(data.metadata));
+      lexemes.push_back(SearchLexemes(conv_key, data.content));
       pinned.push_back(data.pinned ? "t" : "f");
       tokens.push_back(data.token_count);
       turns.push_back(item.turn_index);
       total_tokens += data.token_count;
     }
     for (const std::string& m : metadata_json) metadata.push_back(m);
+    for (const std::string& w : lexemes) words.push_back(w);
     auto array = [](const auto& values) { return absl::StrCat("{", absl::StrJoin(values, ","), "}"); };
     // In a transaction block, not as a statement of its own: it runs under
     // the call's deadline, and a connection found broken before the commit
@@ -1202,7 +1224,7 @@ class PostgresStorage final : public Storage {
               pg::TextArray(kinds), pg::TextArray(contents), pg::TextArray(tool_names),
               pg::TextArray(call_ids), array(pinned), pg::TextArray(metadata), array(tokens),
               array(turns), request.request_fingerprint, static_cast<int64_t>(numbered.size()),
-              turns.back(), total_tokens, StoredBytes(request));
+              turns.back(), total_tokens, StoredBytes(request), pg::TextArray(words));
           if (r.empty()) return std::nullopt;
           tx.commit();
           AppendResult result;
