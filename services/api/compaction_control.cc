@@ -116,18 +116,14 @@ absl::StatusOr<int64_t> ProposalId(const std::string& id) {
 
 CompactionEvent AppliedEvent(const std::string& by, int64_t proposal_id, bool edited,
                              const SummaryChunk& chunk) {
-  CompactionEvent e;
-  e.event = "proposal_applied";
-  e.tier = "summarize";
-  e.detail = Json{{"by", by},
-                  {"proposal_id", proposal_id},
-                  {"edited", edited},
-                  {"from", chunk.from_sequence},
-                  {"through", chunk.through_sequence},
-                  {"recall", chunk.recall.value_or(0.0)},
-                  {"lost", chunk.lost.size()}}
-                 .dump(-1, ' ', false, Json::error_handler_t::replace);
-  return e;
+  return AuditRow("proposal_applied", Tier::kSummarize, 0, 0,
+                  DetailOf({{"by", by},
+                            {"proposal_id", proposal_id},
+                            {"edited", edited},
+                            {"from", chunk.from_sequence},
+                            {"through", chunk.through_sequence},
+                            {"recall", chunk.recall.value_or(0.0)},
+                            {"lost", chunk.lost.size()}}));
 }
 
 }  // namespace

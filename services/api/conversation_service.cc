@@ -22,6 +22,7 @@
 #include "services/compaction/view/context_view.h"
 #include "services/compaction/ledger/ledger.h"
 #include "services/compaction/engine/planner.h"
+#include "services/compaction/engine/summaries.h"
 #include "storage/context_delta.h"
 
 namespace convstate {
@@ -43,12 +44,6 @@ constexpr size_t kMaxCachedModels = 100000;
 
 // ---------------------------------------------------------------------------
 // Requests.
-
-// An audit row's detail: a JSON object (text that is not UTF-8 is replaced,
-// never thrown on).
-std::string DetailJson(const nlohmann::json& detail) {
-  return detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 std::string NewConversationId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -330,7 +325,7 @@ absl::StatusOr<ConversationUpdate> ConversationService::UpdateFor(
   update.count_encoding = counted_with;
   update.reset_overflow = next.model != current.model;
   update.event.event = "conversation_updated";
-  update.event.detail = DetailJson({{"model_before", current.model},
+  update.event.detail = DetailOf({{"model_before", current.model},
                                      {"model_after", next.model},
                                      {"system_prompt", req.has_system_prompt()},
                                      {"pinned_instructions", req.has_pinned_instructions()},

@@ -8,11 +8,10 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/str_cat.h"
 #include "services/api/conversation_service.h"
 #include "services/common/log.h"
+#include "services/compaction/engine/summaries.h"
 
 namespace convstate {
 namespace {
@@ -110,15 +109,12 @@ bool ConversationService::CompactIdle(const ConversationKey& key) {
     count("nothing");
     return false;
   }
-  CompactionEvent idle;
-  idle.event = "idle";
-  idle.tokens_before = outcome->tokens_before;
-  idle.tokens_after = outcome->view.tokens.total;
-  idle.detail = nlohmann::json{{"prompt_cache_ttl_s", profile.prompt_cache_ttl_s},
-                               {"band", static_cast<int>(band)},
-                               {"replica", options_.compaction.holder},
-                               {"summary_chunk_id", outcome->chunk_id}}
-                    .dump();
+  const CompactionEvent idle =
+      AuditRow("idle", std::nullopt, outcome->tokens_before, outcome->view.tokens.total,
+               DetailOf({{"prompt_cache_ttl_s", profile.prompt_cache_ttl_s},
+                         {"band", static_cast<int>(band)},
+                         {"replica", options_.compaction.holder},
+                         {"summary_chunk_id", outcome->chunk_id}}));
   if (absl::Status s = storage_->RecordCompactionEvents(ctx, key, {idle}); !s.ok()) {
     LogWarning("could not record the idle compaction of ", key.conversation_id, ": ",
                s.ToString());

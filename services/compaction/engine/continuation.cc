@@ -33,6 +33,10 @@ std::vector<SummaryChunk> CarriedChunks(const std::vector<SummaryChunk>& active,
   return out;
 }
 
+namespace {
+
+// The first item of the newest `recent_turns` turns of `source`'s live
+// items (0 for none, or when the turns hold no item).
 int64_t FirstOfRecentTurns(const ContextSnapshot& source, int recent_turns) {
   if (recent_turns <= 0) return 0;
   const int64_t last_turn = source.conversation.last_turn_index;
@@ -42,6 +46,8 @@ int64_t FirstOfRecentTurns(const ContextSnapshot& source, int recent_turns) {
   }
   return 0;
 }
+
+}  // namespace
 
 int64_t HandoffThrough(const ContextSnapshot& source, int recent_turns) {
   const int64_t first_recent = FirstOfRecentTurns(source, recent_turns);

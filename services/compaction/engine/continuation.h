@@ -19,10 +19,6 @@ std::vector<SummaryChunk> CarriedChunks(const std::vector<SummaryChunk>& active,
                                         const std::string& source_id, const Tokenizer& tokenizer,
                                         int32_t per_message_tokens);
 
-// The first item of the newest `recent_turns` turns of `source`'s live
-// items (0 for none, or when the turns hold no item).
-int64_t FirstOfRecentTurns(const ContextSnapshot& source, int recent_turns);
-
 // Where a continuation summarizes its source before carrying its chunks:
 // through the item before the newest `recent_turns` turns (through its last
 // item when none), or 0 when everything there is summarized already

@@ -23,14 +23,6 @@ bool Matches(const KeepRule& rule, const RE2* re, const Item& item) {
 
 }  // namespace
 
-bool KeepRuleMatches(const KeepRule& rule, const Item& item) {
-  if (rule.pattern.empty()) return Matches(rule, nullptr, item);
-  RE2::Options options;
-  options.set_log_errors(false);
-  const RE2 re(rule.pattern, options);
-  return Matches(rule, &re, item);
-}
-
 Kept ApplyKeepRules(const ModelProfile& profile, ContextSnapshot& snapshot) {
   Kept kept;
   const ModelProfile::Policy& policy = profile.policy;

@@ -12,9 +12,6 @@
 
 namespace convstate {
 
-// Whether `rule` matches `item` (a summary marker never matches).
-bool KeepRuleMatches(const KeepRule& rule, const Item& item);
-
 struct Kept {
   // The live items the rules hold, newest first, that were not pinned.
   std::vector<int64_t> sequences;
