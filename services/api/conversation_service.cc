@@ -33,6 +33,9 @@ constexpr int kDefaultItemPage = 100;
 // Summaries and audit rows: one page held them all before pages existed.
 constexpr int kDefaultTrailPage = 1000;
 constexpr int kMaxIdempotencyKeyBytes = 128;
+// The nice value of background compaction threads (of 19): they get a
+// small share of a CPU the calls want, and all of an idle one.
+constexpr int kBackgroundNiceness = 10;
 // RedactItems: items per call, the reason's size, and what an erased item
 // holds instead of its content.
 constexpr int kMaxRedactedPerCall = 1000;
@@ -86,7 +89,10 @@ ConversationService::ConversationService(Options options, const ModelRegistry* m
       storage_(storage),
       runner_(options_.compaction, storage, summarizer),
       cache_(options_.context_cache_bytes, options_.compaction.telemetry),
-      background_(std::make_unique<ThreadPool>(1, 64, "background compaction")),
+      // Below the calls' threads in priority: a call never waits for the
+      // CPU a background compaction uses.
+      background_(std::make_unique<ThreadPool>(std::max(1, options_.background_threads), 1024,
+                                               "background compaction", kBackgroundNiceness)),
       idle_writes_(std::make_unique<ThreadPool>(1, 1024, "idle due times")) {
   if (options_.idle_compaction && options_.idle_scan > absl::ZeroDuration()) {
     idle_sweeper_ = std::make_unique<std::thread>([this] { SweepIdleUntilStopped(); });
@@ -623,9 +629,13 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
                      RecoverFromOverflow(ctx, key, std::move(snapshot), resolved, pending,
                                          req.provider_reported_tokens(), progress));
   } else {
+    // With the background at work, a call whose view fits waits for no
+    // compaction: the background takes it from the soft band on.
+    const CompactionMode mode = options_.background_compaction
+                                    ? CompactionMode::kByBandBehindBackground
+                                    : CompactionMode::kByBand;
     ASSIGN_OR_RETURN(CompactionOutcome outcome,
-                     runner_.Run(ctx, std::move(snapshot), resolved, pending,
-                                 CompactionMode::kByBand, "", progress));
+                     runner_.Run(ctx, std::move(snapshot), resolved, pending, mode, "", progress));
     // From the soft band on, the background gets ahead of need (kAhead); a
     // call that compacted already leaves it nothing to do.
     const bool compact_in_background = options_.background_compaction &&

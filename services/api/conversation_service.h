@@ -57,8 +57,12 @@ class ConversationService {
     // Lease holder name, lease length and polling for compactions.
     CompactionRunner::Options compaction;
     // Compact in the background when a BuildContext finds the conversation
-    // in the soft band, so that the next call finds the work done.
+    // in the soft band, so that the next call finds the work done; a call
+    // whose view fits (below the emergency band) then waits for none.
     bool background_compaction = true;
+    // Threads that run background compactions, each one conversation's at
+    // a time (a summarizer call mostly waits on the network).
+    int background_threads = 4;
     // Bytes of conversations' contexts (and their last plain views) kept
     // between calls, validated against storage on every call; 0 keeps none.
     int64_t context_cache_bytes = int64_t{256} << 20;

@@ -535,6 +535,60 @@ TEST_F(ConversationServiceTest, HardBandSummarizesInTheBackgroundNotOnTheCall) {
   EXPECT_LT(second->tokens().total(), 3277);
 }
 
+// A view in the hard band still fits: with background compaction on, the
+// call is answered as it stands even while another replica holds the
+// conversation's compaction lease, instead of waiting to prune in the
+// foreground; with it off, the call waits for the lease (here, past its
+// deadline).
+TEST_F(ConversationServiceTest, AViewThatFitsWaitsForNoCompaction) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("busy");
+  create.set_model("small-1");  // 4096 window, 512 reserve, 2 bytes per token.
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  const ConversationKey key{"default", "busy"};
+  auto held = storage_->TryAcquireCompactionLease(ctx_, key, "another-replica", absl::Minutes(5));
+  ASSERT_TRUE(held.ok() && held->has_value());
+  v1::BuildContextRequest build;
+  build.set_conversation_id("busy");
+  v1::BuildContextResponse view;
+  // Turns with tool output (which the hard band prunes) until the view is
+  // in the hard band (0.80 to 0.95 of 4096).
+  for (int turn = 0; view.tokens().total() < 3277; ++turn) {
+    ASSERT_LT(turn, 40);
+    v1::AppendTurnRequest req = Append("busy", absl::StrCat("Check host ", turn, " please."));
+    v1::NewItem call = Message(v1::ROLE_ASSISTANT, absl::StrCat(R"({"host": )", turn, "}"));
+    call.set_kind(v1::ITEM_KIND_TOOL_CALL);
+    call.set_tool_name("probe");
+    call.set_tool_call_id(absl::StrCat("call-", turn));
+    *req.add_items() = call;
+    v1::NewItem result = Message(v1::ROLE_TOOL, absl::StrCat(turn, " ", std::string(380, 'r')));
+    result.set_kind(v1::ITEM_KIND_TOOL_RESULT);
+    result.set_tool_name("probe");
+    result.set_tool_call_id(absl::StrCat("call-", turn));
+    *req.add_items() = result;
+    *req.add_items() = Message(v1::ROLE_ASSISTANT, absl::StrCat("Host ", turn, " is fine."));
+    ASSERT_TRUE(service_.AppendTurn(ctx_, req).ok());
+    CallContext bounded;
+    bounded.deadline = absl::Now() + absl::Seconds(2);
+    auto built = service_.BuildContext(bounded, build);
+    ASSERT_TRUE(built.ok()) << built.status();
+    view = *built;
+  }
+  EXPECT_LT(view.tokens().total(), 3891) << "past the hard band";
+  EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_FULL);
+  const auto events = AllCompactionEvents(*storage_, ctx_, key);
+  ASSERT_TRUE(events.ok());
+  for (const auto& e : *events) EXPECT_NE(e.event, "threshold_hit") << e.detail;
+
+  ConversationService::Options waits;
+  waits.background_compaction = false;
+  ConversationService foreground(waits, models_.get(), storage_.get(), summarizer_.get());
+  CallContext bounded;
+  bounded.deadline = absl::Now() + absl::Seconds(1);
+  EXPECT_EQ(foreground.BuildContext(bounded, build).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
 TEST_F(ConversationServiceTest, UnknownModelWithoutDefaultProfileIsRefused) {
   auto strict = Registry(R"pb(profiles { name: "only" })pb");
   ConversationService service(ConversationService::Options{}, strict.get(), storage_.get(),

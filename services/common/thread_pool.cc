@@ -1,13 +1,17 @@
 #include "services/common/thread_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <utility>
 
 #include "services/common/task_guard.h"
 
 namespace convstate {
 
-ThreadPool::ThreadPool(int threads, size_t max_queued, std::string name)
-    : max_queued_(max_queued), name_(std::move(name)) {
+ThreadPool::ThreadPool(int threads, size_t max_queued, std::string name, int niceness)
+    : max_queued_(max_queued), niceness_(niceness), name_(std::move(name)) {
   if (threads < 1) threads = 1;
   threads_.reserve(threads);
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
@@ -29,6 +33,10 @@ bool ThreadPool::Schedule(std::function<void()> task) {
 }
 
 void ThreadPool::Work() {
+  if (niceness_ > 0) {
+    // Best effort: a thread that cannot lower its priority runs as it is.
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), niceness_);
+  }
   while (true) {
     std::function<void()> task;
     {

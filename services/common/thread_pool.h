@@ -19,8 +19,12 @@ namespace convstate {
 // thread goes on with the next one.
 class ThreadPool {
  public:
-  // `threads` at least 1; at most `max_queued` tasks wait at once.
-  ThreadPool(int threads, size_t max_queued, std::string name = "thread pool");
+  // `threads` at least 1; at most `max_queued` tasks wait at once. A
+  // positive `niceness` lowers the threads' scheduling priority (Linux
+  // nice, per thread), so that work which can wait yields the CPU to work
+  // a caller waits for.
+  ThreadPool(int threads, size_t max_queued, std::string name = "thread pool",
+             int niceness = 0);
   // Runs every task already queued, then joins the threads.
   ~ThreadPool();
 
@@ -35,6 +39,7 @@ class ThreadPool {
   void Work();
 
   const size_t max_queued_;
+  const int niceness_;
   const std::string name_;
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);

@@ -305,8 +305,13 @@ const std::vector<Flag>& Flags() {
          return c.server.service.compaction.lease;
        })},
       {"background_compaction",
-       "compact in the background when a conversation enters the soft band (default true)",
+       "compact in the background when a conversation enters the soft band; a BuildContext "
+       "whose view is below the emergency band then waits for no compaction (default true)",
        BoolField([](ServerConfig& c) -> bool& { return c.server.service.background_compaction; })},
+      {"background_threads",
+       "threads that run background compactions, one conversation each at a time (default 4)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.server.service.background_threads; },
+                     1, 256)},
       {"idle_compaction",
        "compact a conversation above its idle band once its prompt cache has gone cold "
        "(its profile's prompt_cache_ttl_s after its last BuildContext); default true",

@@ -321,7 +321,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   commit.expected_summarized_through = job.snapshot.conversation.summarized_through;
   commit.expected_prune_boundary = job.snapshot.conversation.prune_boundary;
   commit.new_prune_boundary = job.plan.prune_boundary;
-  if (!job.plan.empty() && mode == CompactionMode::kByBand) {
+  if (!job.plan.empty() && ForCall(mode)) {
     commit.events.push_back(AuditRow("threshold_hit", std::nullopt, job.plan.tokens_before,
                                      job.plan.tokens_before,
                                      DetailOf({{"band", BandName(job.plan.band)},
@@ -428,7 +428,7 @@ TokenBreakdown Reword(const ContextSnapshot& snapshot, const ResolvedProfile& re
 absl::StatusOr<CompactionOutcome> CompactionRunner::Uncompacted(CompactionJob job,
                                                                 CompactionMode mode) {
   // Switched off: the view as it is, or a refusal naming the totals.
-  if (mode != CompactionMode::kByBand) {
+  if (!ForCall(mode)) {
     return absl::FailedPreconditionError(
         "compaction is switched off for this conversation (profile_overrides."
         "compaction_enabled or its model profile)");

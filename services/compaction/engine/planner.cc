@@ -392,9 +392,14 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
     return plan;
   }
 
-  const bool act = mode == CompactionMode::kByBand  ? plan.band >= Band::kHard
-                   : mode == CompactionMode::kAhead ? plan.band >= Band::kSoft
-                                                    : true;
+  // A call waits for nothing while its view fits and the background is
+  // at work (kByBandBehindBackground): below the emergency band it is
+  // served as it stands.
+  const Band act_from = mode == CompactionMode::kByBand                    ? Band::kHard
+                        : mode == CompactionMode::kByBandBehindBackground ? Band::kEmergency
+                        : mode == CompactionMode::kAhead                   ? Band::kSoft
+                                                                           : Band::kNormal;
+  const bool act = plan.band >= act_from;
   if (!act) return plan;
   if (mode == CompactionMode::kTruncate) {
     PlanTruncate(in, plan);
@@ -406,8 +411,8 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
   // Summaries replace only what would not fit verbatim after pruning; by
   // band, they aim under the hard threshold with room for a turn, so that
   // the newest turns stay verbatim as long as they can.
-  const bool by_need = mode == CompactionMode::kByBand || mode == CompactionMode::kAhead;
-  const int64_t summarize_at = mode == CompactionMode::kByBand
+  const bool by_need = ForCall(mode) || mode == CompactionMode::kAhead;
+  const int64_t summarize_at = ForCall(mode)
                                    ? Threshold(p, p.emergency_threshold)
                                : mode == CompactionMode::kAhead ? Threshold(p, p.hard_threshold)
                                                                 : target;

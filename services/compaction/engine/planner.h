@@ -26,6 +26,10 @@ enum class CompactionMode {
   // pruned, and the oldest spans are summarized only when the pruned view
   // would pass the emergency threshold (it would not fit).
   kByBand,
+  // BuildContext while background compaction is on: the view is served as
+  // it stands below the emergency band (it fits; the background compacts
+  // from the soft band on, off the call path); from there, as kByBand.
+  kByBandBehindBackground,
   // Background, after a call found the view in the soft band or above: the
   // same, ahead of need, so that calls find the work done: pruning from the
   // soft band, a summary once the pruned view passes the hard threshold.
@@ -40,6 +44,12 @@ enum class CompactionMode {
   // threshold.
   kTruncate,
 };
+
+// The modes a BuildContext call compacts in (by band, truncating the view
+// as the last resort rather than refusing).
+inline bool ForCall(CompactionMode mode) {
+  return mode == CompactionMode::kByBand || mode == CompactionMode::kByBandBehindBackground;
+}
 
 struct PlanInput {
   const ContextSnapshot* snapshot = nullptr;

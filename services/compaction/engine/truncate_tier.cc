@@ -22,7 +22,7 @@ class TruncateTier final : public CompactionTier {
     // Prune-only and summarize do what they say; the other modes end with a
     // view that fits, truncating as the last resort.
     const CompactionMode mode = job.mode;
-    const bool may_truncate = mode == CompactionMode::kByBand || mode == CompactionMode::kAuto ||
+    const bool may_truncate = ForCall(mode) || mode == CompactionMode::kAuto ||
                               mode == CompactionMode::kAhead || mode == CompactionMode::kTruncate;
     const bool truncate = may_truncate && (mode == CompactionMode::kTruncate ||
                                            band == Band::kEmergency ||
