@@ -1,7 +1,5 @@
 #include "storage/postgres_storage.h"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -941,11 +939,10 @@ class ConnectionPool {
         return absl::DeadlineExceededError(
             "deadline passed while waiting for a database connection");
       }
-      while (!idle_.empty()) {
+      if (!idle_.empty()) {
         auto conn = std::move(idle_.back());
         idle_.pop_back();
-        if (!Gone(*conn)) return conn;
-        --open_;  // Closed by the database meanwhile (a restart): replaced.
+        return conn;
       }
       ++open_;  // Reserve the slot; the connection opens outside the lock.
     }
@@ -972,15 +969,6 @@ class ConnectionPool {
   }
 
  private:
-  // An idle connection has nothing to read: one that does was closed by
-  // the database (a restart, a terminated backend: its last words and the
-  // end of the stream are waiting). Checked before a statement is sent on
-  // it, so that a write sent once was sent on a connection that was alive.
-  static bool Gone(const pqxx::connection& conn) {
-    pollfd fd{conn.sock(), POLLIN, 0};
-    return fd.fd < 0 || poll(&fd, 1, 0) != 0;
-  }
-
   const std::string url_;
   const bool prepare_;
   const int max_size_;
@@ -1222,12 +1210,12 @@ class PostgresStorage final : public Storage {
     for (const std::string& m : metadata_json) metadata.push_back(m);
     for (const std::string& w : lexemes) words.push_back(w);
     auto array = [](const auto& values) { return absl::StrCat("{", absl::StrJoin(values, ","), "}"); };
-    // One round trip: the statement is its own transaction (no BEGIN and
-    // COMMIT around it), under the call's deadline like every statement. A
-    // connection that breaks once it is sent leaves the outcome unknown,
-    // reported as for a broken commit and not sent again; the pool hands
-    // out no connection the database closed (a restart) before it.
-    return Run<std::optional<AppendResult>, pqxx::nontransaction>(
+    // In a transaction block, not as a statement of its own: it runs under
+    // the call's deadline, and a connection found broken before the commit
+    // is known not to have written (the append is retried on another); one
+    // that breaks during the commit is reported as of unknown outcome, as
+    // for every write.
+    return Run<std::optional<AppendResult>>(
         ctx, "append items",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::optional<AppendResult>> {
           const pqxx::result r = ExecNamed(
@@ -1238,6 +1226,7 @@ class PostgresStorage final : public Storage {
               array(turns), request.request_fingerprint, static_cast<int64_t>(numbered.size()),
               turns.back(), total_tokens, StoredBytes(request), pg::TextArray(words));
           if (r.empty()) return std::nullopt;
+          tx.commit();
           AppendResult result;
           result.version = r[0][0].as<int64_t>();
           const int64_t last_sequence = r[0][1].as<int64_t>();
@@ -1251,8 +1240,7 @@ class PostgresStorage final : public Storage {
             item.create_time = now;
           }
           return std::optional<AppendResult>(std::move(result));
-        },
-        /*writes=*/true);
+        });
   }
 
   absl::StatusOr<HistoryHits> SearchHistory(const CallContext& ctx,
@@ -1960,18 +1948,10 @@ class PostgresStorage final : public Storage {
   // replaced and the call tried once more: that is what lets the storage
   // ride through a database restart.
   //
-  // `Tx` pqxx::nontransaction with `writes`: `fn` runs one statement that
-  // writes in its own transaction, so a connection that breaks once it is
-  // sent leaves the outcome unknown: reported as for a broken commit, never
-  // sent again. (The pool hands out no connection the database has closed.)
-  //
   // Each transaction is a client span (child of the calling thread's span)
   // named by its query summary; no statement text or value goes in it.
   template <typename T, typename Tx = pqxx::work, typename Fn>
-  absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn,
-                        bool writes = false) {
-    static_assert(std::is_same_v<Tx, pqxx::work> || std::is_same_v<Tx, pqxx::nontransaction>);
-    const bool sent_once = writes && std::is_same_v<Tx, pqxx::nontransaction>;
+  absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn) {
     const DbOperation& op = DbOperationOf(operation);
     telemetry::Span span = telemetry::StartSpan(op.summary, telemetry::SpanKind::kClient);
     if (span.recording()) {
@@ -1996,9 +1976,8 @@ class PostgresStorage final : public Storage {
       } catch (const pqxx::in_doubt_error& e) {
         result = pg::ExceptionToStatus(e, operation);
       } catch (const pqxx::broken_connection& e) {
-        retry = attempt == 0 && !sent_once;
-        result = sent_once ? pg::ExceptionToStatus(pqxx::in_doubt_error(e.what()), operation)
-                           : pg::ExceptionToStatus(e, operation);
+        retry = attempt == 0;
+        result = pg::ExceptionToStatus(e, operation);
       } catch (const pqxx::sql_error& e) {
         span.SetAttribute("db.response.status_code", e.sqlstate());
         result = pg::ExceptionToStatus(e, operation);
