@@ -96,4 +96,8 @@ std::string TextArray(const std::vector<absl::string_view>& values) {
   return out;
 }
 
+std::string TextArray(const std::vector<std::string>& values) {
+  return TextArray(std::vector<absl::string_view>(values.begin(), values.end()));
+}
+
 }  // namespace convstate::pg

@@ -34,6 +34,7 @@ std::string WithStatementTimeout(const std::string& url, absl::Duration timeout)
 // quoted, quotes and backslashes escaped. For a whole list of values in one
 // parameter (unnest($1::text[])).
 std::string TextArray(const std::vector<absl::string_view>& values);
+std::string TextArray(const std::vector<std::string>& values);
 
 }  // namespace convstate::pg
 

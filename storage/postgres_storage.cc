@@ -1185,7 +1185,7 @@ class PostgresStorage final : public Storage {
     // Numbered from 0: the statement adds the conversation's last sequence
     // and turn index as it finds them under the lock.
     std::vector<Item> numbered = NumberAppended(request.items, 0, 0, 0);
-    std::vector<absl::string_view> roles, kinds, contents, tool_names, call_ids, metadata, words;
+    std::vector<absl::string_view> roles, kinds, contents, tool_names, call_ids;
     std::vector<std::string> metadata_json, lexemes;
     lexemes.reserve(numbered.size());
     const int64_t conv_key = DistributionKey(request.key);
@@ -1207,8 +1207,6 @@ class PostgresStorage final : public Storage {
       turns.push_back(item.turn_index);
       total_tokens += data.token_count;
     }
-    for (const std::string& m : metadata_json) metadata.push_back(m);
-    for (const std::string& w : lexemes) words.push_back(w);
     auto array = [](const auto& values) { return absl::StrCat("{", absl::StrJoin(values, ","), "}"); };
     // In a transaction block, not as a statement of its own: it runs under
     // the call's deadline, and a connection found broken before the commit
@@ -1222,9 +1220,9 @@ class PostgresStorage final : public Storage {
               tx, "append_items", request.key, request.expected_version.value_or(-1),
               request.expected_model, request.idempotency_key, pg::TextArray(roles),
               pg::TextArray(kinds), pg::TextArray(contents), pg::TextArray(tool_names),
-              pg::TextArray(call_ids), array(pinned), pg::TextArray(metadata), array(tokens),
+              pg::TextArray(call_ids), array(pinned), pg::TextArray(metadata_json), array(tokens),
               array(turns), request.request_fingerprint, static_cast<int64_t>(numbered.size()),
-              turns.back(), total_tokens, StoredBytes(request), pg::TextArray(words));
+              turns.back(), total_tokens, StoredBytes(request), pg::TextArray(lexemes));
           if (r.empty()) return std::nullopt;
           tx.commit();
           AppendResult result;
@@ -1245,10 +1243,9 @@ class PostgresStorage final : public Storage {
 
   absl::StatusOr<HistoryHits> SearchHistory(const CallContext& ctx,
                                             const HistorySearch& search) override {
-    std::vector<absl::string_view> terms(search.terms.begin(), search.terms.end());
     return Run<HistoryHits, pqxx::nontransaction>(
         ctx, "search history", [&](pqxx::transaction_base& tx) -> absl::StatusOr<HistoryHits> {
-      const pqxx::result r = ExecNamed(tx, "search_history", search.key, pg::TextArray(terms),
+      const pqxx::result r = ExecNamed(tx, "search_history", search.key, pg::TextArray(search.terms),
                                        search.max_document_frequency,
                                        static_cast<int64_t>(search.max_items));
       if (r.empty() || r[0][0].is_null()) return NotFound(search.key);
@@ -1567,9 +1564,8 @@ class PostgresStorage final : public Storage {
   Erasure Erase(pqxx::transaction_base& tx, int64_t conv_key, const std::vector<int64_t>& seqs,
                 const std::vector<std::string>& digests, const RedactRequest& request) {
     const std::string sequences = IdArray(seqs);
-    std::vector<absl::string_view> digest_views(digests.begin(), digests.end());
     const pqxx::row removed = Exec1(tx, "redact_items", conv_key, sequences, request.tombstone,
-                                    request.tombstone_tokens, pg::TextArray(digest_views));
+                                    request.tombstone_tokens, pg::TextArray(digests));
     Exec(tx, "redact_token_counts", conv_key, sequences);
     Erasure erasure;
     const pqxx::row cut = Exec1(tx, "redact_cut", conv_key, sequences);
@@ -1609,9 +1605,8 @@ class PostgresStorage final : public Storage {
     std::vector<std::string> frontier = {request.key.conversation_id};
     while (!frontier.empty()) {
       std::vector<std::string> next;
-      std::vector<absl::string_view> names(frontier.begin(), frontier.end());
       for (const auto& r : Exec(tx, "continued_from", request.key.tenant_id,
-                                pg::TextArray(names))) {
+                                pg::TextArray(frontier))) {
         const int64_t continued = r[0].as<int64_t>();
         const std::string id = r[1].as<std::string>();
         const std::string parent = r[2].as<std::string>();
@@ -1627,9 +1622,8 @@ class PostgresStorage final : public Storage {
           Exec(tx, "record_view_state", continued);
           retired[id].insert(erasure.retire.begin(), erasure.retire.end());
         }
-        std::vector<absl::string_view> from(erased[parent].begin(), erased[parent].end());
         std::vector<int64_t> carried;
-        for (const auto& c : Exec(tx, "carried_items", continued, pg::TextArray(from))) {
+        for (const auto& c : Exec(tx, "carried_items", continued, pg::TextArray(erased[parent]))) {
           carried.push_back(c[0].as<int64_t>());
         }
         if (!carried.empty()) {

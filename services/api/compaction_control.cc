@@ -75,12 +75,13 @@ std::string Encode(const StoredProposal& p) {
 }
 
 absl::StatusOr<StoredProposal> Decode(const ConversationKey& key, const std::string& body) {
+  const absl::Status unreadable = absl::DataLossError(
+      absl::StrCat("a stored proposal of '", key.conversation_id, "' cannot be read"));
   const Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   std::string answer;
   if (!j.is_object() || !j.contains("chunk") ||
       !absl::Base64Unescape(j.value("answer", std::string()), &answer)) {
-    return absl::DataLossError(
-        absl::StrCat("a stored proposal of '", key.conversation_id, "' cannot be read"));
+    return unreadable;
   }
   StoredProposal p;
   p.commit.key = key;
@@ -96,10 +97,7 @@ absl::StatusOr<StoredProposal> Decode(const ConversationKey& key, const std::str
   p.model = j.value("model", std::string());
   p.span_facts = FactsFromJson(j.value("span", Json::array()));
   p.text_budget = j.value("budget", int64_t{0});
-  if (!p.answer.ParseFromString(answer)) {
-    return absl::DataLossError(
-        absl::StrCat("a stored proposal of '", key.conversation_id, "' cannot be read"));
-  }
+  if (!p.answer.ParseFromString(answer)) return unreadable;
   return p;
 }
 

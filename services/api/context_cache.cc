@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-
 namespace convstate {
 namespace {
 
@@ -49,16 +47,10 @@ int64_t SnapshotBytes(const ContextSnapshot& s) {
 ContextCache::ContextCache(int64_t max_bytes, telemetry::Telemetry* telemetry)
     : max_bytes_(max_bytes), telemetry_(telemetry) {}
 
-std::string ContextCache::KeyOf(const ConversationKey& key) {
-  // Ids hold only letters, digits and . _ : - (ValidateId), never a NUL, so
-  // the pair maps to one string.
-  return absl::StrCat(key.tenant_id, std::string(1, '\0'), key.conversation_id);
-}
-
 std::shared_ptr<const CachedContext> ContextCache::Get(const ConversationKey& key) {
   if (max_bytes_ <= 0) return nullptr;
   absl::MutexLock lock(&mu_);
-  auto it = index_.find(KeyOf(key));
+  auto it = index_.find(KeyText(key));
   if (it == index_.end()) return nullptr;
   order_.splice(order_.begin(), order_, it->second);
   return it->second->entry;
@@ -68,7 +60,7 @@ void ContextCache::Put(const ConversationKey& key, std::shared_ptr<const CachedC
   if (max_bytes_ <= 0 || entry == nullptr) return;
   int64_t bytes = SnapshotBytes(*entry->snapshot);
   if (entry->plain_view != nullptr) bytes += static_cast<int64_t>(entry->plain_view->size());
-  std::string k = KeyOf(key);
+  std::string k = KeyText(key);
   absl::MutexLock lock(&mu_);
   if (auto it = index_.find(k); it != index_.end()) Unlink(it->second);
   if (bytes > max_bytes_) {
@@ -89,7 +81,7 @@ void ContextCache::Put(const ConversationKey& key, std::shared_ptr<const CachedC
 void ContextCache::Erase(const ConversationKey& key) {
   if (max_bytes_ <= 0) return;
   absl::MutexLock lock(&mu_);
-  if (auto it = index_.find(KeyOf(key)); it != index_.end()) {
+  if (auto it = index_.find(KeyText(key)); it != index_.end()) {
     Unlink(it->second);
     Report();
   }

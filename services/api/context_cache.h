@@ -78,7 +78,6 @@ class ContextCache {
     std::shared_ptr<const CachedContext> entry;
     int64_t bytes = 0;
   };
-  static std::string KeyOf(const ConversationKey& key);
   void Unlink(std::list<Node>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Report() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -110,7 +110,7 @@ ConversationService::~ConversationService() {
 }
 
 void ConversationService::CompactInBackground(const ConversationKey& key) {
-  const std::string id = absl::StrCat(key.tenant_id, "/", key.conversation_id);
+  const std::string id = KeyText(key);
   {
     absl::MutexLock lock(&background_mu_);
     if (stopping_ || !background_keys_.insert(id).second) return;
@@ -138,15 +138,11 @@ void ConversationService::CompactInBackground(const ConversationKey& key) {
     if (!stop) {
       // Off the request path, with a deadline of its own.
       const CallContext ctx{options_.compaction.clock->Now() + options_.compaction.lease};
-      absl::StatusOr<ContextSnapshot> snapshot = storage_->LoadContext(ctx, key);
-      absl::StatusOr<ResolvedProfile> resolved =
-          snapshot.ok() ? ProfileOf(snapshot->conversation)
-                        : absl::StatusOr<ResolvedProfile>(snapshot.status());
-      absl::Status status = resolved.status();
-      if (resolved.ok()) status = EnsureCounts(ctx, *snapshot, *resolved);
+      absl::StatusOr<Counted> loaded = LoadCounted(ctx, key);
+      absl::Status status = loaded.status();
       if (status.ok()) {
-        status = runner_.Run(ctx, std::move(*snapshot), *resolved, {}, CompactionMode::kAhead, "",
-                             nullptr, /*background=*/true)
+        status = runner_.Run(ctx, std::move(loaded->snapshot), loaded->resolved, {},
+                             CompactionMode::kAhead, "", nullptr, /*background=*/true)
                      .status();
       }
       if (!status.ok() && !absl::IsNotFound(status)) {
@@ -173,6 +169,14 @@ absl::StatusOr<ResolvedProfile> ConversationService::ProfileOf(const Conversatio
   ResolvedProfile out = **resolved;
   out.profile = ApplyOverrides(out.profile, WithPromptLimit(out.profile, c.overrides, c.prompt_limit));
   return out;
+}
+
+absl::StatusOr<ConversationService::Counted> ConversationService::LoadCounted(
+    const CallContext& ctx, const ConversationKey& key) {
+  ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
+  ASSIGN_OR_RETURN(ResolvedProfile resolved, ProfileOf(snapshot.conversation));
+  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
+  return Counted{std::move(snapshot), std::move(resolved)};
 }
 
 absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
@@ -487,7 +491,7 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
 absl::StatusOr<std::string> ConversationService::ModelOf(const CallContext& ctx,
                                                          const ConversationKey& key,
                                                          bool refresh) {
-  const std::string id = absl::StrCat(key.tenant_id, "/", key.conversation_id);
+  const std::string id = KeyText(key);
   if (!refresh) {
     absl::MutexLock lock(&models_mu_);
     if (auto it = models_by_key_.find(id); it != models_by_key_.end()) return it->second;

@@ -170,6 +170,15 @@ class ConversationService {
   // tokenizer. FAILED_PRECONDITION if the model no longer has a profile.
   absl::StatusOr<ResolvedProfile> ProfileOf(const Conversation& conversation) const;
 
+  // What a compaction off the call path starts from: the conversation's
+  // context as stored, its profile, and its counts from that profile's
+  // tokenizer (EnsureCounts).
+  struct Counted {
+    ContextSnapshot snapshot;
+    ResolvedProfile resolved;
+  };
+  absl::StatusOr<Counted> LoadCounted(const CallContext& ctx, const ConversationKey& key);
+
   // The response for `outcome`'s view: entries, tokens, hash, breakpoints.
   // The view's texts move into it.
   v1::BuildContextResponse ResponseOf(const ConversationKey& key,

@@ -31,7 +31,7 @@ void ConversationService::NoteBuilt(const ConversationKey& key, Band band,
   // Due a quarter lifetime late, so that the write can wait that long: at
   // the due time the last call is always a whole lifetime old.
   const absl::Time due = now + ttl + ttl / 4;
-  const std::string id = absl::StrCat(key.tenant_id, "/", key.conversation_id);
+  const std::string id = KeyText(key);
   {
     absl::MutexLock lock(&idle_mu_);
     auto it = idle_noted_.find(id);
@@ -63,25 +63,18 @@ int ConversationService::SweepIdle() {
 bool ConversationService::CompactIdle(const ConversationKey& key) {
   {
     absl::MutexLock lock(&idle_mu_);
-    idle_noted_.erase(absl::StrCat(key.tenant_id, "/", key.conversation_id));
+    idle_noted_.erase(KeyText(key));
   }
   const CallContext ctx{options_.compaction.clock->Now() + options_.compaction.lease};
-  absl::StatusOr<ContextSnapshot> snapshot = storage_->LoadContext(ctx, key);
-  if (!snapshot.ok()) {
-    if (!absl::IsNotFound(snapshot.status())) {
-      LogWarning("idle compaction of ", key.conversation_id, ": ", snapshot.status().ToString());
+  absl::StatusOr<Counted> loaded = LoadCounted(ctx, key);
+  if (!loaded.ok()) {
+    if (!absl::IsNotFound(loaded.status())) {
+      LogWarning("idle compaction of ", key.conversation_id, ": ", loaded.status().ToString());
     }
     return false;
   }
-  absl::StatusOr<ResolvedProfile> resolved = ProfileOf(snapshot->conversation);
-  absl::Status status = resolved.status();
-  if (status.ok()) status = EnsureCounts(ctx, *snapshot, *resolved);
-  if (!status.ok()) {
-    LogWarning("idle compaction of ", key.conversation_id, ": ", status.ToString());
-    return false;
-  }
-  const ModelProfile& profile = resolved->profile;
-  const ContextView view = ViewAsBuilt(*snapshot, *resolved);
+  const ModelProfile& profile = loaded->resolved.profile;
+  const ContextView view = ViewAsBuilt(loaded->snapshot, loaded->resolved);
   const Band band = BandOf(view.tokens.total, profile);
   auto count = [&](const char* outcome) {
     if (options_.compaction.telemetry != nullptr) {
@@ -94,12 +87,12 @@ bool ConversationService::CompactIdle(const ConversationKey& key) {
     count("nothing");
     return false;
   }
-  const int64_t compaction_version = snapshot->conversation.compaction_version;
+  const int64_t compaction_version = loaded->snapshot.conversation.compaction_version;
   // The cache is cold: the cheapest tiers until the view is back under the
   // soft threshold, as Compact(auto) does.
   absl::StatusOr<CompactionOutcome> outcome =
-      runner_.Run(ctx, std::move(*snapshot), *resolved, {}, CompactionMode::kAuto, "", nullptr,
-                  /*background=*/true);
+      runner_.Run(ctx, std::move(loaded->snapshot), loaded->resolved, {}, CompactionMode::kAuto,
+                  "", nullptr, /*background=*/true);
   if (!outcome.ok()) {
     LogWarning("idle compaction of ", key.conversation_id, " failed: ",
                outcome.status().ToString());

@@ -1,6 +1,12 @@
 #include "services/core/types.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace convstate {
+
+std::string KeyText(const ConversationKey& key) {
+  return absl::StrCat(key.tenant_id, "/", key.conversation_id);
+}
 
 absl::string_view RoleName(Role role) {
   switch (role) {

@@ -43,6 +43,10 @@ struct ConversationKey {
   std::string conversation_id;
 };
 
+// "tenant/conversation": one string per key (ids hold no '/'), for the
+// sets and maps of conversations a process keeps in memory.
+std::string KeyText(const ConversationKey& key);
+
 // What a tenant holds, against its limits.
 struct TenantUsage {
   int64_t conversations = 0;

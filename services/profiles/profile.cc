@@ -6,6 +6,12 @@
 
 namespace convstate {
 
+std::string JoinInstructions(const std::string& first, const std::string& then) {
+  if (then.empty()) return first;
+  if (first.empty()) return then;
+  return absl::StrCat(first, "\n", then);
+}
+
 ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
   if (o.context_window) p.context_window = *o.context_window;
   if (o.output_reserve) p.output_reserve = *o.output_reserve;
@@ -20,12 +26,7 @@ ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
   if (o.prompt_cache_ttl_s) p.prompt_cache_ttl_s = *o.prompt_cache_ttl_s;
   if (o.policy) {
     // Added to the profile's, never in its place.
-    if (!o.policy->instructions.empty()) {
-      p.policy.instructions = p.policy.instructions.empty()
-                                  ? o.policy->instructions
-                                  : absl::StrCat(p.policy.instructions, "\n",
-                                                 o.policy->instructions);
-    }
+    p.policy.instructions = JoinInstructions(p.policy.instructions, o.policy->instructions);
     p.policy.keep.insert(p.policy.keep.end(), o.policy->keep.begin(), o.policy->keep.end());
     if (o.policy->keep_budget_fraction) {
       p.policy.keep_budget_fraction = *o.policy->keep_budget_fraction;

@@ -102,6 +102,11 @@ struct ModelProfile {
 // that budgets, triggers and buffers shrink with it.
 ModelProfile ApplyOverrides(ModelProfile base, const ProfileOverrides& overrides);
 
+// Summary instructions `first`, then `then` on a line of their own; either
+// may be empty. (A conversation's policy adds to its profile's, a call's to
+// both.)
+std::string JoinInstructions(const std::string& first, const std::string& then);
+
 // `overrides` for a conversation whose provider refused a larger prompt
 // than `prompt_limit` (0: none): the window becomes the limit plus the
 // output reserve, and the bands the same fractions of the limit (above the

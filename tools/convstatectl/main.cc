@@ -101,6 +101,12 @@ int UsageError(const std::string& message) {
   return kUsage;
 }
 
+// The CHUNK argument of revert and expand: a chunk id, a positive number.
+constexpr char kChunkUsage[] = "CHUNK is a chunk id (a positive number)";
+bool ChunkId(const std::string& arg, int64_t& chunk) {
+  return absl::SimpleAtoi(arg, &chunk) && chunk > 0;
+}
+
 // Flags are --name=value or --name value, anywhere on the line.
 bool Parse(int argc, char** argv, Args* args, std::string* error) {
   static const std::map<std::string, bool> kKnown = {
@@ -446,9 +452,7 @@ class Commands {
   int Revert() {
     if (args_.positional.size() < 3) return UsageError("revert needs CONV and CHUNK");
     int64_t chunk = 0;
-    if (!absl::SimpleAtoi(args_.positional[2], &chunk) || chunk <= 0) {
-      return UsageError("CHUNK is a chunk id (a positive number)");
-    }
+    if (!ChunkId(args_.positional[2], chunk)) return UsageError(kChunkUsage);
     v1::RevertCompactionRequest req = Named<v1::RevertCompactionRequest>();
     req.set_chunk_id(chunk);
     v1::RevertCompactionResponse out;
@@ -552,9 +556,7 @@ class Commands {
   int Expand() {
     if (args_.positional.size() < 3) return UsageError("expand needs CONV and CHUNK");
     int64_t chunk = 0;
-    if (!absl::SimpleAtoi(args_.positional[2], &chunk) || chunk <= 0) {
-      return UsageError("CHUNK is a chunk id (a positive number)");
-    }
+    if (!ChunkId(args_.positional[2], chunk)) return UsageError(kChunkUsage);
     v1::ExpandSummaryRequest req = Named<v1::ExpandSummaryRequest>();
     req.set_chunk_id(chunk);
     req.set_page_size(500);

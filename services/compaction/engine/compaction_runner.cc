@@ -37,17 +37,13 @@ bool NeedsCommit(const CompactionPlan& plan) {
 
 }  // namespace
 
-std::string WaitKey(const ConversationKey& key) {
-  return absl::StrCat(key.tenant_id, "/", key.conversation_id);
-}
-
 absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
     const CallContext& ctx, const ConversationKey& key, bool background) {
   ASSIGN_OR_RETURN(std::optional<CompactionLease> lease,
                    storage_->TryAcquireCompactionLease(ctx, key, options_.holder, options_.lease));
   if (lease.has_value() || background) return lease;
   // One waiter per conversation in this process; the rest do not wait.
-  const std::string id = WaitKey(key);
+  const std::string id = KeyText(key);
   {
     absl::MutexLock lock(&wait_mu_);
     if (!waiting_.insert(id).second) return std::optional<CompactionLease>();
@@ -161,7 +157,7 @@ absl::StatusOr<SummaryResult> CompactionRunner::SummarizeInPieces(
 
 void CompactionRunner::Released(const ConversationKey& key) {
   absl::MutexLock lock(&wait_mu_);
-  if (waiting_.contains(WaitKey(key))) released_.SignalAll();
+  if (waiting_.contains(KeyText(key))) released_.SignalAll();
 }
 
 CompactionRunner::CompactionRunner(Options options, Storage* storage, Summarizer* summarizer)

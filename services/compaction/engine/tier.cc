@@ -1,7 +1,5 @@
 #include "services/compaction/engine/tier.h"
 
-#include "absl/strings/str_cat.h"
-
 #include <algorithm>
 #include <utility>
 
@@ -52,11 +50,7 @@ SummaryRequest CompactionJob::NewSummaryRequest() const {
   SummaryRequest req;
   // The conversation's policy adds to the default prompt; the call's adds
   // to that.
-  req.instructions = profile.policy.instructions;
-  if (!instructions.empty()) {
-    req.instructions = req.instructions.empty() ? instructions
-                                                : absl::StrCat(req.instructions, "\n", instructions);
-  }
+  req.instructions = JoinInstructions(profile.policy.instructions, instructions);
   req.tokenizer = &tokenizer;
   req.deadline = std::min(ctx.deadline, lease_until);
   req.cancelled = ctx.cancelled;
