@@ -59,6 +59,10 @@ std::string HashPartitionedLayoutSql(int partitions) {
       "REFERENCES items (conv_key, sequence) ON DELETE CASCADE;\n"
       "ALTER TABLE item_token_counts ADD FOREIGN KEY (conv_key, sequence) "
       "REFERENCES items (conv_key, sequence) ON DELETE CASCADE;\n"
+      // The word index's rows (migrations/0019), once that migration is in.
+      "DO $$ BEGIN IF to_regclass('item_words') IS NOT NULL THEN "
+      "ALTER TABLE item_words ADD FOREIGN KEY (conv_key, sequence) "
+      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE; END IF; END $$;\n"
       // The stored-bytes triggers of the recreated tables
       // (migrations/0015_stored_bytes.sql), once that migration is in.
       "DO $$ BEGIN IF to_regprocedure('install_stored_bytes_triggers()') IS NOT NULL THEN "

@@ -51,6 +51,7 @@ const DbOperation& DbOperationOf(absl::string_view operation) {
       {"list items", {"SELECT", "SELECT items"}},
       {"load context", {"SELECT", "SELECT conversations items summary_chunks"}},
       {"commit compaction", {"INSERT", "INSERT summary_chunks"}},
+      {"index words", {"INSERT", "INSERT item_words"}},
       {"acquire compaction lease", {"UPDATE", "UPDATE conversations"}},
       {"release compaction lease", {"UPDATE", "UPDATE conversations"}},
       {"record compaction events", {"INSERT", "INSERT compaction_events"}},
@@ -254,39 +255,51 @@ std::string LoadAppendedSql() {
 
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
 // may be held by (0: MaxDocumentFrequency's default), $5 the most
-// candidates, $6 the conversation's key. A word is looked up as the
-// conversation's lexeme for it, "<conv_key>#<word>" (migrations/0016), so
-// the index reads this conversation's postings only; the lookups name no
-// other condition on conv_key, so that the primary key can never serve
-// them (the planner's estimate of one conversation's rows is an average:
-// for a conversation of thousands of items a primary-key range filtered by
-// words costs a hundred times the index). Hash partitions are then probed
-// each (one index lookup per partition), and on Citus the lookups go to
-// every shard. Rows: the candidates, best first, each with the
-// conversation's item count and, as a JSON object, how many items hold
-// each term (counted up to the cap plus one); one row of NULL item columns
-// when there is no candidate, and a NULL count when there is no
-// conversation. A lexeme is matched quoted (terms come from SearchTerms: no
-// quote, no backslash). The score is rounded as MemoryStorage rounds it, so
-// both rank alike.
+// candidates, $6 the conversation's key. The words of the items at or
+// before the conversation's words_indexed_through are read from the word
+// index (item_words, migrations/0019); those of the items after it, the
+// tail still in the view, from the items themselves by primary key. A word
+// is looked up in the index as the conversation's lexeme for it,
+// "<conv_key>#<word>" (migrations/0016), so the index reads this
+// conversation's postings only; the index lookups name no condition on
+// conv_key, so that the primary key can never serve them (the planner's
+// estimate of one conversation's rows is an average: for a conversation of
+// thousands of items a primary-key range filtered by words costs a hundred
+// times the index). On Citus the index lookups go to every shard. Rows:
+// the candidates, best first, each with the conversation's item count and,
+// as a JSON object, how many items hold each term (counted up to the cap
+// plus one); one row of NULL item columns when there is no candidate, and
+// a NULL count when there is no conversation. A lexeme is matched quoted
+// (terms come from SearchTerms: no quote, no backslash). The score is
+// rounded as MemoryStorage rounds it, so both rank alike.
 std::string SearchHistorySql() {
-  const std::string searchable =
-      "i.kind <> 'summary_marker' AND i.redacted_digest IS NULL";
+  // The items of the tail that hold the lexeme `q`.
+  auto tail = [](absl::string_view q) {
+    return absl::StrCat(
+        "FROM items i WHERE i.conv_key = $6 AND i.sequence > (SELECT indexed FROM conv) "
+        "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL AND i.search @@ ", q);
+  };
+  auto indexed = [](absl::string_view q) {
+    return absl::StrCat("FROM item_words w WHERE w.search @@ ", q,
+                        " AND w.sequence <= (SELECT indexed FROM conv)");
+  };
   return absl::StrCat(
-      "WITH conv AS (SELECT item_count, CASE WHEN $4 > 0 THEN $4::bigint "
-      "ELSE greatest(20, least(item_count / 5, 400)) END AS cap FROM conversations WHERE ",
-      Named(6), "), ",
+      "WITH conv AS (SELECT item_count, words_indexed_through AS indexed, CASE WHEN $4 > 0 "
+      "THEN $4::bigint ELSE greatest(20, least(item_count / 5, 400)) END AS cap "
+      "FROM conversations WHERE ", Named(6), "), ",
       "lexemes AS (SELECT t.term, quote_literal($6::text || '#' || t.term)::tsquery AS q "
       "FROM unnest($3::text[]) t(term) WHERE EXISTS (SELECT 1 FROM conv)), ",
-      "terms AS (SELECT l.term, l.q, (SELECT count(*) FROM (SELECT 1 FROM items i WHERE ",
-      searchable, " AND i.search @@ l.q LIMIT (SELECT cap FROM conv) + 1) x) AS df "
+      "terms AS (SELECT l.term, l.q, (SELECT count(*) FROM (SELECT 1 ", indexed("l.q"),
+      " UNION ALL SELECT 1 ", tail("l.q"), " LIMIT (SELECT cap FROM conv) + 1) x) AS df "
       "FROM lexemes l), ",
       "searched AS (SELECT terms.q, "
       "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
       "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
-      "hits AS (SELECT i.sequence, round(sum(s.weight)::numeric, 6) AS score "
-      "FROM searched s JOIN items i ON i.search @@ s.q WHERE ", searchable,
-      " GROUP BY i.sequence ORDER BY score DESC, i.sequence DESC LIMIT $5) ",
+      "hits AS (SELECT m.sequence, round(sum(m.weight)::numeric, 6) AS score FROM ("
+      "SELECT w.sequence, s.weight FROM searched s, LATERAL (SELECT w.sequence ",
+      indexed("s.q"), ") w UNION ALL SELECT i.sequence, s.weight FROM searched s, "
+      "LATERAL (SELECT i.sequence ", tail("s.q"), ") i) m "
+      "GROUP BY m.sequence ORDER BY score DESC, m.sequence DESC LIMIT $5) ",
       // At least one row (no conversation: a NULL count); each candidate
       // read by its key.
       "SELECT (SELECT item_count FROM conv), "
@@ -445,6 +458,19 @@ const std::vector<Statement>& Statements() {
        "compaction_version = compaction_version + 1, item_count = item_count + $4, "
        "last_sequence = $5, updated_at = now() WHERE conv_key = $1 "
        "RETURNING version, compaction_version"},
+      // IndexWords: the conversation's indexed sequence, held against a
+      // redaction (which locks the row FOR UPDATE) but not an append.
+      {"words_indexed",
+       "SELECT words_indexed_through FROM conversations WHERE conv_key = $1 FOR KEY SHARE"},
+      // The words of the searchable items after $2 through $3, indexed.
+      {"index_words",
+       "WITH ins AS (INSERT INTO item_words (conv_key, sequence, search) "
+       "SELECT i.conv_key, i.sequence, i.search FROM items i WHERE i.conv_key = $1 "
+       "AND i.sequence > $2 AND i.sequence <= $3 AND i.search IS NOT NULL "
+       "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL "
+       "ON CONFLICT (conv_key, sequence) DO NOTHING) "
+       "UPDATE conversations SET words_indexed_through = greatest(words_indexed_through, $3) "
+       "WHERE conv_key = $1"},
       {"insert_event",
        "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
        "detail) VALUES ($1, $2, $3, $4, $5, $6::jsonb)"},
@@ -510,7 +536,10 @@ const std::vector<Statement>& Statements() {
        "done AS (UPDATE items i SET redacted_digest = old.digest, content = $3, metadata = '{}', "
        "search = NULL, "
        "token_count = $4 FROM old WHERE i.conv_key = $1 AND i.sequence = old.sequence "
-       "RETURNING i.sequence) "
+       "RETURNING i.sequence), "
+       // Their words leave the index too (migrations/0019).
+       "unindexed AS (DELETE FROM item_words w USING old WHERE w.conv_key = $1 "
+       "AND w.sequence = old.sequence) "
        "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
        "count(*) FROM old"},
       {"redact_token_counts",
@@ -1370,8 +1399,12 @@ class PostgresStorage final : public Storage {
 
   absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,
                                                     const CompactionCommit& commit) override {
-    return Run<CompactionResult>(ctx, "commit compaction",
-                                 [&](pqxx::transaction_base& tx) -> absl::StatusOr<CompactionResult> {
+    // What the view no longer holds verbatim ends at `out_of_view`.
+    int64_t conv_key = 0;
+    int64_t out_of_view = 0;
+    absl::StatusOr<CompactionResult> committed = Run<CompactionResult>(
+        ctx, "commit compaction",
+        [&](pqxx::transaction_base& tx) -> absl::StatusOr<CompactionResult> {
       pqxx::result locked = ExecNamed(tx, "lock_conversation", commit.key);
       if (locked.empty()) return NotFound(commit.key);
       const ConversationRow row = ParseConversation(locked[0]);
@@ -1421,8 +1454,36 @@ class PostgresStorage final : public Storage {
                                                " was applied already or has expired"));
       }
       tx.commit();
+      conv_key = row.conv_key;
+      out_of_view = std::max(summarized_through, commit.new_prune_boundary);
       return result;
     });
+    if (committed.ok()) IndexWords(ctx, conv_key, out_of_view);
+    return committed;
+  }
+
+  // Indexes the words of the items through `through` not indexed yet
+  // (migrations/0019), in a transaction of its own: the compaction is
+  // committed whether or not this succeeds, and SearchHistory reads what is
+  // not indexed from the items, so a failure costs searches time, not
+  // results; the next compaction indexes what this one did not. The
+  // conversation's row is held against a redaction from the read of the
+  // indexed sequence on, so that the items are read after any redaction
+  // that came first, and one that comes after finds their words to remove.
+  void IndexWords(const CallContext& ctx, int64_t conv_key, int64_t through) {
+    absl::Status s = Run<bool>(ctx, "index words",
+                               [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+      const pqxx::result indexed = Exec(tx, "words_indexed", conv_key);
+      if (indexed.empty() || indexed[0][0].as<int64_t>() >= through) return false;
+      Exec(tx, "index_words", conv_key, indexed[0][0].as<int64_t>(), through);
+      tx.commit();
+      return true;
+    }).status();
+    if (!s.ok()) {
+      LogThrottled(LogLevel::kWarning, "index words",
+                   absl::StrCat("indexing the words of compacted items failed (searches read "
+                                "them from the items meanwhile): ", s.message()));
+    }
   }
 
   absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(

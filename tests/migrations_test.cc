@@ -262,7 +262,7 @@ TEST_P(RekeyTest, ExistingConversationsMoveToTheirDerivedKeys) {
   // add), and items are append-only again.
   EXPECT_EQ(*(*db)->QueryValue("SELECT string_agg(conname::text, ',' ORDER BY conname) "
                                "FROM pg_constraint WHERE contype = 'f' AND conparentid = 0 "
-                               "AND conrelid::regclass::text NOT IN ('compaction_proposals')"),
+                               "AND conrelid::regclass::text NOT IN ('compaction_proposals', 'item_words')"),
             foreign_keys);
   EXPECT_THAT(foreign_keys, ::testing::HasSubstr("item_pins"));
   EXPECT_FALSE((*db)->Exec("UPDATE items SET content = 'changed'").ok());
@@ -296,6 +296,45 @@ INSTANTIATE_TEST_SUITE_P(Layouts, RekeyTest, ::testing::Values(0, 4),
                            return info.param == 0 ? std::string("plain")
                                                   : "partitioned" + std::to_string(info.param);
                          });
+
+// The word index moves off the items (0019), on either layout: what was
+// compacted is indexed in item_words, the rest is left to its compaction,
+// and the items' own index is gone whatever name the layout gave it.
+TEST_P(RekeyTest, CompactedItemsMoveToTheWordIndex) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::vector<Migration> before;
+  for (const Migration& m : EmbeddedMigrations()) {
+    if (m.version < 19) before.push_back(m);
+  }
+  ASSERT_TRUE(ApplyMigrations((*db)->url(), before, absl::Seconds(5), Partitions(GetParam())).ok());
+  ASSERT_TRUE((*db)->Exec(
+                   "WITH c AS (INSERT INTO conversations (conv_key, tenant_id, conversation_id, "
+                   "model, summarized_through, prune_boundary) VALUES (conversation_key('acme', "
+                   "'w'), 'acme', 'w', 'm', 2, 3) RETURNING conv_key) "
+                   "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
+                   "token_count, search) SELECT conv_key, n, n, 'user', 'message', 'item ' || n, "
+                   "2, array_to_tsvector(ARRAY[conv_key || '#word' || n]) "
+                   "FROM c, generate_series(1, 5) n")
+                  .ok());
+  const std::string gin_on_items =
+      "SELECT count(*) FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
+      "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'gin' AND x.indrelid = 'items'::regclass";
+  ASSERT_EQ(*(*db)->QueryValue(gin_on_items), "1");
+
+  auto all = ApplyMigrations((*db)->url(), EmbeddedMigrations());
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(*(*db)->QueryValue(gin_on_items), "0");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT string_agg(sequence::text, ',' ORDER BY sequence) || '|' || "
+                               "(SELECT words_indexed_through FROM conversations) FROM item_words"),
+            "1,2,3|3");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM item_words WHERE search @@ "
+                               "quote_literal(conv_key || '#word2')::tsquery"),
+            "1");
+  // Deleting the conversation takes its words too.
+  ASSERT_TRUE((*db)->Exec("DELETE FROM conversations").ok());
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM item_words"), "0");
+}
 
 TEST(MigrationsTest, UnreachableDatabaseIsUnavailable) {
   auto r = ApplyMigrations("postgresql://postgres@127.0.0.1:1/none", EmbeddedMigrations(),

@@ -321,5 +321,77 @@ TEST_P(PostgresRouteTest, StoredItemsCannotBeUpdated) {
   EXPECT_EQ(ItemRows(*storage, CallContext{}, key, 0, 1)->at(0).data.content, "original");
 }
 
+// The word index holds what compactions took out of the view and nothing
+// after (migrations/0019): an append writes no index entry, a commit
+// indexes through its boundary, a redaction takes an item's words out, and
+// a search still finds words on either side of the boundary.
+TEST_P(PostgresRouteTest, OnlyCompactedItemsAreInTheWordIndex) {
+  auto storage = Make();
+  ASSERT_NE(storage, nullptr);
+  const std::string tenant =
+      GetParam() == Route::kDirect ? "tenant-word-index" : "tenant-word-index-pooled";
+  const ConversationKey key{tenant, "conv"};
+  CreateWithMessage(*storage, key, "the first message");
+  CallContext ctx;
+  AppendRequest req;
+  req.key = key;
+  for (int i = 2; i <= 12; ++i) {
+    req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage,
+                                 absl::StrCat("step ", i, " word", i), "", "", false, {}, 3});
+  }
+  ASSERT_TRUE(storage->AppendItems(ctx, req).ok());
+  const std::string conv = absl::StrCat(
+      "(SELECT conv_key FROM conversations WHERE tenant_id = '", tenant, "')");
+  auto indexed = [&] {
+    return SharedDatabase()
+        .QueryValue(absl::StrCat("SELECT coalesce(string_agg(sequence::text, ',' ORDER BY "
+                                 "sequence), '') || '|' || (SELECT words_indexed_through FROM "
+                                 "conversations WHERE conv_key = ", conv, ") FROM item_words "
+                                 "WHERE conv_key = ", conv))
+        .value_or("error");
+  };
+  EXPECT_EQ(indexed(), "|0");
+  EXPECT_EQ(SharedDatabase()
+                .QueryValue(absl::StrCat(
+                    "SELECT count(*) FROM items WHERE search IS NOT NULL AND conv_key = ", conv))
+                .value_or("error"),
+            "12");
+
+  CompactionCommit commit;
+  commit.key = key;
+  SummaryChunk chunk;
+  chunk.from_sequence = 1;
+  chunk.through_sequence = 4;
+  chunk.text = "summary of four";
+  chunk.token_count = 4;
+  chunk.summarizer_model = "extractive";
+  chunk.prompt_version = "v1";
+  commit.chunk = chunk;
+  commit.new_prune_boundary = 5;
+  ASSERT_TRUE(storage->CommitCompaction(ctx, commit).ok());
+  EXPECT_EQ(indexed(), "1,2,3,4,5|5");
+
+  RedactRequest erase;
+  erase.key = key;
+  erase.sequences = {3};
+  erase.tombstone = "[erased]";
+  erase.tombstone_tokens = 1;
+  erase.reason = "erasure";
+  ASSERT_TRUE(storage->RedactItems(ctx, erase).ok());
+  EXPECT_EQ(indexed(), "1,2,4,5|5");
+
+  HistorySearch search;
+  search.key = key;
+  search.terms = {"word2", "word3", "word9"};
+  auto hits = storage->SearchHistory(ctx, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->document_frequency["word2"], 1);  // indexed
+  EXPECT_EQ(hits->document_frequency["word3"], 0);  // erased
+  EXPECT_EQ(hits->document_frequency["word9"], 1);  // in the view, read from the item
+  std::vector<int64_t> found;
+  for (const Item& item : hits->found) found.push_back(item.sequence);
+  EXPECT_THAT(found, ::testing::ElementsAre(9, 2));
+}
+
 }  // namespace
 }  // namespace convstate
