@@ -24,6 +24,7 @@
 #include "services/common/log.h"
 #include "services/core/chunk_json.h"
 #include "services/common/status_macros.h"
+#include "services/common/thread_pool.h"
 #include "services/common/trace.h"
 #include "storage/cancel_watchdog.h"
 #include "storage/rules.h"
@@ -1013,6 +1014,13 @@ class PostgresStorage final : public Storage {
   explicit PostgresStorage(const PostgresOptions& options)
       : options_(options), pool_(options) {}
 
+  ~PostgresStorage() override {
+    // What is still queued is left to the next compaction of each
+    // conversation; the one running ends within its deadline.
+    absl::MutexLock lock(&words_mu_);
+    words_stopping_ = true;
+  }
+
   absl::Status Ping() { return Ping(CallContext{absl::Now() + options_.connect_timeout}); }
 
   absl::Status Ping(const CallContext& ctx) override {
@@ -1458,8 +1466,37 @@ class PostgresStorage final : public Storage {
       out_of_view = std::max(summarized_through, commit.new_prune_boundary);
       return result;
     });
-    if (committed.ok()) IndexWords(ctx, conv_key, out_of_view);
+    if (committed.ok()) QueueWordIndexing(conv_key, out_of_view);
     return committed;
+  }
+
+  // Indexes the words of the conversation's items through `through` after
+  // the call, on the word indexer's thread: no call waits for it, nor does
+  // the compaction's lease. A conversation is queued once however many
+  // compactions come meanwhile; when the queue is full it is left to its
+  // next compaction.
+  void QueueWordIndexing(int64_t conv_key, int64_t through) {
+    if (through <= 0) return;
+    absl::MutexLock lock(&words_mu_);
+    if (words_stopping_) return;
+    auto [it, added] = words_due_.try_emplace(conv_key, through);
+    if (!added) {
+      it->second = std::max(it->second, through);
+      return;
+    }
+    const bool queued = word_indexer_.Schedule([this, conv_key] {
+      int64_t due = 0;
+      {
+        absl::MutexLock lock(&words_mu_);
+        auto it = words_due_.find(conv_key);
+        if (it == words_due_.end()) return;
+        due = it->second;
+        words_due_.erase(it);
+        if (words_stopping_) return;
+      }
+      IndexWords(CallContext{absl::Now() + kWordIndexTimeout}, conv_key, due);
+    });
+    if (!queued) words_due_.erase(conv_key);
   }
 
   // Indexes the words of the items through `through` not indexed yet
@@ -2059,10 +2096,21 @@ class PostgresStorage final : public Storage {
     }
   }
 
+  // How long one conversation's indexing may take.
+  static constexpr absl::Duration kWordIndexTimeout = absl::Seconds(10);
+
   const PostgresOptions options_;
   // Before the pool: destroyed after it, once no connection is in use.
   pg::CancelWatchdog watchdog_;
   ConnectionPool pool_;
+  // The conversations whose words are due to be indexed, and through
+  // which sequence (QueueWordIndexing).
+  absl::Mutex words_mu_;
+  absl::flat_hash_map<int64_t, int64_t> words_due_ ABSL_GUARDED_BY(words_mu_);
+  bool words_stopping_ ABSL_GUARDED_BY(words_mu_) = false;
+  // After the pool: destroyed first, so its thread ends while the pool is
+  // still there. One thread at low priority: work nothing waits for.
+  ThreadPool word_indexer_{1, 4096, "word index", /*niceness=*/10};
 };
 
 }  // namespace
