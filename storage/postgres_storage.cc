@@ -434,8 +434,15 @@ const std::vector<Statement>& Statements() {
       {"release_lease",
        absl::StrCat("UPDATE conversations SET lease_holder = NULL, lease_expires_at = NULL "
        "WHERE ", Named(5), " AND lease_token = $3 AND incarnation = $4")},
-      {"next_chunk_id",
-       "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
+      // A compaction's chunk, numbered after the conversation's last (its
+      // row is locked); its chunk_id.
+      {"add_chunk",
+       "INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, through_sequence, text, "
+       "token_count, summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
+       "structure, recall) "
+       "VALUES ($1, (SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1), "
+       "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, NULLIF($12::float8, -1)) "
+       "RETURNING chunk_id"},
       {"insert_chunk",
        "INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, through_sequence, text, "
        "token_count, summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
@@ -443,18 +450,21 @@ const std::vector<Statement>& Statements() {
        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, "
        "NULLIF($13::float8, -1)) "
        "RETURNING floor(extract(epoch FROM created_at) * 1000000)::bigint"},
-      {"supersede_chunk",
-       "UPDATE summary_chunks SET superseded_by = $3 WHERE conv_key = $1 AND chunk_id = $2"},
-      {"insert_marker",
-       "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, token_count, "
-       "summary_chunk_id, appended_version) "
-       "VALUES ($1, $2, $3, 'system', 'summary_marker', $4, 0, $5, $6)"},
-      // The items a keep rule holds ($2), pinned by a compaction's commit.
-      {"keep_pins",
-       "INSERT INTO item_pins (conv_key, sequence, pinned) SELECT $1, s, true "
-       "FROM unnest($2::bigint[]) s ON CONFLICT (conv_key, sequence) "
-       "DO UPDATE SET pinned = true, updated_at = now()"},
+      // What a compaction's commit changes besides its chunk, in one
+      // statement: the boundaries ($2 summarized through, $3 pruned
+      // through) and the counts ($4 items added, $5 the last sequence);
+      // with a chunk ($7, 0 for none), its marker ($5, in turn $6, reading
+      // $8, at version $9) when $4 is 1, and the chunks it supersedes
+      // ($11); the items a keep rule holds, pinned ($10).
       {"apply_compaction",
+       "WITH marker AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
+       "token_count, summary_chunk_id, appended_version) "
+       "SELECT $1, $5, $6, 'system', 'summary_marker', $8, 0, $7, $9 WHERE $4 > 0), "
+       "pins AS (INSERT INTO item_pins (conv_key, sequence, pinned) SELECT $1, s, true "
+       "FROM unnest($10::bigint[]) s ON CONFLICT (conv_key, sequence) "
+       "DO UPDATE SET pinned = true, updated_at = now()), "
+       "superseded AS (UPDATE summary_chunks SET superseded_by = $7 WHERE conv_key = $1 "
+       "AND chunk_id = ANY($11::bigint[])) "
        "UPDATE conversations SET summarized_through = $2, prune_boundary = $3, "
        "compaction_version = compaction_version + 1, item_count = item_count + $4, "
        "last_sequence = $5, updated_at = now() WHERE conv_key = $1 "
@@ -472,9 +482,13 @@ const std::vector<Statement>& Statements() {
        "ON CONFLICT (conv_key, sequence) DO NOTHING) "
        "UPDATE conversations SET words_indexed_through = greatest(words_indexed_through, $3) "
        "WHERE conv_key = $1"},
-      {"insert_event",
+      // Audit rows, in order: arrays of their events, tiers, tokens before
+      // and after, and details.
+      {"insert_events",
        "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
-       "detail) VALUES ($1, $2, $3, $4, $5, $6::jsonb)"},
+       "detail) SELECT $1, e.event, e.tier, e.before, e.after, e.detail::jsonb "
+       "FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) "
+       "WITH ORDINALITY AS e(event, tier, before, after, detail, n) ORDER BY e.n"},
       {"all_chunks",
        absl::StrCat("SELECT ", ChunkColumns(),
                     " FROM summary_chunks WHERE conv_key = $1 ORDER BY chunk_id")},
@@ -1426,30 +1440,27 @@ class PostgresStorage final : public Storage {
       int64_t summarized_through = c.summarized_through;
       int64_t last_sequence = c.last_sequence;
       int64_t added_items = 0;
+      std::string marker;
       if (commit.chunk.has_value()) {
         SummaryChunk chunk = *commit.chunk;
-        chunk.chunk_id = Exec1(tx, "next_chunk_id", row.conv_key)[0].as<int64_t>();
         chunk.prune_boundary_before = c.prune_boundary;
-        Exec(tx, "insert_chunk", row.conv_key, chunk.chunk_id, chunk.from_sequence,
-             chunk.through_sequence, chunk.text, chunk.token_count,
-             chunk.summarizer_model, chunk.prompt_version, chunk.tokens_in,
-             chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
-             chunk.recall.value_or(-1.0));
-        for (int64_t id : commit.supersedes) {
-          Exec(tx, "supersede_chunk", row.conv_key, id, chunk.chunk_id);
-        }
+        chunk.chunk_id =
+            Exec1(tx, "add_chunk", row.conv_key, chunk.from_sequence, chunk.through_sequence,
+                  chunk.text, chunk.token_count, chunk.summarizer_model, chunk.prompt_version,
+                  chunk.tokens_in, chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
+                  chunk.recall.value_or(-1.0))[0]
+                .as<int64_t>();
         if (commit.supersedes.empty()) summarized_through = chunk.through_sequence;
         last_sequence += 1;
         added_items = 1;
-        Exec(tx, "insert_marker", row.conv_key, last_sequence, c.last_turn_index,
-             MarkerFor(chunk).content, chunk.chunk_id, c.version);
+        marker = MarkerFor(chunk).content;
         result.chunk_id = chunk.chunk_id;
         result.marker_sequence = last_sequence;
       }
-      if (!commit.pins.empty()) Exec(tx, "keep_pins", row.conv_key, IdArray(commit.pins));
-      const pqxx::row applied = Exec1(tx, "apply_compaction", row.conv_key,
-                                      summarized_through, commit.new_prune_boundary,
-                                      added_items, last_sequence);
+      const pqxx::row applied = Exec1(
+          tx, "apply_compaction", row.conv_key, summarized_through, commit.new_prune_boundary,
+          added_items, last_sequence, c.last_turn_index, result.chunk_id, marker, c.version,
+          IdArray(commit.pins), IdArray(commit.supersedes));
       result.version = applied[0].as<int64_t>();
       result.compaction_version = applied[1].as<int64_t>();
       Exec(tx, "record_view_state", row.conv_key);
@@ -2027,10 +2038,18 @@ class PostgresStorage final : public Storage {
 
   void InsertEvents(pqxx::transaction_base& tx, int64_t conv_key,
                            const std::vector<CompactionEvent>& events) {
+    if (events.empty()) return;
+    std::vector<std::string> names, tiers, details;
+    std::vector<int64_t> before, after;
     for (const CompactionEvent& e : events) {
-      Exec(tx, "insert_event", conv_key, e.event, e.tier, e.tokens_before,
-           e.tokens_after, e.detail.empty() ? std::string("{}") : e.detail);
+      names.push_back(e.event);
+      tiers.push_back(e.tier);
+      before.push_back(e.tokens_before);
+      after.push_back(e.tokens_after);
+      details.push_back(e.detail.empty() ? std::string("{}") : e.detail);
     }
+    Exec(tx, "insert_events", conv_key, pg::TextArray(names), pg::TextArray(tiers),
+         IdArray(before), IdArray(after), pg::TextArray(details));
   }
 
   // Runs `fn` in a transaction of type `Tx` (pqxx::nontransaction for a
