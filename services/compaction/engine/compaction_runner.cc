@@ -39,11 +39,30 @@ bool NeedsCommit(const CompactionPlan& plan) {
 
 absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
     const CallContext& ctx, const ConversationKey& key, bool background) {
-  ASSIGN_OR_RETURN(std::optional<CompactionLease> lease,
-                   storage_->TryAcquireCompactionLease(ctx, key, options_.holder, options_.lease));
-  if (lease.has_value() || background) return lease;
-  // One waiter per conversation in this process; the rest do not wait.
   const std::string id = KeyText(key);
+  // A lease this process holds is not asked of the database again: asking
+  // is an UPDATE of the conversation's row, which waits behind every append
+  // and commit holding it, only to be refused.
+  bool held_here;
+  {
+    absl::MutexLock lock(&wait_mu_);
+    held_here = held_.contains(id);
+    if (held_here && (background || waiting_.contains(id))) return std::optional<CompactionLease>();
+  }
+  auto take = [&]() -> absl::StatusOr<std::optional<CompactionLease>> {
+    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease,
+                     storage_->TryAcquireCompactionLease(ctx, key, options_.holder, options_.lease));
+    if (lease.has_value()) {
+      absl::MutexLock lock(&wait_mu_);
+      held_.insert(id);
+    }
+    return lease;
+  };
+  if (!held_here) {
+    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease, take());
+    if (lease.has_value() || background) return lease;
+  }
+  // One waiter per conversation in this process; the rest do not wait.
   {
     absl::MutexLock lock(&wait_mu_);
     if (!waiting_.insert(id).second) return std::optional<CompactionLease>();
@@ -65,9 +84,10 @@ absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
     {
       absl::MutexLock lock(&wait_mu_);
       options_.clock->WaitWithTimeout(released_, wait_mu_, options_.poll);
+      // Still held here: the database would refuse.
+      if (held_.contains(id)) continue;
     }
-    ASSIGN_OR_RETURN(lease, storage_->TryAcquireCompactionLease(ctx, key, options_.holder,
-                                                                options_.lease));
+    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease, take());
     if (lease.has_value()) return lease;
   }
 }
@@ -156,8 +176,10 @@ absl::StatusOr<SummaryResult> CompactionRunner::SummarizeInPieces(
 }
 
 void CompactionRunner::Released(const ConversationKey& key) {
+  const std::string id = KeyText(key);
   absl::MutexLock lock(&wait_mu_);
-  if (waiting_.contains(KeyText(key))) released_.SignalAll();
+  held_.erase(id);
+  if (waiting_.contains(id)) released_.SignalAll();
 }
 
 CompactionRunner::CompactionRunner(Options options, Storage* storage, Summarizer* summarizer)

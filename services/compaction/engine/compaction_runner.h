@@ -174,7 +174,8 @@ class CompactionRunner {
   // store, nothing stored.
   static CompactionOutcome Proposed(CompactionJob& job, CompactionOutcome out);
 
-  // Wakes the waiter of `key`, if any, once this process gave its lease back.
+  // Forgets the lease of `key` this process held, and wakes the waiter of
+  // `key`, if any, once it gave it back.
   void Released(const ConversationKey& key);
 
   const Options options_;
@@ -183,6 +184,8 @@ class CompactionRunner {
   // The tiers, cheapest first (kTierList).
   std::vector<std::unique_ptr<CompactionTier>> tiers_;
   absl::Mutex wait_mu_;
+  // Conversations whose lease this process holds.
+  absl::flat_hash_set<std::string> held_ ABSL_GUARDED_BY(wait_mu_);
   // Conversations someone in this process waits on, and the signal that
   // this process gave a lease back.
   absl::flat_hash_set<std::string> waiting_ ABSL_GUARDED_BY(wait_mu_);

@@ -1,6 +1,7 @@
 #include "services/compaction/summarizers/extractive.h"
 #include "services/compaction/engine/compaction_runner.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -473,6 +474,58 @@ TEST_F(CompactionRunnerTest, BackgroundSkipsWhenSomeoneElseIsCompacting) {
   EXPECT_EQ(clock_.Now(), before);  // No waiting.
   EXPECT_EQ(summarizer_.calls, 0);
   EXPECT_TRUE(AllSummaries(*storage_, ctx_, {"t", "c"}, true)->empty());
+}
+
+// Storage that counts the compaction leases asked of it.
+class CountedLeases final : public ForwardingStorage {
+ public:
+  using ForwardingStorage::ForwardingStorage;
+  absl::StatusOr<std::optional<CompactionLease>> TryAcquireCompactionLease(
+      const CallContext& c, const ConversationKey& k, const std::string& h,
+      absl::Duration d) override {
+    asked.fetch_add(1);
+    return ForwardingStorage::TryAcquireCompactionLease(c, k, h, d);
+  }
+  std::atomic<int> asked{0};
+};
+
+// While this process holds a conversation's lease, a background
+// compaction of it does not ask the storage (an UPDATE of the
+// conversation's row in PostgreSQL) only to be refused; once it is given
+// back, the next compaction asks again.
+TEST_F(CompactionRunnerTest, ALeaseThisProcessHoldsIsNotAskedForAgain) {
+  AppendTurns(5, 300);
+  absl::Notification summarizing, go_on;
+  summarizer_.answer = [&](const SummaryRequest& req) -> absl::StatusOr<SummaryResult> {
+    if (!summarizing.HasBeenNotified()) summarizing.Notify();
+    go_on.WaitForNotification();
+    return Short(req);
+  };
+  CountedLeases counted(storage_.get());
+  CompactionRunner::Options options;
+  options.clock = &clock_;
+  CompactionRunner runner(options, &counted, &summarizer_);
+  absl::StatusOr<CompactionOutcome> first;
+  std::thread holder([&] {
+    first = runner.Run(ctx_, *storage_->LoadContext(ctx_, {"t", "c"}), profile_, {},
+                       CompactionMode::kByBand, "", nullptr);
+  });
+  summarizing.WaitForNotification();
+  EXPECT_EQ(counted.asked.load(), 1);
+  auto background = runner.Run(ctx_, *storage_->LoadContext(ctx_, {"t", "c"}), profile_, {},
+                               CompactionMode::kAuto, "", nullptr, /*background=*/true);
+  ASSERT_TRUE(background.ok()) << background.status();
+  EXPECT_EQ(background->chunk_id, 0);
+  EXPECT_EQ(counted.asked.load(), 1);
+  go_on.Notify();
+  holder.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_GT(first->chunk_id, 0);
+  AppendTurns(5, 300);
+  auto next = runner.Run(ctx_, *storage_->LoadContext(ctx_, {"t", "c"}), profile_, {},
+                         CompactionMode::kAuto, "", nullptr, /*background=*/true);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(counted.asked.load(), 2);
 }
 
 // The lease expires while the summarizer is still working and another
