@@ -450,6 +450,44 @@ const std::vector<Statement>& Statements() {
        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, "
        "NULLIF($13::float8, -1)) "
        "RETURNING floor(extract(epoch FROM created_at) * 1000000)::bigint"},
+      // A compaction's commit in one statement, when nothing but appends
+      // changed the conversation since it was read ($2 summarized through,
+      // $3 pruned through, $4 compaction_version, $5 the lease's token or
+      // -1 for none, $6 the incarnation): the new boundaries ($7, $8), the
+      // chunk numbered $10 when $9 is 1 ($11 to $21 as in add_chunk) with
+      // its marker ($22) after the last item, the items a keep rule holds
+      // pinned ($23), the chunks superseded ($24) and the audit rows ($25 to
+      // $29 as in insert_events). The conversation's row is locked from
+      // here to the end of the transaction. No row: something else changed
+      // it (nothing was written).
+      {"commit_at_once",
+       "WITH c AS (UPDATE conversations SET summarized_through = $7, prune_boundary = $8, "
+       "compaction_version = compaction_version + 1, item_count = item_count + $9, "
+       "last_sequence = last_sequence + $9, updated_at = now() "
+       "WHERE conv_key = $1 AND incarnation = $6 AND summarized_through = $2 "
+       "AND prune_boundary = $3 AND compaction_version = $4 "
+       "AND ($5 < 0 OR (lease_token = $5 AND lease_expires_at > now())) "
+       "RETURNING version, compaction_version, last_sequence, last_turn_index), "
+       "chunk AS (INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, "
+       "through_sequence, text, token_count, summarizer_model, prompt_version, tokens_in, "
+       "tokens_out, latency_ms, structure, recall) SELECT $1, $10, $11, $12, $13, $14, $15, $16, "
+       "$17, $18, $19, $20::jsonb, NULLIF($21::float8, -1) FROM c WHERE $9 > 0), "
+       "marker AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
+       "token_count, summary_chunk_id, appended_version) SELECT $1, c.last_sequence, "
+       "c.last_turn_index, 'system', 'summary_marker', $22, 0, $10, c.version FROM c "
+       "WHERE $9 > 0), "
+       "pins AS (INSERT INTO item_pins (conv_key, sequence, pinned) SELECT $1, s, true "
+       "FROM c, unnest($23::bigint[]) s ON CONFLICT (conv_key, sequence) "
+       "DO UPDATE SET pinned = true, updated_at = now()), "
+       "superseded AS (UPDATE summary_chunks SET superseded_by = $10 WHERE conv_key = $1 "
+       "AND chunk_id = ANY($24::bigint[]) AND EXISTS (SELECT 1 FROM c)), "
+       "events AS (INSERT INTO compaction_events (conv_key, event, tier, tokens_before, "
+       "tokens_after, detail) SELECT $1, e.event, e.tier, e.before, e.after, e.detail::jsonb "
+       "FROM c, unnest($25::text[], $26::text[], $27::bigint[], $28::bigint[], $29::text[]) "
+       "WITH ORDINALITY AS e(event, tier, before, after, detail, n) ORDER BY e.n) "
+       "SELECT version, compaction_version, last_sequence FROM c"},
+      {"next_chunk_id",
+       "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
       // What a compaction's commit changes besides its chunk, in one
       // statement: the boundaries ($2 summarized through, $3 pruned
       // through) and the counts ($4 items added, $5 the last sequence);
@@ -935,6 +973,30 @@ std::string SearchLexemes(int64_t conv_key, absl::string_view content) {
 }
 
 // A bigint[] literal of `ids`.
+std::string IdArray(const std::vector<int64_t>& ids);
+
+// Audit rows as the array parameters of insert_events (and commit_at_once):
+// their events, tiers, tokens before and after, and details, in order.
+struct EventArrays {
+  explicit EventArrays(const std::vector<CompactionEvent>& events) {
+    std::vector<std::string> n, t, d;
+    std::vector<int64_t> b, a;
+    for (const CompactionEvent& e : events) {
+      n.push_back(e.event);
+      t.push_back(e.tier);
+      b.push_back(e.tokens_before);
+      a.push_back(e.tokens_after);
+      d.push_back(e.detail.empty() ? std::string("{}") : e.detail);
+    }
+    names = pg::TextArray(n);
+    tiers = pg::TextArray(t);
+    before = IdArray(b);
+    after = IdArray(a);
+    details = pg::TextArray(d);
+  }
+  std::string names, tiers, before, after, details;
+};
+
 std::string IdArray(const std::vector<int64_t>& ids) {
   return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
 }
@@ -1427,6 +1489,9 @@ class PostgresStorage final : public Storage {
     absl::StatusOr<CompactionResult> committed = Run<CompactionResult>(
         ctx, "commit compaction",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<CompactionResult> {
+      ASSIGN_OR_RETURN(std::optional<CompactionResult> at_once,
+                       CommitAtOnce(tx, commit, conv_key, out_of_view));
+      if (at_once.has_value()) return *std::move(at_once);
       pqxx::result locked = ExecNamed(tx, "lock_conversation", commit.key);
       if (locked.empty()) return NotFound(commit.key);
       const ConversationRow row = ParseConversation(locked[0]);
@@ -1479,6 +1544,64 @@ class PostgresStorage final : public Storage {
     });
     if (committed.ok()) QueueWordIndexing(conv_key, out_of_view);
     return committed;
+  }
+
+  // CommitCompaction with the conversation's row locked for as short a
+  // time as it can be: read, checked, and numbered first; then one
+  // statement applies everything if nothing but appends changed the
+  // conversation meanwhile, and the view state and the proposal follow.
+  // Appends, and the calls asking for a compaction lease, wait for that
+  // row. nullopt, with nothing written: something else changed it, and
+  // the commit goes the locked way (which says what, or applies it).
+  absl::StatusOr<std::optional<CompactionResult>> CommitAtOnce(pqxx::transaction_base& tx,
+                                                               const CompactionCommit& commit,
+                                                               int64_t& conv_key,
+                                                               int64_t& out_of_view) {
+    const pqxx::result read = ExecNamed(tx, "get_conversation", commit.key);
+    if (read.empty()) return std::nullopt;
+    const ConversationRow row = ParseConversation(read[0]);
+    const Conversation& c = row.conversation;
+    std::vector<SummaryChunk> active;
+    for (const auto& r : Exec(tx, "active_chunks", row.conv_key)) active.push_back(ParseChunk(r));
+    if (!CheckCompaction(c, active, commit).ok()) return std::nullopt;
+    SummaryChunk chunk = commit.chunk.value_or(SummaryChunk{});
+    int64_t summarized_through = c.summarized_through;
+    if (commit.chunk.has_value()) {
+      chunk.chunk_id = Exec1(tx, "next_chunk_id", row.conv_key)[0].as<int64_t>();
+      chunk.prune_boundary_before = c.prune_boundary;
+      if (commit.supersedes.empty()) summarized_through = chunk.through_sequence;
+    }
+    const EventArrays events(commit.events);
+    const pqxx::result applied = Exec(
+        tx, "commit_at_once", row.conv_key, c.summarized_through, c.prune_boundary,
+        c.compaction_version, commit.lease.has_value() ? commit.lease->token : int64_t{-1},
+        c.storage_key, summarized_through, commit.new_prune_boundary,
+        commit.chunk.has_value() ? 1 : 0, chunk.chunk_id, chunk.from_sequence,
+        chunk.through_sequence, chunk.text, chunk.token_count, chunk.summarizer_model,
+        chunk.prompt_version, chunk.tokens_in, chunk.tokens_out, chunk.latency_ms,
+        StructureToJson(chunk), chunk.recall.value_or(-1.0), MarkerFor(chunk).content,
+        IdArray(commit.pins), IdArray(commit.supersedes), events.names, events.tiers,
+        events.before, events.after, events.details);
+    if (applied.empty()) return std::nullopt;
+    CompactionResult result;
+    result.version = applied[0][0].as<int64_t>();
+    result.compaction_version = applied[0][1].as<int64_t>();
+    if (commit.chunk.has_value()) {
+      result.chunk_id = chunk.chunk_id;
+      result.marker_sequence = applied[0][2].as<int64_t>();
+    }
+    Exec(tx, "record_view_state", row.conv_key);
+    if (commit.proposal_id != 0 &&
+        Exec(tx, "apply_proposal", row.conv_key, commit.proposal_id, result.chunk_id,
+             result.compaction_version, commit.proposal_answer)
+            .empty()) {
+      return absl::AbortedError(absl::StrCat("proposal ", commit.proposal_id,
+                                             " was applied already or has expired"));
+    }
+    tx.commit();
+    conv_key = row.conv_key;
+    out_of_view = std::max(summarized_through, commit.new_prune_boundary);
+    return result;
   }
 
   // Indexes the words of the conversation's items through `through` after
@@ -2039,17 +2162,8 @@ class PostgresStorage final : public Storage {
   void InsertEvents(pqxx::transaction_base& tx, int64_t conv_key,
                            const std::vector<CompactionEvent>& events) {
     if (events.empty()) return;
-    std::vector<std::string> names, tiers, details;
-    std::vector<int64_t> before, after;
-    for (const CompactionEvent& e : events) {
-      names.push_back(e.event);
-      tiers.push_back(e.tier);
-      before.push_back(e.tokens_before);
-      after.push_back(e.tokens_after);
-      details.push_back(e.detail.empty() ? std::string("{}") : e.detail);
-    }
-    Exec(tx, "insert_events", conv_key, pg::TextArray(names), pg::TextArray(tiers),
-         IdArray(before), IdArray(after), pg::TextArray(details));
+    const EventArrays a(events);
+    Exec(tx, "insert_events", conv_key, a.names, a.tiers, a.before, a.after, a.details);
   }
 
   // Runs `fn` in a transaction of type `Tx` (pqxx::nontransaction for a
