@@ -1528,16 +1528,8 @@ class PostgresStorage final : public Storage {
           IdArray(commit.pins), IdArray(commit.supersedes));
       result.version = applied[0].as<int64_t>();
       result.compaction_version = applied[1].as<int64_t>();
-      Exec(tx, "record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, commit.events);
-      if (commit.proposal_id != 0 &&
-          Exec(tx, "apply_proposal", row.conv_key, commit.proposal_id, result.chunk_id,
-               result.compaction_version, commit.proposal_answer)
-              .empty()) {
-        return absl::AbortedError(absl::StrCat("proposal ", commit.proposal_id,
-                                               " was applied already or has expired"));
-      }
-      tx.commit();
+      RETURN_IF_ERROR(FinishCommit(tx, row.conv_key, commit, result));
       conv_key = row.conv_key;
       out_of_view = std::max(summarized_through, commit.new_prune_boundary);
       return result;
@@ -1590,18 +1582,27 @@ class PostgresStorage final : public Storage {
       result.chunk_id = chunk.chunk_id;
       result.marker_sequence = applied[0][2].as<int64_t>();
     }
-    Exec(tx, "record_view_state", row.conv_key);
+    RETURN_IF_ERROR(FinishCommit(tx, row.conv_key, commit, result));
+    conv_key = row.conv_key;
+    out_of_view = std::max(summarized_through, commit.new_prune_boundary);
+    return result;
+  }
+
+  // The end of either way of committing a compaction, once its changes
+  // are written: the view state it makes, the proposal it applies (an
+  // error if that was applied already or has expired), COMMIT.
+  absl::Status FinishCommit(pqxx::transaction_base& tx, int64_t conv_key,
+                            const CompactionCommit& commit, const CompactionResult& result) {
+    Exec(tx, "record_view_state", conv_key);
     if (commit.proposal_id != 0 &&
-        Exec(tx, "apply_proposal", row.conv_key, commit.proposal_id, result.chunk_id,
+        Exec(tx, "apply_proposal", conv_key, commit.proposal_id, result.chunk_id,
              result.compaction_version, commit.proposal_answer)
             .empty()) {
       return absl::AbortedError(absl::StrCat("proposal ", commit.proposal_id,
                                              " was applied already or has expired"));
     }
     tx.commit();
-    conv_key = row.conv_key;
-    out_of_view = std::max(summarized_through, commit.new_prune_boundary);
-    return result;
+    return absl::OkStatus();
   }
 
   // Indexes the words of the conversation's items through `through` after

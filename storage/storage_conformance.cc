@@ -55,6 +55,20 @@ AppendResult StorageConformanceTest::AppendText(const ConversationKey& key,
   return r.ok() ? *r : AppendResult{};
 }
 
+SummaryChunk Chunk(int64_t from, int64_t through, const std::string& text) {
+  SummaryChunk c;
+  c.from_sequence = from;
+  c.through_sequence = through;
+  c.text = text;
+  c.token_count = 10;
+  c.summarizer_model = "extractive";
+  c.prompt_version = "v1";
+  c.tokens_in = 40;
+  c.tokens_out = 10;
+  c.latency_ms = 3;
+  return c;
+}
+
 namespace {
 
 using ::testing::ElementsAre;
@@ -843,19 +857,6 @@ void AppendSix(Storage& storage, const CallContext& ctx, const ConversationKey& 
   ASSERT_TRUE(storage.AppendItems(ctx, req).ok());
 }
 
-SummaryChunk Chunk(int64_t from, int64_t through, const std::string& text) {
-  SummaryChunk c;
-  c.from_sequence = from;
-  c.through_sequence = through;
-  c.text = text;
-  c.token_count = 10;
-  c.summarizer_model = "extractive";
-  c.prompt_version = "v1";
-  c.tokens_in = 40;
-  c.tokens_out = 10;
-  c.latency_ms = 3;
-  return c;
-}
 
 CompactionEvent Event(const std::string& name) {
   CompactionEvent e;

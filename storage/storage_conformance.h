@@ -24,6 +24,10 @@ namespace convstate {
 absl::StatusOr<std::vector<Item>> ItemRows(Storage& storage, const CallContext& ctx,
                                            const ConversationKey& key, int64_t after, int rows);
 
+// A summary chunk of items `from`..`through` reading `text`, as a
+// summarizer would have made it.
+SummaryChunk Chunk(int64_t from, int64_t through, const std::string& text);
+
 struct StorageFactory {
   std::string name;
   std::function<std::unique_ptr<Storage>()> make;

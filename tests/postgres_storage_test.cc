@@ -360,14 +360,7 @@ TEST_P(PostgresRouteTest, OnlyCompactedItemsAreInTheWordIndex) {
 
   CompactionCommit commit;
   commit.key = key;
-  SummaryChunk chunk;
-  chunk.from_sequence = 1;
-  chunk.through_sequence = 4;
-  chunk.text = "summary of four";
-  chunk.token_count = 4;
-  chunk.summarizer_model = "extractive";
-  chunk.prompt_version = "v1";
-  commit.chunk = chunk;
+  commit.chunk = Chunk(1, 4, "summary of four");
   commit.new_prune_boundary = 5;
   ASSERT_TRUE(storage->CommitCompaction(ctx, commit).ok());
   // Indexed after the call, on the storage's own thread.
