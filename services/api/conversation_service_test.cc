@@ -1128,7 +1128,9 @@ TEST_F(ConversationServiceTest, ACompactionReportsTheFactsItLost) {
   for (const v1::LedgerFact& f : chunk.facts()) {
     bool lost = false;
     for (const v1::LedgerFact& l : chunk.lost_facts()) lost |= l.text() == f.text();
-    if (!lost) EXPECT_NE(shown.find(f.text()), std::string::npos) << f.text();
+    if (!lost) {
+      EXPECT_NE(shown.find(f.text()), std::string::npos) << f.text();
+    }
   }
   v1::ListSummariesRequest list;
   list.set_conversation_id("lossy");
