@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 
+#include "absl/base/const_init.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "re2/re2.h"
 
 namespace convstate {
@@ -21,18 +25,36 @@ bool Matches(const KeepRule& rule, const RE2* re, const Item& item) {
   return re->ok() && RE2::PartialMatch(item.data.content, *re);
 }
 
+// Patterns kept compiled between compactions; past this many different
+// ones the cache starts again.
+constexpr size_t kMaxCompiledPatterns = 4096;
+
+// `pattern` compiled, once for every compaction that uses it: compiling
+// costs more than matching a view's items (keep_rules_benchmark). RE2 is
+// safe to match from several threads at once.
+std::shared_ptr<const RE2> Compiled(const std::string& pattern) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* const cache =
+      new absl::flat_hash_map<std::string, std::shared_ptr<const RE2>>();
+  absl::MutexLock lock(&mu);
+  if (auto it = cache->find(pattern); it != cache->end()) return it->second;
+  if (cache->size() >= kMaxCompiledPatterns) cache->clear();
+  RE2::Options options;
+  options.set_log_errors(false);
+  auto re = std::make_shared<const RE2>(pattern, options);
+  cache->emplace(pattern, re);
+  return re;
+}
+
 }  // namespace
 
 Kept ApplyKeepRules(const ModelProfile& profile, ContextSnapshot& snapshot) {
   Kept kept;
   const ModelProfile::Policy& policy = profile.policy;
   if (policy.keep.empty()) return kept;
-  RE2::Options options;
-  options.set_log_errors(false);
-  std::vector<std::unique_ptr<RE2>> patterns;
+  std::vector<std::shared_ptr<const RE2>> patterns;
   for (const KeepRule& rule : policy.keep) {
-    patterns.push_back(rule.pattern.empty() ? nullptr
-                                            : std::make_unique<RE2>(rule.pattern, options));
+    patterns.push_back(rule.pattern.empty() ? nullptr : Compiled(rule.pattern));
   }
   kept.budget = FractionOfWindow(profile, policy.keep_budget_fraction);
   int64_t used = 0;
