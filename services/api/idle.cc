@@ -105,7 +105,7 @@ bool ConversationService::CompactIdle(const ConversationKey& key) {
   const CompactionEvent idle =
       AuditRow("idle", std::nullopt, outcome->tokens_before, outcome->view.tokens.total,
                DetailOf({{"prompt_cache_ttl_s", profile.prompt_cache_ttl_s},
-                         {"band", static_cast<int>(band)},
+                         {"band", BandName(band)},
                          {"replica", options_.compaction.holder},
                          {"summary_chunk_id", outcome->chunk_id}}));
   if (absl::Status s = storage_->RecordCompactionEvents(ctx, key, {idle}); !s.ok()) {

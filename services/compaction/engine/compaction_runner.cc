@@ -21,16 +21,6 @@ namespace {
 // How long giving a lease back may take.
 constexpr absl::Duration kReleaseTimeout = absl::Seconds(2);
 
-const char* BandName(Band band) {
-  switch (band) {
-    case Band::kNormal: return "normal";
-    case Band::kSoft: return "soft";
-    case Band::kHard: return "hard";
-    case Band::kEmergency: return "emergency";
-  }
-  return "?";
-}
-
 bool NeedsCommit(const CompactionPlan& plan) {
   return plan.pruned_results > 0 || plan.summarize || !plan.fold.empty();
 }

@@ -46,6 +46,16 @@ int64_t Threshold(const ModelProfile& p, double fraction) {
   return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
 }
 
+const char* BandName(Band band) {
+  switch (band) {
+    case Band::kNormal: return "normal";
+    case Band::kSoft: return "soft";
+    case Band::kHard: return "hard";
+    case Band::kEmergency: return "emergency";
+  }
+  return "?";
+}
+
 Band BandOf(int64_t total, const ModelProfile& p) {
   if (total < p.token_floor) return Band::kNormal;
   if (total >= Threshold(p, p.emergency_threshold)) return Band::kEmergency;

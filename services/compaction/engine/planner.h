@@ -124,6 +124,9 @@ struct CompactionPlan {
 int64_t Threshold(const ModelProfile& profile, double fraction);
 
 Band BandOf(int64_t total, const ModelProfile& profile);
+// The band's name, as audit rows and spans give it: "normal", "soft",
+// "hard", "emergency".
+const char* BandName(Band band);
 
 // Decides what to prune, summarize, fold and truncate. Pure: reads the
 // snapshot, changes nothing. Rules it keeps: a cut never separates a tool
