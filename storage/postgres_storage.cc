@@ -273,6 +273,18 @@ std::string LoadAppendedSql() {
 // a NULL count when there is no conversation. A lexeme is matched quoted
 // (terms come from SearchTerms: no quote, no backslash). The score is
 // rounded as MemoryStorage rounds it, so both rank alike.
+// Audit rows into compaction_events under the conversation `conv_key` (an
+// expression), from `from` (a FROM list to join, or ""), their columns the
+// five arrays from parameter $`first` on (EventArrays), in order.
+std::string InsertEventsSql(absl::string_view conv_key, absl::string_view from, int first) {
+  return absl::StrCat(
+      "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
+      "detail) SELECT ", conv_key, ", e.event, e.tier, e.before, e.after, e.detail::jsonb FROM ",
+      from, from.empty() ? "" : ", ", "unnest($", first, "::text[], $", first + 1, "::text[], $",
+      first + 2, "::bigint[], $", first + 3, "::bigint[], $", first + 4,
+      "::text[]) WITH ORDINALITY AS e(event, tier, before, after, detail, n) ORDER BY e.n");
+}
+
 std::string SearchHistorySql() {
   // The items of the tail that hold the lexeme `q`.
   auto tail = [](absl::string_view q) {
@@ -461,7 +473,7 @@ const std::vector<Statement>& Statements() {
       // here to the end of the transaction. No row: something else changed
       // it (nothing was written).
       {"commit_at_once",
-       "WITH c AS (UPDATE conversations SET summarized_through = $7, prune_boundary = $8, "
+       absl::StrCat("WITH c AS (UPDATE conversations SET summarized_through = $7, prune_boundary = $8, "
        "compaction_version = compaction_version + 1, item_count = item_count + $9, "
        "last_sequence = last_sequence + $9, updated_at = now() "
        "WHERE conv_key = $1 AND incarnation = $6 AND summarized_through = $2 "
@@ -481,11 +493,8 @@ const std::vector<Statement>& Statements() {
        "DO UPDATE SET pinned = true, updated_at = now()), "
        "superseded AS (UPDATE summary_chunks SET superseded_by = $10 WHERE conv_key = $1 "
        "AND chunk_id = ANY($24::bigint[]) AND EXISTS (SELECT 1 FROM c)), "
-       "events AS (INSERT INTO compaction_events (conv_key, event, tier, tokens_before, "
-       "tokens_after, detail) SELECT $1, e.event, e.tier, e.before, e.after, e.detail::jsonb "
-       "FROM c, unnest($25::text[], $26::text[], $27::bigint[], $28::bigint[], $29::text[]) "
-       "WITH ORDINALITY AS e(event, tier, before, after, detail, n) ORDER BY e.n) "
-       "SELECT version, compaction_version, last_sequence FROM c"},
+       "events AS (", InsertEventsSql("$1", "c", 25), ") "
+       "SELECT version, compaction_version, last_sequence FROM c")},
       {"next_chunk_id",
        "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
       // What a compaction's commit changes besides its chunk, in one
@@ -522,11 +531,15 @@ const std::vector<Statement>& Statements() {
        "WHERE conv_key = $1"},
       // Audit rows, in order: arrays of their events, tiers, tokens before
       // and after, and details.
-      {"insert_events",
-       "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
-       "detail) SELECT $1, e.event, e.tier, e.before, e.after, e.detail::jsonb "
-       "FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) "
-       "WITH ORDINALITY AS e(event, tier, before, after, detail, n) ORDER BY e.n"},
+      {"insert_events", InsertEventsSql("$1", "", 2)},
+      // The same under the conversation named by $1, $2 and $8: no row
+      // when there is no such conversation.
+      {"record_events",
+       absl::StrCat(InsertEventsSql("c.conv_key",
+                                    absl::StrCat("(SELECT conv_key FROM conversations WHERE ",
+                                                 Named(8), ") c"),
+                                    3),
+                    " RETURNING 1")},
       {"all_chunks",
        absl::StrCat("SELECT ", ChunkColumns(),
                     " FROM summary_chunks WHERE conv_key = $1 ORDER BY chunk_id")},
@@ -1689,8 +1702,17 @@ class PostgresStorage final : public Storage {
                                       const std::vector<CompactionEvent>& events) override {
     return Run<bool>(ctx, "record compaction events",
                      [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
-      ASSIGN_OR_RETURN(const int64_t conv_key, ConvKeyOf(tx, key));
-      InsertEvents(tx, conv_key, events);
+      if (events.empty()) {
+        RETURN_IF_ERROR(ConvKeyOf(tx, key).status());
+        return true;
+      }
+      // Looked up and written in one statement: this runs on the call
+      // path of compactions that stored nothing.
+      const EventArrays a(events);
+      if (ExecNamed(tx, "record_events", key, a.names, a.tiers, a.before, a.after, a.details)
+              .empty()) {
+        return NotFound(key);
+      }
       tx.commit();
       return true;
     }).status();
