@@ -254,6 +254,18 @@ std::string LoadAppendedSql() {
       "ORDER BY i.sequence) x ON true WHERE ", Named(6));
 }
 
+// Audit rows into compaction_events under the conversation `conv_key` (an
+// expression), from `from` (a FROM list to join, or ""), their columns the
+// five arrays from parameter $`first` on (EventArrays), in order.
+std::string InsertEventsSql(absl::string_view conv_key, absl::string_view from, int first) {
+  return absl::StrCat(
+      "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
+      "detail) SELECT ", conv_key, ", e.event, e.tier, e.before, e.after, e.detail::jsonb FROM ",
+      from, from.empty() ? "" : ", ", "unnest($", first, "::text[], $", first + 1, "::text[], $",
+      first + 2, "::bigint[], $", first + 3, "::bigint[], $", first + 4,
+      "::text[]) WITH ORDINALITY AS e(event, tier, before, after, detail, n) ORDER BY e.n");
+}
+
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
 // may be held by (0: MaxDocumentFrequency's default), $5 the most
 // candidates, $6 the conversation's key. The words of the items at or
@@ -273,18 +285,6 @@ std::string LoadAppendedSql() {
 // a NULL count when there is no conversation. A lexeme is matched quoted
 // (terms come from SearchTerms: no quote, no backslash). The score is
 // rounded as MemoryStorage rounds it, so both rank alike.
-// Audit rows into compaction_events under the conversation `conv_key` (an
-// expression), from `from` (a FROM list to join, or ""), their columns the
-// five arrays from parameter $`first` on (EventArrays), in order.
-std::string InsertEventsSql(absl::string_view conv_key, absl::string_view from, int first) {
-  return absl::StrCat(
-      "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
-      "detail) SELECT ", conv_key, ", e.event, e.tier, e.before, e.after, e.detail::jsonb FROM ",
-      from, from.empty() ? "" : ", ", "unnest($", first, "::text[], $", first + 1, "::text[], $",
-      first + 2, "::bigint[], $", first + 3, "::bigint[], $", first + 4,
-      "::text[]) WITH ORDINALITY AS e(event, tier, before, after, detail, n) ORDER BY e.n");
-}
-
 std::string SearchHistorySql() {
   // The items of the tail that hold the lexeme `q`.
   auto tail = [](absl::string_view q) {
@@ -446,15 +446,6 @@ const std::vector<Statement>& Statements() {
       {"release_lease",
        absl::StrCat("UPDATE conversations SET lease_holder = NULL, lease_expires_at = NULL "
        "WHERE ", Named(5), " AND lease_token = $3 AND incarnation = $4")},
-      // A compaction's chunk, numbered after the conversation's last (its
-      // row is locked); its chunk_id.
-      {"add_chunk",
-       "INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, through_sequence, text, "
-       "token_count, summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
-       "structure, recall) "
-       "VALUES ($1, (SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1), "
-       "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, NULLIF($12::float8, -1)) "
-       "RETURNING chunk_id"},
       {"insert_chunk",
        "INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, through_sequence, text, "
        "token_count, summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
@@ -466,12 +457,12 @@ const std::vector<Statement>& Statements() {
       // changed the conversation since it was read ($2 summarized through,
       // $3 pruned through, $4 compaction_version, $5 the lease's token or
       // -1 for none, $6 the incarnation): the new boundaries ($7, $8), the
-      // chunk numbered $10 when $9 is 1 ($11 to $21 as in add_chunk) with
+      // chunk numbered $10 when $9 is 1 ($11 to $21 as in insert_chunk) with
       // its marker ($22) after the last item, the items a keep rule holds
       // pinned ($23), the chunks superseded ($24) and the audit rows ($25 to
       // $29 as in insert_events). The conversation's row is locked from
-      // here to the end of the transaction. No row: something else changed
-      // it (nothing was written).
+      // here to the end of the transaction (if it was not before). No row:
+      // something else changed it (nothing was written).
       {"commit_at_once",
        absl::StrCat("WITH c AS (UPDATE conversations SET summarized_through = $7, prune_boundary = $8, "
        "compaction_version = compaction_version + 1, item_count = item_count + $9, "
@@ -497,25 +488,6 @@ const std::vector<Statement>& Statements() {
        "SELECT version, compaction_version, last_sequence FROM c")},
       {"next_chunk_id",
        "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
-      // What a compaction's commit changes besides its chunk, in one
-      // statement: the boundaries ($2 summarized through, $3 pruned
-      // through) and the counts ($4 items added, $5 the last sequence);
-      // with a chunk ($7, 0 for none), its marker ($5, in turn $6, reading
-      // $8, at version $9) when $4 is 1, and the chunks it supersedes
-      // ($11); the items a keep rule holds, pinned ($10).
-      {"apply_compaction",
-       "WITH marker AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
-       "token_count, summary_chunk_id, appended_version) "
-       "SELECT $1, $5, $6, 'system', 'summary_marker', $8, 0, $7, $9 WHERE $4 > 0), "
-       "pins AS (INSERT INTO item_pins (conv_key, sequence, pinned) SELECT $1, s, true "
-       "FROM unnest($10::bigint[]) s ON CONFLICT (conv_key, sequence) "
-       "DO UPDATE SET pinned = true, updated_at = now()), "
-       "superseded AS (UPDATE summary_chunks SET superseded_by = $7 WHERE conv_key = $1 "
-       "AND chunk_id = ANY($11::bigint[])) "
-       "UPDATE conversations SET summarized_through = $2, prune_boundary = $3, "
-       "compaction_version = compaction_version + 1, item_count = item_count + $4, "
-       "last_sequence = $5, updated_at = now() WHERE conv_key = $1 "
-       "RETURNING version, compaction_version"},
       // IndexWords: the conversation's indexed sequence, held against a
       // redaction (which locks the row FOR UPDATE) but not an append.
       {"words_indexed",
@@ -986,7 +958,9 @@ std::string SearchLexemes(int64_t conv_key, absl::string_view content) {
 }
 
 // A bigint[] literal of `ids`.
-std::string IdArray(const std::vector<int64_t>& ids);
+std::string IdArray(const std::vector<int64_t>& ids) {
+  return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
+}
 
 // Audit rows as the array parameters of insert_events (and commit_at_once):
 // their events, tiers, tokens before and after, and details, in order.
@@ -1009,10 +983,6 @@ struct EventArrays {
   }
   std::string names, tiers, before, after, details;
 };
-
-std::string IdArray(const std::vector<int64_t>& ids) {
-  return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
-}
 
 absl::Status NotFound(const ConversationKey& key) {
   return absl::NotFoundError(
@@ -1502,73 +1472,48 @@ class PostgresStorage final : public Storage {
     absl::StatusOr<CompactionResult> committed = Run<CompactionResult>(
         ctx, "commit compaction",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<CompactionResult> {
-      ASSIGN_OR_RETURN(std::optional<CompactionResult> at_once,
-                       CommitAtOnce(tx, commit, conv_key, out_of_view));
-      if (at_once.has_value()) return *std::move(at_once);
-      pqxx::result locked = ExecNamed(tx, "lock_conversation", commit.key);
-      if (locked.empty()) return NotFound(commit.key);
-      const ConversationRow row = ParseConversation(locked[0]);
-      const Conversation& c = row.conversation;
-      std::vector<SummaryChunk> active;
-      for (const auto& r : Exec(tx, "active_chunks", row.conv_key)) {
-        active.push_back(ParseChunk(r));
+      ASSIGN_OR_RETURN(std::optional<CompactionResult> unlocked,
+                       CommitAsRead(tx, commit, /*locked=*/false, conv_key, out_of_view));
+      if (unlocked.has_value()) return *std::move(unlocked);
+      ASSIGN_OR_RETURN(std::optional<CompactionResult> locked,
+                       CommitAsRead(tx, commit, /*locked=*/true, conv_key, out_of_view));
+      if (!locked.has_value()) {
+        return absl::InternalError("a compaction commit found its locked conversation changed");
       }
-      RETURN_IF_ERROR(CheckCompaction(c, active, commit));
-      CompactionResult result;
-      int64_t summarized_through = c.summarized_through;
-      int64_t last_sequence = c.last_sequence;
-      int64_t added_items = 0;
-      std::string marker;
-      if (commit.chunk.has_value()) {
-        SummaryChunk chunk = *commit.chunk;
-        chunk.prune_boundary_before = c.prune_boundary;
-        chunk.chunk_id =
-            Exec1(tx, "add_chunk", row.conv_key, chunk.from_sequence, chunk.through_sequence,
-                  chunk.text, chunk.token_count, chunk.summarizer_model, chunk.prompt_version,
-                  chunk.tokens_in, chunk.tokens_out, chunk.latency_ms, StructureToJson(chunk),
-                  chunk.recall.value_or(-1.0))[0]
-                .as<int64_t>();
-        if (commit.supersedes.empty()) summarized_through = chunk.through_sequence;
-        last_sequence += 1;
-        added_items = 1;
-        marker = MarkerFor(chunk).content;
-        result.chunk_id = chunk.chunk_id;
-        result.marker_sequence = last_sequence;
-      }
-      const pqxx::row applied = Exec1(
-          tx, "apply_compaction", row.conv_key, summarized_through, commit.new_prune_boundary,
-          added_items, last_sequence, c.last_turn_index, result.chunk_id, marker, c.version,
-          IdArray(commit.pins), IdArray(commit.supersedes));
-      result.version = applied[0].as<int64_t>();
-      result.compaction_version = applied[1].as<int64_t>();
-      InsertEvents(tx, row.conv_key, commit.events);
-      RETURN_IF_ERROR(FinishCommit(tx, row.conv_key, commit, result));
-      conv_key = row.conv_key;
-      out_of_view = std::max(summarized_through, commit.new_prune_boundary);
-      return result;
+      return *std::move(locked);
     });
     if (committed.ok()) QueueWordIndexing(conv_key, out_of_view);
     return committed;
   }
 
   // CommitCompaction with the conversation's row locked for as short a
-  // time as it can be: read, checked, and numbered first; then one
-  // statement applies everything if nothing but appends changed the
-  // conversation meanwhile, and the view state and the proposal follow.
+  // time as it can be. Unless `locked`, the conversation, its active chunks
+  // and the next chunk id are read without a lock, and one statement
+  // (commit_at_once) applies everything only if nothing but appends changed
+  // the conversation meanwhile; the view state and the proposal follow.
   // Appends, and the calls asking for a compaction lease, wait for that
-  // row. nullopt, with nothing written: something else changed it, and
-  // the commit goes the locked way (which says what, or applies it).
-  absl::StatusOr<std::optional<CompactionResult>> CommitAtOnce(pqxx::transaction_base& tx,
+  // row. nullopt, with nothing written: something else changed it (or the
+  // checks failed on what was read), and the commit is made again with the
+  // row locked from the read on, where the checks say what changed and
+  // the statement cannot miss.
+  absl::StatusOr<std::optional<CompactionResult>> CommitAsRead(pqxx::transaction_base& tx,
                                                                const CompactionCommit& commit,
-                                                               int64_t& conv_key,
+                                                               bool locked, int64_t& conv_key,
                                                                int64_t& out_of_view) {
-    const pqxx::result read = ExecNamed(tx, "get_conversation", commit.key);
-    if (read.empty()) return std::nullopt;
+    const pqxx::result read =
+        ExecNamed(tx, locked ? "lock_conversation" : "get_conversation", commit.key);
+    if (read.empty()) {
+      if (locked) return NotFound(commit.key);
+      return std::nullopt;
+    }
     const ConversationRow row = ParseConversation(read[0]);
     const Conversation& c = row.conversation;
     std::vector<SummaryChunk> active;
     for (const auto& r : Exec(tx, "active_chunks", row.conv_key)) active.push_back(ParseChunk(r));
-    if (!CheckCompaction(c, active, commit).ok()) return std::nullopt;
+    if (absl::Status checked = CheckCompaction(c, active, commit); !checked.ok()) {
+      if (locked) return checked;
+      return std::nullopt;
+    }
     SummaryChunk chunk = commit.chunk.value_or(SummaryChunk{});
     int64_t summarized_through = c.summarized_through;
     if (commit.chunk.has_value()) {
@@ -1595,27 +1540,18 @@ class PostgresStorage final : public Storage {
       result.chunk_id = chunk.chunk_id;
       result.marker_sequence = applied[0][2].as<int64_t>();
     }
-    RETURN_IF_ERROR(FinishCommit(tx, row.conv_key, commit, result));
-    conv_key = row.conv_key;
-    out_of_view = std::max(summarized_through, commit.new_prune_boundary);
-    return result;
-  }
-
-  // The end of either way of committing a compaction, once its changes
-  // are written: the view state it makes, the proposal it applies (an
-  // error if that was applied already or has expired), COMMIT.
-  absl::Status FinishCommit(pqxx::transaction_base& tx, int64_t conv_key,
-                            const CompactionCommit& commit, const CompactionResult& result) {
-    Exec(tx, "record_view_state", conv_key);
+    Exec(tx, "record_view_state", row.conv_key);
     if (commit.proposal_id != 0 &&
-        Exec(tx, "apply_proposal", conv_key, commit.proposal_id, result.chunk_id,
+        Exec(tx, "apply_proposal", row.conv_key, commit.proposal_id, result.chunk_id,
              result.compaction_version, commit.proposal_answer)
             .empty()) {
       return absl::AbortedError(absl::StrCat("proposal ", commit.proposal_id,
                                              " was applied already or has expired"));
     }
     tx.commit();
-    return absl::OkStatus();
+    conv_key = row.conv_key;
+    out_of_view = std::max(summarized_through, commit.new_prune_boundary);
+    return result;
   }
 
   // Indexes the words of the conversation's items through `through` after
