@@ -87,6 +87,10 @@ constexpr const char* kConversationColumnList[] = {
     "prune_boundary", "lease_token", "coalesce(lease_expires_at > now(), false)",
     "compaction_version", "overflow_correction", "prompt_limit", "continued_from",
     "count_encoding", "recounted", "incarnation"};
+// The id the next summary chunk of a conversation row gets.
+constexpr char kNextChunkId[] =
+    "(SELECT coalesce(max(s.chunk_id), 0) + 1 FROM summary_chunks s "
+    "WHERE s.conv_key = conversations.conv_key)";
 const std::string& ConversationColumns() {
   static const auto* const kColumns = new std::string(absl::StrJoin(kConversationColumnList, ", "));
   return *kColumns;
@@ -349,6 +353,14 @@ const std::vector<Statement>& Statements() {
       {"lock_conversation",
        absl::StrCat("SELECT ", ConversationColumns(),
                     " FROM conversations WHERE ", Named(3), " FOR UPDATE")},
+      // What a compaction's commit reads first: the conversation, then the
+      // id its summary chunk would get (unlocked; or the row locked).
+      {"read_for_commit",
+       absl::StrCat("SELECT ", ConversationColumns(), ", ", kNextChunkId,
+                    " FROM conversations WHERE ", Named(3))},
+      {"lock_for_commit",
+       absl::StrCat("SELECT ", ConversationColumns(), ", ", kNextChunkId,
+                    " FROM conversations WHERE ", Named(3), " FOR UPDATE")},
       {"tenant_usage",
        "SELECT count(*), coalesce(sum(stored_bytes), 0)::bigint FROM conversations "
        "WHERE tenant_id = $1"},
@@ -486,8 +498,6 @@ const std::vector<Statement>& Statements() {
        "AND chunk_id = ANY($24::bigint[]) AND EXISTS (SELECT 1 FROM c)), "
        "events AS (", InsertEventsSql("$1", "c", 25), ") "
        "SELECT version, compaction_version, last_sequence FROM c")},
-      {"next_chunk_id",
-       "SELECT coalesce(max(chunk_id), 0) + 1 FROM summary_chunks WHERE conv_key = $1"},
       // IndexWords: the conversation's indexed sequence, held against a
       // redaction (which locks the row FOR UPDATE) but not an append.
       {"words_indexed",
@@ -1501,15 +1511,19 @@ class PostgresStorage final : public Storage {
                                                                bool locked, int64_t& conv_key,
                                                                int64_t& out_of_view) {
     const pqxx::result read =
-        ExecNamed(tx, locked ? "lock_conversation" : "get_conversation", commit.key);
+        ExecNamed(tx, locked ? "lock_for_commit" : "read_for_commit", commit.key);
     if (read.empty()) {
       if (locked) return NotFound(commit.key);
       return std::nullopt;
     }
     const ConversationRow row = ParseConversation(read[0]);
     const Conversation& c = row.conversation;
+    // Only a fold is checked against the active chunks (those it
+    // supersedes must be among them).
     std::vector<SummaryChunk> active;
-    for (const auto& r : Exec(tx, "active_chunks", row.conv_key)) active.push_back(ParseChunk(r));
+    if (!commit.supersedes.empty()) {
+      for (const auto& r : Exec(tx, "active_chunks", row.conv_key)) active.push_back(ParseChunk(r));
+    }
     if (absl::Status checked = CheckCompaction(c, active, commit); !checked.ok()) {
       if (locked) return checked;
       return std::nullopt;
@@ -1517,7 +1531,7 @@ class PostgresStorage final : public Storage {
     SummaryChunk chunk = commit.chunk.value_or(SummaryChunk{});
     int64_t summarized_through = c.summarized_through;
     if (commit.chunk.has_value()) {
-      chunk.chunk_id = Exec1(tx, "next_chunk_id", row.conv_key)[0].as<int64_t>();
+      chunk.chunk_id = read[0][static_cast<int>(std::size(kConversationColumnList))].as<int64_t>();
       chunk.prune_boundary_before = c.prune_boundary;
       if (commit.supersedes.empty()) summarized_through = chunk.through_sequence;
     }
