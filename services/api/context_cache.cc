@@ -78,6 +78,22 @@ void ContextCache::Put(const ConversationKey& key, std::shared_ptr<const CachedC
   Report();
 }
 
+void ContextCache::Offer(const ConversationKey& key,
+                         std::shared_ptr<const ContextSnapshot> snapshot) {
+  if (max_bytes_ <= 0 || snapshot == nullptr) return;
+  if (std::shared_ptr<const CachedContext> held = Get(key); held != nullptr) {
+    const Conversation& h = held->snapshot->conversation;
+    const Conversation& n = snapshot->conversation;
+    const bool later = n.compaction_version != h.compaction_version
+                           ? n.compaction_version > h.compaction_version
+                           : n.version > h.version;
+    if (h.storage_key == n.storage_key && !later) return;
+  }
+  auto entry = std::make_shared<CachedContext>();
+  entry->snapshot = std::move(snapshot);
+  Put(key, std::move(entry));
+}
+
 void ContextCache::Erase(const ConversationKey& key) {
   if (max_bytes_ <= 0) return;
   absl::MutexLock lock(&mu_);

@@ -57,6 +57,12 @@ class ContextCache {
   // larger than the bound is not kept.
   void Put(const ConversationKey& key, std::shared_ptr<const CachedContext> entry);
   void Erase(const ConversationKey& key);
+  // Keeps `snapshot`, a context read from storage, for `key` unless the
+  // entry held is of the same conversation at the same state or a later
+  // one (its compaction_version, then its version): what a compaction
+  // read after committing, so that the next call reads only what was
+  // appended since instead of the whole context.
+  void Offer(const ConversationKey& key, std::shared_ptr<const ContextSnapshot> snapshot);
 
   // Counts a lookup's outcome: what LoadContextSince had to read.
   void CountLookup(ContextDelta::Kind kind) const;

@@ -47,6 +47,44 @@ TEST(ContextCacheTest, KeepsWhatWasPutAndCountsItsBytes) {
   EXPECT_EQ(cache.stats().entries, 0);
 }
 
+// What a compaction read after its commit replaces an entry of an earlier
+// state of the conversation, never a later one or the same one (which may
+// carry a serialized view).
+TEST(ContextCacheTest, AnOfferedContextReplacesOnlyAnEarlierState) {
+  auto at = [](int64_t compaction_version, int64_t version, int64_t storage_key = 1) {
+    auto s = std::make_shared<ContextSnapshot>();
+    s->conversation.compaction_version = compaction_version;
+    s->conversation.version = version;
+    s->conversation.storage_key = storage_key;
+    return std::shared_ptr<const ContextSnapshot>(std::move(s));
+  };
+  ContextCache cache(1 << 20, nullptr);
+  cache.Offer(Key("a"), at(1, 10));  // Nothing held: kept.
+  ASSERT_NE(cache.Get(Key("a")), nullptr);
+  EXPECT_EQ(cache.Get(Key("a"))->snapshot->conversation.version, 10);
+
+  auto held = std::make_shared<CachedContext>();
+  held->snapshot = at(2, 12);
+  held->plain_view = std::make_shared<const std::string>("view");
+  cache.Put(Key("a"), held);
+  cache.Offer(Key("a"), at(2, 12));  // The same state: the held one stays.
+  cache.Offer(Key("a"), at(2, 11));  // Earlier.
+  cache.Offer(Key("a"), at(1, 40));  // An earlier compaction, more appends.
+  EXPECT_EQ(cache.Get(Key("a")), held);
+
+  cache.Offer(Key("a"), at(2, 13));  // Appended to since.
+  EXPECT_EQ(cache.Get(Key("a"))->snapshot->conversation.version, 13);
+  EXPECT_EQ(cache.Get(Key("a"))->plain_view, nullptr);
+  cache.Offer(Key("a"), at(3, 13));  // Compacted since.
+  EXPECT_EQ(cache.Get(Key("a"))->snapshot->conversation.compaction_version, 3);
+  cache.Offer(Key("a"), at(1, 1, 2));  // Deleted and created again.
+  EXPECT_EQ(cache.Get(Key("a"))->snapshot->conversation.storage_key, 2);
+
+  ContextCache off(0, nullptr);
+  off.Offer(Key("a"), at(1, 1));
+  EXPECT_EQ(off.Get(Key("a")), nullptr);
+}
+
 TEST(ContextCacheTest, LetsTheLeastRecentlyUsedGoFirst) {
   const int64_t one = SnapshotBytes(*Entry(std::string(10000, 'x'))->snapshot);
   ContextCache cache(3 * one, nullptr);

@@ -141,9 +141,12 @@ void ConversationService::CompactInBackground(const ConversationKey& key) {
       absl::StatusOr<Counted> loaded = LoadCounted(ctx, key);
       absl::Status status = loaded.status();
       if (status.ok()) {
-        status = runner_.Run(ctx, std::move(loaded->snapshot), loaded->resolved, {},
-                             CompactionMode::kAhead, "", nullptr, /*background=*/true)
-                     .status();
+        absl::StatusOr<CompactionOutcome> outcome =
+            runner_.Run(ctx, std::move(loaded->snapshot), loaded->resolved, {},
+                        CompactionMode::kAhead, "", nullptr, /*background=*/true);
+        status = outcome.status();
+        // The next call reads what was appended since, not the whole context.
+        if (outcome.ok()) cache_.Offer(key, std::move(outcome->stored));
       }
       if (!status.ok() && !absl::IsNotFound(status)) {
         LogWarning("background compaction of ", key.conversation_id, " failed: ",
@@ -173,7 +176,11 @@ absl::StatusOr<ResolvedProfile> ConversationService::ProfileOf(const Conversatio
 
 absl::StatusOr<ConversationService::Counted> ConversationService::LoadCounted(
     const CallContext& ctx, const ConversationKey& key) {
-  ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
+  // The context this replica keeps, brought up to date (a read of what was
+  // appended since, when it keeps one).
+  ASSIGN_OR_RETURN(std::shared_ptr<const CachedContext> current, CurrentContext(ctx, key));
+  cache_.Offer(key, current->snapshot);
+  ContextSnapshot snapshot = *current->snapshot;
   ASSIGN_OR_RETURN(ResolvedProfile resolved, ProfileOf(snapshot.conversation));
   RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
   return Counted{std::move(snapshot), std::move(resolved)};
@@ -671,6 +678,8 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
         if (wire) answer.wire = kept->plain_view;
       }
       cache_.Put(key, std::move(kept));
+    } else if (outcome.stored != nullptr) {
+      cache_.Offer(key, std::move(outcome.stored));
     } else {
       cache_.Erase(key);
     }

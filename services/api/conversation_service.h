@@ -171,8 +171,9 @@ class ConversationService {
   absl::StatusOr<ResolvedProfile> ProfileOf(const Conversation& conversation) const;
 
   // What a compaction off the call path starts from: the conversation's
-  // context as stored, its profile, and its counts from that profile's
-  // tokenizer (EnsureCounts).
+  // context as stored (the one this replica keeps, brought up to date),
+  // its profile, and its counts from that profile's tokenizer
+  // (EnsureCounts).
   struct Counted {
     ContextSnapshot snapshot;
     ResolvedProfile resolved;

@@ -141,6 +141,29 @@ TEST_F(ConversationServiceTest, ViewsComeFromTheKeptContextAndFollowEveryChange)
   EXPECT_GE(service_.context_cache_stats().entries, 1);
 }
 
+// A call that compacted keeps what it read after the commit: the next call
+// reads only what changed since, not the whole context again.
+TEST_F(ConversationServiceTest, TheContextReadAfterACompactionIsKept) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("full");
+  create.set_model("small-test");
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(service_.AppendTurn(ctx_, Append("full", std::string(800, 'a' + i))).ok());
+  }
+  v1::BuildContextRequest build;
+  build.set_conversation_id("full");
+  auto compacted = service_.BuildContext(ctx_, build);  // Past the emergency band.
+  ASSERT_TRUE(compacted.ok()) << compacted.status();
+  ASSERT_GT(compacted->compaction_version(), 0);
+  const ContextCache::Stats before = service_.context_cache_stats();
+  auto next = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(service_.context_cache_stats().misses, before.misses);
+  EXPECT_EQ(service_.context_cache_stats().hits, before.hits + 1);
+  EXPECT_EQ(next->view_hash(), compacted->view_hash());
+}
+
 TEST_F(ConversationServiceTest, CreateFillsDefaultsAndGeneratesIds) {
   v1::CreateConversationRequest req;
   req.set_model("self-hosted/llama-3.3-70b");

@@ -14,6 +14,7 @@
 #include "services/common/log.h"
 #include "services/compaction/engine/summaries.h"
 #include "services/common/status_macros.h"
+#include "storage/context_delta.h"
 
 namespace convstate {
 namespace {
@@ -200,9 +201,13 @@ absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool backgr
   // Summarizer calls end before the lease would: work done after it
   // expired could not be committed.
   job.lease_until = options_.clock->Now() + options_.lease - LeaseMargin(options_.lease);
-  // Whoever held it may have compacted meanwhile: plan again from now.
-  ASSIGN_OR_RETURN(ContextSnapshot fresh, storage_->LoadContext(job.ctx, key));
-  job.Adopt(std::move(fresh));
+  // Whoever held it may have compacted meanwhile, and turns may have been
+  // appended: plan again from now. When only appends happened (the usual
+  // case: no one held it), reading them is enough.
+  ASSIGN_OR_RETURN(ContextDelta delta,
+                   storage_->LoadContextSince(job.ctx, key, &job.snapshot.conversation));
+  if (delta.kind == ContextDelta::Kind::kUnchanged) return true;
+  job.Adopt(ApplyDelta(job.snapshot, std::move(delta)));
   job.plan = PlanCompaction(job.InputFor(job.snapshot), job.mode);
   return true;
 }
@@ -364,6 +369,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   if (!breakpoints_before.empty() && (job.reloaded || job.truncated)) {
     out.invalidated_breakpoint = FirstInvalidated(breakpoints_before, out.view);
   }
+  if (job.reloaded) out.stored = std::make_shared<const ContextSnapshot>(std::move(job.snapshot));
   out.plan = std::move(job.plan);
   out.not_done = steps.failures();
   return out;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct CompactionOutcome {
   int64_t chunk_id = 0;
   // The conversation's prune boundary the view was built with.
   int64_t prune_boundary = 0;
+  // The context as read after the last commit, for a caller that keeps
+  // contexts between calls; null when nothing was stored or it could not
+  // be read again.
+  std::shared_ptr<const ContextSnapshot> stored;
   // The first cache breakpoint whose prefix this call's compaction or
   // truncation changed; kUnspecified when none did.
   CacheBreakpointKind invalidated_breakpoint = CacheBreakpointKind::kUnspecified;
