@@ -386,19 +386,6 @@ void PlanFold(const PlanInput& in, CompactionPlan& plan) {
                                       "-token budget) into one of about ", merged));
 }
 
-// Where a summary by need aims: under the hard threshold. The background
-// (kAhead) starts from the soft band so that the summary is ready before a
-// call needs it; when the view it finds has already passed the hard
-// threshold, the conversation grew faster than the background kept up, and
-// it aims that much lower (not below the soft threshold) so that the next
-// compaction has as much room to arrive in as this one needed.
-int64_t SummaryGoal(const ModelProfile& p, CompactionMode mode, int64_t tokens_before) {
-  const int64_t hard = Threshold(p, p.hard_threshold);
-  if (mode != CompactionMode::kAhead) return hard;
-  const int64_t lag = std::max<int64_t>(0, tokens_before - hard);
-  return std::max(Threshold(p, p.soft_threshold), hard - lag);
-}
-
 }  // namespace
 
 CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
@@ -440,8 +427,7 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
                                : mode == CompactionMode::kAhead ? Threshold(p, p.hard_threshold)
                                                                 : target;
   if (mode == CompactionMode::kSummarize || plan.projected_tokens >= summarize_at) {
-    PlanSummarize(in, mode, by_need ? SummaryGoal(p, mode, plan.tokens_before) : target,
-                  current, plan);
+    PlanSummarize(in, mode, by_need ? Threshold(p, p.hard_threshold) : target, current, plan);
   }
   PlanFold(in, plan);
   return plan;

@@ -33,8 +33,6 @@ enum class CompactionMode {
   // Background, after a call found the view in the soft band or above: the
   // same, ahead of need, so that calls find the work done: pruning from the
   // soft band, a summary once the pruned view passes the hard threshold.
-  // The summary aims as far under the hard threshold as the view was over
-  // it when the background came to it (not below the soft threshold).
   kAhead,
   // Compact(auto): cheapest tiers first until the view is back under the
   // soft threshold, whatever the band.

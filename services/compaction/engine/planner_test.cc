@@ -188,43 +188,6 @@ TEST(PlannerTest, SummarizesTheOldestZoneKeepingRecentTurns) {
   EXPECT_FALSE(plan.actions.empty());
 }
 
-// The background aims as far under the hard threshold as the view it finds
-// is over it (not below the soft one): a conversation that outgrew the
-// last compaction gets the room to grow again before a call must wait.
-TEST(PlannerTest, ABackgroundThatFellBehindAimsLower) {
-  auto tok = NewApproximateTokenizer();
-  const ModelProfile p = Small();
-  const int64_t hard = Threshold(p, p.hard_threshold);
-  const int64_t soft = Threshold(p, p.soft_threshold);
-  auto turns = [](int n) {
-    Builder b;
-    for (int i = 0; i < n; ++i) b.User(100).Assistant(100);
-    return b.Build();
-  };
-  const ContextSnapshot just_over = turns(16);  // 3,200 + 256 reserve: just past hard.
-  const ContextSnapshot far_over = turns(18);   // 3,600 + 256: 580 past it.
-  const CompactionPlan a = PlanCompaction(Input(&just_over, p, tok.get()), CompactionMode::kAhead);
-  const CompactionPlan b = PlanCompaction(Input(&far_over, p, tok.get()), CompactionMode::kAhead);
-  ASSERT_EQ(a.band, Band::kHard);
-  ASSERT_EQ(b.band, Band::kHard);
-  ASSERT_TRUE(a.summarize);
-  ASSERT_TRUE(b.summarize);
-  // Just past hard: under it, with room for a turn.
-  EXPECT_LT(a.projected_tokens, hard);
-  // Far past: as far under as it was over, down to soft.
-  const int64_t lag = b.tokens_before - hard;
-  EXPECT_LE(b.projected_tokens, std::max(soft, hard - lag));
-  EXPECT_LT(b.projected_tokens, a.projected_tokens);
-  // A call in the emergency band aims under hard, as before.
-  const ContextSnapshot emergency = turns(19);  // 3,800 + 256: past 0.95 * 4,096.
-  const CompactionPlan c =
-      PlanCompaction(Input(&emergency, p, tok.get()), CompactionMode::kByBandBehindBackground);
-  ASSERT_EQ(c.band, Band::kEmergency);
-  ASSERT_TRUE(c.summarize);
-  EXPECT_LT(c.projected_tokens, hard);
-  EXPECT_GT(c.projected_tokens, b.projected_tokens);
-}
-
 // On the call, a view that fits once old tool output is pruned keeps every
 // turn verbatim: summaries replace only what would not fit.
 TEST(PlannerTest, OnTheCallAViewThatFitsAfterPruningIsNotSummarized) {
