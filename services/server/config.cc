@@ -312,6 +312,12 @@ const std::vector<Flag>& Flags() {
        "threads that run background compactions, one conversation each at a time (default 4)",
        IntField<int>([](ServerConfig& c) -> int& { return c.server.service.background_threads; },
                      1, 256)},
+      {"compaction_waiting_calls",
+       "calls per conversation that wait for a compaction in flight and share what it stored; "
+       "the calls past them get the view as it stands, truncated if it does not fit (default 4)",
+       IntField<int>([](ServerConfig& c) -> int& {
+         return c.server.service.compaction.waiting_calls;
+       }, 1, 256)},
       {"idle_compaction",
        "compact a conversation above its idle band once its prompt cache has gone cold "
        "(its profile's prompt_cache_ttl_s after its last BuildContext); default true",

@@ -29,7 +29,8 @@ bool NeedsCommit(const CompactionPlan& plan) {
 }  // namespace
 
 absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
-    const CallContext& ctx, const ConversationKey& key, bool background) {
+    const CallContext& ctx, const ConversationKey& key, bool background,
+    const std::function<absl::StatusOr<bool>()>& settled) {
   const std::string id = KeyText(key);
   // A lease this process holds is not asked of the database again: asking
   // is an UPDATE of the conversation's row, which waits behind every append
@@ -38,34 +39,60 @@ absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
   {
     absl::MutexLock lock(&wait_mu_);
     held_here = held_.contains(id);
-    if (held_here && (background || waiting_.contains(id))) return std::optional<CompactionLease>();
+    if (held_here && background) return std::optional<CompactionLease>();
   }
-  auto take = [&]() -> absl::StatusOr<std::optional<CompactionLease>> {
-    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease,
-                     storage_->TryAcquireCompactionLease(ctx, key, options_.holder, options_.lease));
-    if (lease.has_value()) {
-      absl::MutexLock lock(&wait_mu_);
-      held_.insert(id);
-    }
-    return lease;
-  };
   if (!held_here) {
-    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease, take());
+    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease, TakeFromStorage(ctx, key));
     if (lease.has_value() || background) return lease;
   }
-  // One waiter per conversation in this process; the rest do not wait.
+  return WaitForLease(ctx, key, settled);
+}
+
+absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::TakeFromStorage(
+    const CallContext& ctx, const ConversationKey& key) {
+  ASSIGN_OR_RETURN(std::optional<CompactionLease> lease,
+                   storage_->TryAcquireCompactionLease(ctx, key, options_.holder, options_.lease));
+  if (lease.has_value()) {
+    absl::MutexLock lock(&wait_mu_);
+    held_.insert(KeyText(key));
+  }
+  return lease;
+}
+
+absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::WaitForLease(
+    const CallContext& ctx, const ConversationKey& key,
+    const std::function<absl::StatusOr<bool>()>& settled) {
+  const std::string id = KeyText(key);
+  // The first call to wait waits for the lease itself; up to
+  // waiting_calls - 1 more wait behind it; the rest do not wait.
+  bool lead = false;
   {
     absl::MutexLock lock(&wait_mu_);
-    if (!waiting_.insert(id).second) return std::optional<CompactionLease>();
+    if (waiting_.insert(id).second) {
+      lead = true;
+    } else if (following_[id] + 1 < options_.waiting_calls) {
+      ++following_[id];
+    } else {
+      if (following_[id] == 0) following_.erase(id);
+      return std::optional<CompactionLease>();
+    }
   }
+  // Gives up its place, and lets the calls behind it look again.
   struct Leave {
     CompactionRunner* runner;
     const std::string& id;
+    const bool followed;
+    bool lead;
     ~Leave() {
       absl::MutexLock lock(&runner->wait_mu_);
-      runner->waiting_.erase(id);
+      if (lead) runner->waiting_.erase(id);
+      if (followed && --runner->following_[id] <= 0) runner->following_.erase(id);
+      runner->released_.SignalAll();
     }
-  } leave{this, id};
+  } leave{this, id, !lead, lead};
+  // Set once this process was seen compacting the conversation: when it is
+  // done, what it stored may be all this call needed.
+  bool held_here = false;
   while (true) {
     if (IsCancelled(ctx)) return absl::CancelledError("the caller cancelled while waiting");
     if (options_.clock->Now() + options_.poll >= ctx.deadline) {
@@ -74,11 +101,30 @@ absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
     }
     {
       absl::MutexLock lock(&wait_mu_);
-      options_.clock->WaitWithTimeout(released_, wait_mu_, options_.poll);
-      // Still held here: the database would refuse.
-      if (held_.contains(id)) continue;
+      if (leave.lead) {
+        options_.clock->WaitWithTimeout(released_, wait_mu_, options_.poll);
+        // Still held here: the database would refuse.
+        if (held_.contains(id)) {
+          held_here = true;
+          continue;
+        }
+      } else if (held_.contains(id) || waiting_.contains(id)) {
+        held_here = held_here || held_.contains(id);
+        options_.clock->WaitWithTimeout(released_, wait_mu_, options_.poll);
+        continue;
+      } else {
+        // The calls ahead are done: this one waits for the lease from here.
+        waiting_.insert(id);
+        leave.lead = true;
+        held_here = true;
+      }
     }
-    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease, take());
+    if (held_here) {
+      held_here = false;
+      ASSIGN_OR_RETURN(const bool done, settled());
+      if (done) return std::optional<CompactionLease>();
+    }
+    ASSIGN_OR_RETURN(std::optional<CompactionLease> lease, TakeFromStorage(ctx, key));
     if (lease.has_value()) return lease;
   }
 }
@@ -170,7 +216,7 @@ void CompactionRunner::Released(const ConversationKey& key) {
   const std::string id = KeyText(key);
   absl::MutexLock lock(&wait_mu_);
   held_.erase(id);
-  if (waiting_.contains(id)) released_.SignalAll();
+  if (waiting_.contains(id) || following_.contains(id)) released_.SignalAll();
 }
 
 CompactionRunner::CompactionRunner(Options options, Storage* storage, Summarizer* summarizer)
@@ -182,16 +228,23 @@ absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool backgr
                                                  int64_t& waited_ms) {
   const ConversationKey& key = job.snapshot.conversation.key;
   const absl::Time asked = options_.clock->Now();
-  ASSIGN_OR_RETURN(job.lease, AcquireLease(job.ctx, key, background));
+  // Whether the compaction this call waited for left nothing to store.
+  auto settled = [&]() -> absl::StatusOr<bool> {
+    RETURN_IF_ERROR(Refresh(job));
+    return !NeedsCommit(job.plan);
+  };
+  ASSIGN_OR_RETURN(job.lease, AcquireLease(job.ctx, key, background, settled));
   const absl::Duration waited = options_.clock->Now() - asked;
   if (!background) job.steps.LeaseWait(waited);
   waited_ms = absl::ToInt64Milliseconds(waited);
   job.steps.span().SetAttribute("convstate.compaction.lease_wait_ms", waited_ms);
   if (!job.lease.has_value()) {
     if (background) return false;  // Someone else is at it.
-    // Another compaction runs and a request of this process already waits
-    // for it: this one takes the view as it stands (truncated if it does
-    // not fit) instead of holding a worker.
+    // The compaction this call waited for stored what it needed.
+    if (!NeedsCommit(job.plan)) return true;
+    // Another compaction runs and enough requests of this process already
+    // wait for it: this one takes the view as it stands (truncated if it
+    // does not fit) instead of holding a worker.
     job.plan.pruned_results = 0;
     job.plan.prune_boundary = job.snapshot.conversation.prune_boundary;
     job.plan.summarize = false;
@@ -202,14 +255,21 @@ absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool backgr
   // expired could not be committed.
   job.lease_until = options_.clock->Now() + options_.lease - LeaseMargin(options_.lease);
   // Whoever held it may have compacted meanwhile, and turns may have been
-  // appended: plan again from now. When only appends happened (the usual
-  // case: no one held it), reading them is enough.
-  ASSIGN_OR_RETURN(ContextDelta delta,
-                   storage_->LoadContextSince(job.ctx, key, &job.snapshot.conversation));
-  if (delta.kind == ContextDelta::Kind::kUnchanged) return true;
-  job.Adopt(ApplyDelta(job.snapshot, std::move(delta)));
-  job.plan = PlanCompaction(job.InputFor(job.snapshot), job.mode);
+  // appended: plan again from now.
+  RETURN_IF_ERROR(Refresh(job));
   return true;
+}
+
+absl::Status CompactionRunner::Refresh(CompactionJob& job) {
+  // When only appends happened (the usual case), reading them is enough.
+  ASSIGN_OR_RETURN(ContextDelta delta,
+                   storage_->LoadContextSince(job.ctx, job.snapshot.conversation.key,
+                                              &job.snapshot.conversation));
+  if (delta.kind == ContextDelta::Kind::kUnchanged) return absl::OkStatus();
+  job.Adopt(ApplyDelta(job.snapshot, std::move(delta)));
+  job.refreshed = true;
+  job.plan = PlanCompaction(job.InputFor(job.snapshot), job.mode);
+  return absl::OkStatus();
 }
 
 bool CompactionRunner::Store(CompactionJob& job, CompactionOutcome& out, const CompactionCommit& c,
@@ -369,7 +429,9 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   if (!breakpoints_before.empty() && (job.reloaded || job.truncated)) {
     out.invalidated_breakpoint = FirstInvalidated(breakpoints_before, out.view);
   }
-  if (job.reloaded) out.stored = std::make_shared<const ContextSnapshot>(std::move(job.snapshot));
+  if (job.reloaded || job.refreshed) {
+    out.stored = std::make_shared<const ContextSnapshot>(std::move(job.snapshot));
+  }
   out.plan = std::move(job.plan);
   out.not_done = steps.failures();
   return out;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "services/telemetry/telemetry.h"
@@ -36,9 +37,9 @@ struct CompactionOutcome {
   int64_t chunk_id = 0;
   // The conversation's prune boundary the view was built with.
   int64_t prune_boundary = 0;
-  // The context as read after the last commit, for a caller that keeps
-  // contexts between calls; null when nothing was stored or it could not
-  // be read again.
+  // The context as last read from storage by the call (after its commit,
+  // or after the lease or the compaction it waited for), for a caller that
+  // keeps contexts between calls; null when the call read nothing.
   std::shared_ptr<const ContextSnapshot> stored;
   // The first cache breakpoint whose prefix this call's compaction or
   // truncation changed; kUnspecified when none did.
@@ -107,6 +108,11 @@ class CompactionRunner {
     // How often the request waiting for a lease checks whether it is free
     // (at once when this process gives it back).
     absl::Duration poll = absl::Milliseconds(20);
+    // How many calls for one conversation wait, in this process, for a
+    // compaction in flight and then share what it stored; the others get
+    // the view as it stands (truncated if it does not fit), so that one
+    // conversation never holds every worker.
+    int waiting_calls = 4;
     const Clock* clock = Clock::Real();
     // Where compaction steps are counted and timed; null: nowhere. Spans
     // need no pointer: a compaction's span is the child of the calling
@@ -126,10 +132,13 @@ class CompactionRunner {
   //
   // Anything that commits first takes the conversation's compaction lease.
   // While another compaction holds it, one request per conversation in this
-  // process waits for it, until `ctx.deadline` (then DEADLINE_EXCEEDED) or
-  // cancellation (CANCELLED), and re-plans from fresh state once it has it;
-  // the others do not wait: they get the view as it stands, truncated if it
-  // does not fit, so one hot conversation never holds every worker. With
+  // process waits for the lease, until `ctx.deadline` (then
+  // DEADLINE_EXCEEDED) or cancellation (CANCELLED), and re-plans from fresh
+  // state once it has it. Up to Options::waiting_calls - 1 more wait until
+  // no one in this process is at it, then re-plan from fresh state: what
+  // the compaction they waited for stored is shared, and only a call that
+  // still needs more takes the lease. The calls past that do not wait: they
+  // get the view as it stands, truncated if it does not fit. With
   // `background`, a held lease means someone is already at it: nothing is
   // done and the view returned as is.
   absl::StatusOr<CompactionOutcome> Run(const CallContext& ctx, ContextSnapshot snapshot,
@@ -140,10 +149,26 @@ class CompactionRunner {
                                         const CompactionControl& control = {});
 
  private:
-  // The lease, or nullopt when `background` and someone else holds it.
-  absl::StatusOr<std::optional<CompactionLease>> AcquireLease(const CallContext& ctx,
-                                                              const ConversationKey& key,
-                                                              bool background);
+  // The lease, or nullopt: when `background` and someone else holds it;
+  // when this call waited for another compaction in this process and then
+  // `settled` (which re-plans from fresh state) said there is nothing left
+  // to store; or when too many calls wait already.
+  absl::StatusOr<std::optional<CompactionLease>> AcquireLease(
+      const CallContext& ctx, const ConversationKey& key, bool background,
+      const std::function<absl::StatusOr<bool>()>& settled);
+  // The lease from storage, remembered as held here when granted.
+  absl::StatusOr<std::optional<CompactionLease>> TakeFromStorage(const CallContext& ctx,
+                                                                 const ConversationKey& key);
+  // AcquireLease once the lease was refused or is held in this process:
+  // the first call waits for it; the next ones wait until no one in this
+  // process is at the conversation; each asks `settled` when a compaction
+  // of this process it waited for is done.
+  absl::StatusOr<std::optional<CompactionLease>> WaitForLease(
+      const CallContext& ctx, const ConversationKey& key,
+      const std::function<absl::StatusOr<bool>()>& settled);
+  // Brings the job's snapshot up to date (only what was appended, when
+  // nothing else changed) and plans again if anything did.
+  absl::Status Refresh(CompactionJob& job);
 
   // Summarizes `req` in one request, or, when its transcript is larger than
   // the summarizer model takes (profile.summarizer.input_limit), in
@@ -191,9 +216,11 @@ class CompactionRunner {
   absl::Mutex wait_mu_;
   // Conversations whose lease this process holds.
   absl::flat_hash_set<std::string> held_ ABSL_GUARDED_BY(wait_mu_);
-  // Conversations someone in this process waits on, and the signal that
-  // this process gave a lease back.
+  // Conversations someone in this process waits on for their lease, the
+  // calls waiting behind that one, and the signal that this process gave a
+  // lease back or stopped waiting for one.
   absl::flat_hash_set<std::string> waiting_ ABSL_GUARDED_BY(wait_mu_);
+  absl::flat_hash_map<std::string, int> following_ ABSL_GUARDED_BY(wait_mu_);
   absl::CondVar released_;
 };
 

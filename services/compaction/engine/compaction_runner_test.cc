@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -438,6 +439,7 @@ TEST_F(CompactionRunnerTest, OneRequestWaitsForTheLeaseTheOthersGetTheViewAtOnce
   options.holder = "runner";
   options.lease = absl::Seconds(10);
   options.clock = &clock;
+  options.waiting_calls = 1;
   CompactionRunner runner(options, storage_.get(), &summarizer_);
   const CallContext ctx{absl::Now() + absl::Seconds(30)};
   absl::StatusOr<CompactionOutcome> first;
@@ -446,8 +448,9 @@ TEST_F(CompactionRunnerTest, OneRequestWaitsForTheLeaseTheOthersGetTheViewAtOnce
                        CompactionMode::kByBand, "", nullptr);
   });
   clock.AwaitWaiter();
-  // A second request for the same conversation does not wait: it gets the
-  // view now, fitted to the window, and calls no summarizer.
+  // A second request for the same conversation, past the calls that may
+  // wait, does not wait: it gets the view now, fitted to the window, and
+  // calls no summarizer.
   auto second = runner.Run(ctx, *storage_->LoadContext(ctx_, {"t", "c"}), profile_, {},
                            CompactionMode::kByBand, "", nullptr);
   ASSERT_TRUE(second.ok()) << second.status();
@@ -461,6 +464,94 @@ TEST_F(CompactionRunnerTest, OneRequestWaitsForTheLeaseTheOthersGetTheViewAtOnce
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_GT(first->chunk_id, 0);
   EXPECT_EQ(summarizer_.calls, 1);
+}
+
+// The real clock, noting which threads waited on it.
+class WatchedClock final : public Clock {
+ public:
+  absl::Time Now() const override { return absl::Now(); }
+  void SleepFor(absl::Duration d) const override { absl::SleepFor(d); }
+  void WaitWithTimeout(absl::CondVar& cv, absl::Mutex& mu, absl::Duration d) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    {
+      absl::MutexLock lock(&seen_mu_);
+      waited_.insert(std::this_thread::get_id());
+    }
+    cv.WaitWithTimeout(&mu, d);
+  }
+  size_t threads_waited() const {
+    absl::MutexLock lock(&seen_mu_);
+    return waited_.size();
+  }
+
+ private:
+  mutable absl::Mutex seen_mu_;
+  mutable std::set<std::thread::id> waited_ ABSL_GUARDED_BY(seen_mu_);
+};
+
+// Calls that come while a compaction of their conversation runs in this
+// process wait for it and share what it stored: one summary, and every
+// call gets the compacted view, none a truncated one.
+TEST_F(CompactionRunnerTest, CallsThatComeDuringACompactionShareIt) {
+  AppendTurns(5, 300);
+  absl::Notification summarizing, go_on;
+  summarizer_.answer = [&](const SummaryRequest& req) -> absl::StatusOr<SummaryResult> {
+    if (!summarizing.HasBeenNotified()) summarizing.Notify();
+    go_on.WaitForNotification();
+    return Short(req);
+  };
+  WatchedClock clock;
+  CompactionRunner::Options options;
+  options.holder = "runner";
+  options.lease = absl::Seconds(10);
+  options.poll = absl::Milliseconds(5);
+  options.clock = &clock;
+  options.waiting_calls = 2;
+  CompactionRunner runner(options, storage_.get(), &summarizer_);
+  const CallContext ctx{absl::Now() + absl::Seconds(30)};
+  const ContextSnapshot before = *storage_->LoadContext(ctx_, {"t", "c"});
+  absl::StatusOr<CompactionOutcome> first;
+  std::thread holder([&] {
+    first = runner.Run(ctx, before, profile_, {}, CompactionMode::kByBand, "", nullptr);
+  });
+  summarizing.WaitForNotification();
+  std::vector<absl::StatusOr<CompactionOutcome>> later(3);
+  std::vector<std::thread> calls;
+  std::atomic<int> returned{0};
+  for (size_t i = 0; i < later.size(); ++i) {
+    calls.emplace_back([&, i] {
+      later[i] = runner.Run(ctx, before, profile_, {}, CompactionMode::kByBand, "", nullptr);
+      returned.fetch_add(1);
+    });
+  }
+  // Two wait (one for the lease, one behind it); the third, past
+  // waiting_calls, gets the view as it stands at once, truncated to fit.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while ((clock.threads_waited() < 2 || returned.load() < 1) && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(clock.threads_waited(), 2u);
+  EXPECT_EQ(returned.load(), 1);
+  go_on.Notify();
+  holder.join();
+  for (std::thread& t : calls) t.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_GT(first->chunk_id, 0);
+  EXPECT_EQ(summarizer_.calls, 1);
+  int shared = 0, truncated = 0;
+  for (const absl::StatusOr<CompactionOutcome>& out : later) {
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->chunk_id, 0);  // Stored nothing of its own.
+    if (out->view.status == ContextStatus::kTruncated) {
+      ++truncated;
+    } else {
+      ++shared;
+      EXPECT_EQ(out->compaction_version, first->compaction_version);
+      EXPECT_EQ(out->view.tokens.total, first->view.tokens.total);
+    }
+  }
+  EXPECT_EQ(shared, 2);
+  EXPECT_EQ(truncated, 1);
 }
 
 TEST_F(CompactionRunnerTest, BackgroundSkipsWhenSomeoneElseIsCompacting) {

@@ -57,6 +57,9 @@ struct CompactionJob {
   std::string failure;
   // Something was committed and `snapshot` read again.
   bool reloaded = false;
+  // `snapshot` was brought up to date before the tiers ran (after the
+  // lease, or after the compaction this call waited for).
+  bool refreshed = false;
   // A commit changed the prune boundary or added a chunk.
   bool changed = false;
   // The view's tokens by section as of the last step.
