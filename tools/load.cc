@@ -30,7 +30,8 @@
 // one client, after the run. With --token=TOKEN every call carries
 // `authorization: Bearer TOKEN` and speaks for --tenant (the token's).
 //
-// Prints, per RPC: calls, errors by code, calls per second, p50/p90/p99.
+// Prints, per RPC: calls, errors by code, calls per second, p50/p90/p99;
+// for BuildContext answers read as messages, how many views were truncated.
 // Bounded by --duration_s and --max_requests; sends nothing but to the
 // targets, which must be loopback addresses.
 
@@ -158,10 +159,16 @@ struct Stats {
   std::map<std::string, int64_t> errors;
   // Response bytes of the calls that succeeded, where known.
   int64_t bytes = 0;
+  // Views read (decoded BuildContext answers), and how many of them were
+  // truncated (CONTEXT_STATUS_TRUNCATED).
+  int64_t views = 0;
+  int64_t truncated = 0;
   void Merge(const Stats& o) {
     micros.insert(micros.end(), o.micros.begin(), o.micros.end());
     for (const auto& [k, v] : o.errors) errors[k] += v;
     bytes += o.bytes;
+    views += o.views;
+    truncated += o.truncated;
   }
 };
 
@@ -185,6 +192,7 @@ void Report(const std::string& name, Stats& s, double seconds) {
   if (s.bytes > 0 && !s.micros.empty()) {
     size = absl::StrFormat("  %.1f kB/answer", s.bytes / 1000.0 / s.micros.size());
   }
+  if (s.views > 0) absl::StrAppend(&size, "  truncated=", s.truncated);
   std::printf("%-22s calls=%-8zu errors=%-4lld %9.0f/s  p50=%8.1f us  p90=%8.1f us  p99=%8.1f us%s%s\n",
               name.c_str(), s.micros.size(), static_cast<long long>(errors),
               s.micros.size() / seconds, p50, p90, p99, size.c_str(), codes.c_str());
@@ -564,6 +572,10 @@ class Load {
       if (s.ok()) {
         st.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
         st.bytes += static_cast<int64_t>(view_bytes);
+        if (name == "BuildContext" && args_.decode) {
+          ++st.views;
+          if (view.context_status() == convstate::v1::CONTEXT_STATUS_TRUNCATED) ++st.truncated;
+        }
       } else {
         st.errors[std::to_string(s.error_code())]++;
       }
