@@ -1,5 +1,7 @@
 #include "storage/pg_util.h"
 
+#include <poll.h>
+
 #include <algorithm>
 
 #include <pqxx/pqxx>
@@ -11,13 +13,23 @@
 
 namespace convstate::pg {
 
+absl::Status InDoubt(absl::string_view operation, absl::string_view what) {
+  LogThrottled(LogLevel::kWarning, "pg in doubt",
+               absl::StrCat(operation, ": commit outcome unknown: ", what));
+  return absl::UnavailableError(absl::StrCat(
+      operation, ": the database connection broke during commit; the outcome is "
+                 "unknown (retry with the same idempotency key)"));
+}
+
+bool ClosedWhileIdle(int fd) {
+  if (fd < 0) return true;
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
 absl::Status ExceptionToStatus(const std::exception& e, absl::string_view operation) {
   if (dynamic_cast<const pqxx::in_doubt_error*>(&e) != nullptr) {
-    LogThrottled(LogLevel::kWarning, "pg in doubt",
-                 absl::StrCat(operation, ": commit outcome unknown: ", e.what()));
-    return absl::UnavailableError(absl::StrCat(
-        operation, ": the database connection broke during commit; the outcome is "
-                   "unknown (retry with the same idempotency key)"));
+    return InDoubt(operation, e.what());
   }
   if (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr) {
     LogThrottled(LogLevel::kWarning, "pg unreachable",

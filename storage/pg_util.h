@@ -22,6 +22,18 @@ namespace convstate::pg {
 // is logged here instead.
 absl::Status ExceptionToStatus(const std::exception& e, absl::string_view operation);
 
+// UNAVAILABLE for a write whose connection broke after it was sent, so
+// that it may or may not have been committed: the client is told to send
+// it again with the same idempotency key. `what` (the driver's text) is
+// logged, throttled.
+absl::Status InDoubt(absl::string_view operation, absl::string_view what);
+
+// Whether an idle connection's socket has something to read: the server
+// closed it (a restart, an administrator, an idle timeout) and its last
+// words or the end of the stream wait there. Such a connection is not used
+// again. `fd` -1 counts as closed.
+bool ClosedWhileIdle(int fd);
+
 // `url` with libpq's connect_timeout set unless it already has one.
 std::string WithConnectTimeout(const std::string& url, absl::Duration timeout);
 

@@ -1038,10 +1038,13 @@ class ConnectionPool {
         return absl::DeadlineExceededError(
             "deadline passed while waiting for a database connection");
       }
-      if (!idle_.empty()) {
+      while (!idle_.empty()) {
         auto conn = std::move(idle_.back());
         idle_.pop_back();
-        return conn;
+        // One the server closed meanwhile would fail whatever is sent on
+        // it; a write sent alone could not tell whether it was committed.
+        if (!pg::ClosedWhileIdle(conn->sock())) return conn;
+        --open_;
       }
       ++open_;  // Reserve the slot; the connection opens outside the lock.
     }
@@ -1314,12 +1317,13 @@ class PostgresStorage final : public Storage {
       total_tokens += data.token_count;
     }
     auto array = [](const auto& values) { return absl::StrCat("{", absl::StrJoin(values, ","), "}"); };
-    // In a transaction block, not as a statement of its own: it runs under
-    // the call's deadline, and a connection found broken before the commit
-    // is known not to have written (the append is retried on another); one
-    // that breaks during the commit is reported as of unknown outcome, as
-    // for every write.
-    return Run<std::optional<AppendResult>>(
+    // One statement on its own, committed as it runs: one round trip, where
+    // BEGIN and COMMIT around it made three (the append is all in the one
+    // statement, so it is as atomic and as durable either way). It runs
+    // under the call's deadline. A connection that breaks under it leaves
+    // its outcome unknown: with an idempotency key it is sent again (the
+    // key answers if it was stored), without one the caller is told so.
+    return Run<std::optional<AppendResult>, pqxx::nontransaction>(
         ctx, "append items",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::optional<AppendResult>> {
           const pqxx::result r = ExecNamed(
@@ -1330,7 +1334,6 @@ class PostgresStorage final : public Storage {
               array(turns), request.request_fingerprint, static_cast<int64_t>(numbered.size()),
               turns.back(), total_tokens, StoredBytes(request), pg::TextArray(lexemes));
           if (r.empty()) return std::nullopt;
-          tx.commit();
           AppendResult result;
           result.version = r[0][0].as<int64_t>();
           const int64_t last_sequence = r[0][1].as<int64_t>();
@@ -1344,7 +1347,8 @@ class PostgresStorage final : public Storage {
             item.create_time = now;
           }
           return std::optional<AppendResult>(std::move(result));
-        });
+        },
+        /*sent_alone=*/request.idempotency_key.empty());
   }
 
   absl::StatusOr<HistoryHits> SearchHistory(const CallContext& ctx,
@@ -2144,12 +2148,17 @@ class PostgresStorage final : public Storage {
   // deadline inside the database (CancelWatchdog), and maps exceptions to
   // statuses. A connection found broken before anything was committed is
   // replaced and the call tried once more: that is what lets the storage
-  // ride through a database restart.
+  // ride through a database restart. A write sent as a statement on its
+  // own (`sent_alone`) commits as it runs, so a connection that breaks
+  // under it leaves it in doubt: it is not sent again, and the caller is
+  // told to send it again with its idempotency key. (Connections the
+  // server closed while they were idle are not used: ConnectionPool.)
   //
   // Each transaction is a client span (child of the calling thread's span)
   // named by its query summary; no statement text or value goes in it.
   template <typename T, typename Tx = pqxx::work, typename Fn>
-  absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn) {
+  absl::StatusOr<T> Run(const CallContext& ctx, absl::string_view operation, Fn fn,
+                        bool sent_alone = false) {
     const DbOperation& op = DbOperationOf(operation);
     telemetry::Span span = telemetry::StartSpan(op.summary, telemetry::SpanKind::kClient);
     if (span.recording()) {
@@ -2174,8 +2183,8 @@ class PostgresStorage final : public Storage {
       } catch (const pqxx::in_doubt_error& e) {
         result = pg::ExceptionToStatus(e, operation);
       } catch (const pqxx::broken_connection& e) {
-        retry = attempt == 0;
-        result = pg::ExceptionToStatus(e, operation);
+        retry = attempt == 0 && !sent_alone;
+        result = sent_alone ? pg::InDoubt(operation, e.what()) : pg::ExceptionToStatus(e, operation);
       } catch (const pqxx::sql_error& e) {
         span.SetAttribute("db.response.status_code", e.sqlstate());
         result = pg::ExceptionToStatus(e, operation);

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <thread>
 
 #include <pqxx/pqxx>
 
@@ -273,6 +274,62 @@ TEST_P(PostgresRouteTest, DeadlineBoundsWaitingOnALockedConversation) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
   tx.abort();
   EXPECT_EQ(storage->GetConversation(CallContext{}, key)->item_count, 0);
+}
+
+// An append is one statement committed as it runs. When its session ends
+// while it waits (an administrator, a failover), nothing of it is stored.
+// Without an idempotency key the caller is told that the outcome is not
+// known and to send it again with one; with a key, it is sent again on
+// another connection and stored once.
+TEST_P(PostgresRouteTest, AnAppendCutOffMidStatementIsInDoubtOrSentAgainWithItsKey) {
+  auto storage = Make();
+  ASSERT_NE(storage, nullptr);
+  const std::string tenant =
+      GetParam() == Route::kDirect ? "tenant-cut-off" : "tenant-cut-off-pooled";
+  const ConversationKey key{tenant, "conv"};
+  CreateWithMessage(*storage, key, "");
+  const ScratchDatabase& db = SharedDatabase();
+  AppendRequest req;
+  req.key = key;
+  req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage, "cut off", "", "", false, {}, 2});
+  req.items.push_back(ItemData{Role::kAssistant, ItemKind::kMessage, "reply", "", "", false, {}, 1});
+  // The append, waiting behind another session that holds the
+  // conversation's row, has its session ended; then the row is let go.
+  auto cut_off = [&](const AppendRequest& r) -> absl::StatusOr<AppendResult> {
+    pqxx::connection holder(db.url());
+    pqxx::work tx(holder);
+    tx.exec(absl::StrCat("SELECT 1 FROM conversations WHERE tenant_id = '", tenant,
+                         "' FOR UPDATE"));
+    absl::StatusOr<AppendResult> out = absl::UnknownError("not run");
+    std::thread append(
+        [&] { out = storage->AppendItems(CallContext{absl::Now() + absl::Seconds(20)}, r); });
+    const std::string waiting = absl::StrCat(
+        "FROM pg_stat_activity WHERE datname = '", db.name(),
+        "' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (db.QueryValue(absl::StrCat("SELECT count(*) ", waiting)).value_or("0") == "0" &&
+           absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    EXPECT_TRUE(db.Exec(absl::StrCat("SELECT pg_terminate_backend(pid) ", waiting)).ok());
+    tx.abort();
+    append.join();
+    return out;
+  };
+  const absl::StatusOr<AppendResult> without_key = cut_off(req);
+  EXPECT_EQ(without_key.status().code(), absl::StatusCode::kUnavailable) << without_key.status();
+  EXPECT_EQ(storage->GetConversation(CallContext{}, key)->item_count, 0);
+
+  req.idempotency_key = "cut-off";
+  req.request_fingerprint = "fingerprint";
+  const absl::StatusOr<AppendResult> with_key = cut_off(req);
+  ASSERT_TRUE(with_key.ok()) << with_key.status();
+  EXPECT_EQ(storage->GetConversation(CallContext{}, key)->item_count, 2);
+  auto again = storage->AppendItems(CallContext{}, req);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->version, with_key->version);
+  EXPECT_EQ(again->items.front().sequence, with_key->items.front().sequence);
+  EXPECT_EQ(storage->GetConversation(CallContext{}, key)->item_count, 2);
 }
 
 // Reads that are one statement outside a transaction (every LoadContext,
