@@ -4,7 +4,7 @@
 //        --concurrency=8 --duration_s=10 [--max_requests=200000]
 //        [--conversations=16] [--items=200] [--history=0] [--item_bytes=400]
 //        [--database_url=postgresql://...] [--token=TOKEN --tenant=ID]
-//        [--ask=TEXT] [--recall_budget=F]
+//        [--ask=TEXT] [--recall_budget=F] [--insert_alone=true]
 //
 // Scenarios:
 //   append   AppendTurn of a user/assistant pair to random conversations
@@ -22,7 +22,9 @@
 //            floor of `build`
 //   insert   the floor of an AppendTurn: a transaction INSERTing the same
 //            two rows, committed as durably, into a scratch table shaped
-//            like items (--database_url; no convstate call)
+//            like items (--database_url; no convstate call); with
+//            --insert_alone=true the INSERT is sent on its own, committed
+//            as it runs (one round trip instead of three)
 // With --ask=TEXT every BuildContext carries TEXT as a pending user
 // message (what recall searches the history for); --recall_budget=F sets
 // the conversations' recall_budget_fraction (0: recall off).
@@ -82,6 +84,9 @@ struct Args {
   // takes them as raw bytes, as the echo's are (what the server alone
   // costs, when the client shares its machine).
   bool decode = true;
+  // `insert`: the INSERT sent as a statement on its own (committed as it
+  // runs, one round trip), not between BEGIN and COMMIT.
+  bool insert_alone = false;
   // A bearer token sent with every call, and the tenant it is for (default:
   // a fresh one per run).
   std::string token;
@@ -131,6 +136,9 @@ bool Parse(int argc, char** argv, Args* a) {
     } else if (name == "decode") {
       ok = v == "true" || v == "false";
       a->decode = v == "true";
+    } else if (name == "insert_alone") {
+      ok = v == "true" || v == "false";
+      a->insert_alone = v == "true";
     } else {
       return false;
     }
@@ -444,6 +452,7 @@ class Load {
   // Two rows like an AppendTurn's in a transaction (BEGIN, INSERT,
   // COMMIT), committed durably.
   void WorkInsert(int t, Clock::time_point end, std::map<std::string, Stats>& stats) {
+    const std::string name = args_.insert_alone ? "INSERT (2 rows, alone)" : "INSERT (2 rows)";
     std::mt19937_64 rng(1000 + t);
     try {
       pqxx::connection conn(args_.database_url);
@@ -458,15 +467,20 @@ class Load {
         const std::string user = Filler(args_.item_bytes, rng);
         const std::string assistant = Filler(args_.item_bytes, rng);
         const auto t0 = Clock::now();
-        pqxx::work tx(conn);
-        tx.exec_prepared("insert", t, sequence + 1, sequence / 2 + 1, user, 100, assistant, 100);
-        tx.commit();
+        if (args_.insert_alone) {
+          pqxx::nontransaction tx(conn);
+          tx.exec_prepared("insert", t, sequence + 1, sequence / 2 + 1, user, 100, assistant, 100);
+        } else {
+          pqxx::work tx(conn);
+          tx.exec_prepared("insert", t, sequence + 1, sequence / 2 + 1, user, 100, assistant, 100);
+          tx.commit();
+        }
         sequence += 2;
-        stats["INSERT (2 rows)"].micros.push_back(
+        stats[name].micros.push_back(
             std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       }
     } catch (const std::exception& e) {
-      stats["INSERT (2 rows)"].errors[e.what()]++;
+      stats[name].errors[e.what()]++;
     }
   }
 
@@ -617,7 +631,7 @@ int main(int argc, char** argv) {
                  "[--concurrency=1] [--duration_s=10] [--max_requests=200000] "
                  "[--conversations=16] [--items=200] [--history=0] [--item_bytes=400] "
                  "[--database_url=URL] [--decode=true|false] [--token=T --tenant=ID] "
-                 "[--ask=TEXT] [--recall_budget=F]\n");
+                 "[--ask=TEXT] [--recall_budget=F] [--insert_alone=true]\n");
     return 2;
   }
   Load load(args);
