@@ -1629,47 +1629,49 @@ class PostgresStorage final : public Storage {
       const CallContext& ctx, const ConversationKey& key, const std::string& holder,
       absl::Duration duration) override {
     using Result = std::optional<CompactionLease>;
-    return Run<Result>(ctx, "acquire compaction lease",
-                       [&](pqxx::transaction_base& tx) -> absl::StatusOr<Result> {
+    // One statement on its own (one round trip): a grant it leaves in
+    // doubt is not asked for again; it expires by itself.
+    return Run<Result, pqxx::nontransaction>(
+        ctx, "acquire compaction lease", [&](pqxx::transaction_base& tx) -> absl::StatusOr<Result> {
       pqxx::result r = ExecNamed(tx, "acquire_lease", key, holder, absl::ToDoubleSeconds(duration));
       if (r.empty()) {
         RETURN_IF_ERROR(ConvKeyOf(tx, key).status());
         return Result();  // Someone else holds it.
       }
-      tx.commit();
       return Result(CompactionLease{holder, r[0][0].as<int64_t>(), r[0][2].as<int64_t>(),
                                     absl::FromUnixMicros(r[0][1].as<int64_t>())});
-    });
+    }, /*sent_alone=*/true);
   }
 
   absl::Status ReleaseCompactionLease(const CallContext& ctx, const ConversationKey& key,
                                       const CompactionLease& lease) override {
-    return Run<bool>(ctx, "release compaction lease",
-                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+    // One statement on its own (one round trip); sending it again is
+    // harmless: it frees only this grant.
+    return Run<bool, pqxx::nontransaction>(ctx, "release compaction lease",
+                                           [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
       ExecNamed(tx, "release_lease", key, lease.token, lease.incarnation);
-      tx.commit();
       return true;
     }).status();
   }
 
   absl::Status RecordCompactionEvents(const CallContext& ctx, const ConversationKey& key,
                                       const std::vector<CompactionEvent>& events) override {
-    return Run<bool>(ctx, "record compaction events",
-                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+    // Looked up and written in one statement on its own (one round trip):
+    // this runs on the call path of compactions that stored nothing. Rows
+    // left in doubt are not written again.
+    return Run<bool, pqxx::nontransaction>(ctx, "record compaction events",
+                                           [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
       if (events.empty()) {
         RETURN_IF_ERROR(ConvKeyOf(tx, key).status());
         return true;
       }
-      // Looked up and written in one statement: this runs on the call
-      // path of compactions that stored nothing.
       const EventArrays a(events);
       if (ExecNamed(tx, "record_events", key, a.names, a.tiers, a.before, a.after, a.details)
               .empty()) {
         return NotFound(key);
       }
-      tx.commit();
       return true;
-    }).status();
+    }, /*sent_alone=*/true).status();
   }
 
   absl::StatusOr<Page<SummaryChunk>> ListSummaries(const CallContext& ctx,
