@@ -270,6 +270,27 @@ std::string InsertEventsSql(absl::string_view conv_key, absl::string_view from, 
       "::text[]) WITH ORDINALITY AS e(event, tier, before, after, detail, n) ORDER BY e.n");
 }
 
+// A view state row (view_states, for LoadContextAt): the conversation `c`
+// (from `from`, with its row's columns) at its versions, its active
+// chunks' ids (`chunk_ids`, a subquery of rows `id`) and its pins
+// (`pins`, a subquery of rows `seq`, `pinned`). The same row again for
+// the same compaction_version takes the later version.
+std::string RecordViewStateSql(absl::string_view from, absl::string_view chunk_ids,
+                               absl::string_view pins) {
+  return absl::StrCat(
+      "INSERT INTO view_states (conv_key, compaction_version, version, state) "
+      "SELECT c.conv_key, c.compaction_version, c.version, jsonb_build_object("
+      "'model', c.model, 'sp', c.system_prompt, 'pi', c.pinned_instructions, "
+      "'ov', c.profile_overrides, 'st', c.summarized_through, 'pb', c.prune_boundary, "
+      "'tc', c.token_correction, 'oc', c.overflow_correction, 'pl', c.prompt_limit, "
+      "'chunks', coalesce((SELECT jsonb_agg(x.id ORDER BY x.id) FROM (", chunk_ids,
+      ") x), '[]'::jsonb), "
+      "'pins', coalesce((SELECT jsonb_agg(jsonb_build_array(y.seq, y.pinned) ORDER BY y.seq) "
+      "FROM (", pins, ") y), '[]'::jsonb)) FROM ", from,
+      " ON CONFLICT (conv_key, compaction_version) DO UPDATE "
+      "SET version = excluded.version, state = excluded.state");
+}
+
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
 // may be held by (0: MaxDocumentFrequency's default), $5 the most
 // candidates, $6 the conversation's key. The words of the items at or
@@ -471,18 +492,18 @@ const std::vector<Statement>& Statements() {
       // -1 for none, $6 the incarnation): the new boundaries ($7, $8), the
       // chunk numbered $10 when $9 is 1 ($11 to $21 as in insert_chunk) with
       // its marker ($22) after the last item, the items a keep rule holds
-      // pinned ($23), the chunks superseded ($24) and the audit rows ($25 to
-      // $29 as in insert_events). The conversation's row is locked from
-      // here to the end of the transaction (if it was not before). No row:
-      // something else changed it (nothing was written).
+      // pinned ($23), the chunks superseded ($24), the audit rows ($25 to
+      // $29 as in insert_events) and the view state after it. The
+      // conversation's row is locked from here to the end of the
+      // transaction (if it was not before). No row: something else changed
+      // it (nothing was written).
       {"commit_at_once",
        absl::StrCat("WITH c AS (UPDATE conversations SET summarized_through = $7, prune_boundary = $8, "
        "compaction_version = compaction_version + 1, item_count = item_count + $9, "
        "last_sequence = last_sequence + $9, updated_at = now() "
        "WHERE conv_key = $1 AND incarnation = $6 AND summarized_through = $2 "
        "AND prune_boundary = $3 AND compaction_version = $4 "
-       "AND ($5 < 0 OR (lease_token = $5 AND lease_expires_at > now())) "
-       "RETURNING version, compaction_version, last_sequence, last_turn_index), "
+       "AND ($5 < 0 OR (lease_token = $5 AND lease_expires_at > now())) RETURNING *), "
        "chunk AS (INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, "
        "through_sequence, text, token_count, summarizer_model, prompt_version, tokens_in, "
        "tokens_out, latency_ms, structure, recall) SELECT $1, $10, $11, $12, $13, $14, $15, $16, "
@@ -496,7 +517,18 @@ const std::vector<Statement>& Statements() {
        "DO UPDATE SET pinned = true, updated_at = now()), "
        "superseded AS (UPDATE summary_chunks SET superseded_by = $10 WHERE conv_key = $1 "
        "AND chunk_id = ANY($24::bigint[]) AND EXISTS (SELECT 1 FROM c)), "
-       "events AS (", InsertEventsSql("$1", "c", 25), ") "
+       "events AS (", InsertEventsSql("$1", "c", 25), "), "
+       // The view state after it: the statement's parts all read the
+       // tables as they were before it.
+       "view_state AS (", RecordViewStateSql(
+           "c",
+           "SELECT s.chunk_id AS id FROM summary_chunks s WHERE s.conv_key = $1 "
+           "AND s.superseded_by IS NULL AND s.chunk_id <> ALL($24::bigint[]) "
+           "UNION ALL SELECT $10::bigint WHERE $9 > 0",
+           "SELECT p.sequence AS seq, p.pinned OR p.sequence = ANY($23::bigint[]) AS pinned "
+           "FROM item_pins p WHERE p.conv_key = $1 UNION ALL SELECT DISTINCT s, true "
+           "FROM unnest($23::bigint[]) s WHERE NOT EXISTS (SELECT 1 FROM item_pins p "
+           "WHERE p.conv_key = $1 AND p.sequence = s)"), ") "
        "SELECT version, compaction_version, last_sequence FROM c")},
       // IndexWords: the conversation's indexed sequence, held against a
       // redaction (which locks the row FOR UPDATE) but not an append.
@@ -706,18 +738,11 @@ const std::vector<Statement>& Statements() {
        "AND EXISTS (SELECT 1 FROM unnest($2::bigint[]) s "
        "WHERE s BETWEEN k.first_sequence AND k.last_sequence)"},
       {"record_view_state",
-       "INSERT INTO view_states (conv_key, compaction_version, version, state) "
-       "SELECT c.conv_key, c.compaction_version, c.version, jsonb_build_object("
-       "'model', c.model, 'sp', c.system_prompt, 'pi', c.pinned_instructions, "
-       "'ov', c.profile_overrides, 'st', c.summarized_through, 'pb', c.prune_boundary, "
-       "'tc', c.token_correction, 'oc', c.overflow_correction, 'pl', c.prompt_limit, "
-       "'chunks', coalesce((SELECT jsonb_agg(s.chunk_id ORDER BY s.chunk_id) FROM summary_chunks s "
-       "WHERE s.conv_key = c.conv_key AND s.superseded_by IS NULL), '[]'::jsonb), "
-       "'pins', coalesce((SELECT jsonb_agg(jsonb_build_array(p.sequence, p.pinned) "
-       "ORDER BY p.sequence) FROM item_pins p WHERE p.conv_key = c.conv_key), '[]'::jsonb)) "
-       "FROM conversations c WHERE c.conv_key = $1 "
-       "ON CONFLICT (conv_key, compaction_version) DO UPDATE "
-       "SET version = excluded.version, state = excluded.state"},
+       RecordViewStateSql("conversations c WHERE c.conv_key = $1",
+                          "SELECT s.chunk_id AS id FROM summary_chunks s "
+                          "WHERE s.conv_key = $1 AND s.superseded_by IS NULL",
+                          "SELECT p.sequence AS seq, p.pinned FROM item_pins p "
+                          "WHERE p.conv_key = $1")},
       {"view_state_at",
        "SELECT compaction_version, version, state::text FROM view_states "
        "WHERE conv_key = $1 AND ((compaction_version = $3 AND version <= $2) OR "
@@ -1483,12 +1508,32 @@ class PostgresStorage final : public Storage {
     // What the view no longer holds verbatim ends at `out_of_view`.
     int64_t conv_key = 0;
     int64_t out_of_view = 0;
+    if (commit.proposal_id == 0) {
+      // The read and the one statement each on its own: two round trips.
+      // Sent again after a broken connection, the statement finds its own
+      // commit and writes nothing; the locked attempt below then reports a
+      // concurrent compaction.
+      absl::StatusOr<std::optional<CompactionResult>> alone =
+          Run<std::optional<CompactionResult>, pqxx::nontransaction>(
+              ctx, "commit compaction",
+              [&](pqxx::transaction_base& tx) -> absl::StatusOr<std::optional<CompactionResult>> {
+        return CommitAsRead(tx, commit, /*locked=*/false, conv_key, out_of_view);
+      });
+      if (!alone.ok()) return alone.status();
+      if (alone->has_value()) {
+        QueueWordIndexing(conv_key, out_of_view);
+        return **std::move(alone);
+      }
+    }
     absl::StatusOr<CompactionResult> committed = Run<CompactionResult>(
         ctx, "commit compaction",
         [&](pqxx::transaction_base& tx) -> absl::StatusOr<CompactionResult> {
-      ASSIGN_OR_RETURN(std::optional<CompactionResult> unlocked,
-                       CommitAsRead(tx, commit, /*locked=*/false, conv_key, out_of_view));
-      if (unlocked.has_value()) return *std::move(unlocked);
+      // A proposal is marked applied in the commit's transaction.
+      if (commit.proposal_id != 0) {
+        ASSIGN_OR_RETURN(std::optional<CompactionResult> unlocked,
+                         CommitAsRead(tx, commit, /*locked=*/false, conv_key, out_of_view));
+        if (unlocked.has_value()) return *std::move(unlocked);
+      }
       ASSIGN_OR_RETURN(std::optional<CompactionResult> locked,
                        CommitAsRead(tx, commit, /*locked=*/true, conv_key, out_of_view));
       if (!locked.has_value()) {
@@ -1501,15 +1546,16 @@ class PostgresStorage final : public Storage {
   }
 
   // CommitCompaction with the conversation's row locked for as short a
-  // time as it can be. Unless `locked`, the conversation, its active chunks
-  // and the next chunk id are read without a lock, and one statement
-  // (commit_at_once) applies everything only if nothing but appends changed
-  // the conversation meanwhile; the view state and the proposal follow.
-  // Appends, and the calls asking for a compaction lease, wait for that
-  // row. nullopt, with nothing written: something else changed it (or the
-  // checks failed on what was read), and the commit is made again with the
-  // row locked from the read on, where the checks say what changed and
-  // the statement cannot miss.
+  // time as it can be. Unless `locked`, the conversation and the next chunk
+  // id (and for a fold the active chunks) are read without a lock, and one
+  // statement (commit_at_once) applies everything, the view state with it,
+  // only if nothing but appends changed the conversation meanwhile; a
+  // proposal is marked applied after it. In `tx`, a transaction or, with
+  // no proposal, each statement on its own. Appends, and the calls asking
+  // for a compaction lease, wait for that row. nullopt, with nothing
+  // written: something else changed it (or the checks failed on what was
+  // read), and the commit is made again with the row locked from the read
+  // on, where the checks say what changed and the statement cannot miss.
   absl::StatusOr<std::optional<CompactionResult>> CommitAsRead(pqxx::transaction_base& tx,
                                                                const CompactionCommit& commit,
                                                                bool locked, int64_t& conv_key,
@@ -1558,7 +1604,6 @@ class PostgresStorage final : public Storage {
       result.chunk_id = chunk.chunk_id;
       result.marker_sequence = applied[0][2].as<int64_t>();
     }
-    Exec(tx, "record_view_state", row.conv_key);
     if (commit.proposal_id != 0 &&
         Exec(tx, "apply_proposal", row.conv_key, commit.proposal_id, result.chunk_id,
              result.compaction_version, commit.proposal_answer)

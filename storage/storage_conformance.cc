@@ -868,6 +868,47 @@ CompactionEvent Event(const std::string& name) {
   return e;
 }
 
+// The view state a commit records with it (a fold that also pins an item
+// it passes) rebuilds the context as it stands at that version.
+TEST_P(StorageConformanceTest, TheViewStateOfAFoldThatPinsRebuildsTheContextAsItStands) {
+  Create("vs");
+  AppendSix(*storage_, ctx_, Key("vs"));  // m1 .. m6, m2 pinned
+  CompactionCommit commit;
+  commit.key = Key("vs");
+  commit.chunk = Chunk(1, 2, "summary of m1 and m2");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // chunk 1
+  commit.expected_summarized_through = 2;
+  commit.chunk = Chunk(3, 4, "summary of m3 and m4");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // chunk 2
+  commit.expected_summarized_through = 4;
+  commit.chunk = Chunk(1, 4, "fold of m1 to m4");
+  commit.supersedes = {1, 2};
+  commit.pins = {3};
+  auto folded = storage_->CommitCompaction(ctx_, commit);  // chunk 3
+  ASSERT_TRUE(folded.ok()) << folded.status();
+
+  auto now = storage_->LoadContext(ctx_, Key("vs"));
+  ASSERT_TRUE(now.ok()) << now.status();
+  auto at = storage_->LoadContextAt(ctx_, Key("vs"), now->conversation.version, -1);
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_EQ(at->conversation.compaction_version, folded->compaction_version);
+  auto ids = [](const std::vector<SummaryChunk>& chunks) {
+    std::vector<int64_t> out;
+    for (const SummaryChunk& c : chunks) out.push_back(c.chunk_id);
+    return out;
+  };
+  auto sequences = [](const std::vector<Item>& items) {
+    std::vector<int64_t> out;
+    for (const Item& i : items) out.push_back(i.sequence);
+    return out;
+  };
+  EXPECT_THAT(ids(at->active_chunks), ElementsAre(3));
+  EXPECT_EQ(ids(at->active_chunks), ids(now->active_chunks));
+  EXPECT_THAT(sequences(at->pinned_items), ElementsAre(2, 3));
+  EXPECT_EQ(sequences(at->pinned_items), sequences(now->pinned_items));
+  EXPECT_EQ(sequences(at->live_items), sequences(now->live_items));
+}
+
 TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem) {
   Create("c");
   AppendSix(*storage_, ctx_, Key("c"));  // m1 .. m6
