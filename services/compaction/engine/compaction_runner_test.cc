@@ -85,6 +85,16 @@ class CompactionRunnerTest : public ::testing::Test {
     return r;
   }
 
+  // The summarizer answers Short once `go_on` is notified; `summarizing`
+  // is notified when the first request arrives.
+  void HoldSummaries(absl::Notification& summarizing, absl::Notification& go_on) {
+    summarizer_.answer = [&](const SummaryRequest& req) -> absl::StatusOr<SummaryResult> {
+      if (!summarizing.HasBeenNotified()) summarizing.Notify();
+      go_on.WaitForNotification();
+      return Short(req);
+    };
+  }
+
   std::vector<std::string> Events() {
     std::vector<std::string> out;
     const auto events = AllCompactionEvents(*storage_, ctx_, {"t", "c"});
@@ -495,11 +505,7 @@ class WatchedClock final : public Clock {
 TEST_F(CompactionRunnerTest, CallsThatComeDuringACompactionShareIt) {
   AppendTurns(5, 300);
   absl::Notification summarizing, go_on;
-  summarizer_.answer = [&](const SummaryRequest& req) -> absl::StatusOr<SummaryResult> {
-    if (!summarizing.HasBeenNotified()) summarizing.Notify();
-    go_on.WaitForNotification();
-    return Short(req);
-  };
+  HoldSummaries(summarizing, go_on);
   WatchedClock clock;
   CompactionRunner::Options options;
   options.holder = "runner";
@@ -587,11 +593,7 @@ class CountedLeases final : public ForwardingStorage {
 TEST_F(CompactionRunnerTest, ALeaseThisProcessHoldsIsNotAskedForAgain) {
   AppendTurns(5, 300);
   absl::Notification summarizing, go_on;
-  summarizer_.answer = [&](const SummaryRequest& req) -> absl::StatusOr<SummaryResult> {
-    if (!summarizing.HasBeenNotified()) summarizing.Notify();
-    go_on.WaitForNotification();
-    return Short(req);
-  };
+  HoldSummaries(summarizing, go_on);
   CountedLeases counted(storage_.get());
   CompactionRunner::Options options;
   options.clock = &clock_;
