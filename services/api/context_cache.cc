@@ -60,8 +60,12 @@ void ContextCache::Put(const ConversationKey& key, std::shared_ptr<const CachedC
   if (max_bytes_ <= 0 || entry == nullptr) return;
   int64_t bytes = SnapshotBytes(*entry->snapshot);
   if (entry->plain_view != nullptr) bytes += static_cast<int64_t>(entry->plain_view->size());
-  std::string k = KeyText(key);
   absl::MutexLock lock(&mu_);
+  PutLocked(KeyText(key), std::move(entry), bytes);
+}
+
+void ContextCache::PutLocked(std::string k, std::shared_ptr<const CachedContext> entry,
+                             int64_t bytes) {
   if (auto it = index_.find(k); it != index_.end()) Unlink(it->second);
   if (bytes > max_bytes_) {
     Report();
@@ -81,8 +85,13 @@ void ContextCache::Put(const ConversationKey& key, std::shared_ptr<const CachedC
 void ContextCache::Offer(const ConversationKey& key,
                          std::shared_ptr<const ContextSnapshot> snapshot) {
   if (max_bytes_ <= 0 || snapshot == nullptr) return;
-  if (std::shared_ptr<const CachedContext> held = Get(key); held != nullptr) {
-    const Conversation& h = held->snapshot->conversation;
+  const int64_t bytes = SnapshotBytes(*snapshot);
+  std::string k = KeyText(key);
+  // Compared and replaced in one step: a later entry put meanwhile by
+  // another call stays.
+  absl::MutexLock lock(&mu_);
+  if (auto it = index_.find(k); it != index_.end()) {
+    const Conversation& h = it->second->entry->snapshot->conversation;
     const Conversation& n = snapshot->conversation;
     const bool later = n.compaction_version != h.compaction_version
                            ? n.compaction_version > h.compaction_version
@@ -91,7 +100,7 @@ void ContextCache::Offer(const ConversationKey& key,
   }
   auto entry = std::make_shared<CachedContext>();
   entry->snapshot = std::move(snapshot);
-  Put(key, std::move(entry));
+  PutLocked(std::move(k), std::move(entry), bytes);
 }
 
 void ContextCache::Erase(const ConversationKey& key) {

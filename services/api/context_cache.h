@@ -84,6 +84,9 @@ class ContextCache {
     std::shared_ptr<const CachedContext> entry;
     int64_t bytes = 0;
   };
+  // Put with the lock held and the entry's bytes counted.
+  void PutLocked(std::string k, std::shared_ptr<const CachedContext> entry, int64_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Unlink(std::list<Node>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Report() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

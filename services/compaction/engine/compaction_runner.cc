@@ -91,8 +91,9 @@ absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::WaitForLease(
     }
   } leave{this, id, !lead, lead};
   // Set once this process was seen compacting the conversation: when it is
-  // done, what it stored may be all this call needed.
-  bool held_here = false;
+  // done, what it stored may be all this call needed, so it plans again
+  // before asking for the lease.
+  bool plan_again = false;
   while (true) {
     if (IsCancelled(ctx)) return absl::CancelledError("the caller cancelled while waiting");
     if (options_.clock->Now() + options_.poll >= ctx.deadline) {
@@ -105,22 +106,22 @@ absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::WaitForLease(
         options_.clock->WaitWithTimeout(released_, wait_mu_, options_.poll);
         // Still held here: the database would refuse.
         if (held_.contains(id)) {
-          held_here = true;
+          plan_again = true;
           continue;
         }
       } else if (held_.contains(id) || waiting_.contains(id)) {
-        held_here = held_here || held_.contains(id);
+        plan_again = plan_again || held_.contains(id);
         options_.clock->WaitWithTimeout(released_, wait_mu_, options_.poll);
         continue;
       } else {
         // The calls ahead are done: this one waits for the lease from here.
         waiting_.insert(id);
         leave.lead = true;
-        held_here = true;
+        plan_again = true;
       }
     }
-    if (held_here) {
-      held_here = false;
+    if (plan_again) {
+      plan_again = false;
       ASSIGN_OR_RETURN(const bool done, settled());
       if (done) return std::optional<CompactionLease>();
     }
