@@ -4,14 +4,15 @@
 //        --concurrency=8 --duration_s=10 [--max_requests=200000]
 //        [--conversations=16] [--items=200] [--history=0] [--item_bytes=400]
 //        [--database_url=postgresql://...] [--token=TOKEN --tenant=ID]
-//        [--ask=TEXT] [--recall_budget=F] [--insert_alone=true]
+//        [--ask=TEXT] [--recall_budget=F] [--insert_alone=true] [--window=8192]
 //
 // Scenarios:
 //   append   AppendTurn of a user/assistant pair to random conversations
 //   build    BuildContext of random conversations (of --items live items,
 //            with --history items summarized behind a marker)
 //   mixed    both, on conversations with an 8k window so that compactions
-//            happen along the way
+//            happen along the way (--window=N: another window; one far
+//            larger than what a run appends compacts nothing)
 //   health   the standard health Check: a plain gRPC round trip
 //   floor    BuildContext as in `build`, each call followed by the server's
 //            same-size echo (--bench_echo: as many bytes as that view) and,
@@ -25,6 +26,10 @@
 //            like items (--database_url; no convstate call); with
 //            --insert_alone=true the INSERT is sent on its own, committed
 //            as it runs (one round trip instead of three)
+//   storage  the same two items appended through convstate's PostgreSQL
+//            storage (the append the server makes, on --database_url, the
+//            server's database) with no gRPC call and no server: what the
+//            append costs in the database and its client library alone
 // With --ask=TEXT every BuildContext carries TEXT as a pending user
 // message (what recall searches the history for); --recall_budget=F sets
 // the conversations' recall_budget_fraction (0: recall off).
@@ -61,6 +66,9 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "services/core/types.h"
+#include "storage/postgres_storage.h"
+#include "storage/storage.h"
 #include "tools/rpc/rpc_helpers.h"
 
 namespace {
@@ -87,6 +95,8 @@ struct Args {
   // `insert`: the INSERT sent as a statement on its own (committed as it
   // runs, one round trip), not between BEGIN and COMMIT.
   bool insert_alone = false;
+  // `mixed`: the conversations' context window.
+  int window = 8192;
   // A bearer token sent with every call, and the tenant it is for (default:
   // a fresh one per run).
   std::string token;
@@ -136,6 +146,8 @@ bool Parse(int argc, char** argv, Args* a) {
     } else if (name == "decode") {
       ok = v == "true" || v == "false";
       a->decode = v == "true";
+    } else if (name == "window") {
+      ok = absl::SimpleAtoi(v, &a->window) && a->window >= 1024;
     } else if (name == "insert_alone") {
       ok = v == "true" || v == "false";
       a->insert_alone = v == "true";
@@ -151,13 +163,13 @@ bool Parse(int argc, char** argv, Args* a) {
       return false;
     }
   }
-  if (a->scenario == "insert" && a->database_url.empty()) {
-    std::fprintf(stderr, "--scenario=insert needs --database_url\n");
+  if ((a->scenario == "insert" || a->scenario == "storage") && a->database_url.empty()) {
+    std::fprintf(stderr, "--scenario=%s needs --database_url\n", a->scenario.c_str());
     return false;
   }
   return a->scenario == "append" || a->scenario == "build" || a->scenario == "mixed" ||
          a->scenario == "health" || a->scenario == "floor" || a->scenario == "insert" ||
-         a->scenario == "echo";
+         a->scenario == "echo" || a->scenario == "storage";
 }
 
 using Clock = std::chrono::steady_clock;
@@ -266,6 +278,7 @@ class Load {
   bool Setup() {
     if (args_.scenario == "health") return true;
     if (args_.scenario == "insert") return CreateInsertTable();
+    if (args_.scenario == "storage" && !OpenStorage()) return false;
     auto stub = convstate::v1::ConversationState::NewStub(channels_[0]);
     std::mt19937_64 rng(1);
     for (int c = 0; c < args_.conversations; ++c) {
@@ -276,7 +289,7 @@ class Load {
       create.set_model("gpt-4o");
       create.set_system_prompt("You are a load-test assistant.");
       if (args_.scenario == "mixed") {
-        create.mutable_profile_overrides()->set_context_window(8192);
+        create.mutable_profile_overrides()->set_context_window(args_.window);
         create.mutable_profile_overrides()->set_output_reserve(512);
       } else {
         // No recent buffer: Compact summarizes all of the history; the live
@@ -372,7 +385,8 @@ class Load {
 
   // A primary-key SELECT on the same database: the floor of a BuildContext.
   void DatabaseBaseline() {
-    if (args_.database_url.empty() || args_.scenario == "floor" || args_.scenario == "insert") {
+    if (args_.database_url.empty() || args_.scenario == "floor" || args_.scenario == "insert" ||
+        args_.scenario == "storage") {
       return;
     }
     try {
@@ -520,9 +534,60 @@ class Load {
     return status;
   }
 
+  // The server's database through convstate's own storage, one
+  // connection per client.
+  bool OpenStorage() {
+    convstate::PostgresOptions options;
+    options.database_url = args_.database_url;
+    options.pool_size = args_.concurrency;
+    absl::StatusOr<std::unique_ptr<convstate::Storage>> storage =
+        convstate::NewPostgresStorage(options);
+    if (!storage.ok()) {
+      std::fprintf(stderr, "storage: %s\n", storage.status().ToString().c_str());
+      return false;
+    }
+    storage_ = std::move(*storage);
+    return true;
+  }
+
+  // The append AppendTurn makes, a user/assistant pair, made through the
+  // storage directly: the server's own work (decoding, validation, token
+  // counting) and the gRPC call left out. The token counts are the
+  // approximate tokenizer's (4 bytes a token); the storage only stores them.
+  void WorkStorage(int t, Clock::time_point end, std::map<std::string, Stats>& stats) {
+    std::mt19937_64 rng(1000 + t);
+    Stats& st = stats["storage append"];
+    while (Clock::now() < end && requests_.fetch_add(1) < args_.max_requests) {
+      convstate::AppendRequest req;
+      req.key = {tenant_, absl::StrCat("c", rng() % args_.conversations)};
+      req.expected_model = "gpt-4o";
+      for (convstate::Role role : {convstate::Role::kUser, convstate::Role::kAssistant}) {
+        convstate::ItemData item;
+        item.role = role;
+        item.kind = convstate::ItemKind::kMessage;
+        item.content = Filler(args_.item_bytes, rng);
+        item.token_count = static_cast<int64_t>(item.content.size() / 4) + 4;
+        req.items.push_back(std::move(item));
+      }
+      convstate::CallContext ctx;
+      ctx.deadline = absl::Now() + absl::Seconds(30);
+      const auto t0 = Clock::now();
+      const absl::StatusOr<convstate::AppendResult> r = storage_->AppendItems(ctx, req);
+      if (r.ok()) {
+        st.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      } else {
+        st.errors[absl::StatusCodeToString(r.status().code())]++;
+      }
+    }
+  }
+
   void Work(int t, Clock::time_point end, std::map<std::string, Stats>& stats) {
     if (args_.scenario == "insert") {
       WorkInsert(t, end, stats);
+      return;
+    }
+    if (args_.scenario == "storage") {
+      WorkStorage(t, end, stats);
       return;
     }
     auto channel = channels_[t % channels_.size()];
@@ -618,6 +683,7 @@ class Load {
   std::string tenant_;
   std::atomic<int64_t> requests_{0};
   size_t echo_bytes_ = 0;
+  std::unique_ptr<convstate::Storage> storage_;
 };
 
 }  // namespace
@@ -627,11 +693,11 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, &args)) {
     std::fprintf(stderr,
                  "usage: load --targets=127.0.0.1:PORT[,...] "
-                 "--scenario=append|build|mixed|health|floor|insert "
+                 "--scenario=append|build|mixed|health|floor|echo|insert|storage "
                  "[--concurrency=1] [--duration_s=10] [--max_requests=200000] "
                  "[--conversations=16] [--items=200] [--history=0] [--item_bytes=400] "
                  "[--database_url=URL] [--decode=true|false] [--token=T --tenant=ID] "
-                 "[--ask=TEXT] [--recall_budget=F] [--insert_alone=true]\n");
+                 "[--ask=TEXT] [--recall_budget=F] [--insert_alone=true] [--window=8192]\n");
     return 2;
   }
   Load load(args);
