@@ -28,6 +28,7 @@
 #include "services/common/trace.h"
 #include "storage/cancel_watchdog.h"
 #include "storage/rules.h"
+#include "storage/structure_cache.h"
 #include "storage/distribution_key.h"
 #include "storage/pg_util.h"
 
@@ -920,9 +921,12 @@ std::vector<Item> ParseItems(const pqxx::result& result) {
 // BuildContext reads it.
 std::string StructureToJson(const SummaryChunk& chunk) { return ChunkStructureJson(chunk).dump(); }
 
+// Parsed once per distinct text, for the whole process: the cache maps a
+// text to what it parses into, whichever storage read it.
 void StructureFromJson(const std::string& text, SummaryChunk& chunk) {
-  if (text == "{}") return;  // Chunks written before the ledger.
-  ReadChunkStructure(Json::parse(text, nullptr, /*allow_exceptions=*/false), chunk);
+  constexpr size_t kStructureCacheBytes = size_t{32} << 20;
+  static StructureCache* const structures = new StructureCache(kStructureCacheBytes);
+  structures->Read(text, chunk);
 }
 
 ViewState ViewStateFromJson(const std::string& text) {

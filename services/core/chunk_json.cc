@@ -114,6 +114,18 @@ void ReadChunkStructure(const Json& j, SummaryChunk& chunk) {
   }
 }
 
+void CopyChunkStructure(const SummaryChunk& from, SummaryChunk& to) {
+  to.lines = from.lines;
+  to.facts = from.facts;
+  to.constraints = from.constraints;
+  to.lost = from.lost;
+  to.source_conversation_id = from.source_conversation_id;
+  to.source_chunk_id = from.source_chunk_id;
+  to.prune_boundary_before = from.prune_boundary_before;
+  to.reverted = from.reverted;
+  to.reverted_by = from.reverted_by;
+}
+
 Json ChunkJson(const SummaryChunk& chunk) {
   Json out = ChunkStructureJson(chunk);
   out["from"] = chunk.from_sequence;

@@ -27,6 +27,8 @@ nlohmann::json ChunkStructureJson(const SummaryChunk& chunk);
 // Reads a structured part into `chunk`; what is missing or malformed is
 // left as it is (chunks written before a field existed).
 void ReadChunkStructure(const nlohmann::json& structure, SummaryChunk& chunk);
+// Copies the fields ReadChunkStructure sets from `from` to `to`.
+void CopyChunkStructure(const SummaryChunk& from, SummaryChunk& to);
 
 // The whole chunk, and back.
 nlohmann::json ChunkJson(const SummaryChunk& chunk);
