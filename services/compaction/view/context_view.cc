@@ -165,9 +165,17 @@ ContextView AssembleView(const ContextSnapshot& snapshot, const ModelProfile& pr
     for (const LedgerFact& f : chunk->facts) fact_tokens += f.token_count;
   }
   if (fact_tokens > ledger_budget) {
+    auto counted = [&](const Item& item) {
+      return item.sequence >= options.truncate_before && item.data.kind != ItemKind::kToolResult;
+    };
+    // Sized once, at about one id or figure per 16 bytes of text.
+    size_t bytes = 0;
     for (const Item& item : snapshot.live_items) {
-      if (item.sequence < options.truncate_before || item.data.kind == ItemKind::kToolResult) continue;
-      AddSpecificTokenHashes(item.data.content, live_tokens);
+      if (counted(item)) bytes += item.data.content.size();
+    }
+    live_tokens.reserve(bytes / 16);
+    for (const Item& item : snapshot.live_items) {
+      if (counted(item)) AddSpecificTokenHashes(item.data.content, live_tokens);
     }
   }
   const LedgerSelection ledger = SelectLedger(chunks, ledger_budget, live_tokens);
