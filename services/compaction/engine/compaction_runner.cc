@@ -70,11 +70,11 @@ absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::WaitForLease(
     absl::MutexLock lock(&wait_mu_);
     if (waiting_.insert(id).second) {
       lead = true;
-    } else if (following_[id] + 1 < options_.waiting_calls) {
-      ++following_[id];
     } else {
-      if (following_[id] == 0) following_.erase(id);
-      return std::optional<CompactionLease>();
+      const auto behind = following_.find(id);
+      const int followers = behind == following_.end() ? 0 : behind->second;
+      if (followers + 1 >= options_.waiting_calls) return std::optional<CompactionLease>();
+      ++following_[id];
     }
   }
   // Gives up its place, and lets the calls behind it look again.
