@@ -3,8 +3,10 @@
 
 #include "storage/postgres_storage.h"
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include <pqxx/pqxx>
@@ -57,6 +59,28 @@ std::unique_ptr<Storage> MakePartitioned() {
   auto storage = NewPostgresStorage(options);
   EXPECT_TRUE(storage.ok()) << storage.status();
   return storage.ok() ? std::move(*storage) : nullptr;
+}
+
+// The sessions of `db` other than the one asking, that also match
+// `also` (a condition, or empty), as a FROM clause.
+std::string OtherSessions(const ScratchDatabase& db, absl::string_view also = "") {
+  return absl::StrCat("FROM pg_stat_activity WHERE datname = '", db.name(),
+                      "' AND pid <> pg_backend_pid()", also.empty() ? "" : " AND ", also);
+}
+
+// Waits, at most 10 s, until `done` holds for the number of `sessions`
+// (an OtherSessions clause); a count that cannot be read is -1.
+void AwaitSessions(const ScratchDatabase& db, const std::string& sessions,
+                   const std::function<bool(int64_t)>& done) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < give_up) {
+    int64_t n = -1;
+    const absl::StatusOr<std::string> count =
+        db.QueryValue(absl::StrCat("SELECT count(*) ", sessions));
+    if (count.ok() && !absl::SimpleAtoi(*count, &n)) n = -1;
+    if (done(n)) return;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
 }
 
 // Straight to PostgreSQL, or through PgBouncer in transaction pooling mode.
@@ -239,17 +263,12 @@ TEST_P(PostgresRouteTest, RecoversWhenConnectionsAreDropped) {
   req.items.push_back(ItemData{Role::kUser, ItemKind::kMessage, "", "", "", false, {}, 2});
 
   const ScratchDatabase& db = SharedDatabase();
-  const std::string others = absl::StrCat("FROM pg_stat_activity WHERE datname = '", db.name(),
-                                          "' AND pid <> pg_backend_pid()");
+  const std::string others = OtherSessions(db);
   ASSERT_TRUE(db.Exec(absl::StrCat("SELECT pg_terminate_backend(pid) ", others)).ok());
   // Once they are gone, as after a restart: the pool sees its connections
   // closed and opens new ones before sending anything (an append sent on a
   // connection that breaks under it is in doubt, as the test below shows).
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (db.QueryValue(absl::StrCat("SELECT count(*) ", others)).value_or("") != "0" &&
-         absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  AwaitSessions(db, others, [](int64_t n) { return n == 0; });
   for (int i = 0; i < 3; ++i) {
     req.items[0].content = absl::StrCat("after-", i);
     auto r = storage->AppendItems(ctx, req);
@@ -310,14 +329,8 @@ TEST_P(PostgresRouteTest, AnAppendCutOffMidStatementIsInDoubtOrSentAgainWithItsK
     absl::StatusOr<AppendResult> out = absl::UnknownError("not run");
     std::thread append(
         [&] { out = storage->AppendItems(CallContext{absl::Now() + absl::Seconds(20)}, r); });
-    const std::string waiting = absl::StrCat(
-        "FROM pg_stat_activity WHERE datname = '", db.name(),
-        "' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
-    const absl::Time give_up = absl::Now() + absl::Seconds(10);
-    while (db.QueryValue(absl::StrCat("SELECT count(*) ", waiting)).value_or("0") == "0" &&
-           absl::Now() < give_up) {
-      absl::SleepFor(absl::Milliseconds(5));
-    }
+    const std::string waiting = OtherSessions(db, "wait_event_type = 'Lock'");
+    AwaitSessions(db, waiting, [](int64_t n) { return n > 0; });
     EXPECT_TRUE(db.Exec(absl::StrCat("SELECT pg_terminate_backend(pid) ", waiting)).ok());
     tx.abort();
     append.join();

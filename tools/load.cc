@@ -174,6 +174,11 @@ bool Parse(int argc, char** argv, Args* a) {
 
 using Clock = std::chrono::steady_clock;
 
+// Microseconds from `t0` to now: one call's latency.
+double MicrosSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
 struct Stats {
   std::vector<double> micros;
   std::map<std::string, int64_t> errors;
@@ -400,7 +405,7 @@ class Load {
         const auto t0 = Clock::now();
         pqxx::nontransaction tx(conn);
         tx.exec_prepared("pk", tenant_, "c0");
-        s.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        s.micros.push_back(MicrosSince(t0));
       }
       Report("postgres pk select", s, std::chrono::duration<double>(Clock::now() - start).count());
     } catch (const std::exception& e) {
@@ -480,18 +485,22 @@ class Load {
       while (Clock::now() < end && requests_.fetch_add(1) < args_.max_requests) {
         const std::string user = Filler(args_.item_bytes, rng);
         const std::string assistant = Filler(args_.item_bytes, rng);
+        // Committed at COMMIT, or as it runs when sent alone (a
+        // nontransaction's commit sends nothing).
+        auto insert = [&](pqxx::transaction_base& tx) {
+          tx.exec_prepared("insert", t, sequence + 1, sequence / 2 + 1, user, 100, assistant, 100);
+          tx.commit();
+        };
         const auto t0 = Clock::now();
         if (args_.insert_alone) {
           pqxx::nontransaction tx(conn);
-          tx.exec_prepared("insert", t, sequence + 1, sequence / 2 + 1, user, 100, assistant, 100);
+          insert(tx);
         } else {
           pqxx::work tx(conn);
-          tx.exec_prepared("insert", t, sequence + 1, sequence / 2 + 1, user, 100, assistant, 100);
-          tx.commit();
+          insert(tx);
         }
         sequence += 2;
-        stats[name].micros.push_back(
-            std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        stats[name].micros.push_back(MicrosSince(t0));
       }
     } catch (const std::exception& e) {
       stats[name].errors[e.what()]++;
@@ -552,8 +561,8 @@ class Load {
 
   // The append AppendTurn makes, a user/assistant pair, made through the
   // storage directly: the server's own work (decoding, validation, token
-  // counting) and the gRPC call left out. The token counts are the
-  // approximate tokenizer's (4 bytes a token); the storage only stores them.
+  // counting) and the gRPC call left out. The token counts are a fixed
+  // estimate (4 bytes a token, 4 a message): the storage only stores them.
   void WorkStorage(int t, Clock::time_point end, std::map<std::string, Stats>& stats) {
     std::mt19937_64 rng(1000 + t);
     Stats& st = stats["storage append"];
@@ -574,7 +583,7 @@ class Load {
       const auto t0 = Clock::now();
       const absl::StatusOr<convstate::AppendResult> r = storage_->AppendItems(ctx, req);
       if (r.ok()) {
-        st.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        st.micros.push_back(MicrosSince(t0));
       } else {
         st.errors[absl::StatusCodeToString(r.status().code())]++;
       }
@@ -649,7 +658,7 @@ class Load {
       }
       Stats& st = stats[name];
       if (s.ok()) {
-        st.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        st.micros.push_back(MicrosSince(t0));
         st.bytes += static_cast<int64_t>(view_bytes);
         if (name == "BuildContext" && args_.decode) {
           ++st.views;
@@ -664,7 +673,7 @@ class Load {
       const grpc::Status e = Echo(generic, view_bytes);
       Stats& es = stats["echo (same size)"];
       if (e.ok()) {
-        es.micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - e0).count());
+        es.micros.push_back(MicrosSince(e0));
       } else {
         es.errors[std::to_string(e.error_code())]++;
       }
@@ -672,8 +681,7 @@ class Load {
         const auto d0 = Clock::now();
         pqxx::nontransaction tx(*db);
         tx.exec_prepared("pk", tenant_, id);
-        stats["postgres pk select"].micros.push_back(
-            std::chrono::duration<double, std::micro>(Clock::now() - d0).count());
+        stats["postgres pk select"].micros.push_back(MicrosSince(d0));
       }
     }
   }
