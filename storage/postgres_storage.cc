@@ -822,6 +822,7 @@ std::string OverridesToJson(const ProfileOverrides& o) {
   if (o.compaction_enabled) j["compaction_enabled"] = *o.compaction_enabled;
   if (o.recall_budget_fraction) j["recall_budget_fraction"] = *o.recall_budget_fraction;
   if (o.prompt_cache_ttl_s) j["prompt_cache_ttl_s"] = *o.prompt_cache_ttl_s;
+  if (o.hard_band_policy) j["hard_band_policy"] = static_cast<int>(*o.hard_band_policy);
   if (o.policy) j["policy"] = PolicyJson(*o.policy);
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -845,6 +846,9 @@ ProfileOverrides OverridesFromJson(const std::string& text) {
   ReadOptional(j, "compaction_enabled", o.compaction_enabled);
   ReadOptional(j, "recall_budget_fraction", o.recall_budget_fraction);
   ReadOptional(j, "prompt_cache_ttl_s", o.prompt_cache_ttl_s);
+  if (auto it = j.find("hard_band_policy"); it != j.end()) {
+    o.hard_band_policy = static_cast<HardBandPolicy>(it->get<int>());
+  }
   if (auto it = j.find("policy"); it != j.end()) o.policy = PolicyFromJson(*it);
   return o;
 }

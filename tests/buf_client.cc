@@ -26,4 +26,11 @@ BufOutput Buf(const std::string& args) {
   return result;
 }
 
+BufOutput CurlConversationState(const std::string& address, const std::string& method,
+                                const std::string& json, bool with_errors) {
+  return Buf(absl::StrCat("curl --protocol grpc --http2-prior-knowledge -d ", ShellQuote(json),
+                          " http://", address, "/convstate.v1.ConversationState/", method,
+                          with_errors ? " 2>&1" : ""));
+}
+
 }  // namespace convstate::testing

@@ -22,6 +22,14 @@ struct BufOutput {
 // to the test log.
 BufOutput Buf(const std::string& args);
 
+// `buf curl` of convstate.v1.ConversationState/`method` on the plaintext
+// server at `address` with the JSON request `json`: what grpcurl -plaintext
+// -d would send. A server-streaming method's answers come one JSON object
+// after another. With `with_errors`, what buf writes to standard error (a
+// failed call's status and message) is in the output too.
+BufOutput CurlConversationState(const std::string& address, const std::string& method,
+                                const std::string& json, bool with_errors = false);
+
 }  // namespace convstate::testing
 
 #endif  // CONVSTATE_TESTS_BUF_CLIENT_H_

@@ -22,10 +22,8 @@ namespace convstate {
 namespace {
 
 using rpc::Message;
-using testing::Buf;
 using testing::BufOutput;
 using testing::ServerProcess;
-using testing::ShellQuote;
 
 class CompactionControlE2eTest : public testing::E2eTest {
  protected:
@@ -34,9 +32,7 @@ class CompactionControlE2eTest : public testing::E2eTest {
   void Curl(const ServerProcess& server, const std::string& method, const std::string& json,
             google::protobuf::Message* out) {
     ASSERT_NE(std::getenv("CONVSTATE_BUF"), nullptr) << "CONVSTATE_BUF is not set: run tools/test";
-    const BufOutput answer = Buf(absl::StrCat(
-        "curl --protocol grpc --http2-prior-knowledge -d ", ShellQuote(json), " http://",
-        server.address(), "/convstate.v1.ConversationState/", method));
+    const BufOutput answer = testing::CurlConversationState(server.address(), method, json);
     ASSERT_EQ(answer.exit_code, 0) << method << ": " << answer.out;
     google::protobuf::util::JsonParseOptions lenient;
     lenient.ignore_unknown_fields = true;

@@ -374,7 +374,8 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::GetContextAt(
   outcome.view = ViewAsBuilt(snapshot, resolved);
   outcome.prune_boundary = c.prune_boundary;
   outcome.plan.band = BandOf(outcome.view.tokens.total, resolved.profile);
-  return ResponseOf(key, outcome);
+  // As it was served then; compaction is not asked for here.
+  return ResponseOf(key, outcome, resolved.profile, CallMode(resolved.profile));
 }
 
 absl::Status ConversationService::EnsureCounts(const CallContext& ctx, ContextSnapshot& snapshot,
@@ -640,13 +641,14 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
                      RecoverFromOverflow(ctx, key, std::move(snapshot), resolved, pending,
                                          req.provider_reported_tokens(), progress));
   } else {
-    // With the background at work, a call whose view fits waits for no
-    // compaction: the background takes it from the soft band on.
-    const CompactionMode mode = options_.background_compaction
-                                    ? CompactionMode::kByBandBehindBackground
-                                    : CompactionMode::kByBand;
+    const CompactionMode mode = CallMode(resolved.profile);
+    // Room for what recall may add, so that it never lifts the view into
+    // the band the call would have compacted.
+    CompactionControl control;
+    if (recall != nullptr) control.headroom = RecallBudget(resolved.profile);
     ASSIGN_OR_RETURN(CompactionOutcome outcome,
-                     runner_.Run(ctx, std::move(snapshot), resolved, pending, mode, "", progress));
+                     runner_.Run(ctx, std::move(snapshot), resolved, pending, mode, "", progress,
+                                 /*background=*/false, control));
     // From the soft band on, the background gets ahead of need (kAhead); a
     // call that compacted already leaves it nothing to do.
     const bool compact_in_background = options_.background_compaction &&
@@ -658,7 +660,7 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
         resolved.profile.compaction_enabled ? resolved.profile.prompt_cache_ttl_s : 0;
     NoteBuilt(key, BandOf(outcome.view.tokens.total, resolved.profile), idle_ttl_s);
     AddRecall(recall, held.conversation, resolved, outcome.view);
-    answer.message = ResponseOf(key, outcome);
+    answer.message = ResponseOf(key, outcome, resolved.profile, mode);
     // The context read stays good until the conversation changes; a view
     // that compacted or truncated nothing is the same for the next call
     // without pending input, so it is kept serialized.
@@ -690,10 +692,23 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
   return answer;
 }
 
+CompactionMode ConversationService::CallMode(const ModelProfile& profile) const {
+  // Blocking at the hard band unless the profile prefers latency over the
+  // band and the background is there to do the work.
+  return options_.background_compaction &&
+                 profile.hard_band_policy == HardBandPolicy::kServeWhileBackground
+             ? CompactionMode::kByBandBehindBackground
+             : CompactionMode::kByBand;
+}
+
 v1::BuildContextResponse ConversationService::ResponseOf(const ConversationKey& key,
-                                                         CompactionOutcome& outcome) const {
+                                                         CompactionOutcome& outcome,
+                                                         const ModelProfile& profile,
+                                                         CompactionMode mode) const {
   v1::BuildContextResponse out;
   out.set_conversation_id(key.conversation_id);
+  out.set_band(static_cast<v1::Band>(BandOf(outcome.view.tokens.total, profile)));
+  out.set_band_reason(WhyOverHardBand(outcome, profile, mode));
   // Hashed before the texts move into the response.
   const ViewDigest digest = DigestView(outcome.view, outcome.prune_boundary);
   ToProto(std::move(outcome.view), &out);
@@ -747,7 +762,7 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::RecoverFromOverflo
         t.system, ", pinned ", t.pinned, ", summaries ", t.summaries, ", ledger ", t.ledger,
         ", live ", t.live, ", pending ", t.pending, " tokens (corrected by ", after, ")"));
   }
-  return ResponseOf(key, outcome);
+  return ResponseOf(key, outcome, limited.profile, CompactionMode::kByBand);
 }
 
 void ConversationService::RecordView(v1::ContextStatus status, int64_t tokens, Band band) const {

@@ -180,10 +180,15 @@ class ConversationService {
   };
   absl::StatusOr<Counted> LoadCounted(const CallContext& ctx, const ConversationKey& key);
 
-  // The response for `outcome`'s view: entries, tokens, hash, breakpoints.
-  // The view's texts move into it.
-  v1::BuildContextResponse ResponseOf(const ConversationKey& key,
-                                      CompactionOutcome& outcome) const;
+  // The response for `outcome`'s view (built by a call in `mode` against
+  // `profile`): entries, tokens, hash, breakpoints, band and why it is at
+  // or above the hard band. The view's texts move into it.
+  v1::BuildContextResponse ResponseOf(const ConversationKey& key, CompactionOutcome& outcome,
+                                      const ModelProfile& profile, CompactionMode mode) const;
+  // The mode a BuildContext compacts in for `profile`: blocking at the hard
+  // band, or serving while the background compacts (the profile's
+  // hard_band_policy, with background compaction on).
+  CompactionMode CallMode(const ModelProfile& profile) const;
 
   // BuildContext after the provider refused the last view as too long:
   // corrects the conversation's estimate, writes the audit row, compacts to
@@ -269,6 +274,8 @@ class ConversationService {
                                              const std::string& query);
   void AddRecall(const std::shared_ptr<PendingRecall>& pending, const Conversation& conversation,
                  const ResolvedProfile& resolved, ContextView& view);
+  // The most the RECALLED section may take under `profile`, in tokens.
+  static int64_t RecallBudget(const ModelProfile& profile);
 
   // Idle compaction (idle.cc). NoteBuilt: a view of `key` in `band` was
   // built; moves its idle due time a prompt cache lifetime on when it is

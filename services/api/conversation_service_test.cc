@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -519,54 +520,95 @@ TEST_F(ConversationServiceTest, ExpandSummaryPagesThroughTheItemsAChunkReplaced)
             absl::StatusCode::kInvalidArgument);
 }
 
-// In the soft band BuildContext answers at once and compacts in the
-// background; the next BuildContext finds the work done.
-// A view that still fits is answered whole, as a FIFO window would be;
-// past the hard band the summary is written in the background, ahead of the
-// call that would need it.
-TEST_F(ConversationServiceTest, HardBandSummarizesInTheBackgroundNotOnTheCall) {
-  v1::CreateConversationRequest create;
-  create.set_conversation_id("soft");
-  create.set_model("small-1");  // 4096 window, 512 reserve, 2 bytes per token.
-  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
-  for (int i = 0; i < 7; ++i) {
-    v1::AppendTurnRequest req = Append("soft", absl::StrCat(i, " ", std::string(400, 'q')));
-    *req.add_items() = Message(v1::ROLE_ASSISTANT, absl::StrCat(i, " ", std::string(450, 'a')));
-    ASSERT_TRUE(service_.AppendTurn(ctx_, req).ok());
+// A view at the hard band is compacted before it is served, under the soft
+// band, and says which band it is in; with hard_band_policy
+// SERVE_WHILE_BACKGROUND it is answered as it stands and the summary is
+// written in the background, ahead of the call that would need it.
+TEST_F(ConversationServiceTest, HardBandIsCompactedBeforeItIsServed) {
+  for (const bool serve : {false, true}) {
+    SCOPED_TRACE(serve ? "serve while background" : "block");
+    const std::string id = serve ? "serve" : "block";
+    v1::CreateConversationRequest create;
+    create.set_conversation_id(id);
+    create.set_model("small-1");  // 4096 window, 512 reserve, 2 bytes per token.
+    if (serve) {
+      create.mutable_profile_overrides()->set_hard_band_policy(
+          v1::HARD_BAND_POLICY_SERVE_WHILE_BACKGROUND);
+    }
+    ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+    for (int i = 0; i < 7; ++i) {
+      v1::AppendTurnRequest req = Append(id, absl::StrCat(i, " ", std::string(400, 'q')));
+      *req.add_items() = Message(v1::ROLE_ASSISTANT, absl::StrCat(i, " ", std::string(450, 'a')));
+      ASSERT_TRUE(service_.AppendTurn(ctx_, req).ok());
+    }
+    v1::BuildContextRequest build;
+    build.set_conversation_id(id);
+    auto first = service_.BuildContext(ctx_, build);
+    ASSERT_TRUE(first.ok()) << first.status();
+    if (!serve) {
+      EXPECT_EQ(first->context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
+      EXPECT_LT(first->tokens().total(), 2867) << "not under the soft band (0.70 of 4096)";
+      EXPECT_EQ(first->band(), v1::BAND_NORMAL);
+      EXPECT_EQ(first->band_reason(), "");
+      continue;
+    }
+    EXPECT_EQ(first->context_status(), v1::CONTEXT_STATUS_FULL);  // Answered as is...
+    EXPECT_GE(first->tokens().total(), 3277);                      // ...in the hard band
+    EXPECT_LT(first->tokens().total(), 3891);                      // (0.80-0.95 of 4096).
+    EXPECT_EQ(first->band(), v1::BAND_HARD);
+    EXPECT_TRUE(absl::StrContains(first->band_reason(), "SERVE_WHILE_BACKGROUND"))
+        << first->band_reason();
+    // ...and the compaction happens off the request path.
+    bool done = false;
+    for (int i = 0; i < 500 && !done; ++i) {
+      done = !AllSummaries(*storage_, ctx_, {"default", id}, false)->empty();
+      if (!done) absl::SleepFor(absl::Milliseconds(10));
+    }
+    if (!done) {
+      const auto events = AllCompactionEvents(*storage_, ctx_, {"default", id});
+      for (const auto& e : *events) ADD_FAILURE() << e.event << " " << e.detail;
+    }
+    ASSERT_TRUE(done) << "no background compaction within 5 s";
+    auto second = service_.BuildContext(ctx_, build);
+    ASSERT_TRUE(second.ok());
+    EXPECT_EQ(second->context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
+    EXPECT_LT(second->tokens().total(), 3277);
+    EXPECT_EQ(second->band_reason(), "");
   }
-  v1::BuildContextRequest build;
-  build.set_conversation_id("soft");
-  auto first = service_.BuildContext(ctx_, build);
-  ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(first->context_status(), v1::CONTEXT_STATUS_FULL);  // Answered as is...
-  EXPECT_GE(first->tokens().total(), 3277);                      // ...in the hard band
-  EXPECT_LT(first->tokens().total(), 3891);                      // (0.80-0.95 of 4096).
-  // ...and the compaction happens off the request path.
-  bool done = false;
-  for (int i = 0; i < 500 && !done; ++i) {
-    done = !AllSummaries(*storage_, ctx_, {"default", "soft"}, false)->empty();
-    if (!done) absl::SleepFor(absl::Milliseconds(10));
-  }
-  if (!done) {
-    const auto events = AllCompactionEvents(*storage_, ctx_, {"default", "soft"});
-    for (const auto& e : *events) ADD_FAILURE() << e.event << " " << e.detail;
-  }
-  ASSERT_TRUE(done) << "no background compaction within 5 s";
-  auto second = service_.BuildContext(ctx_, build);
-  ASSERT_TRUE(second.ok());
-  EXPECT_EQ(second->context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
-  EXPECT_LT(second->tokens().total(), 3277);
 }
 
-// A view in the hard band still fits: with background compaction on, the
-// call is answered as it stands even while another replica holds the
-// conversation's compaction lease, instead of waiting to prune in the
-// foreground; with it off, the call waits for the lease (here, past its
-// deadline).
+// A view that the parts no compaction removes keep above the hard band is
+// served, and says why.
+TEST_F(ConversationServiceTest, AViewCompactionCannotBringUnderTheHardBandSaysWhy) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("heavy");
+  create.set_model("small-1");  // 4096 window, 512 reserve, 2 bytes per token.
+  create.set_pinned_instructions(std::string(5600, 'p'));  // 2,800 tokens, never removed.
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  ASSERT_TRUE(service_.AppendTurn(ctx_, Append("heavy", "What now?")).ok());
+  v1::BuildContextRequest build;
+  build.set_conversation_id("heavy");
+  *build.add_pending_input() = Message(v1::ROLE_USER, std::string(300, 'n'));
+  auto view = service_.BuildContext(ctx_, build);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_GE(view->tokens().total(), 3277);
+  EXPECT_EQ(view->band(), v1::BAND_HARD);
+  EXPECT_TRUE(absl::StrContains(view->band_reason(), "compaction cannot bring the view under"))
+      << view->band_reason();
+}
+
+// A view in the hard band still fits: under hard_band_policy
+// SERVE_WHILE_BACKGROUND (and background compaction on), the call is
+// answered as it stands even while another replica holds the
+// conversation's compaction lease, instead of waiting to compact in the
+// foreground; under BLOCK, or with the background off, the call waits for
+// the lease (here, past its deadline).
 TEST_F(ConversationServiceTest, AViewThatFitsWaitsForNoCompaction) {
   v1::CreateConversationRequest create;
   create.set_conversation_id("busy");
   create.set_model("small-1");  // 4096 window, 512 reserve, 2 bytes per token.
+  create.mutable_profile_overrides()->set_hard_band_policy(
+      v1::HARD_BAND_POLICY_SERVE_WHILE_BACKGROUND);
   ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
   const ConversationKey key{"default", "busy"};
   auto held = storage_->TryAcquireCompactionLease(ctx_, key, "another-replica", absl::Minutes(5));
@@ -599,6 +641,7 @@ TEST_F(ConversationServiceTest, AViewThatFitsWaitsForNoCompaction) {
   }
   EXPECT_LT(view.tokens().total(), 3891) << "past the hard band";
   EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_FULL);
+  EXPECT_EQ(view.band(), v1::BAND_HARD);
   const auto events = AllCompactionEvents(*storage_, ctx_, key);
   ASSERT_TRUE(events.ok());
   for (const auto& e : *events) EXPECT_NE(e.event, "threshold_hit") << e.detail;
@@ -609,6 +652,14 @@ TEST_F(ConversationServiceTest, AViewThatFitsWaitsForNoCompaction) {
   CallContext bounded;
   bounded.deadline = absl::Now() + absl::Seconds(1);
   EXPECT_EQ(foreground.BuildContext(bounded, build).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+
+  v1::UpdateConversationRequest block;
+  block.set_conversation_id("busy");
+  block.mutable_profile_overrides()->set_hard_band_policy(v1::HARD_BAND_POLICY_BLOCK);
+  ASSERT_TRUE(service_.UpdateConversation(ctx_, block).ok());
+  bounded.deadline = absl::Now() + absl::Seconds(1);
+  EXPECT_EQ(service_.BuildContext(bounded, build).status().code(),
             absl::StatusCode::kDeadlineExceeded);
 }
 

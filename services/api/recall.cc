@@ -90,6 +90,10 @@ std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRe
   return pending;
 }
 
+int64_t ConversationService::RecallBudget(const ModelProfile& profile) {
+  return FractionOfWindow(profile, profile.recall.budget_fraction);
+}
+
 void ConversationService::AddRecall(const std::shared_ptr<PendingRecall>& pending,
                                     const Conversation& conversation,
                                     const ResolvedProfile& resolved, ContextView& view) {
@@ -107,9 +111,14 @@ void ConversationService::AddRecall(const std::shared_ptr<PendingRecall>& pendin
     }
   }
   const ModelProfile& profile = resolved.profile;
-  const int64_t room = profile.context_window - view.tokens.total;
-  const int64_t budget =
-      std::min(FractionOfWindow(profile, profile.recall.budget_fraction), room);
+  // Recall never lifts a view into the band it would be compacted for: the
+  // hard band, or the emergency band where the profile serves while the
+  // background compacts.
+  const double limit = profile.hard_band_policy == HardBandPolicy::kServeWhileBackground
+                           ? profile.emergency_threshold
+                           : profile.hard_threshold;
+  const int64_t room = Threshold(profile, limit) - 1 - view.tokens.total;
+  const int64_t budget = std::min(RecallBudget(profile), room);
   if (budget <= 0) return;
   telemetry::Span* span = telemetry::CurrentSpan();
   if (!hits.ok()) {

@@ -44,6 +44,8 @@ ProfileOverrides ToOverrides(const v1::ProfileOverrides& in) {
   if (in.has_compaction_enabled()) o.compaction_enabled = in.compaction_enabled();
   if (in.has_recall_budget_fraction()) o.recall_budget_fraction = in.recall_budget_fraction();
   if (in.has_prompt_cache_ttl_s()) o.prompt_cache_ttl_s = in.prompt_cache_ttl_s();
+  // An unknown value is kept as sent: ValidateProfile refuses it.
+  if (in.has_hard_band_policy()) o.hard_band_policy = static_cast<HardBandPolicy>(in.hard_band_policy());
   return o;
 }
 
@@ -84,6 +86,9 @@ void FromOverrides(const ProfileOverrides& o, v1::ProfileOverrides* out) {
   if (o.compaction_enabled) out->set_compaction_enabled(*o.compaction_enabled);
   if (o.recall_budget_fraction) out->set_recall_budget_fraction(*o.recall_budget_fraction);
   if (o.prompt_cache_ttl_s) out->set_prompt_cache_ttl_s(*o.prompt_cache_ttl_s);
+  if (o.hard_band_policy) {
+    out->set_hard_band_policy(static_cast<v1::HardBandPolicy>(*o.hard_band_policy));
+  }
 }
 
 v1::Conversation ToProto(const Conversation& c) {

@@ -88,6 +88,16 @@ struct CompactionPolicy {
   friend bool operator==(const CompactionPolicy&, const CompactionPolicy&) = default;
 };
 
+// What a call does when its view is at or above the hard band. Numbering
+// matches convstate.v1.HardBandPolicy.
+enum class HardBandPolicy {
+  // Compact before answering (the default).
+  kBlock = 1,
+  // Serve the view as it stands below the emergency band while the
+  // background compacts: latency over the band.
+  kServeWhileBackground = 2,
+};
+
 struct ProfileOverrides {
   std::optional<int64_t> context_window;
   std::optional<int64_t> output_reserve;
@@ -100,6 +110,7 @@ struct ProfileOverrides {
   std::optional<bool> compaction_enabled;
   std::optional<double> recall_budget_fraction;
   std::optional<int64_t> prompt_cache_ttl_s;
+  std::optional<HardBandPolicy> hard_band_policy;
   // The conversation's own compaction policy (the API's
   // Conversation.compaction_policy), kept with the overrides.
   std::optional<CompactionPolicy> policy;

@@ -56,6 +56,9 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
   if (p.has_compaction_enabled()) out.compaction_enabled = p.compaction_enabled();
   if (p.recall().has_budget_fraction()) out.recall.budget_fraction = p.recall().budget_fraction();
   if (p.reasoning_policy() == "drop") out.reasoning = ModelProfile::ReasoningPolicy::kDrop;
+  if (p.hard_band_policy() == "serve_while_background") {
+    out.hard_band_policy = HardBandPolicy::kServeWhileBackground;
+  }
   out.prompt_cache_ttl_s = p.prompt_cache_ttl_s();
   out.policy.instructions = p.compaction_policy().instructions();
   for (const auto& r : p.compaction_policy().keep()) {
@@ -129,6 +132,13 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::FromText(
       return absl::InvalidArgumentError(absl::StrCat(
           "model profiles: ", where, "reasoning_policy: expected summarize or drop, got '",
           p.reasoning_policy(), "'"));
+    }
+    if (!p.hard_band_policy().empty() && p.hard_band_policy() != "block" &&
+        p.hard_band_policy() != "serve_while_background") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model profiles: ", where,
+          "hard_band_policy: expected block or serve_while_background, got '",
+          p.hard_band_policy(), "'"));
     }
     const std::string& api = p.summarizer().api();
     if (!api.empty() && api != "openai_chat" && api != "anthropic_messages") {

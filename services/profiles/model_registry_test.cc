@@ -145,5 +145,58 @@ TEST(ModelRegistryTest, CompactionSwitchAndReasoningPolicy) {
   EXPECT_NE(bad.status().message().find("reasoning_policy"), std::string::npos) << bad.status();
 }
 
+TEST(ModelRegistryTest, HardBandPolicy) {
+  auto registry = ModelRegistry::FromText(R"pb(
+    profiles { name: "a" }
+    profiles { name: "b" hard_band_policy: "serve_while_background" }
+    profiles { name: "c" hard_band_policy: "block" }
+  )pb", "");
+  ASSERT_TRUE(registry.ok()) << registry.status();
+  EXPECT_EQ((*(*registry)->Resolve("a"))->profile.hard_band_policy, HardBandPolicy::kBlock);
+  EXPECT_EQ((*(*registry)->Resolve("b"))->profile.hard_band_policy,
+            HardBandPolicy::kServeWhileBackground);
+  EXPECT_EQ((*(*registry)->Resolve("c"))->profile.hard_band_policy, HardBandPolicy::kBlock);
+  auto bad = ModelRegistry::FromText(R"pb(profiles { name: "d" hard_band_policy: "wait" })pb", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("hard_band_policy"), std::string::npos) << bad.status();
+  // A policy value the API does not know is refused, naming the field.
+  ModelProfile p;
+  p.hard_band_policy = static_cast<HardBandPolicy>(7);
+  EXPECT_EQ(ValidateProfile(p, "profile_overrides.").message(),
+            "profile_overrides.hard_band_policy: must be HARD_BAND_POLICY_BLOCK or "
+            "HARD_BAND_POLICY_SERVE_WHILE_BACKGROUND, got 7");
+}
+
+// A conversation that only shrinks the window gets an output reserve that
+// shrinks with it; an explicit one is kept, and validated.
+TEST(ProfileTest, TheReserveScalesWithAnOverriddenWindow) {
+  ModelProfile gpt4o;
+  gpt4o.context_window = 128000;
+  gpt4o.output_reserve = 16384;
+  ProfileOverrides o;
+  o.context_window = 4096;
+  ModelProfile p = ApplyOverrides(gpt4o, o);
+  EXPECT_EQ(p.output_reserve, 524);  // 16,384 * 4,096 / 128,000.
+  EXPECT_TRUE(ValidateProfile(p, "").ok());
+  // Never more than a quarter of the window, however large the profile's share.
+  ModelProfile greedy = gpt4o;
+  greedy.output_reserve = 100000;
+  p = ApplyOverrides(greedy, o);
+  EXPECT_EQ(p.output_reserve, 1024);
+  // A larger window keeps the profile's reserve.
+  o.context_window = 256000;
+  EXPECT_EQ(ApplyOverrides(gpt4o, o).output_reserve, 16384);
+  // An explicit reserve is the caller's, and is validated.
+  o.context_window = 4096;
+  o.output_reserve = 16384;
+  p = ApplyOverrides(gpt4o, o);
+  EXPECT_EQ(p.output_reserve, 16384);
+  EXPECT_EQ(ValidateProfile(p, "profile_overrides.").code(), absl::StatusCode::kInvalidArgument);
+  // A provider's prompt limit keeps the reserve it had.
+  ProfileOverrides limited = WithPromptLimit(gpt4o, ProfileOverrides{}, 20000);
+  EXPECT_EQ(ApplyOverrides(gpt4o, limited).output_reserve, 16384);
+  EXPECT_EQ(ApplyOverrides(gpt4o, limited).context_window, 36384);
+}
+
 }  // namespace
 }  // namespace convstate

@@ -13,8 +13,17 @@ std::string JoinInstructions(const std::string& first, const std::string& then) 
 }
 
 ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
+  if (o.context_window && !o.output_reserve && *o.context_window > 0 &&
+      p.context_window > 0) {
+    const double window = static_cast<double>(*o.context_window);
+    const double scaled = std::min(
+        static_cast<double>(p.output_reserve),
+        static_cast<double>(p.output_reserve) * window / static_cast<double>(p.context_window));
+    p.output_reserve = static_cast<int64_t>(std::min(scaled, kMaxScaledReserveFraction * window));
+  }
   if (o.context_window) p.context_window = *o.context_window;
   if (o.output_reserve) p.output_reserve = *o.output_reserve;
+  if (o.hard_band_policy) p.hard_band_policy = *o.hard_band_policy;
   if (o.soft_threshold) p.soft_threshold = *o.soft_threshold;
   if (o.hard_threshold) p.hard_threshold = *o.hard_threshold;
   if (o.emergency_threshold) p.emergency_threshold = *o.emergency_threshold;
@@ -39,6 +48,9 @@ ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
   cap(p.tool_pruning.trigger_tokens, p.tool_pruning.trigger_fraction);
   cap(p.tool_pruning.min_savings_tokens, p.tool_pruning.min_savings_fraction);
   cap(p.summarizer.max_chunk_tokens, p.summarizer.max_chunk_fraction);
+  // A floor above the soft threshold would keep a small window from ever
+  // compacting, however full it gets.
+  p.token_floor = std::min(p.token_floor, FractionOfWindow(p, p.soft_threshold));
   return p;
 }
 
@@ -111,6 +123,13 @@ absl::Status ValidateProfile(const ModelProfile& p, const std::string& prefix) {
   if (p.prompt_cache_ttl_s < 0) {
     return bad("prompt_cache_ttl_s", "must not be negative");
   }
+  if (p.hard_band_policy != HardBandPolicy::kBlock &&
+      p.hard_band_policy != HardBandPolicy::kServeWhileBackground) {
+    return bad("hard_band_policy",
+               absl::StrCat("must be HARD_BAND_POLICY_BLOCK or "
+                            "HARD_BAND_POLICY_SERVE_WHILE_BACKGROUND, got ",
+                            static_cast<int>(p.hard_band_policy)));
+  }
   if (!(p.recall.budget_fraction >= 0.0 && p.recall.budget_fraction < 1.0)) {
     return bad("recall.budget_fraction",
                absl::StrCat("must be in [0, 1), got ", p.recall.budget_fraction));
@@ -131,6 +150,8 @@ ProfileOverrides WithPromptLimit(const ModelProfile& model, ProfileOverrides ove
   const double limit = static_cast<double>(window) - reserve;
   auto rescale = [&](double f) { return (reserve + f * limit) / static_cast<double>(window); };
   overrides.context_window = window;
+  // The reserve stays what it was: the limit is the prompt's.
+  overrides.output_reserve = base.output_reserve;
   overrides.soft_threshold = rescale(base.soft_threshold);
   overrides.hard_threshold = rescale(base.hard_threshold);
   overrides.emergency_threshold = rescale(base.emergency_threshold);

@@ -15,13 +15,16 @@ struct ModelProfile {
   std::string name = "default";
   // Total tokens the model accepts, prompt and output together.
   int64_t context_window = 128000;
-  // Tokens kept free for the model's answer.
+  // Tokens kept free for the model's answer. A conversation that overrides
+  // the window and not the reserve gets this reserve scaled with the window
+  // (ApplyOverrides), at most kMaxScaledReserveFraction of it.
   int64_t output_reserve = 4096;
   // Bands, as fractions of the context window.
   double soft_threshold = 0.70;
   double hard_threshold = 0.80;
   double emergency_threshold = 0.95;
-  // Below this many tokens nothing triggers.
+  // Below this many tokens nothing triggers (ApplyOverrides lowers it to
+  // the soft threshold where that is lower).
   int64_t token_floor = 2000;
   // The recent buffer kept verbatim: last N turns, at most T tokens.
   int32_t recent_turns = 4;
@@ -31,6 +34,9 @@ struct ModelProfile {
   // False: never pruned, summarized or truncated; a view that does not fit
   // is refused instead.
   bool compaction_enabled = true;
+  // At or above the hard band: compact before answering, or serve the view
+  // as it stands below the emergency band while the background compacts.
+  HardBandPolicy hard_band_policy = HardBandPolicy::kBlock;
 
   // "cl100k_base", "o200k_base", or "approximate".
   std::string encoding = "approximate";
@@ -97,9 +103,17 @@ struct ModelProfile {
   } recall;
 };
 
+// The largest share of an overridden window that the profile's output
+// reserve, scaled with it, may take.
+inline constexpr double kMaxScaledReserveFraction = 0.25;
+
 // `base` with the conversation's overrides applied, and every size that
 // has a fractional cap scaled down to the (possibly overridden) window, so
-// that budgets, triggers and buffers shrink with it.
+// that budgets, triggers and buffers shrink with it. A window overridden
+// without a reserve takes the profile's reserve in proportion when the
+// window shrinks (16,384 of 128,000 becomes 524 of 4,096), never more than
+// kMaxScaledReserveFraction of the window; an explicit reserve is kept as
+// given (and validated).
 ModelProfile ApplyOverrides(ModelProfile base, const ProfileOverrides& overrides);
 
 // Summary instructions `first`, then `then` on a line of their own; either

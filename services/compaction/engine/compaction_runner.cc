@@ -246,6 +246,9 @@ absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool backgr
     // Another compaction runs and enough requests of this process already
     // wait for it: this one takes the view as it stands (truncated if it
     // does not fit) instead of holding a worker.
+    job.steps.Note(job.plan.summarize ? Tier::kSummarize : Tier::kPrune,
+                   "another compaction of this conversation is under way and enough calls "
+                   "wait for it: the view is served as it stands");
     job.plan.pruned_results = 0;
     job.plan.prune_boundary = job.snapshot.conversation.prune_boundary;
     job.plan.summarize = false;
@@ -334,6 +337,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   StepRecorder steps(progress, options_.telemetry);
   CompactionJob job{ctx, resolved.profile, *resolved.tokenizer, pending, mode, instructions, steps};
   job.through_sequence = control.through_sequence;
+  job.headroom = control.headroom;
   job.Adopt(std::move(snapshot));
   job.plan = PlanCompaction(job.InputFor(job.snapshot), mode);
   CompactionOutcome out;
@@ -500,6 +504,33 @@ TokenBreakdown Reword(const ContextSnapshot& snapshot, const ResolvedProfile& re
   const ContextView view = ViewWithChunk(job, snapshot, chunk, prune_boundary);
   chunk.lost = LostFacts(span_facts, view);
   return view.tokens;
+}
+
+std::string WhyOverHardBand(const CompactionOutcome& out, const ModelProfile& profile,
+                            CompactionMode mode) {
+  const TokenBreakdown& t = out.view.tokens;
+  const Band band = BandOf(t.total, profile);
+  if (band < Band::kHard) return "";
+  const int64_t hard = Threshold(profile, profile.hard_threshold);
+  if (!profile.compaction_enabled) {
+    return absl::StrCat("compaction is switched off for this conversation; the view needs ",
+                        t.total, " tokens against a hard threshold of ", hard);
+  }
+  if (mode == CompactionMode::kByBandBehindBackground && band < Band::kEmergency) {
+    return absl::StrCat("hard_band_policy SERVE_WHILE_BACKGROUND: served as it stands (", t.total,
+                        " tokens, hard threshold ", hard, ") while the background compacts");
+  }
+  if (!out.not_done.empty()) {
+    return absl::StrCat("compaction did not finish: ", absl::StrJoin(out.not_done, "; "), " (",
+                        t.total, " tokens against a hard threshold of ", hard, ")");
+  }
+  return absl::StrCat(
+      "compaction cannot bring the view under the hard threshold of ", hard,
+      " tokens: what it keeps (the system prompt, pinned content, summaries, the fact ledger, "
+      "the recent turns and the pending input; only truncation at the emergency band goes "
+      "further) needs ", t.total, " (system ", t.system, ", pinned ", t.pinned, ", summaries ",
+      t.summaries, ", ledger ", t.ledger, ", live ", t.live, ", pending ", t.pending,
+      ", output reserve ", t.output_reserve, ")");
 }
 
 absl::StatusOr<CompactionOutcome> CompactionRunner::Uncompacted(CompactionJob job,

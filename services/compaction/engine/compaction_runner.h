@@ -68,6 +68,9 @@ struct CompactionControl {
   // audit row): the outcome's `proposal` says what would be stored. Only
   // the tiers that need nothing stored before them run.
   bool dry_run = false;
+  // A call's modes: what the call adds to the view afterwards (see
+  // PlanInput::headroom).
+  int64_t headroom = 0;
 };
 
 // A summary `chunk` of `snapshot` (a proposal's) with `text` in its place:
@@ -91,6 +94,12 @@ inline absl::Duration LeaseMargin(absl::Duration lease) {
 // assembled as stored, truncated when over the emergency band or the
 // window, as Run does. Used to rebuild past views (GetContextAt).
 ContextView ViewAsBuilt(const ContextSnapshot& snapshot, const ResolvedProfile& profile);
+
+// Why `out`'s view (built by a call in `mode`) stands at or above the hard
+// band; empty when it is below. Names the policy that served it, the steps
+// that did not happen, or the parts no compaction removes.
+std::string WhyOverHardBand(const CompactionOutcome& out, const ModelProfile& profile,
+                            CompactionMode mode);
 
 // Runs compactions: plan, summarize outside any transaction, commit with a
 // compare-and-set, fold, and truncate the view as the last resort. Every

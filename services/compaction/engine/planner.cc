@@ -402,32 +402,45 @@ CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
     return plan;
   }
 
-  // A call waits for nothing while its view fits and the background is
-  // at work (kByBandBehindBackground): below the emergency band it is
-  // served as it stands.
-  const Band act_from = mode == CompactionMode::kByBand                    ? Band::kHard
-                        : mode == CompactionMode::kByBandBehindBackground ? Band::kEmergency
-                        : mode == CompactionMode::kAhead                   ? Band::kSoft
-                                                                           : Band::kNormal;
-  const bool act = plan.band >= act_from;
-  if (!act) return plan;
+  // Where each mode starts to act, where it summarizes (once pruning is
+  // not enough) and what a summary aims under; a call counts what it adds
+  // after compaction against each.
+  const int64_t headroom = ForCall(mode) ? std::max<int64_t>(0, in.headroom) : 0;
+  const int64_t soft = Threshold(p, p.soft_threshold) - headroom;
+  const int64_t hard = Threshold(p, p.hard_threshold) - headroom;
+  const int64_t emergency = Threshold(p, p.emergency_threshold) - headroom;
+  const bool serve_while_background = p.hard_band_policy == HardBandPolicy::kServeWhileBackground;
+  Band act_from = Band::kNormal;
+  int64_t summarize_at = soft;
+  int64_t aim = soft;
+  switch (mode) {
+    case CompactionMode::kByBand:
+      act_from = Band::kHard;
+      summarize_at = hard;
+      break;
+    case CompactionMode::kByBandBehindBackground:
+      act_from = Band::kEmergency;
+      summarize_at = emergency;
+      aim = hard;
+      break;
+    case CompactionMode::kAhead:
+      act_from = Band::kSoft;
+      if (serve_while_background) summarize_at = aim = hard;
+      break;
+    default:
+      break;
+  }
+  if (BandOf(plan.tokens_before + headroom, p) < act_from) return plan;
   if (mode == CompactionMode::kTruncate) {
     PlanTruncate(in, plan);
     return plan;
   }
-  const int64_t target = Threshold(p, p.soft_threshold);
-  const ContextView current = PlanPrune(in, mode, target, plan);
+  const ContextView current = PlanPrune(in, mode, soft, plan);
   if (mode == CompactionMode::kPruneOnly) return plan;
-  // Summaries replace only what would not fit verbatim after pruning; by
-  // band, they aim under the hard threshold with room for a turn, so that
-  // the newest turns stay verbatim as long as they can.
-  const bool by_need = ForCall(mode) || mode == CompactionMode::kAhead;
-  const int64_t summarize_at = ForCall(mode)
-                                   ? Threshold(p, p.emergency_threshold)
-                               : mode == CompactionMode::kAhead ? Threshold(p, p.hard_threshold)
-                                                                : target;
+  // Summaries replace only what would not fit verbatim after pruning; the
+  // newest turns stay verbatim as long as they can.
   if (mode == CompactionMode::kSummarize || plan.projected_tokens >= summarize_at) {
-    PlanSummarize(in, mode, by_need ? Threshold(p, p.hard_threshold) : target, current, plan);
+    PlanSummarize(in, mode, aim, current, plan);
   }
   PlanFold(in, plan);
   return plan;

@@ -22,17 +22,23 @@ enum class Band { kNormal = 1, kSoft = 2, kHard = 3, kEmergency = 4 };
 // verbatim once old tool output is pruned: a view that pruning brings back
 // under the limit keeps every turn, as a FIFO window with pruning would.
 enum class CompactionMode {
-  // BuildContext: nothing below the hard band. There, old tool output is
-  // pruned, and the oldest spans are summarized only when the pruned view
-  // would pass the emergency threshold (it would not fit).
+  // BuildContext (hard_band_policy BLOCK, the default): nothing below the
+  // hard band. From there, old tool output is pruned, and when the pruned
+  // view is still at or above the hard threshold the oldest spans are
+  // summarized, aiming under the soft threshold, so that the call that
+  // waited is not followed by another that must.
   kByBand,
-  // BuildContext while background compaction is on: the view is served as
-  // it stands below the emergency band (it fits; the background compacts
-  // from the soft band on, off the call path); from there, as kByBand.
+  // BuildContext whose profile serves while the background compacts
+  // (HardBandPolicy::kServeWhileBackground, with background compaction
+  // on): the view is served as it stands below the emergency band; from
+  // there, old tool output is pruned and the oldest spans summarized just
+  // under the hard threshold with room for a turn.
   kByBandBehindBackground,
   // Background, after a call found the view in the soft band or above: the
   // same, ahead of need, so that calls find the work done: pruning from the
-  // soft band, a summary once the pruned view passes the hard threshold.
+  // soft band, and a summary once the pruned view is still in the soft
+  // band (aiming under it; under hard_band_policy SERVE_WHILE_BACKGROUND,
+  // once it passes the hard threshold, aiming under that).
   kAhead,
   // Compact(auto): cheapest tiers first until the view is back under the
   // soft threshold, whatever the band.
@@ -63,6 +69,11 @@ struct PlanInput {
   // sequence (a task's end), whatever the recent buffer says; 0: the
   // planner's choice.
   int64_t through_sequence = 0;
+  // A call's modes only: tokens the call adds to the view after compaction
+  // (the recalled section, at most its budget), counted against the bands
+  // so that what it adds never lifts the view into the band it would have
+  // been compacted for.
+  int64_t headroom = 0;
 };
 
 // What emergency truncation leaves out of the view (storage keeps it all):

@@ -190,17 +190,100 @@ TEST(PlannerTest, SummarizesTheOldestZoneKeepingRecentTurns) {
 
 // On the call, a view that fits once old tool output is pruned keeps every
 // turn verbatim: summaries replace only what would not fit.
-TEST(PlannerTest, OnTheCallAViewThatFitsAfterPruningIsNotSummarized) {
+TEST(PlannerTest, OnTheCallTheHardBandIsSummarizedUnderTheSoftBand) {
   auto tok = NewApproximateTokenizer();
-  const ContextSnapshot fits = Builder()
+  const ContextSnapshot hard = Builder()
                                    .User(400).Assistant(400)
                                    .User(400).Assistant(400)
                                    .User(400).Assistant(400)
                                    .User(350).Assistant(350)
                                    .Build();  // 3,356 of 4,096: hard band, fits.
-  const CompactionPlan waits = PlanCompaction(Input(&fits, Small(), tok.get()), CompactionMode::kByBand);
+  const ModelProfile p = Small();
+  const CompactionPlan blocks = PlanCompaction(Input(&hard, p, tok.get()), CompactionMode::kByBand);
+  EXPECT_EQ(blocks.band, Band::kHard);
+  ASSERT_TRUE(blocks.summarize) << "a view at the hard band is compacted before it is served";
+  EXPECT_EQ(blocks.summarize_through % 2, 0) << "cut inside a turn";
+  EXPECT_LT(blocks.projected_tokens, Threshold(p, p.soft_threshold));
+  // Below the hard band a call compacts nothing; the background does.
+  const ContextSnapshot soft = Builder()
+                                   .User(400).Assistant(400)
+                                   .User(400).Assistant(400)
+                                   .User(400).Assistant(400)
+                                   .User(200).Assistant(200)
+                                   .Build();
+  const CompactionPlan waits = PlanCompaction(Input(&soft, p, tok.get()), CompactionMode::kByBand);
+  EXPECT_EQ(waits.band, Band::kSoft);
+  EXPECT_TRUE(waits.empty());
+  const CompactionPlan ahead = PlanCompaction(Input(&soft, p, tok.get()), CompactionMode::kAhead);
+  ASSERT_TRUE(ahead.summarize) << "the background keeps the view under the soft band";
+  EXPECT_LT(ahead.projected_tokens, Threshold(p, p.soft_threshold));
+}
+
+TEST(PlannerTest, ServingWhileTheBackgroundWorksWaitsForTheEmergencyBand) {
+  auto tok = NewApproximateTokenizer();
+  ModelProfile p = Small();
+  p.hard_band_policy = HardBandPolicy::kServeWhileBackground;
+  const ContextSnapshot hard = Builder()
+                                   .User(400).Assistant(400)
+                                   .User(400).Assistant(400)
+                                   .User(400).Assistant(400)
+                                   .User(350).Assistant(350)
+                                   .Build();  // 3,356 of 4,096: hard band, fits.
+  const CompactionPlan waits =
+      PlanCompaction(Input(&hard, p, tok.get()), CompactionMode::kByBandBehindBackground);
   EXPECT_EQ(waits.band, Band::kHard);
-  EXPECT_FALSE(waits.summarize);
+  EXPECT_TRUE(waits.empty());
+  // The background under this policy summarizes only past the hard band.
+  const CompactionPlan ahead = PlanCompaction(Input(&hard, p, tok.get()), CompactionMode::kAhead);
+  EXPECT_TRUE(ahead.summarize);
+  EXPECT_LT(ahead.projected_tokens, Threshold(p, p.hard_threshold));
+  EXPECT_GE(ahead.projected_tokens, Threshold(p, p.soft_threshold) - 260)
+      << "summarized more than it takes to fit under the hard band";
+  // What would still not fit is summarized, and no more than it takes to
+  // land under the hard band with room for a turn.
+  Builder b;
+  for (int t = 0; t < 14; ++t) b.User(130).Assistant(130);  // 3,640 + 256: emergency band.
+  const ContextSnapshot full = b.Build();
+  p.recent_turns = 1;
+  const CompactionPlan plan =
+      PlanCompaction(Input(&full, p, tok.get()), CompactionMode::kByBandBehindBackground);
+  EXPECT_EQ(plan.band, Band::kEmergency);
+  ASSERT_TRUE(plan.summarize);
+  EXPECT_LT(plan.summarize_through, 26);
+  EXPECT_GT(plan.summarize_through, 2);
+  EXPECT_EQ(plan.summarize_through % 2, 0) << "cut inside a turn";
+  EXPECT_LT(plan.projected_tokens, Threshold(p, p.hard_threshold) - 260);
+  EXPECT_GT(plan.projected_tokens, Threshold(p, p.soft_threshold) - 260)
+      << "summarized more than it takes to fit";
+}
+
+// What a call adds after compaction (its recalled section) counts against
+// the bands: a view that would reach the hard band with it is compacted.
+TEST(PlannerTest, ACallsHeadroomCountsAgainstTheBands) {
+  auto tok = NewApproximateTokenizer();
+  const ContextSnapshot soft = Builder()
+                                   .User(400).Assistant(400)
+                                   .User(400).Assistant(400)
+                                   .User(400).Assistant(400)
+                                   .User(300).Assistant(300)
+                                   .Build();  // In the soft band, under the hard one.
+  const ModelProfile p = Small();
+  PlanInput in = Input(&soft, p, tok.get());
+  const CompactionPlan without = PlanCompaction(in, CompactionMode::kByBand);
+  ASSERT_EQ(without.band, Band::kSoft);
+  EXPECT_TRUE(without.empty());
+  in.headroom = Threshold(p, p.hard_threshold) - without.tokens_before;
+  const CompactionPlan with = PlanCompaction(in, CompactionMode::kByBand);
+  EXPECT_EQ(with.band, Band::kSoft) << "the band reported is the view's own";
+  ASSERT_TRUE(with.summarize);
+  EXPECT_LT(with.projected_tokens + in.headroom, Threshold(p, p.soft_threshold));
+  // The background adds nothing after it: no headroom there.
+  EXPECT_EQ(PlanCompaction(in, CompactionMode::kAhead).projected_tokens,
+            PlanCompaction(Input(&soft, p, tok.get()), CompactionMode::kAhead).projected_tokens);
+}
+
+TEST(PlannerTest, OnTheCallAViewThatFitsAfterPruningIsNotSummarized) {
+  auto tok = NewApproximateTokenizer();
   // Old tool output goes first; the view then fits and nothing is summarized.
   const ContextSnapshot bulky = Builder()
                                     .User(300).Call("1", "grep").Result("1", "grep", 900)
@@ -215,22 +298,7 @@ TEST(PlannerTest, OnTheCallAViewThatFitsAfterPruningIsNotSummarized) {
   const CompactionPlan pruned = PlanCompaction(Input(&bulky, p, tok.get()), CompactionMode::kByBand);
   EXPECT_GT(pruned.pruned_results, 0);
   EXPECT_FALSE(pruned.summarize);
-  // What would still not fit is summarized, and no more than it takes to
-  // land under the hard band with room for a turn.
-  Builder b;
-  for (int t = 0; t < 14; ++t) b.User(130).Assistant(130);  // 3,640 + 256: emergency band.
-  const ContextSnapshot full = b.Build();
-  p = Small();
-  p.recent_turns = 1;
-  const CompactionPlan plan = PlanCompaction(Input(&full, p, tok.get()), CompactionMode::kByBand);
-  EXPECT_EQ(plan.band, Band::kEmergency);
-  ASSERT_TRUE(plan.summarize);
-  EXPECT_LT(plan.summarize_through, 26);
-  EXPECT_GT(plan.summarize_through, 2);
-  EXPECT_EQ(plan.summarize_through % 2, 0) << "cut inside a turn";
-  EXPECT_LT(plan.projected_tokens, Threshold(p, p.hard_threshold) - 260);
-  EXPECT_GT(plan.projected_tokens, Threshold(p, p.soft_threshold) - 260)
-      << "summarized more than it takes to fit";
+  EXPECT_LT(pruned.projected_tokens, Threshold(p, p.hard_threshold));
 }
 
 TEST(PlannerTest, SummarizesOnlyWhatBringsTheViewUnderTheSoftBand) {

@@ -13,6 +13,7 @@ PlanInput CompactionJob::InputFor(const ContextSnapshot& s) const {
   in.pending = pending;
   in.tokenizer = &tokenizer;
   in.through_sequence = through_sequence;
+  in.headroom = headroom;
   return in;
 }
 

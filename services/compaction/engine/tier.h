@@ -35,6 +35,8 @@ struct CompactionJob {
 
   // Compact's boundary (see PlanInput::through_sequence); 0: none.
   int64_t through_sequence = 0;
+  // See PlanInput::headroom.
+  int64_t headroom = 0;
 
   // The conversation as stored, read again after every commit (Adopt),
   // with the items the keep rules hold marked pinned.
