@@ -254,7 +254,8 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     if (!s.ok()) return absl::UnavailableError(absl::StrCat("CreateConversation: ", s.error_message()));
   }
   // The system prompt's count, from the conversation's own tokenizer: what
-  // a FIFO window spends on it too.
+  // a FIFO window spends on it too; and the hard threshold, whose room a
+  // FIFO window is held to, as a view is.
   int64_t system_tokens = 0;
   {
     v1::InspectContextRequest req;
@@ -262,9 +263,21 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     v1::InspectContextResponse out;
     grpc::ClientContext ctx;
     SetDeadline(ctx);
-    if (note(stub->InspectContext(&ctx, req, &out))) system_tokens = out.tokens().system();
+    if (note(stub->InspectContext(&ctx, req, &out))) {
+      system_tokens = out.tokens().system();
+      r.hard_threshold = out.thresholds().hard();
+    }
   }
-  const int64_t fifo_budget = options.window - reserve - system_tokens;
+  if (r.hard_threshold <= 0) r.hard_threshold = options.window;
+  const int64_t fifo_budget = r.hard_threshold - reserve - system_tokens;
+  auto count_view = [&r](const v1::BuildContextResponse& view) {
+    ++r.views;
+    if (view.tokens().total() < r.hard_threshold) return;
+    ++r.views_over_hard;
+    // The reason without its figures, so that alike reasons count together.
+    std::string reason = view.band_reason().substr(0, view.band_reason().find_first_of("(:"));
+    ++r.over_hard_reasons[reason.empty() ? "(no reason given)" : reason];
+  };
   std::set<int> fact_probes;
   std::map<int, const Probe*> recall_probes;
   for (const Probe& p : conv.probes) {
@@ -300,6 +313,7 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
       const int64_t total = view.tokens().total();
       r.peak_tokens = std::max(r.peak_tokens, total);
       r.views_over_window += total > options.window;
+      count_view(view);
       const std::string text = ViewText(view);
       r.views_invalid_utf8 += !IsValidUtf8(text);
       std::set<int64_t> chunks;
@@ -366,6 +380,7 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
                         " tokens)\n", e.content(), "\n");
       }
       r.views_over_window += view.tokens().total() > options.window;
+      count_view(view);
       r.views_invalid_utf8 += !IsValidUtf8(text);
       for (Result::Instruction& in : r.instructions) {
         if (turns <= in.turn) continue;
@@ -447,6 +462,11 @@ std::vector<std::string> LossesToFifo(const Result& r) {
                                  " is in ", in.kept, " of ", in.views, " views"));
     }
   }
+  if (r.views_over_hard * 50 > r.views) {
+    out.push_back(absl::StrCat("window ", r.window, ": ", r.views_over_hard, " of ", r.views,
+                               " views served at or above the hard band (", r.hard_threshold,
+                               " tokens); at most 2% may be"));
+  }
   return out;
 }
 
@@ -454,19 +474,20 @@ std::string Report(const std::vector<Result>& results) {
   std::string out;
   absl::StrAppend(&out,
                   "| window | facts kept (msg / tool) | FIFO facts (msg / tool) | instruction kept | "
-                  "summaries / folds / prunes | chunks active | peak view | over window | "
-                  "min recall |\n|---|---|---|---|---|---|---|---|---|\n");
+                  "summaries / folds / prunes | chunks active | peak view | over hard band | "
+                  "over window | min recall |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Result& r : results) {
     auto at = [&r](const char* event) {
       auto it = r.audit.find(event);
       return it == r.audit.end() ? 0 : it->second;
     };
     absl::StrAppendFormat(
-        &out, "| %d | **%d** / %d (%d / %d) | %d / %d (%d / %d) | %d of %d views | %d / %d / %d | %d | %d | %d | %.2f |\n",
+        &out, "| %d | **%d** / %d (%d / %d) | %d / %d (%d / %d) | %d of %d views | %d / %d / %d | %d | %d | %d of %d | %d | %.2f |\n",
         r.window, r.facts.present(), r.facts.total(), r.facts.message, r.facts.tool,
         r.fifo_facts.present(), r.fifo_facts.total(), r.fifo_facts.message, r.fifo_facts.tool,
         r.instruction_kept, r.instruction_views, r.chunks_written - r.folds, r.folds, at("pruned"),
-        r.chunks_active, r.peak_tokens, r.views_over_window, r.min_recall);
+        r.chunks_active, r.peak_tokens, r.views_over_hard, r.views, r.views_over_window,
+        r.min_recall);
   }
   for (const Result& r : results) {
     absl::StrAppend(&out, "\nwindow ", r.window, " (", r.turns, " turns):\n");
@@ -475,7 +496,12 @@ std::string Report(const std::vector<Result>& results) {
                       r.final_sections[1], ", summaries ", r.final_sections[2], ", ledger ",
                       r.final_sections[3], ", live ", r.final_sections[4], "\n");
     }
-    absl::StrAppend(&out, "  tokens right after each compaction: ",
+    absl::StrAppend(&out, "  views at or above the hard band (", r.hard_threshold, " tokens): ",
+                    r.views_over_hard, " of ", r.views);
+    for (const auto& [reason, n] : r.over_hard_reasons) {
+      absl::StrAppend(&out, "; ", n, "x ", reason);
+    }
+    absl::StrAppend(&out, "\n  tokens right after each compaction: ",
                     absl::StrJoin(r.tokens_after_compaction, " "), "\n");
     absl::StrAppend(&out, "  facts per topic (kept / FIFO / total):");
     for (const auto& [topic, counts] : r.facts.by_topic) {

@@ -139,6 +139,12 @@ struct Result {
   std::vector<int64_t> tokens_after_compaction;
   int64_t peak_tokens = 0;
   int views_over_window = 0;
+  // Views served (the final one included) and those at or above the hard
+  // threshold, with the reasons the server gave for them.
+  int views = 0;
+  int views_over_hard = 0;
+  int64_t hard_threshold = 0;
+  std::map<std::string, int> over_hard_reasons;
   int views_invalid_utf8 = 0;
   // Non-OK RPCs by code name.
   std::map<std::string, int> errors;
@@ -155,9 +161,10 @@ absl::StatusOr<Result> Run(const Conversation& conversation, const Options& opti
 // A plain-text report of `results` (one per window).
 std::string Report(const std::vector<Result>& results);
 
-// Where the view kept fewer facts than FIFO (the final view, or a probe
-// turn's), or missed a standing instruction: one line each; empty when
-// the view did at least as well everywhere.
+// Where the view kept fewer facts than FIFO held to the hard band's budget
+// (the final view, or a probe turn's), missed a standing instruction, or
+// more than 2% of the views were served at or above the hard band: one
+// line each; empty when the view did at least as well everywhere.
 std::vector<std::string> LossesToFifo(const Result& result);
 
 }  // namespace convstate::replay

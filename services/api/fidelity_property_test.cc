@@ -1,8 +1,11 @@
 // The fidelity promise, checked on random conversations: whatever the
 // window, the profile and the shape of the conversation, the view a gateway
 // gets keeps at least as many of the facts stated so far as a FIFO window
-// with old tool output pruned, computed on the same stored items with the
-// same pending input; and every standing instruction the user gave is in
+// with old tool output pruned, held to the budget the hard band leaves a
+// view (the hard threshold's total less output reserve, system prompt and
+// pending input), computed on the same stored items with the same pending
+// input; no view is served at or above the hard band unless it says why,
+// and at most 2% are; and every standing instruction the user gave is in
 // every later view, verbatim.
 
 #include <map>
@@ -204,7 +207,8 @@ TEST(FidelityPropertyTest, NeverFewerFactsThanPrunedFifoAndEveryRuleInEveryView)
   auto models = ModelRegistry::FromText(kProfiles, "");
   ASSERT_TRUE(models.ok()) << models.status();
   const CallContext ctx{};
-  int compared = 0, strictly_more = 0;
+  int compared = 0, strictly_more = 0, views = 0, over_hard = 0;
+  std::map<std::string, int> reasons;  // Why views were above the hard band.
   for (uint32_t seed = 1; seed <= 120; ++seed) {
     std::mt19937 rng(seed * 7919);
     const int64_t windows[] = {4096, 8192, 16384, 32768};
@@ -239,6 +243,18 @@ TEST(FidelityPropertyTest, NeverFewerFactsThanPrunedFifoAndEveryRuleInEveryView)
       auto view = service.BuildContext(ctx, build);
       ASSERT_TRUE(view.ok()) << "seed " << seed << " turn " << t << ": " << view.status();
       const std::string text = TextOf(*view);
+      ++views;
+      if (view->tokens().total() >= static_cast<int64_t>(0.80 * static_cast<double>(window))) {
+        ++over_hard;
+        ++reasons[view->band_reason().substr(0, view->band_reason().find_first_of("(:"))];
+        if (std::getenv("FIDELITY_DEBUG") != nullptr && over_hard < 15) {
+          std::printf("seed %u window %ld turn %zu status %d: %s\n", seed, (long)window, t,
+                      view->context_status(), view->band_reason().c_str());
+        }
+        EXPECT_GE(view->band(), v1::BAND_HARD);
+        EXPECT_FALSE(view->band_reason().empty())
+            << "seed " << seed << " turn " << t << ": served above the hard band, no reason";
+      }
       for (const std::string& rule : rules_given) {
         ASSERT_NE(text.find(rule), std::string::npos)
             << "seed " << seed << " window " << window << " turn " << t << ": the rule \"" << rule
@@ -251,9 +267,11 @@ TEST(FidelityPropertyTest, NeverFewerFactsThanPrunedFifoAndEveryRuleInEveryView)
         auto items = service.ListItems(ctx, list);
         ASSERT_TRUE(items.ok());
         const std::vector<v1::Item> stored(items->items().begin(), items->items().end());
+        // The room the hard band (0.80, the profile's) leaves a view.
+        const int64_t hard = static_cast<int64_t>(0.80 * static_cast<double>(window));
         const std::string fifo =
             replay::FifoOf(stored, create.system_prompt(),
-                           window - reserve - view->tokens().system() - view->tokens().pending()) +
+                           hard - reserve - view->tokens().system() - view->tokens().pending()) +
             turn.items[0].content();
         const int kept = FactsIn(conv.facts, turn.facts_with_message, text);
         const int fifo_kept = FactsIn(conv.facts, turn.facts_with_message, fifo);
@@ -286,8 +304,11 @@ TEST(FidelityPropertyTest, NeverFewerFactsThanPrunedFifoAndEveryRuleInEveryView)
     }
   }
   // The comparison ran, and it is not vacuous: compaction did win somewhere.
-  std::printf("compared %d times; the view kept strictly more facts %d times\n", compared,
-              strictly_more);
+  std::printf("compared %d times; the view kept strictly more facts %d times; %d of %d views "
+              "at or above the hard band\n",
+              compared, strictly_more, over_hard, views);
+  for (const auto& [reason, n] : reasons) std::printf("  %dx %s\n", n, reason.c_str());
+  EXPECT_LE(over_hard * 50, views) << "more than 2% of views served above the hard band";
   EXPECT_GT(compared, 100);
   EXPECT_GT(strictly_more, compared / 4);
 }
