@@ -5,6 +5,7 @@
 //        [--conversations=16] [--items=200] [--history=0] [--item_bytes=400]
 //        [--database_url=postgresql://...] [--token=TOKEN --tenant=ID]
 //        [--ask=TEXT] [--recall_budget=F] [--insert_alone=true] [--window=8192]
+//        [--hard_band_policy=block|serve_while_background]
 //
 // Scenarios:
 //   append   AppendTurn of a user/assistant pair to random conversations
@@ -33,12 +34,15 @@
 // With --ask=TEXT every BuildContext carries TEXT as a pending user
 // message (what recall searches the history for); --recall_budget=F sets
 // the conversations' recall_budget_fraction (0: recall off).
+// --hard_band_policy sets the conversations' hard_band_policy (default:
+// the profile's, BLOCK).
 // With --database_url the other scenarios also time a primary-key SELECT,
 // one client, after the run. With --token=TOKEN every call carries
 // `authorization: Bearer TOKEN` and speaks for --tenant (the token's).
 //
 // Prints, per RPC: calls, errors by code, calls per second, p50/p90/p99;
-// for BuildContext answers read as messages, how many views were truncated.
+// for BuildContext answers read as messages, how many views were truncated
+// and how many stood at or above the hard band.
 // Bounded by --duration_s and --max_requests; sends nothing but to the
 // targets, which must be loopback addresses.
 
@@ -97,6 +101,8 @@ struct Args {
   bool insert_alone = false;
   // `mixed`: the conversations' context window.
   int window = 8192;
+  // The conversations' hard_band_policy; UNSPECIFIED: the profile's.
+  convstate::v1::HardBandPolicy hard_band_policy = convstate::v1::HARD_BAND_POLICY_UNSPECIFIED;
   // A bearer token sent with every call, and the tenant it is for (default:
   // a fresh one per run).
   std::string token;
@@ -148,6 +154,10 @@ bool Parse(int argc, char** argv, Args* a) {
       a->decode = v == "true";
     } else if (name == "window") {
       ok = absl::SimpleAtoi(v, &a->window) && a->window >= 1024;
+    } else if (name == "hard_band_policy") {
+      ok = v == "block" || v == "serve_while_background";
+      a->hard_band_policy = v == "block" ? convstate::v1::HARD_BAND_POLICY_BLOCK
+                                         : convstate::v1::HARD_BAND_POLICY_SERVE_WHILE_BACKGROUND;
     } else if (name == "insert_alone") {
       ok = v == "true" || v == "false";
       a->insert_alone = v == "true";
@@ -188,12 +198,15 @@ struct Stats {
   // truncated (CONTEXT_STATUS_TRUNCATED).
   int64_t views = 0;
   int64_t truncated = 0;
+  // Views served at or above the hard band (their `band`).
+  int64_t over_hard = 0;
   void Merge(const Stats& o) {
     micros.insert(micros.end(), o.micros.begin(), o.micros.end());
     for (const auto& [k, v] : o.errors) errors[k] += v;
     bytes += o.bytes;
     views += o.views;
     truncated += o.truncated;
+    over_hard += o.over_hard;
   }
 };
 
@@ -217,7 +230,9 @@ void Report(const std::string& name, Stats& s, double seconds) {
   if (s.bytes > 0 && !s.micros.empty()) {
     size = absl::StrFormat("  %.1f kB/answer", s.bytes / 1000.0 / s.micros.size());
   }
-  if (s.views > 0) absl::StrAppend(&size, "  truncated=", s.truncated);
+  if (s.views > 0) {
+    absl::StrAppend(&size, "  truncated=", s.truncated, "  over_hard=", s.over_hard);
+  }
   std::printf("%-22s calls=%-8zu errors=%-4lld %9.0f/s  p50=%8.1f us  p90=%8.1f us  p99=%8.1f us%s%s\n",
               name.c_str(), s.micros.size(), static_cast<long long>(errors),
               s.micros.size() / seconds, p50, p90, p99, size.c_str(), codes.c_str());
@@ -304,6 +319,9 @@ class Load {
       }
       if (args_.recall_budget >= 0) {
         create.mutable_profile_overrides()->set_recall_budget_fraction(args_.recall_budget);
+      }
+      if (args_.hard_band_policy != convstate::v1::HARD_BAND_POLICY_UNSPECIFIED) {
+        create.mutable_profile_overrides()->set_hard_band_policy(args_.hard_band_policy);
       }
       // The history is summarized under pressure, in a 4k window: a
       // compaction that has room gives up no fact, and filler is mostly
@@ -663,6 +681,7 @@ class Load {
         if (name == "BuildContext" && args_.decode) {
           ++st.views;
           if (view.context_status() == convstate::v1::CONTEXT_STATUS_TRUNCATED) ++st.truncated;
+          if (view.band() >= convstate::v1::BAND_HARD) ++st.over_hard;
         }
       } else {
         st.errors[std::to_string(s.error_code())]++;
@@ -705,7 +724,8 @@ int main(int argc, char** argv) {
                  "[--concurrency=1] [--duration_s=10] [--max_requests=200000] "
                  "[--conversations=16] [--items=200] [--history=0] [--item_bytes=400] "
                  "[--database_url=URL] [--decode=true|false] [--token=T --tenant=ID] "
-                 "[--ask=TEXT] [--recall_budget=F] [--insert_alone=true] [--window=8192]\n");
+                 "[--ask=TEXT] [--recall_budget=F] [--insert_alone=true] [--window=8192]\n"
+                 "            [--hard_band_policy=block|serve_while_background]\n");
     return 2;
   }
   Load load(args);
