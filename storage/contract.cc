@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/container/flat_hash_set.h"
+#include "services/common/word_forms.h"
 
 namespace convstate {
 
@@ -55,6 +56,12 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
     if (w.empty() || w.size() > 200) return;
     if (seen.insert(std::string(w)).second) out.emplace_back(w);
   };
+  // A word, in its one form (WordForm); a compound stays as written, and
+  // its parts are names: stemmed, not spelled out.
+  auto add_word = [&](absl::string_view w, bool part) {
+    if (w.empty() || w.size() > 200) return;
+    add(WordForm(w, /*spell_out=*/!part));
+  };
   size_t i = 0;
   while (i < lower.size()) {
     if (!IsTermChar(lower[i])) {
@@ -77,12 +84,12 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
       while (p < compound_end) {
         size_t q = p;
         while (q < compound_end && IsTermChar(lower[q])) ++q;
-        add(absl::string_view(lower).substr(p, q - p));
+        add_word(absl::string_view(lower).substr(p, q - p), /*part=*/true);
         p = q + 1;
       }
       i = compound_end;
     } else {
-      add(absl::string_view(lower).substr(i, run_end - i));
+      add_word(absl::string_view(lower).substr(i, run_end - i), /*part=*/false);
       i = run_end;
     }
   }

@@ -318,9 +318,12 @@ struct HistoryHits {
 };
 
 // The words a text is searched by: lowercase runs of letters and digits,
-// with words joined by '-', '.', '/', ':', '_' or '@' (hosts, paths, ids)
-// kept whole beside their parts, each once, in order. Both backends and
-// the ranking split the same way.
+// each in its one form (services/common/word_forms.h: abbreviations spelled
+// out, Snowball English stems, values as written), with words joined by
+// '-', '.', '/', ':', '_' or '@' (hosts, paths, ids) kept whole, as
+// written, beside their parts (stemmed, never spelled out: the "db" of
+// "db-7" is a name), each once, in order. What is stored and
+// what is asked go through the same split: both backends and the ranking.
 std::vector<std::string> SearchTerms(absl::string_view text);
 
 // How much a search term weighs in a conversation of `items` items of which

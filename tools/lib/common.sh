@@ -11,7 +11,7 @@ die() { log "error: $*"; exit 1; }
 CONVSTATE_PACKAGES=(
   bazel-bootstrap bazel-platforms bazel-skylib bazel-rules-java bazel-rules-proto
   g++ libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libre2-dev libpqxx-dev libpq-dev postgresql-15 libssl-dev
+  libabsl-dev libre2-dev libstemmer-dev libpqxx-dev libpq-dev postgresql-15 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcurl4-openssl-dev
   clang libclang-rt-14-dev openssl pgbouncer chromium fonts-dejavu-core
 )

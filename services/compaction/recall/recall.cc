@@ -8,12 +8,25 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/utf8.h"
+#include "services/common/word_forms.h"
 
 namespace convstate {
 namespace {
 
+const absl::flat_hash_set<absl::string_view>& StopwordList();
+
 // Words nearly every question holds; they would match half the history.
+// `w` is a search term: the list's words are compared in their one form.
 bool IsStopword(absl::string_view w) {
+  static const auto* const kForms = [] {
+    auto* forms = new absl::flat_hash_set<std::string>();
+    for (absl::string_view word : StopwordList()) forms->insert(WordForm(word));
+    return forms;
+  }();
+  return kForms->contains(w);
+}
+
+const absl::flat_hash_set<absl::string_view>& StopwordList() {
   static const auto* const kWords = new absl::flat_hash_set<absl::string_view>{
       "a", "about", "again", "all", "also", "am", "an", "and", "any", "are", "as", "asking",
       "at", "back", "be", "been", "being", "but", "by", "can", "could", "did", "do", "does",
@@ -26,7 +39,7 @@ bool IsStopword(absl::string_view w) {
       "they", "this", "those", "to", "too", "up", "us", "very", "was", "we", "were", "what",
       "when", "where", "which", "who", "why", "will", "with", "would", "yes", "you", "your",
       "s", "t", "d", "ll", "m", "re", "ve"};
-  return kWords->contains(w);
+  return *kWords;
 }
 
 constexpr double kK1 = 1.2;

@@ -1,0 +1,58 @@
+#include "services/common/word_forms.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace convstate {
+namespace {
+
+TEST(WordFormTest, InflectionsMeetAtOneForm) {
+  EXPECT_EQ(WordForm("guards"), WordForm("guard"));
+  EXPECT_EQ(WordForm("checksums"), WordForm("checksum"));
+  EXPECT_EQ(WordForm("planning"), WordForm("plan"));
+  EXPECT_EQ(WordForm("migrations"), WordForm("migration"));
+  EXPECT_EQ(WordForm("rolled"), WordForm("roll"));
+  EXPECT_NE(WordForm("guard"), WordForm("guide"));
+}
+
+TEST(WordFormTest, AbbreviationsAreSpelledOut) {
+  EXPECT_EQ(WordForm("db"), WordForm("database"));
+  EXPECT_EQ(WordForm("dbs"), WordForm("databases"));
+  EXPECT_EQ(WordForm("k8s"), WordForm("kubernetes"));
+  EXPECT_EQ(WordForm("config"), WordForm("configuration"));
+  EXPECT_EQ(WordForm("env"), WordForm("environments"));
+  for (size_t i = 0; i < kAbbreviationCount; ++i) {
+    EXPECT_EQ(WordForm(kAbbreviations[i].abbreviation), WordForm(kAbbreviations[i].word))
+        << kAbbreviations[i].abbreviation;
+  }
+}
+
+TEST(WordFormTest, NamesAreNotSpelledOut) {
+  EXPECT_EQ(WordForm("db", /*spell_out=*/false), "db");
+  EXPECT_EQ(WordForm("guards", /*spell_out=*/false), "guard");
+}
+
+TEST(WordFormTest, ValuesAndShortWordsStayAsWritten) {
+  EXPECT_EQ(WordForm("30a6359"), "30a6359");
+  EXPECT_EQ(WordForm("v14"), "v14");
+  EXPECT_EQ(WordForm("4111"), "4111");
+  EXPECT_EQ(WordForm("is"), "is");
+}
+
+TEST(WordFormTest, EveryThreadStemsAlike) {
+  std::vector<std::string> got(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&got, t] {
+      for (int i = 0; i < 1000; ++i) got[t] = WordForm("rollbacks");
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const std::string& g : got) EXPECT_EQ(g, WordForm("rollback"));
+}
+
+}  // namespace
+}  // namespace convstate
