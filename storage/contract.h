@@ -294,7 +294,11 @@ struct ContextDelta {
 
 // A search of a conversation's whole history (every stored item, those
 // compacted away included; never a redacted one or a summary marker) for
-// the items that hold some of `terms` (words as SearchTerms splits them).
+// the items that hold some of `terms` (words as SearchTerms splits them),
+// by exchange: a turn (a user message and what follows it up to the next
+// one) is found by the words of any of its items, so that a tool result is
+// found through its call and the question that led to it, and a reply
+// through the question it answers.
 struct HistorySearch {
   ConversationKey key;
   std::vector<std::string> terms;
@@ -303,9 +307,15 @@ struct HistorySearch {
   // 0: a fifth of the items, at least 20 and at most 400 (a word in 400
   // items weighs little beside a rare one, and counting further costs).
   int64_t max_document_frequency = 0;
-  // At most this many candidates, the items that hold the most of the
-  // rarest terms first.
+  // At most this many candidates: the items of the turns whose items hold
+  // the most of the rarest terms (each term counted once per turn), best
+  // turn first; within a turn, the items that hold the most first, then
+  // its tool results that hold none.
   int max_items = 40;
+  // Only the items a compaction took out of the view (at or before the
+  // conversation's summarized_through or prune boundary): recall, whose
+  // view shows the rest verbatim already.
+  bool compacted_only = false;
 };
 
 struct HistoryHits {
@@ -315,7 +325,20 @@ struct HistoryHits {
   std::map<std::string, int64_t> document_frequency;
   // The candidates, best first.
   std::vector<Item> found;
+  // For each candidate (by sequence): the searched terms its turn's items
+  // hold, its own included.
+  std::map<int64_t, std::vector<std::string>> exchange_terms;
+  // For each candidate tool result: the content of its call (the tool's
+  // arguments), its first kMaxCallChars characters.
+  std::map<int64_t, std::string> calls;
 };
+
+// How much of a tool call's content HistoryHits::calls holds, in
+// characters (code points).
+inline constexpr size_t kMaxCallChars = 200;
+// How far from a turn's matching items the search looks for the rest of
+// the turn's items (sequences either side).
+inline constexpr int64_t kExchangeReach = 64;
 
 // The words a text is searched by: lowercase runs of letters and digits,
 // each in its one form (services/common/word_forms.h: abbreviations spelled

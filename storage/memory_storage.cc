@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -200,46 +202,128 @@ class MemoryStorage final : public Storage {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(search.key));
+    const Conversation& c = state->conversation;
     HistoryHits hits;
-    hits.items = state->conversation.item_count;
+    hits.items = c.item_count;
+    const int64_t upto = search.compacted_only ? std::max(c.summarized_through, c.prune_boundary)
+                                               : std::numeric_limits<int64_t>::max();
+    auto searchable = [upto](const Item& item) {
+      return item.data.kind != ItemKind::kSummaryMarker && !item.redacted && item.sequence <= upto;
+    };
     // As PostgreSQL's index: each searchable item's words.
     std::vector<std::pair<const Item*, absl::flat_hash_set<std::string>>> docs;
     for (const Item& item : state->items) {
-      if (item.data.kind == ItemKind::kSummaryMarker || item.redacted) continue;
+      if (!searchable(item)) continue;
       const std::vector<std::string> terms = SearchTerms(item.data.content);
       docs.emplace_back(&item, absl::flat_hash_set<std::string>(terms.begin(), terms.end()));
     }
     const int64_t max_df = MaxDocumentFrequency(search, hits.items);
-    std::vector<std::pair<std::string, double>> searched;
+    std::map<std::string, double> searched;
     for (const std::string& term : search.terms) {
       int64_t df = 0;
       for (const auto& [item, words] : docs) {
         if (words.contains(term) && ++df > max_df) break;
       }
       hits.document_frequency[term] = df;
-      if (df >= 1 && df <= max_df) searched.emplace_back(term, TermWeight(hits.items, df));
+      if (df >= 1 && df <= max_df) searched[term] = TermWeight(hits.items, df);
     }
-    std::vector<std::pair<double, const Item*>> scored;
+    // Rounded as PostgreSQL rounds it, so that both rank alike.
+    auto rounded = [](double score) { return std::round(score * 1e6) / 1e6; };
+    // The items that hold a searched term, by turn (HistorySearch).
+    struct Hit {
+      const Item* item;
+      double score;
+    };
+    struct Turn {
+      std::vector<Hit> hits;
+      std::set<std::string> terms;
+      double score = 0;
+    };
+    std::map<int64_t, Turn> turns;
     for (const auto& [item, words] : docs) {
       double score = 0;
       bool any = false;
+      Turn* turn = nullptr;
       for (const auto& [term, weight] : searched) {
         if (!words.contains(term)) continue;
         score += weight;
         any = true;
+        turn = &turns[item->turn_index];
+        turn->terms.insert(term);
       }
-      // Rounded as PostgreSQL rounds it, so that both rank alike.
-      if (any) scored.emplace_back(std::round(score * 1e6) / 1e6, item);
+      if (any) turn->hits.push_back({item, rounded(score)});
     }
-    std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
-      if (a.first != b.first) return a.first > b.first;
-      return a.second->sequence > b.second->sequence;
+    std::vector<std::pair<double, int64_t>> order;  // turn score, turn index
+    for (auto& [index, turn] : turns) {
+      for (const std::string& term : turn.terms) turn.score += searched.at(term);
+      turn.score = rounded(turn.score);
+      order.emplace_back(turn.score, index);
+    }
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second > b.second;
     });
-    for (const auto& [score, item] : scored) {
+    auto by_score = [](const Hit& a, const Hit& b) {
+      return a.score != b.score ? a.score > b.score : a.item->sequence > b.item->sequence;
+    };
+    for (const auto& [score, index] : order) {
+      Turn& turn = turns[index];
+      std::sort(turn.hits.begin(), turn.hits.end(), by_score);
+      std::vector<const Item*> items;
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+      absl::flat_hash_set<int64_t> hit;
+      for (const Hit& h : turn.hits) {
+        items.push_back(h.item);
+        hit.insert(h.item->sequence);
+        lo = std::min(lo, h.item->sequence);
+        hi = std::max(hi, h.item->sequence);
+      }
+      // The turn's tool results that hold no term, newest first.
+      for (int64_t s = hi + kExchangeReach; s >= lo - kExchangeReach && s >= 1; --s) {
+        if (s > static_cast<int64_t>(state->items.size())) continue;
+        const Item& item = state->items[s - 1];
+        if (item.turn_index != index || item.data.kind != ItemKind::kToolResult ||
+            !searchable(item) || hit.contains(s)) {
+          continue;
+        }
+        items.push_back(&item);
+      }
+      std::vector<std::string> terms(turn.terms.begin(), turn.terms.end());  // Byte order.
+      for (const Item* item : items) {
+        if (static_cast<int>(hits.found.size()) >= search.max_items) break;
+        hits.found.push_back(*item);
+        hits.exchange_terms[item->sequence] = terms;
+        if (item->data.kind == ItemKind::kToolResult) {
+          if (std::optional<std::string> call = CallOf(*state, *item)) {
+            hits.calls[item->sequence] = std::move(*call);
+          }
+        }
+      }
       if (static_cast<int>(hits.found.size()) >= search.max_items) break;
-      hits.found.push_back(*item);
     }
     return hits;
+  }
+
+  // The content of `result`'s call, its first kMaxCallChars characters, as
+  // PostgresStorage reads it: the newest unredacted call of the same id
+  // within kExchangeReach before it.
+  static std::optional<std::string> CallOf(const ConversationState& state, const Item& result) {
+    for (int64_t s = result.sequence - 1; s >= 1 && s >= result.sequence - kExchangeReach; --s) {
+      const Item& item = state.items[s - 1];
+      if (item.data.kind != ItemKind::kToolCall || item.redacted ||
+          item.data.tool_call_id != result.data.tool_call_id) {
+        continue;
+      }
+      const std::string& content = item.data.content;
+      size_t end = 0;
+      for (size_t chars = 0; end < content.size() && chars < kMaxCallChars; ++chars) {
+        ++end;
+        while (end < content.size() && (static_cast<unsigned char>(content[end]) & 0xC0) == 0x80) {
+          ++end;
+        }
+      }
+      return content.substr(0, end);
+    }
+    return std::nullopt;
   }
 
   absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,

@@ -294,61 +294,100 @@ std::string RecordViewStateSql(absl::string_view from, absl::string_view chunk_i
 
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
 // may be held by (0: MaxDocumentFrequency's default), $5 the most
-// candidates, $6 the conversation's key. The words of the items at or
-// before the conversation's words_indexed_through are read from the word
-// index (item_words, migrations/0019); those of the items after it, the
-// tail still in the view, from the items themselves by primary key. A word
-// is looked up in the index as the conversation's lexeme for it,
-// "<conv_key>#<word>" (migrations/0016), so the index reads this
-// conversation's postings only; the index lookups name no condition on
-// conv_key, so that the primary key can never serve them (the planner's
-// estimate of one conversation's rows is an average: for a conversation of
-// thousands of items a primary-key range filtered by words costs a hundred
-// times the index). On Citus the index lookups go to every shard. Rows:
-// the candidates, best first, each with the conversation's item count and,
-// as a JSON object, how many items hold each term (counted up to the cap
-// plus one); one row of NULL item columns when there is no candidate, and
-// a NULL count when there is no conversation. A lexeme is matched quoted
-// (terms come from SearchTerms: no quote, no backslash). The score is
-// rounded as MemoryStorage rounds it, so both rank alike.
+// candidates, $6 whether only what a compaction took out of the view is
+// searched, $7 the conversation's key. The words of the items at or before
+// the conversation's words_indexed_through are read from the word index
+// (item_words, migrations/0019); those of the items after it from the
+// items themselves by primary key (with $6, only up to the summarized or
+// pruned sequence: what is after it is in the view). A word is looked up
+// in the index as the conversation's lexeme for it, "<conv_key>#<word>"
+// (migrations/0016), so the index reads this conversation's postings only;
+// the index lookups name no condition on conv_key, so that the primary key
+// can never serve them (the planner's estimate of one conversation's rows
+// is an average: for a conversation of thousands of items a primary-key
+// range filtered by words costs a hundred times the index). On Citus the
+// index lookups go to every shard.
+//
+// By exchange (HistorySearch): the items that hold a term are grouped by
+// turn; a turn scores the weights of the distinct terms its items hold; the
+// best turns give their matching items, then their tool results that hold
+// none (found by primary key within kExchangeReach of the turn's matching
+// items). Rows: the candidates in that order, each with the conversation's
+// item count, as a JSON object how many items hold each term (counted up
+// to the cap plus one), the item's own score, the terms its turn holds (a
+// JSON array, in byte order) and, for a tool result, the first kMaxCallChars characters
+// of its call; one row of NULL item columns when there is no candidate,
+// and a NULL count when there is no conversation. A lexeme is matched
+// quoted (terms come from SearchTerms: no quote, no backslash). Scores are
+// rounded as MemoryStorage rounds them, so both rank alike.
 std::string SearchHistorySql() {
+  constexpr absl::string_view kMax = "9223372036854775807";
   // The items of the tail that hold the lexeme `q`.
-  auto tail = [](absl::string_view q) {
+  auto tail = [&](absl::string_view q) {
     return absl::StrCat(
-        "FROM items i WHERE i.conv_key = $6 AND i.sequence > (SELECT indexed FROM conv) "
+        "FROM items i WHERE i.conv_key = $7 AND i.sequence > (SELECT indexed FROM conv) "
+        "AND i.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
         "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL AND i.search @@ ", q);
   };
-  auto indexed = [](absl::string_view q) {
+  auto indexed = [&](absl::string_view q) {
     return absl::StrCat("FROM item_words w WHERE w.search @@ ", q,
-                        " AND w.sequence <= (SELECT indexed FROM conv)");
+                        " AND w.sequence <= (SELECT least(indexed, coalesce(upto, ", kMax,
+                        ")) FROM conv)");
   };
   return absl::StrCat(
-      "WITH conv AS (SELECT item_count, words_indexed_through AS indexed, CASE WHEN $4 > 0 "
-      "THEN $4::bigint ELSE greatest(20, least(item_count / 5, 400)) END AS cap "
-      "FROM conversations WHERE ", Named(6), "), ",
-      "lexemes AS (SELECT t.term, quote_literal($6::text || '#' || t.term)::tsquery AS q "
+      "WITH conv AS (SELECT item_count, words_indexed_through AS indexed, "
+      "CASE WHEN $6 THEN greatest(summarized_through, prune_boundary) END AS upto, "
+      "CASE WHEN $4 > 0 THEN $4::bigint ELSE greatest(20, least(item_count / 5, 400)) END AS cap "
+      "FROM conversations WHERE ", Named(7), "), ",
+      "lexemes AS (SELECT t.term, quote_literal($7::text || '#' || t.term)::tsquery AS q "
       "FROM unnest($3::text[]) t(term) WHERE EXISTS (SELECT 1 FROM conv)), ",
       "terms AS (SELECT l.term, l.q, (SELECT count(*) FROM (SELECT 1 ", indexed("l.q"),
       " UNION ALL SELECT 1 ", tail("l.q"), " LIMIT (SELECT cap FROM conv) + 1) x) AS df "
       "FROM lexemes l), ",
-      "searched AS (SELECT terms.q, "
+      "searched AS (SELECT terms.term, terms.q, "
       "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
       "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
-      "hits AS (SELECT m.sequence, round(sum(m.weight)::numeric, 6) AS score FROM ("
-      "SELECT w.sequence, s.weight FROM searched s, LATERAL (SELECT w.sequence ",
-      indexed("s.q"), ") w UNION ALL SELECT i.sequence, s.weight FROM searched s, "
-      "LATERAL (SELECT i.sequence ", tail("s.q"), ") i) m "
-      "GROUP BY m.sequence ORDER BY score DESC, m.sequence DESC LIMIT $5) ",
+      "hits AS (SELECT m.sequence, round(sum(m.weight)::numeric, 6) AS score, "
+      "array_agg(m.term) AS terms FROM ("
+      "SELECT w.sequence, s.term, s.weight FROM searched s, LATERAL (SELECT w.sequence ",
+      indexed("s.q"), ") w UNION ALL SELECT i.sequence, s.term, s.weight FROM searched s, "
+      "LATERAL (SELECT i.sequence ", tail("s.q"), ") i) m GROUP BY m.sequence), ",
+      "hit_items AS (SELECT h.sequence, h.score, h.terms, i.turn_index FROM hits h "
+      "JOIN items i ON i.conv_key = $7 AND i.sequence = h.sequence), ",
+      "turn_terms AS (SELECT DISTINCT turn_index, unnest(terms) AS term FROM hit_items), ",
+      "turns AS (SELECT t.turn_index, round(sum(s.weight)::numeric, 6) AS score, "
+      "array_agg(t.term ORDER BY t.term COLLATE \"C\") AS terms, "
+      "(SELECT min(x.sequence) FROM hit_items x WHERE x.turn_index = t.turn_index) AS lo, "
+      "(SELECT max(x.sequence) FROM hit_items x WHERE x.turn_index = t.turn_index) AS hi "
+      "FROM turn_terms t JOIN searched s ON s.term = t.term GROUP BY t.turn_index "
+      "ORDER BY score DESC, t.turn_index DESC LIMIT $5), ",
+      "candidates AS (SELECT c.sequence, c.own, c.terms, row_number() OVER (ORDER BY "
+      "c.turn_score DESC, c.turn_index DESC, c.extra, c.own DESC, c.sequence DESC) AS ord FROM ("
+      "SELECT h.sequence, h.score AS own, t.terms, t.score AS turn_score, t.turn_index, "
+      "0 AS extra FROM turns t JOIN hit_items h ON h.turn_index = t.turn_index "
+      "UNION ALL SELECT r.sequence, 0, t.terms, t.score, t.turn_index, 1 FROM turns t, "
+      "LATERAL (SELECT r.sequence FROM items r WHERE r.conv_key = $7 "
+      "AND r.sequence BETWEEN t.lo - ", kExchangeReach, " AND t.hi + ", kExchangeReach,
+      " AND r.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+      "AND r.turn_index = t.turn_index AND r.kind = 'tool_result' "
+      "AND r.redacted_digest IS NULL "
+      "AND NOT EXISTS (SELECT 1 FROM hit_items x WHERE x.sequence = r.sequence)) r) c "
+      "ORDER BY ord LIMIT $5) ",
       // At least one row (no conversation: a NULL count); each candidate
       // read by its key.
       "SELECT (SELECT item_count FROM conv), "
-      "(SELECT coalesce(json_object_agg(term, df), '{}')::text FROM terms), h.score, ",
+      "(SELECT coalesce(json_object_agg(term, df), '{}')::text FROM terms), c.own, "
+      "to_json(c.terms)::text, "
+      "(SELECT left(k.content, ", kMaxCallChars, ") FROM items k WHERE i.kind = 'tool_result' "
+      "AND k.conv_key = $7 AND k.sequence BETWEEN i.sequence - ", kExchangeReach,
+      " AND i.sequence - 1 AND k.kind = 'tool_call' AND k.tool_call_id = i.tool_call_id "
+      "AND k.redacted_digest IS NULL ORDER BY k.sequence DESC LIMIT 1), ",
       ItemColumns(),
-      " FROM (SELECT 1) one LEFT JOIN (hits h JOIN items i ON i.conv_key = $6 "
-      "AND i.sequence = h.sequence "
+      " FROM (SELECT 1) one LEFT JOIN (candidates c JOIN items i ON i.conv_key = $7 "
+      "AND i.sequence = c.sequence "
       "LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
       "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) ON true "
-      "ORDER BY h.score DESC, i.sequence DESC");
+      "ORDER BY c.ord");
 }
 
 struct Statement {
@@ -1390,9 +1429,11 @@ class PostgresStorage final : public Storage {
         ctx, "search history", [&](pqxx::transaction_base& tx) -> absl::StatusOr<HistoryHits> {
       const pqxx::result r = ExecNamed(tx, "search_history", search.key, pg::TextArray(search.terms),
                                        search.max_document_frequency,
-                                       static_cast<int64_t>(search.max_items));
+                                       static_cast<int64_t>(search.max_items),
+                                       search.compacted_only);
       if (r.empty() || r[0][0].is_null()) return NotFound(search.key);
-      constexpr int kItem = 3;  // count, frequencies, score
+      // Count, frequencies, own score, the turn's terms, the call.
+      constexpr int kTerms = 3, kCall = 4, kItem = 5;
       HistoryHits hits;
       hits.items = r[0][0].as<int64_t>();
       const Json df = Json::parse(r[0][1].as<std::string>(), nullptr, /*allow_exceptions=*/false);
@@ -1404,6 +1445,16 @@ class PostgresStorage final : public Storage {
       for (const pqxx::row& row : r) {
         if (row[kItem].is_null()) continue;
         hits.found.push_back(ParseItem(row.slice(kItem, kItem + std::size(kItemColumnList))));
+        const int64_t sequence = hits.found.back().sequence;
+        const Json terms =
+            Json::parse(row[kTerms].as<std::string>("[]"), nullptr, /*allow_exceptions=*/false);
+        if (terms.is_array()) {
+          std::vector<std::string>& exchange = hits.exchange_terms[sequence];
+          for (const Json& t : terms) {
+            if (t.is_string()) exchange.push_back(t.get<std::string>());
+          }
+        }
+        if (!row[kCall].is_null()) hits.calls[sequence] = row[kCall].as<std::string>();
       }
       return hits;
     });

@@ -1884,14 +1884,15 @@ TEST_P(StorageConformanceTest, SearchHistoryFindsRareWordsInTheWholeHistoryButNo
   EXPECT_EQ(hits->document_frequency["order"], 21);
   EXPECT_THAT(Sequences(hits->found), ElementsAre(2));
 
-  // A host is found whole and by its parts; of equal scores the newest
-  // comes first.
+  // A host is found whole and by its parts; the turn that holds more of
+  // it comes first, with its tool result that holds none of it (its
+  // exchange); of equal scores the newest comes first.
   search.terms = SearchTerms("db-7.eu-west");
   hits = storage_->SearchHistory(ctx_, search);
   ASSERT_TRUE(hits.ok());
   EXPECT_EQ(hits->document_frequency["db-7.eu-west"], 1);
   EXPECT_EQ(hits->document_frequency["7"], 2);  // "step 7"
-  EXPECT_THAT(Sequences(hits->found), ElementsAre(1, 7));
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(1, 2, 7));
   search.terms = {"guard", "db-7.eu-west"};
   hits = storage_->SearchHistory(ctx_, search);
   ASSERT_TRUE(hits.ok());
@@ -1913,6 +1914,68 @@ TEST_P(StorageConformanceTest, SearchHistoryFindsRareWordsInTheWholeHistoryButNo
 
   search.key = Key("missing");
   EXPECT_EQ(storage_->SearchHistory(ctx_, search).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A tool result whose lines do not name their subject is found through
+// its exchange: its call's arguments and the question of its turn. With
+// compacted_only, what is still in the view is not searched.
+TEST_P(StorageConformanceTest, SearchHistoryFindsAToolResultThroughItsExchange) {
+  Create("x");
+  AppendRequest req;
+  req.key = Key("x");
+  auto turn = [&](const std::string& ask, const std::string& area, const std::string& sum) {
+    req.items.push_back(Message(Role::kUser, ask));
+    ItemData call = Message(Role::kAssistant,
+                            absl::StrCat(R"({"query": "select * from dry_run where area = ')", area,
+                                         R"('"})"));
+    call.kind = ItemKind::kToolCall;
+    call.tool_name = "psql";
+    call.tool_call_id = absl::StrCat("call-", area);
+    req.items.push_back(call);
+    ItemData result = Message(Role::kTool, absl::StrCat("rows scanned 4410\ndry-run checksum ", sum,
+                                                        "\nstatus ok"));
+    result.kind = ItemKind::kToolResult;
+    result.tool_name = "psql";
+    result.tool_call_id = call.tool_call_id;
+    req.items.push_back(result);
+    req.items.push_back(Message(Role::kAssistant, "The dry run passed; the checksum is above."));
+  };
+  turn("What did the dry run show for the etl rewrite?", "etl rewrite", "30a6359");  // 1-4
+  turn("And the dry run of the ledger move?", "ledger move", "77b01c2");             // 5-8
+  for (int i = 0; i < 20; ++i) {
+    req.items.push_back(Message(Role::kUser, absl::StrCat("Next step ", i, " please.")));
+  }
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+
+  HistorySearch search;
+  search.key = Key("x");
+  search.terms = SearchTerms("the etl rewrite's checksum");
+  auto hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  // The turn of items 1-4: the question (1) and the call (2) hold "etl" and
+  // "rewrit"; the result (3) holds neither and comes with them.
+  ASSERT_FALSE(hits->found.empty());
+  EXPECT_THAT(Sequences(hits->found), ::testing::IsSupersetOf({1, 2, 3}));
+  EXPECT_EQ(hits->found[0].turn_index, 1);
+  EXPECT_THAT(hits->exchange_terms[3], ::testing::IsSupersetOf({"etl", "rewrit"}));
+  EXPECT_EQ(hits->calls[3], R"({"query": "select * from dry_run where area = 'etl rewrite'"})");
+  // The other dry run's turn holds only the common words: it comes after.
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(hits->found[i].turn_index, 1) << i;
+
+  // Nothing compacted yet: nothing to recall.
+  search.compacted_only = true;
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_THAT(hits->found, ::testing::IsEmpty());
+  // Once items 1-8 are summarized, they are searched again.
+  CompactionCommit commit;
+  commit.key = Key("x");
+  commit.chunk = Chunk(1, 8, "two dry runs");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  // (Whether or not the word index has them yet.)
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_THAT(Sequences(hits->found), ::testing::IsSupersetOf({1, 2, 3}));
 }
 
 TEST(SearchTermsTest, SplitsLikeTheIndex) {

@@ -24,10 +24,23 @@ constexpr int64_t kMaxResultTokens = 20000;
 // Conversations whose common words are remembered (a few kilobytes each).
 constexpr size_t kMaxCommonTermConversations = 10000;
 
+// Candidate items a view's recall reads: whole items (tool outputs of
+// kilobytes each), so few, from the best turns.
+constexpr int kRecallCandidates = 16;
+
 HistorySearch SearchOf(const ConversationKey& key, const RecallQuery& query) {
   HistorySearch search;
   search.key = key;
   search.terms = query.terms;
+  return search;
+}
+
+// A view's recall: what a compaction took out of the view (the rest is in
+// it verbatim), from the best few turns.
+HistorySearch RecallSearchOf(const ConversationKey& key, const RecallQuery& query) {
+  HistorySearch search = SearchOf(key, query);
+  search.compacted_only = true;
+  search.max_items = kRecallCandidates;
   return search;
 }
 
@@ -72,7 +85,7 @@ std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRe
   auto pending = std::make_shared<PendingRecall>();
   pending->storage_key = conversation.storage_key;
   pending->query = ParseRecallQuery(query);
-  HistorySearch search = SearchOf(key, pending->query);
+  HistorySearch search = RecallSearchOf(key, pending->query);
   {
     // Words already found too common are not counted again.
     absl::MutexLock lock(&common_terms_mu_);

@@ -63,15 +63,42 @@ constexpr size_t kMaxTitleBytes = 160;
 constexpr size_t kMaxCandidates = 500;
 // At most this many passages of one item.
 constexpr int kMaxPerItem = 3;
+// A question word too common to search by (held by more items than the
+// search's cap) still tells lines of one item apart: it counts this share
+// of its weight on a line.
+constexpr double kCommonWord = 0.5;
+// A line holding a value, in an item whose exchange answers the question.
+constexpr double kValueLine = 0.3;
+// Neighbouring lines shown with a value line, when at most this long.
+constexpr size_t kMaxNeighbourBytes = 200;
+// Of a call's arguments, the provenance shows this many bytes at most.
+constexpr size_t kMaxCallShown = 120;
 
 struct Candidate {
   RecalledPassage passage;
   // Question words the passage holds, with their weights.
   std::vector<std::pair<int, double>> words;
-  // Question words its item holds that the passage does not.
+  // Question words its item, or its item's exchange, holds that the
+  // passage does not.
   std::vector<std::pair<int, double>> context;
+  // Question words too common to search by that the passage holds.
+  double common = 0;
+  // Found for its value through its exchange.
+  bool value = false;
   double norm = 1;
 };
+
+// Whether `terms` (of a line) hold a value: a word with a digit (an id, a
+// figure, a hash, a version) of three characters or more, or a compound
+// (a host, a path, a key=value pair's key).
+bool HoldsValue(const std::vector<std::string>& terms) {
+  for (const std::string& t : terms) {
+    if (t.size() < 3) continue;
+    if (t.find_first_of("0123456789") != std::string::npos) return true;
+    if (t.find_first_of("-./:_@") != std::string::npos) return true;
+  }
+  return false;
+}
 
 // The pieces of `line` at most about kMaxPassageBytes long, cut after a
 // sentence or at a space where there is one.
@@ -103,6 +130,14 @@ std::string Provenance(const RecalledPassage& p) {
       break;
     case ItemKind::kToolResult:
       what = absl::StrCat("result of ", p.tool_name.empty() ? "a tool" : p.tool_name);
+      if (!p.call.empty()) {
+        std::string call = absl::StrCat(absl::StripAsciiWhitespace(p.call));
+        for (char& c : call) {
+          if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+        }
+        const size_t cut = Utf8Floor(call, kMaxCallShown);
+        absl::StrAppend(&what, " ", call.substr(0, cut), cut < call.size() ? "..." : "");
+      }
       break;
     default:
       what = std::string(RoleName(p.role));
@@ -137,83 +172,168 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   return q;
 }
 
+namespace {
+
+// What the question's words weigh in one conversation's history.
+struct QuestionWeights {
+  // Searched terms: the question word each stands for and its weight.
+  absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
+  // Words only a few items hold: specific enough alone.
+  absl::flat_hash_set<int> rare_words;
+  // Terms too common to search by, with what they weigh on a line.
+  absl::flat_hash_map<std::string, std::pair<int, double>> common_of;
+
+  QuestionWeights(const RecallQuery& query, const HistoryHits& hits) {
+    // Terms nearly every item holds weigh nothing.
+    const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
+    for (size_t i = 0; i < query.terms.size(); ++i) {
+      auto df = hits.document_frequency.find(query.terms[i]);
+      if (df == hits.document_frequency.end() || df->second < 1) continue;
+      if (df->second > cap) {
+        common_of[query.terms[i]] = {query.word_of[i],
+                                     kCommonWord * TermWeight(hits.items, df->second)};
+        continue;
+      }
+      weight_of[query.terms[i]] = {query.word_of[i], TermWeight(hits.items, df->second)};
+      if (df->second <= kRareItems) rare_words.insert(query.word_of[i]);
+    }
+  }
+
+  // Each word's weight in a text of `terms`: its heaviest term there.
+  static std::map<int, double> WordsIn(
+      const absl::flat_hash_map<std::string, std::pair<int, double>>& weights,
+      const std::vector<std::string>& terms) {
+    std::map<int, double> words;
+    for (const std::string& t : terms) {
+      auto w = weights.find(t);
+      if (w == weights.end()) continue;
+      double& best = words[w->second.first];
+      best = std::max(best, w->second.second);
+    }
+    return words;
+  }
+  std::map<int, double> Words(const std::vector<std::string>& terms) const {
+    return WordsIn(weight_of, terms);
+  }
+  double Common(const std::vector<std::string>& terms) const {
+    double sum = 0;
+    for (const auto& [w, weight] : WordsIn(common_of, terms)) sum += weight;
+    return sum;
+  }
+  // Whether `words` answer the question as a passage must: two of its
+  // words, or a rare one.
+  bool Answers(const std::map<int, double>& words) const {
+    bool answers = words.size() >= 2;
+    for (const auto& [w, weight] : words) answers |= rare_words.contains(w);
+    return answers;
+  }
+};
+
+// The lines of `content`, each with where it starts.
+std::vector<std::pair<size_t, absl::string_view>> LinesOf(absl::string_view content) {
+  std::vector<std::pair<size_t, absl::string_view>> lines;
+  for (size_t pos = 0; pos <= content.size();) {
+    size_t end = content.find('\n', pos);
+    if (end == absl::string_view::npos) end = content.size();
+    lines.emplace_back(pos, content.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return lines;
+}
+
+// The candidate passages of one found item, added to `out` (texts already
+// in `seen` are not added again).
+void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
+                   absl::flat_hash_set<std::string>& seen, std::vector<Candidate>& out) {
+  const std::string& content = item.data.content;
+  // The item's words, and its exchange's (its turn's: the call, the
+  // question that led to it) that it does not hold itself.
+  const std::vector<std::string> own_terms = SearchTerms(content);
+  const std::map<int, double> own = q.Words(own_terms);
+  std::map<int, double> item_words = own;
+  bool through_exchange = false;
+  if (auto exchange = hits.exchange_terms.find(item.sequence);
+      exchange != hits.exchange_terms.end()) {
+    for (const auto& [w, weight] : q.Words(exchange->second)) {
+      through_exchange |= !own.contains(w);
+      double& best = item_words[w];
+      best = std::max(best, weight);
+    }
+  }
+  if (item_words.empty()) return;
+  // A value's line does not name its subject: where the exchange names it
+  // as a passage must, a line holding a value is worth showing.
+  const bool values = through_exchange && q.Answers(item_words);
+  std::string call;
+  if (auto it = hits.calls.find(item.sequence); it != hits.calls.end()) call = it->second;
+  const auto lines = LinesOf(content);
+  auto neighbour = [&lines](size_t i) -> absl::string_view {
+    if (i >= lines.size()) return {};
+    const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i].second);
+    return line.size() <= kMaxNeighbourBytes ? line : absl::string_view();
+  };
+  absl::string_view title;
+  bool first_line = true;
+  for (size_t li = 0; li < lines.size(); ++li) {
+    const auto& [line_at, line] = lines[li];
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    if (first_line) {
+      first_line = false;
+      const absl::string_view stripped = absl::StripAsciiWhitespace(line);
+      if (stripped.size() <= kMaxTitleBytes) title = stripped;
+    }
+    for (const auto& [offset, piece] : Pieces(line)) {
+      const std::vector<std::string> terms = SearchTerms(piece);
+      const std::map<int, double> words = q.Words(terms);
+      const bool eligible = q.Answers(words);
+      const bool value = !eligible && values && HoldsValue(terms);
+      if (!eligible && !value) continue;
+      std::string text(absl::StripTrailingAsciiWhitespace(piece));
+      if (value && piece.size() == line.size()) {
+        // The lines around a value may say what it is.
+        if (li > 0 && !neighbour(li - 1).empty()) {
+          text = absl::StrCat(neighbour(li - 1), "\n  ", text);
+        }
+        if (!neighbour(li + 1).empty()) absl::StrAppend(&text, "\n  ", neighbour(li + 1));
+      }
+      if (!seen.insert(text).second) continue;
+      Candidate c;
+      c.passage.sequence = item.sequence;
+      c.passage.turn_index = item.turn_index;
+      c.passage.role = item.data.role;
+      c.passage.kind = item.data.kind;
+      c.passage.tool_name = item.data.tool_name;
+      c.passage.call = call;
+      c.passage.offset = line_at + offset;
+      if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
+      c.passage.text = std::move(text);
+      c.words.assign(words.begin(), words.end());
+      for (const auto& [w, weight] : item_words) {
+        if (!words.contains(w)) c.context.emplace_back(w, weight);
+      }
+      c.common = q.Common(terms);
+      c.value = value;
+      const double length = static_cast<double>(terms.size());
+      c.norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
+      out.push_back(std::move(c));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
                                           const Tokenizer& tokenizer,
                                           const RecallLimits& limits) {
   std::vector<RecalledPassage> chosen;
   if (query.terms.empty() || hits.found.empty() || limits.max_tokens <= 0) return chosen;
-  // What each searched term weighs; terms nearly every item holds weigh
-  // nothing.
-  const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
-  absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;  // term -> word, weight
-  absl::flat_hash_set<int> rare_words;
-  for (size_t i = 0; i < query.terms.size(); ++i) {
-    auto df = hits.document_frequency.find(query.terms[i]);
-    if (df == hits.document_frequency.end() || df->second < 1 || df->second > cap) continue;
-    weight_of[query.terms[i]] = {query.word_of[i], TermWeight(hits.items, df->second)};
-    if (df->second <= kRareItems) rare_words.insert(query.word_of[i]);
-  }
-  if (weight_of.empty()) return chosen;
-  // Each word's weight in a text: its heaviest term there.
-  auto words_in = [&](const std::vector<std::string>& terms) {
-    std::map<int, double> words;
-    for (const std::string& t : terms) {
-      auto w = weight_of.find(t);
-      if (w == weight_of.end()) continue;
-      double& best = words[w->second.first];
-      best = std::max(best, w->second.second);
-    }
-    return words;
-  };
-
+  const QuestionWeights weights(query, hits);
+  if (weights.weight_of.empty()) return chosen;
   std::vector<Candidate> candidates;
   absl::flat_hash_set<std::string> seen_texts;
   for (const Item& item : hits.found) {
     if (limits.shown.contains(item.sequence) || item.redacted) continue;
-    const std::string& content = item.data.content;
-    const std::map<int, double> item_words = words_in(SearchTerms(content));
-    if (item_words.empty()) continue;
-    absl::string_view title;
-    size_t pos = 0;
-    bool first_line = true;
-    while (pos <= content.size()) {
-      size_t end = content.find('\n', pos);
-      if (end == std::string::npos) end = content.size();
-      absl::string_view line = absl::string_view(content).substr(pos, end - pos);
-      const size_t line_at = pos;
-      pos = end + 1;
-      if (absl::StripAsciiWhitespace(line).empty()) continue;
-      if (first_line) {
-        first_line = false;
-        const absl::string_view stripped = absl::StripAsciiWhitespace(line);
-        if (stripped.size() <= kMaxTitleBytes) title = stripped;
-      }
-      for (const auto& [offset, piece] : Pieces(line)) {
-        const std::vector<std::string> terms = SearchTerms(piece);
-        const std::map<int, double> words = words_in(terms);
-        bool eligible = words.size() >= 2;
-        for (const auto& [w, weight] : words) eligible |= rare_words.contains(w);
-        if (!eligible) continue;
-        std::string text(absl::StripTrailingAsciiWhitespace(piece));
-        if (!seen_texts.insert(text).second) continue;
-        Candidate c;
-        c.passage.sequence = item.sequence;
-        c.passage.turn_index = item.turn_index;
-        c.passage.role = item.data.role;
-        c.passage.kind = item.data.kind;
-        c.passage.tool_name = item.data.tool_name;
-        c.passage.offset = line_at + offset;
-        if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
-        c.passage.text = std::move(text);
-        c.words.assign(words.begin(), words.end());
-        for (const auto& [w, weight] : item_words) {
-          if (!words.contains(w)) c.context.emplace_back(w, weight);
-        }
-        const double length = static_cast<double>(terms.size());
-        c.norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
-        candidates.push_back(std::move(c));
-      }
-    }
+    AddCandidates(item, hits, weights, seen_texts, candidates);
   }
 
   // Greedy: the best passage, then the best one given what is answered.
@@ -223,9 +343,14 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     for (const auto& [w, weight] : c.words) {
       s += weight * c.norm * (covered.contains(w) ? kCovered : 1.0);
     }
+    double context = 0;
     for (const auto& [w, weight] : c.context) {
-      s += weight * kItemContext * (covered.contains(w) ? kCovered : 1.0);
+      context += weight * kItemContext * (covered.contains(w) ? kCovered : 1.0);
     }
+    s += context + c.common * c.norm;
+    // A value line is worth what its exchange says of it, a little more
+    // than the item's other lines.
+    if (c.value) s += kValueLine * context;
     return s;
   };
   // The greedy pass looks at the best candidates by their own score only.

@@ -41,6 +41,8 @@ struct RecalledPassage {
   // The item's first line, when it is short and not the passage itself: it
   // usually says what the item is ("# billing-ledger: migration settings").
   std::string title;
+  // For a tool result: its call's arguments, as stored (cut).
+  std::string call;
   std::string text;
   // Where the passage starts in the item's content (bytes).
   size_t offset = 0;
@@ -60,9 +62,14 @@ struct RecallLimits {
 };
 
 // The passages of `hits.found` that answer `query`, best first, within
-// `limits`. A passage must hold at least two of the question's words, or
-// one that only a few items hold; and score at least a third of the best
-// one: an unrelated question recalls nothing.
+// `limits`: ranking first picks the exchanges (the items whose turn holds
+// the question's words: a tool result through its call and the question of
+// its turn), then the lines inside them. A passage must hold at least two
+// of the question's words, or one that only a few items hold; or, in an
+// item whose exchange answers the question so, hold a value (a number, a
+// hash, an identifier: what a line that does not name its subject holds),
+// and then it comes with the line either side of it. Every passage scores
+// at least a third of the best one: an unrelated question recalls nothing.
 std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
                                           const Tokenizer& tokenizer, const RecallLimits& limits);
 
