@@ -57,10 +57,12 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
     if (seen.insert(std::string(w)).second) out.emplace_back(w);
   };
   // A word, in its one form (WordForm); a compound stays as written, and
-  // its parts are names: stemmed, not spelled out.
+  // its parts are stemmed, and spelled out as well (a host's "db" is a
+  // name, the "db" of "pricing-db" the word database).
   auto add_word = [&](absl::string_view w, bool part) {
     if (w.empty() || w.size() > 200) return;
-    add(WordForm(w, /*spell_out=*/!part));
+    if (part) add(WordForm(w, /*spell_out=*/false));
+    for (const std::string& form : WordForms(w)) add(form);
   };
   size_t i = 0;
   while (i < lower.size()) {

@@ -316,6 +316,11 @@ struct HistorySearch {
   // conversation's summarized_through or prune boundary): recall, whose
   // view shows the rest verbatim already.
   bool compacted_only = false;
+  // Terms of `terms` already known to be held by more items than the cap
+  // (a replica remembers them): not counted again (their count is taken as
+  // the cap plus one), not searched by, but where the best turns' items
+  // hold them they still add to those turns' scores.
+  std::vector<std::string> known_common;
 };
 
 struct HistoryHits {
@@ -344,8 +349,9 @@ inline constexpr int64_t kExchangeReach = 64;
 // each in its one form (services/common/word_forms.h: abbreviations spelled
 // out, Snowball English stems, values as written), with words joined by
 // '-', '.', '/', ':', '_' or '@' (hosts, paths, ids) kept whole, as
-// written, beside their parts (stemmed, never spelled out: the "db" of
-// "db-7" is a name), each once, in order. What is stored and
+// written, beside their parts (stemmed, and also spelled out: the "db" of
+// "db-7" may be a name, that of "pricing-db" is a database), each once, in
+// order. What is stored and
 // what is asked go through the same split: both backends and the ranking.
 std::vector<std::string> SearchTerms(absl::string_view text);
 

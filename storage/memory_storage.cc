@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -219,14 +220,22 @@ class MemoryStorage final : public Storage {
     }
     const int64_t max_df = MaxDocumentFrequency(search, hits.items);
     std::map<std::string, double> searched;
+    std::map<std::string, double> common;  // Too common to search by.
+    const absl::flat_hash_set<std::string> known_common(search.known_common.begin(),
+                                                        search.known_common.end());
     for (const std::string& term : search.terms) {
       int64_t df = 0;
+      if (known_common.contains(term)) df = max_df + 1;
       for (const auto& [item, words] : docs) {
-        if (words.contains(term) && ++df > max_df) break;
+        if (df > max_df) break;
+        if (words.contains(term)) ++df;
       }
       hits.document_frequency[term] = df;
       if (df >= 1 && df <= max_df) searched[term] = TermWeight(hits.items, df);
+      if (df > max_df) common[term] = TermWeight(hits.items, df);
     }
+    absl::flat_hash_map<int64_t, const absl::flat_hash_set<std::string>*> words_of;
+    for (const auto& [item, words] : docs) words_of[item->sequence] = &words;
     // Rounded as PostgreSQL rounds it, so that both rank alike.
     auto rounded = [](double score) { return std::round(score * 1e6) / 1e6; };
     // The items that hold a searched term, by turn (HistorySearch).
@@ -238,6 +247,7 @@ class MemoryStorage final : public Storage {
       std::vector<Hit> hits;
       std::set<std::string> terms;
       double score = 0;
+      std::vector<const Item*> items;
     };
     std::map<int64_t, Turn> turns;
     for (const auto& [item, words] : docs) {
@@ -265,14 +275,18 @@ class MemoryStorage final : public Storage {
     auto by_score = [](const Hit& a, const Hit& b) {
       return a.score != b.score ? a.score > b.score : a.item->sequence > b.item->sequence;
     };
-    for (const auto& [score, index] : order) {
+    // The best turns, as many as candidates are asked for: their items,
+    // and the common terms those hold added to their scores.
+    if (order.size() > static_cast<size_t>(std::max(0, search.max_items))) {
+      order.resize(static_cast<size_t>(std::max(0, search.max_items)));
+    }
+    for (auto& [score, index] : order) {
       Turn& turn = turns[index];
       std::sort(turn.hits.begin(), turn.hits.end(), by_score);
-      std::vector<const Item*> items;
       int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
       absl::flat_hash_set<int64_t> hit;
       for (const Hit& h : turn.hits) {
-        items.push_back(h.item);
+        turn.items.push_back(h.item);
         hit.insert(h.item->sequence);
         lo = std::min(lo, h.item->sequence);
         hi = std::max(hi, h.item->sequence);
@@ -285,10 +299,26 @@ class MemoryStorage final : public Storage {
             !searchable(item) || hit.contains(s)) {
           continue;
         }
-        items.push_back(&item);
+        turn.items.push_back(&item);
       }
+      double common_score = 0;
+      for (const auto& [term, weight] : common) {
+        for (const Item* item : turn.items) {
+          if (!words_of.at(item->sequence)->contains(term)) continue;
+          turn.terms.insert(term);
+          common_score += weight;
+          break;
+        }
+      }
+      score = rounded(turn.score + rounded(common_score));
+    }
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second > b.second;
+    });
+    for (const auto& [score, index] : order) {
+      const Turn& turn = turns[index];
       std::vector<std::string> terms(turn.terms.begin(), turn.terms.end());  // Byte order.
-      for (const Item* item : items) {
+      for (const Item* item : turn.items) {
         if (static_cast<int>(hits.found.size()) >= search.max_items) break;
         hits.found.push_back(*item);
         hits.exchange_terms[item->sequence] = terms;

@@ -295,7 +295,8 @@ std::string RecordViewStateSql(absl::string_view from, absl::string_view chunk_i
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
 // may be held by (0: MaxDocumentFrequency's default), $5 the most
 // candidates, $6 whether only what a compaction took out of the view is
-// searched, $7 the conversation's key. The words of the items at or before
+// searched, $7 the terms known to be too common (not counted), $8 the
+// conversation's key. The words of the items at or before
 // the conversation's words_indexed_through are read from the word index
 // (item_words, migrations/0019); those of the items after it from the
 // items themselves by primary key (with $6, only up to the summarized or
@@ -309,10 +310,14 @@ std::string RecordViewStateSql(absl::string_view from, absl::string_view chunk_i
 // index lookups go to every shard.
 //
 // By exchange (HistorySearch): the items that hold a term are grouped by
-// turn; a turn scores the weights of the distinct terms its items hold; the
-// best turns give their matching items, then their tool results that hold
-// none (found by primary key within kExchangeReach of the turn's matching
-// items). Rows: the candidates in that order, each with the conversation's
+// turn; a turn scores the weights of the distinct terms its items hold; of
+// the best turns (as many as candidates are asked for), the items are
+// their matching items and their tool results that hold none (found by
+// primary key within kExchangeReach of the turn's matching items), and the
+// terms too common to search by that those items hold add their weights to
+// their turn's (a dry run's turn is told from a config read's of the same
+// service by "checksum"). The turns, so ranked, give their items: the
+// matching ones first, then the tool results. Rows: the candidates in that order, each with the conversation's
 // item count, as a JSON object how many items hold each term (counted up
 // to the cap plus one), the item's own score, the terms its turn holds (a
 // JSON array, in byte order) and, for a tool result, the first kMaxCallChars characters
@@ -325,7 +330,7 @@ std::string SearchHistorySql() {
   // The items of the tail that hold the lexeme `q`.
   auto tail = [&](absl::string_view q) {
     return absl::StrCat(
-        "FROM items i WHERE i.conv_key = $7 AND i.sequence > (SELECT indexed FROM conv) "
+        "FROM items i WHERE i.conv_key = $8 AND i.sequence > (SELECT indexed FROM conv) "
         "AND i.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
         "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL AND i.search @@ ", q);
   };
@@ -338,11 +343,17 @@ std::string SearchHistorySql() {
       "WITH conv AS (SELECT item_count, words_indexed_through AS indexed, "
       "CASE WHEN $6 THEN greatest(summarized_through, prune_boundary) END AS upto, "
       "CASE WHEN $4 > 0 THEN $4::bigint ELSE greatest(20, least(item_count / 5, 400)) END AS cap "
-      "FROM conversations WHERE ", Named(7), "), ",
-      "lexemes AS (SELECT t.term, quote_literal($7::text || '#' || t.term)::tsquery AS q "
+      "FROM conversations WHERE ", Named(8), "), ",
+      "lexemes AS (SELECT t.term, quote_literal($8::text || '#' || t.term)::tsquery AS q "
       "FROM unnest($3::text[]) t(term) WHERE EXISTS (SELECT 1 FROM conv)), ",
-      "terms AS (SELECT l.term, l.q, (SELECT count(*) FROM (SELECT 1 ", indexed("l.q"),
-      " UNION ALL SELECT 1 ", tail("l.q"), " LIMIT (SELECT cap FROM conv) + 1) x) AS df "
+      // The indexed items' counts are kept (word_counts); the tail's, when
+      // it is searched, counted.
+      "terms AS (SELECT l.term, l.q, CASE WHEN l.term = ANY($7::text[]) "
+      "THEN (SELECT cap FROM conv) + 1 ELSE least((SELECT cap FROM conv) + 1, "
+      "coalesce((SELECT k.items FROM word_counts k WHERE k.conv_key = $8 AND k.word = l.term), 0)"
+      " + CASE WHEN (SELECT indexed FROM conv) >= (SELECT coalesce(upto, ", kMax,
+      ") FROM conv) THEN 0 ELSE (SELECT count(*) FROM (SELECT 1 ", tail("l.q"),
+      " LIMIT (SELECT cap FROM conv) + 1) x) END) END AS df "
       "FROM lexemes l), ",
       "searched AS (SELECT terms.term, terms.q, "
       "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
@@ -353,25 +364,47 @@ std::string SearchHistorySql() {
       indexed("s.q"), ") w UNION ALL SELECT i.sequence, s.term, s.weight FROM searched s, "
       "LATERAL (SELECT i.sequence ", tail("s.q"), ") i) m GROUP BY m.sequence), ",
       "hit_items AS (SELECT h.sequence, h.score, h.terms, i.turn_index FROM hits h "
-      "JOIN items i ON i.conv_key = $7 AND i.sequence = h.sequence), ",
+      "JOIN items i ON i.conv_key = $8 AND i.sequence = h.sequence), ",
       "turn_terms AS (SELECT DISTINCT turn_index, unnest(terms) AS term FROM hit_items), ",
       "turns AS (SELECT t.turn_index, round(sum(s.weight)::numeric, 6) AS score, "
-      "array_agg(t.term ORDER BY t.term COLLATE \"C\") AS terms, "
+      "array_agg(t.term) AS terms, "
       "(SELECT min(x.sequence) FROM hit_items x WHERE x.turn_index = t.turn_index) AS lo, "
       "(SELECT max(x.sequence) FROM hit_items x WHERE x.turn_index = t.turn_index) AS hi "
       "FROM turn_terms t JOIN searched s ON s.term = t.term GROUP BY t.turn_index "
       "ORDER BY score DESC, t.turn_index DESC LIMIT $5), ",
-      "candidates AS (SELECT c.sequence, c.own, c.terms, row_number() OVER (ORDER BY "
-      "c.turn_score DESC, c.turn_index DESC, c.extra, c.own DESC, c.sequence DESC) AS ord FROM ("
-      "SELECT h.sequence, h.score AS own, t.terms, t.score AS turn_score, t.turn_index, "
-      "0 AS extra FROM turns t JOIN hit_items h ON h.turn_index = t.turn_index "
-      "UNION ALL SELECT r.sequence, 0, t.terms, t.score, t.turn_index, 1 FROM turns t, "
-      "LATERAL (SELECT r.sequence FROM items r WHERE r.conv_key = $7 "
+      "turn_items AS (SELECT h.sequence, h.score AS own, t.turn_index, 0 AS extra "
+      "FROM turns t JOIN hit_items h ON h.turn_index = t.turn_index "
+      "UNION ALL SELECT r.sequence, 0, t.turn_index, 1 FROM turns t, "
+      "LATERAL (SELECT r.sequence FROM items r WHERE r.conv_key = $8 "
       "AND r.sequence BETWEEN t.lo - ", kExchangeReach, " AND t.hi + ", kExchangeReach,
       " AND r.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
       "AND r.turn_index = t.turn_index AND r.kind = 'tool_result' "
       "AND r.redacted_digest IS NULL "
-      "AND NOT EXISTS (SELECT 1 FROM hit_items x WHERE x.sequence = r.sequence)) r) c "
+      "AND NOT EXISTS (SELECT 1 FROM hit_items x WHERE x.sequence = r.sequence)) r), ",
+      // The terms too common to search by that these turns' items hold
+      // (each item's words read by its key).
+      "common AS (SELECT terms.term, terms.q, "
+      "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
+      "FROM terms, conv WHERE df > conv.cap), ",
+      // Each item's words are read once (not once per term).
+      "turn_common AS (SELECT d.turn_index, round(sum(d.weight)::numeric, 6) AS score, "
+      "array_agg(d.term) AS terms FROM (SELECT DISTINCT ti.turn_index, c.term, c.weight "
+      "FROM turn_items ti CROSS JOIN LATERAL (SELECT w.search FROM item_words w "
+      "WHERE w.conv_key = $8 AND w.sequence = ti.sequence "
+      "AND w.sequence <= (SELECT indexed FROM conv) "
+      "UNION ALL SELECT x.search FROM items x WHERE x.conv_key = $8 AND x.sequence = ti.sequence "
+      "AND x.sequence > (SELECT indexed FROM conv) AND x.search IS NOT NULL) v "
+      "CROSS JOIN LATERAL unnest(v.search) u "
+      "JOIN common c ON u.lexeme = $8::text || '#' || c.term "
+      "WHERE EXISTS (SELECT 1 FROM common)) d "
+      "GROUP BY d.turn_index), ",
+      "ranked AS (SELECT t.turn_index, t.score + coalesce(tc.score, 0) AS score, "
+      "ARRAY(SELECT x FROM unnest(t.terms || coalesce(tc.terms, '{}'::text[])) x "
+      "ORDER BY x COLLATE \"C\") AS terms "
+      "FROM turns t LEFT JOIN turn_common tc ON tc.turn_index = t.turn_index), ",
+      "candidates AS (SELECT ti.sequence, ti.own, r.terms, row_number() OVER (ORDER BY "
+      "r.score DESC, r.turn_index DESC, ti.extra, ti.own DESC, ti.sequence DESC) AS ord "
+      "FROM turn_items ti JOIN ranked r ON r.turn_index = ti.turn_index "
       "ORDER BY ord LIMIT $5) ",
       // At least one row (no conversation: a NULL count); each candidate
       // read by its key.
@@ -379,11 +412,11 @@ std::string SearchHistorySql() {
       "(SELECT coalesce(json_object_agg(term, df), '{}')::text FROM terms), c.own, "
       "to_json(c.terms)::text, "
       "(SELECT left(k.content, ", kMaxCallChars, ") FROM items k WHERE i.kind = 'tool_result' "
-      "AND k.conv_key = $7 AND k.sequence BETWEEN i.sequence - ", kExchangeReach,
+      "AND k.conv_key = $8 AND k.sequence BETWEEN i.sequence - ", kExchangeReach,
       " AND i.sequence - 1 AND k.kind = 'tool_call' AND k.tool_call_id = i.tool_call_id "
       "AND k.redacted_digest IS NULL ORDER BY k.sequence DESC LIMIT 1), ",
       ItemColumns(),
-      " FROM (SELECT 1) one LEFT JOIN (candidates c JOIN items i ON i.conv_key = $7 "
+      " FROM (SELECT 1) one LEFT JOIN (candidates c JOIN items i ON i.conv_key = $8 "
       "AND i.sequence = c.sequence "
       "LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
       "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) ON true "
@@ -575,12 +608,17 @@ const std::vector<Statement>& Statements() {
       {"words_indexed",
        "SELECT words_indexed_through FROM conversations WHERE conv_key = $1 FOR KEY SHARE"},
       // The words of the searchable items after $2 through $3, indexed.
+      // The counts of their words go up with them (migrations/0020).
       {"index_words",
        "WITH ins AS (INSERT INTO item_words (conv_key, sequence, search) "
        "SELECT i.conv_key, i.sequence, i.search FROM items i WHERE i.conv_key = $1 "
        "AND i.sequence > $2 AND i.sequence <= $3 AND i.search IS NOT NULL "
        "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL "
-       "ON CONFLICT (conv_key, sequence) DO NOTHING) "
+       "ON CONFLICT (conv_key, sequence) DO NOTHING RETURNING search), "
+       "counted AS (INSERT INTO word_counts (conv_key, word, items) "
+       "SELECT $1, substr(u.lexeme, strpos(u.lexeme, '#') + 1), count(*) "
+       "FROM ins, unnest(ins.search) u GROUP BY 2 "
+       "ON CONFLICT (conv_key, word) DO UPDATE SET items = word_counts.items + excluded.items) "
        "UPDATE conversations SET words_indexed_through = greatest(words_indexed_through, $3) "
        "WHERE conv_key = $1"},
       // Audit rows, in order: arrays of their events, tiers, tokens before
@@ -657,9 +695,14 @@ const std::vector<Statement>& Statements() {
        "search = NULL, "
        "token_count = $4 FROM old WHERE i.conv_key = $1 AND i.sequence = old.sequence "
        "RETURNING i.sequence), "
-       // Their words leave the index too (migrations/0019).
+       // Their words leave the index too (migrations/0019), and its counts
+       // (0020).
        "unindexed AS (DELETE FROM item_words w USING old WHERE w.conv_key = $1 "
-       "AND w.sequence = old.sequence) "
+       "AND w.sequence = old.sequence RETURNING w.search), "
+       "uncounted AS (UPDATE word_counts c SET items = c.items - d.n FROM ("
+       "SELECT substr(u.lexeme, strpos(u.lexeme, '#') + 1) AS word, count(*) AS n "
+       "FROM unindexed, unnest(unindexed.search) u GROUP BY 1) d "
+       "WHERE c.conv_key = $1 AND c.word = d.word) "
        "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
        "count(*) FROM old"},
       {"redact_token_counts",
@@ -1430,7 +1473,7 @@ class PostgresStorage final : public Storage {
       const pqxx::result r = ExecNamed(tx, "search_history", search.key, pg::TextArray(search.terms),
                                        search.max_document_frequency,
                                        static_cast<int64_t>(search.max_items),
-                                       search.compacted_only);
+                                       search.compacted_only, pg::TextArray(search.known_common));
       if (r.empty() || r[0][0].is_null()) return NotFound(search.key);
       // Count, frequencies, own score, the turn's terms, the call.
       constexpr int kTerms = 3, kCall = 4, kItem = 5;

@@ -262,7 +262,8 @@ TEST_P(RekeyTest, ExistingConversationsMoveToTheirDerivedKeys) {
   // add), and items are append-only again.
   EXPECT_EQ(*(*db)->QueryValue("SELECT string_agg(conname::text, ',' ORDER BY conname) "
                                "FROM pg_constraint WHERE contype = 'f' AND conparentid = 0 "
-                               "AND conrelid::regclass::text NOT IN ('compaction_proposals', 'item_words')"),
+                               "AND conrelid::regclass::text NOT IN ('compaction_proposals', 'item_words', "
+                               "'word_counts')"),
             foreign_keys);
   EXPECT_THAT(foreign_keys, ::testing::HasSubstr("item_pins"));
   EXPECT_FALSE((*db)->Exec("UPDATE items SET content = 'changed'").ok());
@@ -331,9 +332,14 @@ TEST_P(RekeyTest, CompactedItemsMoveToTheWordIndex) {
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM item_words WHERE search @@ "
                                "quote_literal(conv_key || '#word2')::tsquery"),
             "1");
-  // Deleting the conversation takes its words too.
+  // Their counts are kept (migrations/0020): one item each.
+  EXPECT_EQ(*(*db)->QueryValue("SELECT string_agg(word || '=' || items, ',' ORDER BY word) "
+                               "FROM word_counts"),
+            "word1=1,word2=1,word3=1");
+  // Deleting the conversation takes its words too, and their counts.
   ASSERT_TRUE((*db)->Exec("DELETE FROM conversations").ok());
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM item_words"), "0");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM word_counts"), "0");
 }
 
 TEST(MigrationsTest, UnreachableDatabaseIsUnavailable) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "convstate/v1/convstate.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "services/common/utf8.h"
@@ -128,7 +129,9 @@ FifoWindow Fifo(v1::ConversationState::Stub& stub, const std::string& id,
   return w;
 }
 
-// How many of the facts `ids` names `text` holds verbatim.
+
+}  // namespace
+
 int FactsIn(const std::vector<Fact>& facts, const std::vector<std::string>& ids,
             const std::string& text) {
   int n = 0;
@@ -139,8 +142,6 @@ int FactsIn(const std::vector<Fact>& facts, const std::vector<std::string>& ids,
   }
   return n;
 }
-
-}  // namespace
 
 std::string FifoOf(const std::vector<v1::Item>& items, const std::string& system_prompt,
                    int64_t budget, int64_t* tokens) {
@@ -298,6 +299,7 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     *build.add_pending_input() = ToNewItem(conv.items[next]);
     grpc::ClientContext ctx;
     SetDeadline(ctx, absl::Seconds(120));
+    const absl::Time started = absl::Now();
     auto stream = stub->StreamBuildContext(&ctx, build);
     v1::BuildContextEvent event;
     v1::BuildContextResponse view;
@@ -309,7 +311,9 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
         have_view = true;
       }
     }
-    if (note(stream->Finish()) && have_view) {
+    const grpc::Status finished = stream->Finish();
+    r.build_micros.push_back(absl::ToDoubleMicroseconds(absl::Now() - started));
+    if (note(finished) && have_view) {
       const int64_t total = view.tokens().total();
       r.peak_tokens = std::max(r.peak_tokens, total);
       r.views_over_window += total > options.window;
@@ -444,6 +448,14 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
   return r;
 }
 
+double Result::BuildPercentile(double p) const {
+  if (build_micros.empty()) return 0;
+  std::vector<double> v = build_micros;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(i), v.end());
+  return v[i];
+}
+
 std::vector<std::string> LossesToFifo(const Result& r) {
   std::vector<std::string> out;
   if (r.facts.present() < r.fifo_facts.present()) {
@@ -496,6 +508,9 @@ std::string Report(const std::vector<Result>& results) {
                       r.final_sections[1], ", summaries ", r.final_sections[2], ", ledger ",
                       r.final_sections[3], ", live ", r.final_sections[4], "\n");
     }
+    absl::StrAppendFormat(&out, "  BuildContext with the message pending: p50 %.1f ms, p99 %.1f ms (%d calls)\n",
+                          r.BuildPercentile(0.5) / 1000, r.BuildPercentile(0.99) / 1000,
+                          static_cast<int>(r.build_micros.size()));
     absl::StrAppend(&out, "  views at or above the hard band (", r.hard_threshold, " tokens): ",
                     r.views_over_hard, " of ", r.views);
     for (const auto& [reason, n] : r.over_hard_reasons) {

@@ -51,6 +51,10 @@ struct Conversation {
   int turns() const { return items.empty() ? 0 : items.back().turn; }
 };
 
+// How many of the facts `ids` names `text` holds verbatim.
+int FactsIn(const std::vector<Fact>& facts, const std::vector<std::string>& ids,
+            const std::string& text);
+
 // A FIFO window with old tool output pruned, the baseline a view is
 // measured against: the newest whole turns of `items` (as stored; summary
 // markers are skipped) that fit `budget` tokens, tool results older than
@@ -146,6 +150,11 @@ struct Result {
   int64_t hard_threshold = 0;
   std::map<std::string, int> over_hard_reasons;
   int views_invalid_utf8 = 0;
+  // How long each StreamBuildContext with the user's message pending took,
+  // from the call to its last event, in microseconds.
+  std::vector<double> build_micros;
+  // Its percentile `p` (0.5, 0.99) over the run; 0 when there was none.
+  double BuildPercentile(double p) const;
   // Non-OK RPCs by code name.
   std::map<std::string, int> errors;
   int ledger_facts_omitted = 0;

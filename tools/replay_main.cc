@@ -5,6 +5,7 @@
 //          [--probes=FILE] [--windows=8192,16384,32768] [--model=gpt-4o]
 //          [--reserve_fraction=0.125] [--max_turns=0] [--dump=PREFIX]
 //          [--recall_budget=F]   (0: without the RECALLED section)
+//          [--recall_off_too]    (each window again without it, timed beside)
 //
 // --dump writes each final view to PREFIX.<window>.txt.
 //
@@ -20,6 +21,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "tools/replay_lib.h"
 
@@ -28,6 +31,7 @@ int main(int argc, char** argv) {
   Options base;
   std::string conversation, facts, probes, dump;
   std::vector<int64_t> windows = {8192, 16384, 32768};
+  bool recall_off_too = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const size_t eq = arg.find('=');
@@ -52,6 +56,8 @@ int main(int argc, char** argv) {
     } else if (name == "--recall_budget") {
       ok = absl::SimpleAtod(value, &base.recall_budget) && base.recall_budget >= 0 &&
            base.recall_budget < 1;
+    } else if (name == "--recall_off_too") {
+      recall_off_too = true;
     } else if (name == "--max_turns") {
       ok = absl::SimpleAtoi(value, &base.max_turns) && base.max_turns >= 0;
     } else if (name == "--windows") {
@@ -85,6 +91,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<convstate::replay::Result> results;
+  std::vector<std::string> cost;
   for (int64_t w : windows) {
     Options o = base;
     o.window = w;
@@ -104,8 +111,26 @@ int main(int argc, char** argv) {
       }
     }
     results.push_back(*r);
+    if (recall_off_too) {
+      // The same window without the RECALLED section, right after: what
+      // recall costs a BuildContext, from the same run.
+      o.recall_budget = 0;
+      o.conversation_id = absl::StrCat("replay-", w, "-off-", getpid());
+      auto off = convstate::replay::Run(*conv, o);
+      if (!off.ok()) {
+        std::fprintf(stderr, "replay: %s\n", std::string(off.status().message()).c_str());
+        return 1;
+      }
+      cost.push_back(absl::StrFormat(
+          "window %d: BuildContext with the message pending, recall on p50 %.2f ms, p99 %.2f ms; "
+          "off p50 %.2f ms, p99 %.2f ms (%d calls each)",
+          w, r->BuildPercentile(0.5) / 1000, r->BuildPercentile(0.99) / 1000,
+          off->BuildPercentile(0.5) / 1000, off->BuildPercentile(0.99) / 1000,
+          static_cast<int>(r->build_micros.size())));
+    }
   }
   std::fputs(convstate::replay::Report(results).c_str(), stdout);
+  if (!cost.empty()) std::printf("\nrecall's cost, same run:\n  %s\n", absl::StrJoin(cost, "\n  ").c_str());
   // Where the view did worse than FIFO or lost a rule: said, and exit 3.
   int losses = 0;
   for (const auto& r : results) {

@@ -91,11 +91,13 @@ std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRe
     absl::MutexLock lock(&common_terms_mu_);
     auto known = common_terms_.find(conversation.storage_key);
     if (known != common_terms_.end() && known->second.Holds(conversation.item_count)) {
-      std::erase_if(search.terms,
-                    [&](const std::string& t) { return known->second.terms.contains(t); });
+      for (const std::string& t : search.terms) {
+        if (known->second.terms.contains(t)) search.known_common.push_back(t);
+      }
     }
   }
-  if (search.terms.empty()) return nullptr;
+  // Nothing discriminative: no search at all.
+  if (search.terms.size() == search.known_common.size()) return nullptr;
   // The search waits on the database while this thread builds the view.
   pending->hits = std::async(std::launch::async, [this, ctx, search = std::move(search)] {
     return storage_->SearchHistory(ctx, search);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_split.h"
 
 namespace convstate {
 
@@ -19,6 +20,11 @@ const Abbreviation kAbbreviations[] = {
     {"perf", "performance"},     {"infra", "infrastructure"}, {"pwd", "password"},
     {"addr", "address"},         {"dir", "directory"},        {"dirs", "directories"},
     {"tmp", "temporary"},        {"req", "request"},          {"reqs", "requests"},
+    {"mq", "message queue"},     {"idp", "identity provider"}, {"sso", "single sign on"},
+    {"lb", "load balancer"},     {"vm", "virtual machine"},   {"vms", "virtual machines"},
+    {"pr", "pull request"},      {"prs", "pull requests"},    {"rps", "requests per second"},
+    {"qps", "queries per second"}, {"ci", "continuous integration"},
+    {"etl", "extract transform load"},
 };
 const size_t kAbbreviationCount = sizeof(kAbbreviations) / sizeof(kAbbreviations[0]);
 
@@ -48,6 +54,43 @@ sb_stemmer* Stemmer() {
 
 }  // namespace
 
+std::vector<std::string> WordForms(absl::string_view word, bool spell_out) {
+  const auto& abbreviations = AbbreviationMap();
+  auto it = abbreviations.find(word);
+  if (!spell_out || it == abbreviations.end() ||
+      it->second.find(' ') == absl::string_view::npos) {
+    return {WordForm(word, spell_out)};
+  }
+  std::vector<std::string> forms;
+  for (absl::string_view part : absl::StrSplit(it->second, ' ')) {
+    forms.push_back(WordForm(part, /*spell_out=*/false));
+  }
+  return forms;
+}
+
+namespace {
+
+// Words of one thread already stemmed: a conversation's vocabulary repeats,
+// so most words are looked up, not stemmed again. Emptied when full.
+constexpr size_t kMaxRemembered = 1 << 14;
+
+std::string Stem(absl::string_view word) {
+  thread_local absl::flat_hash_map<std::string, std::string> remembered;
+  if (auto it = remembered.find(word); it != remembered.end()) return it->second;
+  sb_stemmer* stemmer = Stemmer();
+  if (stemmer == nullptr) return std::string(word);  // Out of memory: the word as written.
+  const sb_symbol* stem = sb_stemmer_stem(
+      stemmer, reinterpret_cast<const sb_symbol*>(word.data()), static_cast<int>(word.size()));
+  if (stem == nullptr) return std::string(word);
+  std::string out(reinterpret_cast<const char*>(stem),
+                  static_cast<size_t>(sb_stemmer_length(stemmer)));
+  if (remembered.size() >= kMaxRemembered) remembered.clear();
+  remembered.emplace(word, out);
+  return out;
+}
+
+}  // namespace
+
 std::string WordForm(absl::string_view word, bool spell_out) {
   const auto& abbreviations = AbbreviationMap();
   if (auto it = abbreviations.find(word); spell_out && it != abbreviations.end()) {
@@ -57,13 +100,7 @@ std::string WordForm(absl::string_view word, bool spell_out) {
     if (c >= '0' && c <= '9') return std::string(word);
   }
   if (word.size() < 3) return std::string(word);
-  sb_stemmer* stemmer = Stemmer();
-  if (stemmer == nullptr) return std::string(word);  // Out of memory: the word as written.
-  const sb_symbol* stem = sb_stemmer_stem(
-      stemmer, reinterpret_cast<const sb_symbol*>(word.data()), static_cast<int>(word.size()));
-  if (stem == nullptr) return std::string(word);
-  return std::string(reinterpret_cast<const char*>(stem),
-                     static_cast<size_t>(sb_stemmer_length(stemmer)));
+  return Stem(word);
 }
 
 }  // namespace convstate

@@ -10,19 +10,24 @@
 // kept as they are. Thread-safe.
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
 namespace convstate {
 
 // The abbreviations spelled out before stemming, both in what is stored and
-// in what is asked: {abbreviation, word}. Lowercase.
+// in what is asked: {abbreviation, word or words}. Lowercase.
 struct Abbreviation {
   const char* abbreviation;
   const char* word;
 };
 extern const Abbreviation kAbbreviations[];
 extern const size_t kAbbreviationCount;
+
+// The forms of `word` (WordForm), each word of its spelled-out phrase where
+// an abbreviation stands for several ("mq" is "message queue").
+std::vector<std::string> WordForms(absl::string_view word, bool spell_out = true);
 
 // The one form of `word`, a lowercase run of ASCII letters and digits (as
 // SearchTerms splits text): its abbreviation spelled out (unless

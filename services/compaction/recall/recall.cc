@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/utf8.h"
 #include "services/common/word_forms.h"
@@ -66,9 +67,18 @@ constexpr int kMaxPerItem = 3;
 // A question word too common to search by (held by more items than the
 // search's cap) still tells lines of one item apart: it counts this share
 // of its weight on a line.
-constexpr double kCommonWord = 0.5;
+constexpr double kCommonWord = 1.0;
+// A question word only the item's exchange holds (its call, the question of
+// its turn) counts this much on its lines: the output does not name what
+// it is about, its exchange does.
+constexpr double kExchangeContext = 1.0;
 // A line holding a value, in an item whose exchange answers the question.
 constexpr double kValueLine = 0.3;
+// The share of the question's weight the first passage must answer (its
+// words the history holds, and those it does not hold at all, of at least
+// kMinUnseenBytes, as if one item held them).
+constexpr double kMinAnswered = 0.3;
+constexpr size_t kMinUnseenBytes = 4;
 // Neighbouring lines shown with a value line, when at most this long.
 constexpr size_t kMaxNeighbourBytes = 200;
 // Of a call's arguments, the provenance shows this many bytes at most.
@@ -76,16 +86,14 @@ constexpr size_t kMaxCallShown = 120;
 
 struct Candidate {
   RecalledPassage passage;
-  // Question words the passage holds, with their weights.
-  std::vector<std::pair<int, double>> words;
+  // Question words the passage holds, with what each weighs on it (a word
+  // too common to search by at a share of its weight).
+  std::map<int, double> line;
   // Question words its item, or its item's exchange, holds that the
-  // passage does not.
-  std::vector<std::pair<int, double>> context;
-  // Question words too common to search by that the passage holds.
-  double common = 0;
+  // passage does not, with what each weighs from there.
+  std::map<int, double> context;
   // Found for its value through its exchange.
   bool value = false;
-  double norm = 1;
 };
 
 // Whether `terms` (of a line) hold a value: a word with a digit (an id, a
@@ -182,13 +190,25 @@ struct QuestionWeights {
   absl::flat_hash_set<int> rare_words;
   // Terms too common to search by, with what they weigh on a line.
   absl::flat_hash_map<std::string, std::pair<int, double>> common_of;
+  // Question words the history does not hold at all (none of their
+  // terms), with what a word one item holds would weigh: the question is
+  // about them too, and nothing recalled answers them.
+  std::map<int, double> unseen;
 
   QuestionWeights(const RecallQuery& query, const HistoryHits& hits) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
+    absl::flat_hash_set<int> seen_words;
     for (size_t i = 0; i < query.terms.size(); ++i) {
       auto df = hits.document_frequency.find(query.terms[i]);
-      if (df == hits.document_frequency.end() || df->second < 1) continue;
+      if (df == hits.document_frequency.end()) continue;
+      if (df->second < 1) {
+        if (query.terms[i].size() >= kMinUnseenBytes) {
+          unseen[query.word_of[i]] = TermWeight(hits.items, 1);
+        }
+        continue;
+      }
+      seen_words.insert(query.word_of[i]);
       if (df->second > cap) {
         common_of[query.terms[i]] = {query.word_of[i],
                                      kCommonWord * TermWeight(hits.items, df->second)};
@@ -197,6 +217,7 @@ struct QuestionWeights {
       weight_of[query.terms[i]] = {query.word_of[i], TermWeight(hits.items, df->second)};
       if (df->second <= kRareItems) rare_words.insert(query.word_of[i]);
     }
+    for (int w : seen_words) unseen.erase(w);
   }
 
   // Each word's weight in a text of `terms`: its heaviest term there.
@@ -215,9 +236,21 @@ struct QuestionWeights {
   std::map<int, double> Words(const std::vector<std::string>& terms) const {
     return WordsIn(weight_of, terms);
   }
-  double Common(const std::vector<std::string>& terms) const {
+  std::map<int, double> Common(const std::vector<std::string>& terms) const {
+    return WordsIn(common_of, terms);
+  }
+  // What every question word the history holds weighs together.
+  double Total() const {
+    std::map<int, double> words;
+    for (const auto* weights : {&weight_of, &common_of}) {
+      for (const auto& [term, word_weight] : *weights) {
+        double& best = words[word_weight.first];
+        best = std::max(best, word_weight.second);
+      }
+    }
     double sum = 0;
-    for (const auto& [w, weight] : WordsIn(common_of, terms)) sum += weight;
+    for (const auto& [w, weight] : words) sum += weight;
+    for (const auto& [w, weight] : unseen) sum += weight;
     return sum;
   }
   // Whether `words` answer the question as a passage must: two of its
@@ -246,18 +279,40 @@ std::vector<std::pair<size_t, absl::string_view>> LinesOf(absl::string_view cont
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
                    absl::flat_hash_set<std::string>& seen, std::vector<Candidate>& out) {
   const std::string& content = item.data.content;
+  const auto lines = LinesOf(content);
+  // Each line's pieces and their words, split once.
+  struct Piece {
+    size_t line;
+    size_t offset;
+    absl::string_view text;
+    std::vector<std::string> terms;
+  };
+  std::vector<Piece> pieces;
   // The item's words, and its exchange's (its turn's: the call, the
   // question that led to it) that it does not hold itself.
-  const std::vector<std::string> own_terms = SearchTerms(content);
-  const std::map<int, double> own = q.Words(own_terms);
-  std::map<int, double> item_words = own;
+  std::map<int, double> own;
+  for (size_t li = 0; li < lines.size(); ++li) {
+    if (absl::StripAsciiWhitespace(lines[li].second).empty()) continue;
+    for (const auto& [offset, piece] : Pieces(lines[li].second)) {
+      pieces.push_back({li, offset, piece, SearchTerms(piece)});
+      for (const auto& [w, weight] : q.Words(pieces.back().terms)) own[w] = weight;
+    }
+  }
+  // Each word with what it weighs as context of the item's lines.
+  std::map<int, double> item_words;
+  for (const auto& [w, weight] : own) item_words[w] = weight * kItemContext;
   bool through_exchange = false;
+  // What a turn's question and call say is the context of its answers: a
+  // tool's result and the assistant's reply. The question and the call
+  // stand for their own words (a result's provenance names its call).
+  const bool answer = item.data.kind == ItemKind::kToolResult ||
+                      (item.data.kind == ItemKind::kMessage && item.data.role == Role::kAssistant);
   if (auto exchange = hits.exchange_terms.find(item.sequence);
-      exchange != hits.exchange_terms.end()) {
+      answer && exchange != hits.exchange_terms.end()) {
     for (const auto& [w, weight] : q.Words(exchange->second)) {
-      through_exchange |= !own.contains(w);
-      double& best = item_words[w];
-      best = std::max(best, weight);
+      if (own.contains(w)) continue;
+      through_exchange = true;
+      item_words[w] = weight * kExchangeContext;
     }
   }
   if (item_words.empty()) return;
@@ -266,57 +321,60 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   const bool values = through_exchange && q.Answers(item_words);
   std::string call;
   if (auto it = hits.calls.find(item.sequence); it != hits.calls.end()) call = it->second;
-  const auto lines = LinesOf(content);
   auto neighbour = [&lines](size_t i) -> absl::string_view {
     if (i >= lines.size()) return {};
     const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i].second);
     return line.size() <= kMaxNeighbourBytes ? line : absl::string_view();
   };
+  // The item's first line, when short: it usually says what the item is.
   absl::string_view title;
-  bool first_line = true;
-  for (size_t li = 0; li < lines.size(); ++li) {
-    const auto& [line_at, line] = lines[li];
-    if (absl::StripAsciiWhitespace(line).empty()) continue;
-    if (first_line) {
-      first_line = false;
-      const absl::string_view stripped = absl::StripAsciiWhitespace(line);
-      if (stripped.size() <= kMaxTitleBytes) title = stripped;
-    }
-    for (const auto& [offset, piece] : Pieces(line)) {
-      const std::vector<std::string> terms = SearchTerms(piece);
-      const std::map<int, double> words = q.Words(terms);
-      const bool eligible = q.Answers(words);
-      const bool value = !eligible && values && HoldsValue(terms);
-      if (!eligible && !value) continue;
-      std::string text(absl::StripTrailingAsciiWhitespace(piece));
-      if (value && piece.size() == line.size()) {
-        // The lines around a value may say what it is.
-        if (li > 0 && !neighbour(li - 1).empty()) {
-          text = absl::StrCat(neighbour(li - 1), "\n  ", text);
-        }
-        if (!neighbour(li + 1).empty()) absl::StrAppend(&text, "\n  ", neighbour(li + 1));
+  if (!pieces.empty()) {
+    const absl::string_view first = absl::StripAsciiWhitespace(lines[pieces[0].line].second);
+    if (first.size() <= kMaxTitleBytes) title = first;
+  }
+  for (const Piece& p : pieces) {
+    const size_t li = p.line;
+    const size_t line_at = lines[li].first;
+    const absl::string_view line = lines[li].second;
+    const size_t offset = p.offset;
+    const absl::string_view piece = p.text;
+    const std::vector<std::string>& terms = p.terms;
+    const std::map<int, double> words = q.Words(terms);
+    const std::map<int, double> common = q.Common(terms);
+    const bool eligible = q.Answers(words);
+    // A value line holds a word of the question too (often a common
+    // one: "checksum"), or any line with a number would do.
+    const bool value = !eligible && values && (!words.empty() || !common.empty()) &&
+                       HoldsValue(terms);
+    if (!eligible && !value) continue;
+    std::string text(absl::StripTrailingAsciiWhitespace(piece));
+    if (value && piece.size() == line.size()) {
+      // The lines around a value may say what it is.
+      if (li > 0 && !neighbour(li - 1).empty()) {
+        text = absl::StrCat(neighbour(li - 1), "\n  ", text);
       }
-      if (!seen.insert(text).second) continue;
-      Candidate c;
-      c.passage.sequence = item.sequence;
-      c.passage.turn_index = item.turn_index;
-      c.passage.role = item.data.role;
-      c.passage.kind = item.data.kind;
-      c.passage.tool_name = item.data.tool_name;
-      c.passage.call = call;
-      c.passage.offset = line_at + offset;
-      if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
-      c.passage.text = std::move(text);
-      c.words.assign(words.begin(), words.end());
-      for (const auto& [w, weight] : item_words) {
-        if (!words.contains(w)) c.context.emplace_back(w, weight);
-      }
-      c.common = q.Common(terms);
-      c.value = value;
-      const double length = static_cast<double>(terms.size());
-      c.norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
-      out.push_back(std::move(c));
+      if (!neighbour(li + 1).empty()) absl::StrAppend(&text, "\n  ", neighbour(li + 1));
     }
+    if (!seen.insert(text).second) continue;
+    Candidate c;
+    c.passage.sequence = item.sequence;
+    c.passage.turn_index = item.turn_index;
+    c.passage.role = item.data.role;
+    c.passage.kind = item.data.kind;
+    c.passage.tool_name = item.data.tool_name;
+    c.passage.call = call;
+    c.passage.offset = line_at + offset;
+    if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
+    c.passage.text = std::move(text);
+    const double length = static_cast<double>(terms.size());
+    const double norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
+    for (const auto& [w, weight] : common) c.line[w] = weight * norm;
+    for (const auto& [w, weight] : words) c.line[w] = std::max(c.line[w], weight * norm);
+    for (const auto& [w, weight] : item_words) {
+      if (!c.line.contains(w)) c.context[w] = weight;
+    }
+    c.value = value;
+    out.push_back(std::move(c));
   }
 }
 
@@ -340,18 +398,32 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   absl::flat_hash_set<int> covered;
   auto score = [&](const Candidate& c) {
     double s = 0;
-    for (const auto& [w, weight] : c.words) {
-      s += weight * c.norm * (covered.contains(w) ? kCovered : 1.0);
-    }
+    for (const auto& [w, weight] : c.line) s += weight * (covered.contains(w) ? kCovered : 1.0);
     double context = 0;
     for (const auto& [w, weight] : c.context) {
-      context += weight * kItemContext * (covered.contains(w) ? kCovered : 1.0);
+      context += weight * (covered.contains(w) ? kCovered : 1.0);
     }
-    s += context + c.common * c.norm;
-    // A value line is worth what its exchange says of it, a little more
-    // than the item's other lines.
-    if (c.value) s += kValueLine * context;
-    return s;
+    // A value line is worth a little more than the item's other lines that
+    // hold the same words: it holds what the question asks for.
+    return s * (c.value ? 1 + kValueLine : 1.0) + context;
+  };
+  // How much of the question a passage answers, on its line or through its
+  // item and exchange: a question the history has only a word or two of
+  // in common with (a poem, the weather) recalls nothing.
+  const double total = weights.Total();
+  auto answered = [&](const Candidate& c) {
+    std::map<int, double> words;
+    for (const auto* part : {&weights.weight_of, &weights.common_of}) {
+      for (const auto& [term, word_weight] : *part) {
+        if (c.line.contains(word_weight.first) || c.context.contains(word_weight.first)) {
+          double& best = words[word_weight.first];
+          best = std::max(best, word_weight.second);
+        }
+      }
+    }
+    double sum = 0;
+    for (const auto& [w, weight] : words) sum += weight;
+    return total > 0 ? sum / total : 0;
   };
   // The greedy pass looks at the best candidates by their own score only.
   if (candidates.size() > kMaxCandidates) {
@@ -383,6 +455,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     if (best < 0 || best_score < kRelativeFloor * first) break;
     taken[best] = true;
     Candidate& c = candidates[best];
+    if (chosen.empty() && answered(c) < kMinAnswered) break;
     c.passage.tokens = tokenizer.CountTokens(c.passage.text);
     int64_t cost = c.passage.tokens + 2;
     if (!items_shown.contains(c.passage.sequence)) {
@@ -393,7 +466,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     used += cost;
     items_shown.insert(c.passage.sequence);
     ++per_item[c.passage.sequence];
-    for (const auto& [w, weight] : c.words) covered.insert(w);
+    for (const auto& [w, weight] : c.line) covered.insert(w);
     c.passage.score = best_score;
     chosen.push_back(c.passage);
   }
