@@ -783,6 +783,7 @@ absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
   RETURN_IF_ERROR(
       ValidateItems("pending_input", req.pending_input(), options_.limits.max_pending_items));
+  RETURN_IF_ERROR(ValidateRecallQuery("recall_query", req.recall_query()));
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
   RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
@@ -806,6 +807,16 @@ absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
   out.mutable_thresholds()->set_hard(Threshold(p, p.hard_threshold));
   out.mutable_thresholds()->set_emergency(Threshold(p, p.emergency_threshold));
   out.mutable_thresholds()->set_token_floor(p.token_floor);
+  // What recall would add for the question, as BuildContext would add it
+  // (reads only: the search writes nothing).
+  ContextView view = plan.view_before;
+  const std::string query = RecallQueryOf(req.recall_query(), req.pending_input());
+  for (RecalledPassage& p :
+       AddRecall(StartRecall(ctx, key, snapshot.conversation, resolved, query),
+                 snapshot.conversation, resolved, view)) {
+    ToProto(std::move(p), out.add_recalled());
+  }
+  out.set_recalled_tokens(view.tokens.recalled);
   return out;
 }
 

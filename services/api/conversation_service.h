@@ -11,6 +11,7 @@
 #include <string>
 
 #include "services/compaction/engine/compaction_runner.h"
+#include "services/compaction/recall/recall.h"
 #include "services/api/context_cache.h"
 #include "services/api/validation.h"
 #include "services/common/thread_pool.h"
@@ -36,6 +37,9 @@ absl::Status ValidateRecallQuery(absl::string_view field, absl::string_view quer
 // What BuildContext recalls for: `recall_query`, or else the text of the
 // user messages in the pending input.
 std::string RecallQueryOf(const v1::BuildContextRequest& req);
+// The same from a call's recall_query and pending input.
+std::string RecallQueryOf(const std::string& recall_query,
+                          const google::protobuf::RepeatedPtrField<v1::NewItem>& pending_input);
 
 // One unary RPC as a transport sees it: a fresh request message to parse
 // into, and the call, which answers the response serialized.
@@ -272,8 +276,10 @@ class ConversationService {
                                              const Conversation& conversation,
                                              const ResolvedProfile& resolved,
                                              const std::string& query);
-  void AddRecall(const std::shared_ptr<PendingRecall>& pending, const Conversation& conversation,
-                 const ResolvedProfile& resolved, ContextView& view);
+  // Returns the passages it added.
+  std::vector<RecalledPassage> AddRecall(const std::shared_ptr<PendingRecall>& pending,
+                                         const Conversation& conversation,
+                                         const ResolvedProfile& resolved, ContextView& view);
   // The most the RECALLED section may take under `profile`, in tokens.
   static int64_t RecallBudget(const ModelProfile& profile);
 

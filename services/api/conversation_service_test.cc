@@ -1121,6 +1121,39 @@ TEST_F(RecallTest, ABudgetOfZeroTurnsRecallOffAndErasedTextNeverComesBack) {
   }
 }
 
+// InspectContext shows what recall would add for a question, with scores,
+// and changes nothing.
+TEST_F(RecallTest, InspectContextShowsWhatRecallWouldAdd) {
+  Create("i");
+  Fill("i");
+  v1::InspectContextRequest req;
+  req.set_conversation_id("i");
+  req.set_recall_query("what guard value did the fjord-tide report give for the primary host?");
+  auto out = service_.InspectContext(ctx_, req);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_FALSE(out->recalled().empty());
+  EXPECT_EQ(out->recalled(0).text(), "primary host: db-41.north.internal (guard_value 7731)");
+  EXPECT_EQ(out->recalled(0).call(), R"({"cmd": "provision fjord-tide"})");
+  EXPECT_GT(out->recalled(0).score(), 0);
+  EXPECT_GT(out->recalled_tokens(), 0);
+  // The same question pending: the same passages.
+  req.clear_recall_query();
+  *req.add_pending_input() = Message(v1::ROLE_USER, "And the fjord-tide primary host's guard value?");
+  out = service_.InspectContext(ctx_, req);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_FALSE(out->recalled().empty());
+  EXPECT_EQ(out->recalled(0).sequence(), 3);
+  // No question, nothing recalled; a question too long is refused.
+  req.clear_pending_input();
+  out = service_.InspectContext(ctx_, req);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->recalled().empty());
+  EXPECT_EQ(out->recalled_tokens(), 0);
+  req.set_recall_query(std::string(9000, 'q'));
+  EXPECT_EQ(service_.InspectContext(ctx_, req).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(RecallTest, SearchHistoryAnswersPassagesWithProvenance) {
   Create("s");
   Fill("s");

@@ -55,9 +55,14 @@ absl::Status ValidateRecallQuery(absl::string_view field, absl::string_view quer
 }
 
 std::string RecallQueryOf(const v1::BuildContextRequest& req) {
-  if (!req.recall_query().empty()) return req.recall_query();
+  return RecallQueryOf(req.recall_query(), req.pending_input());
+}
+
+std::string RecallQueryOf(const std::string& recall_query,
+                          const google::protobuf::RepeatedPtrField<v1::NewItem>& pending_input) {
+  if (!recall_query.empty()) return recall_query;
   std::string query;
-  for (const v1::NewItem& item : req.pending_input()) {
+  for (const v1::NewItem& item : pending_input) {
     if (item.role() != v1::ROLE_USER || item.kind() != v1::ITEM_KIND_MESSAGE) continue;
     if (!query.empty()) query += "\n";
     query += item.content().substr(0, kMaxQueryBytes);
@@ -109,10 +114,10 @@ int64_t ConversationService::RecallBudget(const ModelProfile& profile) {
   return FractionOfWindow(profile, profile.recall.budget_fraction);
 }
 
-void ConversationService::AddRecall(const std::shared_ptr<PendingRecall>& pending,
-                                    const Conversation& conversation,
-                                    const ResolvedProfile& resolved, ContextView& view) {
-  if (pending == nullptr) return;
+std::vector<RecalledPassage> ConversationService::AddRecall(
+    const std::shared_ptr<PendingRecall>& pending, const Conversation& conversation,
+    const ResolvedProfile& resolved, ContextView& view) {
+  if (pending == nullptr) return {};
   absl::StatusOr<HistoryHits> hits = pending->hits.get();
   const RecallQuery& parsed = pending->query;
   if (hits.ok() && pending->storage_key != 0) {
@@ -134,14 +139,14 @@ void ConversationService::AddRecall(const std::shared_ptr<PendingRecall>& pendin
                            : profile.hard_threshold;
   const int64_t room = Threshold(profile, limit) - 1 - view.tokens.total;
   const int64_t budget = std::min(RecallBudget(profile), room);
-  if (budget <= 0) return;
+  if (budget <= 0) return {};
   telemetry::Span* span = telemetry::CurrentSpan();
   if (!hits.ok()) {
     // Recall adds to a view that is complete without it: the call goes on.
     if (span != nullptr && span->recording()) {
       span->SetAttribute("convstate.recall.error", std::string(hits.status().message()));
     }
-    return;
+    return {};
   }
   // The view counts what the provider will count: the same corrections.
   const double correction = ViewCorrection(conversation, resolved.tokenizer->approximate());
@@ -151,19 +156,21 @@ void ConversationService::AddRecall(const std::shared_ptr<PendingRecall>& pendin
   for (const ViewEntry& e : view.entries) {
     if (e.section == Section::kLive && !e.pruned && e.sequence > 0) limits.shown.insert(e.sequence);
   }
-  const std::vector<RecalledPassage> passages =
-      RankPassages(parsed, *hits, *resolved.tokenizer, limits);
+  std::vector<RecalledPassage> passages = RankPassages(parsed, *hits, *resolved.tokenizer, limits);
   if (span != nullptr && span->recording()) {
     span->SetAttribute("convstate.recall.candidates", static_cast<int64_t>(hits->found.size()));
     span->SetAttribute("convstate.recall.passages", static_cast<int64_t>(passages.size()));
   }
-  if (passages.empty()) return;
+  if (passages.empty()) return {};
   std::string text = RenderRecalled(passages);
   const int64_t tokens = Corrected(
       CountSystemTokens(*resolved.tokenizer, text, profile.per_message_tokens), correction);
-  if (tokens > budget) return;  // RankPassages keeps to it; never let a view outgrow its room.
+  // RankPassages keeps to it; never let a view outgrow its room.
+  if (tokens > budget) return {};
   AddRecalled(view, std::move(text), tokens);
+  return passages;
 }
+
 
 absl::StatusOr<v1::SearchHistoryResponse> ConversationService::SearchHistory(
     const CallContext& ctx, const v1::SearchHistoryRequest& req) {
@@ -191,17 +198,7 @@ absl::StatusOr<v1::SearchHistoryResponse> ConversationService::SearchHistory(
   limits.max_tokens = req.max_tokens() > 0 ? req.max_tokens() : kDefaultResultTokens;
   limits.max_passages = req.max_results() > 0 ? req.max_results() : kDefaultResults;
   for (RecalledPassage& p : RankPassages(parsed, hits, *resolved.tokenizer, limits)) {
-    v1::RecalledPassage* pp = out.add_passages();
-    pp->set_sequence(p.sequence);
-    pp->set_turn_index(p.turn_index);
-    pp->set_role(static_cast<v1::Role>(p.role));
-    pp->set_kind(static_cast<v1::ItemKind>(p.kind));
-    pp->set_tool_name(std::move(p.tool_name));
-    pp->set_text(std::move(p.text));
-    pp->set_offset(static_cast<int64_t>(p.offset));
-    pp->set_title(std::move(p.title));
-    pp->set_score(p.score);
-    pp->set_token_count(p.tokens);
+    ToProto(std::move(p), out.add_passages());
   }
   return out;
 }

@@ -274,4 +274,18 @@ absl::StatusOr<int64_t> DecodeNumberToken(absl::string_view kind, absl::string_v
   return n;
 }
 
+void ToProto(RecalledPassage p, v1::RecalledPassage* out) {
+  out->set_sequence(p.sequence);
+  out->set_turn_index(p.turn_index);
+  out->set_role(static_cast<v1::Role>(p.role));
+  out->set_kind(static_cast<v1::ItemKind>(p.kind));
+  out->set_tool_name(std::move(p.tool_name));
+  out->set_text(std::move(p.text));
+  out->set_offset(static_cast<int64_t>(p.offset));
+  out->set_title(std::move(p.title));
+  out->set_score(p.score);
+  out->set_token_count(p.tokens);
+  out->set_call(std::move(p.call));
+}
+
 }  // namespace convstate

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "convstate/v1/convstate.pb.h"
+#include "services/compaction/recall/recall.h"
 #include "services/compaction/view/context_view.h"
 #include "services/core/types.h"
 
@@ -35,6 +36,7 @@ void ToProto(ContextView&& view, v1::BuildContextResponse* out);
 void ToProto(const LedgerFact& f, v1::LedgerFact* out);
 void ToProto(const SummaryChunk& c, v1::SummaryChunk* out);
 void ToProto(const CompactionEvent& e, v1::CompactionEvent* out);
+void ToProto(RecalledPassage p, v1::RecalledPassage* out);
 
 // A request's page size: `default_size` for 0, capped at 1000;
 // INVALID_ARGUMENT when negative.
