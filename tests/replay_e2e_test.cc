@@ -102,5 +102,45 @@ TEST(ReplayE2eTest, LongReplayNeverLosesToFifoAndKeepsEveryRule) {
   }
 }
 
+// The platform programme (tool outputs whose lines do not name their
+// subject, questions in other words than the stored text): at 8k, the
+// view never loses to FIFO, no view is above the hard band, and the
+// RECALLED section holds the asked-for tool facts: the tuning questions
+// and the held-out ones (never tuned with); the unrelated question adds
+// nothing.
+TEST(ReplayE2eTest, PlatformReplayRecallsWhatTheUserMeans) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto server = testing::StartServerOn(**db, {"--background_compaction=false"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const char* probes : {"tools/replay_data/platform_probes.jsonl",
+                             "tools/replay_data/platform_heldout_probes.jsonl"}) {
+    auto conversation =
+        replay::Load(ServerProcess::RunfilePath("tools/replay_data/platform.jsonl"),
+                     ServerProcess::RunfilePath("tools/replay_data/platform_facts.jsonl"),
+                     ServerProcess::RunfilePath(probes));
+    ASSERT_TRUE(conversation.ok()) << conversation.status();
+    ASSERT_GE(conversation->turns(), 120);
+    replay::Options options;
+    options.target = (*server)->address();
+    options.window = 8192;
+    auto r = replay::Run(*conversation, options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    SCOPED_TRACE(replay::Report({*r}));
+    EXPECT_TRUE(r->errors.empty());
+    for (const std::string& loss : replay::LossesToFifo(*r)) ADD_FAILURE() << loss;
+    int asked = 0, found = 0;
+    for (const auto& q : r->recalls) {
+      asked += q.asked;
+      found += q.in_view;
+      if (q.asked == 0) EXPECT_EQ(q.recalled_tokens, 0) << "turn " << q.turn << ": unrelated";
+      EXPECT_LE(q.recalled_tokens, 8192 * 5 / 100) << "turn " << q.turn;
+    }
+    std::printf("%s: %d of %d asked-for facts in the view\n", probes, found, asked);
+    // The aim is 80%; held at what the ranking reaches today (BENCHMARKS.md).
+    EXPECT_GE(found * 10, asked * 7) << found << " of " << asked;
+  }
+}
+
 }  // namespace
 }  // namespace convstate
