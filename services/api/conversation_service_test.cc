@@ -1,7 +1,9 @@
 #include "services/compaction/summarizers/extractive.h"
 #include "services/api/conversation_service.h"
 
+#include <atomic>
 #include <memory>
+#include <stdexcept>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -661,6 +663,32 @@ TEST_F(ConversationServiceTest, AViewThatFitsWaitsForNoCompaction) {
   bounded.deadline = absl::Now() + absl::Seconds(1);
   EXPECT_EQ(service_.BuildContext(bounded, build).status().code(),
             absl::StatusCode::kDeadlineExceeded);
+}
+
+// Storage whose idle claims throw, as a driver bug or a malformed row might.
+class ThrowingIdleStorage : public ForwardingStorage {
+ public:
+  using ForwardingStorage::ForwardingStorage;
+  absl::StatusOr<std::vector<ConversationKey>> ClaimIdle(const CallContext&, absl::Time,
+                                                          int) override {
+    claims_.fetch_add(1);
+    throw std::runtime_error("malformed row");
+  }
+  int claims() const { return claims_.load(); }
+
+ private:
+  std::atomic<int> claims_{0};
+};
+
+// What a sweep of idle conversations throws ends that sweep, not the
+// process: the sweeper runs again.
+TEST_F(ConversationServiceTest, AnIdleSweepThatThrowsDoesNotEndTheProcess) {
+  ThrowingIdleStorage storage(storage_.get());
+  ConversationService::Options options;
+  options.idle_scan = absl::Milliseconds(1);
+  ConversationService service(options, models_.get(), &storage, summarizer_.get());
+  for (int i = 0; i < 5000 && storage.claims() < 3; ++i) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_GE(storage.claims(), 3);
 }
 
 TEST_F(ConversationServiceTest, UnknownModelWithoutDefaultProfileIsRefused) {

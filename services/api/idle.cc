@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/api/conversation_service.h"
+#include "services/common/task_guard.h"
 #include "services/common/log.h"
 #include "services/compaction/engine/summaries.h"
 
@@ -125,7 +126,8 @@ void ConversationService::SweepIdleUntilStopped() {
       background_mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.idle_scan);
       if (stopping_) return;
     }
-    SweepIdle();
+    // Whatever one sweep throws ends that sweep, not the process.
+    RunGuarded("idle sweep", [this] { SweepIdle(); });
   }
 }
 

@@ -2,9 +2,11 @@
 
 #include "re2/re2.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
 #include "services/common/utf8.h"
+#include "services/core/types.h"
 
 namespace convstate {
 namespace {
@@ -51,6 +53,10 @@ absl::Status ValidateMetadata(absl::string_view field,
   for (const auto& [key, value] : metadata) {
     const std::string path = absl::StrCat(field, "[\"", key, "\"]");
     if (key.empty()) return Invalid(field, "keys must not be empty");
+    if (absl::StartsWith(key, kReservedMetadataPrefix)) {
+      return Invalid(path, absl::StrCat("keys under \"", kReservedMetadataPrefix,
+                                        "\" are the service's own and may not be set"));
+    }
     if (absl::Status s = ValidateText(absl::StrCat(field, " key"), key,
                                       limits.max_metadata_key_bytes);
         !s.ok()) {

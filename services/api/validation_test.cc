@@ -83,6 +83,16 @@ TEST(ValidateNewItemTest, RejectsMalformedItemsNamingTheField) {
   v1::NewItem bad_text = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE);
   bad_text.set_content("\xC3\x28");
   EXPECT_EQ(Error(bad_text), "items[1].content: not valid UTF-8");
+  // The service's own metadata keys: a redaction of a continuation's
+  // source follows convstate.continued_from_sequence.
+  v1::NewItem reserved = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE);
+  (*reserved.mutable_metadata())["convstate.continued_from_sequence"] = "3";
+  EXPECT_EQ(Error(reserved),
+            "items[1].metadata[\"convstate.continued_from_sequence\"]: keys under "
+            "\"convstate.\" are the service's own and may not be set");
+  v1::NewItem other = Item(v1::ROLE_USER, v1::ITEM_KIND_MESSAGE);
+  (*other.mutable_metadata())["convstatex"] = "ok";
+  EXPECT_TRUE(ValidateNewItem("items[1]", other, Limits()).ok());
 }
 
 TEST(ValidateNewItemTest, EnforcesLimits) {

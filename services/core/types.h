@@ -174,6 +174,10 @@ struct Conversation {
   absl::Time update_time;
 };
 
+// Metadata keys under this prefix are the service's own (the two below):
+// a client may not set them.
+inline constexpr char kReservedMetadataPrefix[] = "convstate.";
+
 // The metadata key (value "true") that AppendTurn's task_boundary puts on
 // the last item of a task: the planner prefers to end a summary there.
 inline constexpr char kTaskBoundaryKey[] = "convstate.task_boundary";

@@ -174,6 +174,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
       continue;
     }
     if (q.words == 0) continue;
+    if (q.terms.size() >= kMaxRecallTerms) break;
     q.terms.push_back(std::move(term));
     q.word_of.push_back(q.words - 1);
   }

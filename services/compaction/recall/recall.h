@@ -28,6 +28,9 @@ struct RecallQuery {
   int words = 0;
 };
 
+// At most this many terms (the first ones): each costs the search a look-up.
+inline constexpr size_t kMaxRecallTerms = 32;
+
 RecallQuery ParseRecallQuery(absl::string_view text);
 
 // One recalled passage: a line of a stored item (a long line is cut into

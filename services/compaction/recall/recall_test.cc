@@ -92,6 +92,12 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
   EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3));
   EXPECT_EQ(q.words, 4);
   EXPECT_THAT(ParseRecallQuery("What did you say, and why?").terms, IsEmpty());
+  // A long pending message searches by its first words only.
+  std::string essay;
+  for (int i = 0; i < 500; ++i) absl::StrAppend(&essay, "word", i, " ");
+  const RecallQuery long_one = ParseRecallQuery(essay);
+  EXPECT_EQ(long_one.terms.size(), kMaxRecallTerms);
+  EXPECT_EQ(long_one.terms.front(), "word0");
 }
 
 TEST_F(RecallTest, BringsBackTheAskedServicesGuardAndChecksumFirst) {
