@@ -18,6 +18,10 @@
 
 namespace convstate {
 
+// The most conversations a redaction follows down a lineage of
+// continuations (the erased conversation's own included).
+inline constexpr size_t kMaxLineage = 10000;
+
 struct NewConversation {
   ConversationKey key;
   std::string model;
@@ -27,9 +31,11 @@ struct NewConversation {
   ProfileOverrides overrides;
   int64_t system_prompt_tokens = 0;
   int64_t pinned_instructions_tokens = 0;
-  // Continuing another conversation of the tenant: its id, and the chunks
-  // carried over (ids are assigned on insert).
+  // Continuing another conversation of the tenant: its id, its incarnation
+  // (Conversation::storage_key; what a redaction of it follows), and the
+  // chunks carried over (ids are assigned on insert).
   std::string continued_from;
+  int64_t continued_from_key = 0;
   std::vector<SummaryChunk> carried_chunks;
   // The tokenizer of every count above.
   std::string count_encoding;

@@ -48,6 +48,9 @@ struct ConversationState {
   // Compaction proposals by id, and the last id given.
   std::map<int64_t, ProposalRecord> proposals;
   int64_t last_proposal_id = 0;
+  // The incarnation (storage_key) of the conversation this one continues;
+  // 0 if none.
+  int64_t continued_from_key = 0;
 };
 
 absl::Status NotFound(const ConversationKey& key) {
@@ -83,6 +86,7 @@ class MemoryStorage final : public Storage {
     c.system_prompt_tokens = nc.system_prompt_tokens;
     c.pinned_instructions_tokens = nc.pinned_instructions_tokens;
     c.continued_from = nc.continued_from;
+    state.continued_from_key = nc.continued_from_key;
     c.count_encoding = nc.count_encoding;
     c.create_time = c.update_time = Now();
     c.storage_key = ++last_storage_key_;
@@ -517,6 +521,39 @@ class MemoryStorage final : public Storage {
             absl::StrCat("sequences: item ", s, " is a summary marker, not content"));
       }
     }
+    // The conversations continued from this one, and from those, level by
+    // level, before anything is erased: by incarnation (storage_key), each
+    // once, at most kMaxLineage.
+    auto& tenant = tenants_[request.key.tenant_id];
+    std::vector<std::vector<std::string>> levels;
+    {
+      std::vector<std::pair<std::string, int64_t>> frontier = {
+          {request.key.conversation_id, state->conversation.storage_key}};
+      absl::flat_hash_set<int64_t> visited = {state->conversation.storage_key};
+      while (!frontier.empty()) {
+        std::vector<std::pair<std::string, int64_t>> next;
+        for (auto& [id, continued] : tenant) {
+          const std::string& parent = continued.conversation.continued_from;
+          const bool child = std::any_of(frontier.begin(), frontier.end(), [&](const auto& p) {
+            return p.first == parent && (continued.continued_from_key == 0 ||
+                                         continued.continued_from_key == p.second);
+          });
+          if (parent.empty() || !child) continue;
+          if (!visited.insert(continued.conversation.storage_key).second) continue;
+          if (visited.size() > kMaxLineage) {
+            return absl::ResourceExhaustedError(absl::StrCat(
+                "the erasure would reach more than ", kMaxLineage,
+                " conversations continued from this one; nothing was erased"));
+          }
+          next.emplace_back(id, continued.conversation.storage_key);
+        }
+        if (!next.empty()) {
+          levels.emplace_back();
+          for (const auto& [id, key] : next) levels.back().push_back(id);
+        }
+        frontier = std::move(next);
+      }
+    }
     RedactResult result;
     // Chunks retired here, by conversation: what copies elsewhere came from.
     std::map<std::string, std::set<int64_t>> retired;
@@ -526,19 +563,14 @@ class MemoryStorage final : public Storage {
     retired[request.key.conversation_id].insert(emptied.begin(), emptied.end());
     Erased(*state, RedactedEvent(request, result.chunks_removed));
     result.compaction_version = state->conversation.compaction_version;
-    // Conversations continued from this one, and from those, in the order
-    // they were created: their copies of what was retired go too, and the
+    // Down the lineage: their copies of what was retired go too, and the
     // items carried over from an erased one.
     std::map<std::string, std::set<std::string>> erased;
     for (int64_t s : request.sequences) erased[request.key.conversation_id].insert(absl::StrCat(s));
-    std::vector<std::string> frontier = {request.key.conversation_id};
-    auto& tenant = tenants_[request.key.tenant_id];
-    while (!frontier.empty()) {
-      std::vector<std::string> next;
-      for (auto& [id, continued] : tenant) {
+    for (const std::vector<std::string>& level : levels) {
+      for (const std::string& id : level) {
+        ConversationState& continued = tenant.at(id);
         const std::string& parent = continued.conversation.continued_from;
-        if (std::find(frontier.begin(), frontier.end(), parent) == frontier.end()) continue;
-        next.push_back(id);
         const ContinuedErasure erasure = EraseContinued(continued.chunks, retired);
         int64_t removed = static_cast<int64_t>(erasure.retire.size());
         if (!erasure.retire.empty()) {
@@ -563,7 +595,6 @@ class MemoryStorage final : public Storage {
         result.continued_chunks_removed += removed;
         Erased(continued, ContinuedErasedEvent(request, removed));
       }
-      frontier = std::move(next);
     }
     return result;
   }

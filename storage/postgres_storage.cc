@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
@@ -435,8 +436,9 @@ const std::vector<Statement>& Statements() {
        absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
                     "system_prompt, pinned_instructions, metadata, profile_overrides, "
                     "system_prompt_tokens, pinned_instructions_tokens, continued_from, "
-                    "count_encoding, stored_bytes, conv_key) "
-                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13) "
+                    "count_encoding, stored_bytes, continued_from_incarnation, conv_key) "
+                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, "
+                    "nullif($13, 0), $14) "
                     "RETURNING ",
                     ConversationColumns())},
       {"get_conversation",
@@ -742,10 +744,15 @@ const std::vector<Statement>& Statements() {
        "lease_token = lease_token + 1, lease_holder = NULL, lease_expires_at = NULL "
        "WHERE conv_key = $1 RETURNING compaction_version"},
       // Conversations continued from any of $2 ($1 the tenant), locked.
+      // The conversations continued from those named by $2 (ids) and $3
+      // (their incarnations): by incarnation, or by id for those continued
+      // before it was kept (migrations/0021).
       {"continued_from",
-       "SELECT conv_key, conversation_id, continued_from FROM conversations WHERE tenant_id = $1 "
-       "AND continued_from = ANY($2::text[]) AND continued_from <> '' ORDER BY conv_key "
-       "FOR UPDATE"},
+       "SELECT c.conv_key, c.conversation_id, c.continued_from, c.incarnation "
+       "FROM conversations c JOIN unnest($2::text[], $3::bigint[]) p(id, incarnation) "
+       "ON c.continued_from = p.id AND (c.continued_from_incarnation IS NULL "
+       "OR c.continued_from_incarnation = p.incarnation) "
+       "WHERE c.tenant_id = $1 AND c.continued_from <> '' ORDER BY c.conv_key FOR UPDATE OF c"},
       // The items of a continued conversation ($1) carried over from the
       // items of its source named by $2 (their sequences, as text).
       {"carried_items",
@@ -1231,7 +1238,8 @@ class PostgresStorage final : public Storage {
       pqxx::result r = ExecNamed(
           tx, "create_conversation", nc.key, nc.model, nc.system_prompt, nc.pinned_instructions,
           MetadataToJson(nc.metadata), OverridesToJson(nc.overrides), nc.system_prompt_tokens,
-          nc.pinned_instructions_tokens, nc.continued_from, nc.count_encoding, bytes);
+          nc.pinned_instructions_tokens, nc.continued_from, nc.count_encoding, bytes,
+          nc.continued_from_key);
       if (limited) Exec(tx, "add_to_tenant", nc.key.tenant_id, bytes, int64_t{1});
       ConversationRow row = ParseConversation(r[0]);
       if (!nc.continued_from.empty()) {
@@ -1903,7 +1911,8 @@ class PostgresStorage final : public Storage {
           result.items.push_back(item);
         }
       }
-      EraseContinuations(tx, request, erased.retired, result);
+      RETURN_IF_ERROR(
+          EraseContinuations(tx, request, row.conversation.storage_key, erased.retired, result));
       tx.commit();
       return result;
     });
@@ -1949,8 +1958,9 @@ class PostgresStorage final : public Storage {
   // from those, down the chain): their copies of the retired chunks (and
   // chunks derived from those), and the items carried over from an erased
   // item (pinned items, recent turns), go in the same transaction.
-  void EraseContinuations(pqxx::transaction_base& tx, const RedactRequest& request,
-                          const std::vector<int64_t>& retired_here, RedactResult& result) {
+  absl::Status EraseContinuations(pqxx::transaction_base& tx, const RedactRequest& request,
+                                  int64_t root_incarnation,
+                                  const std::vector<int64_t>& retired_here, RedactResult& result) {
     std::map<std::string, std::set<int64_t>> retired;
     if (!retired_here.empty()) {
       retired[request.key.conversation_id].insert(retired_here.begin(), retired_here.end());
@@ -1960,15 +1970,28 @@ class PostgresStorage final : public Storage {
     for (int64_t s : request.sequences) {
       erased[request.key.conversation_id].push_back(absl::StrCat(s));
     }
+    // The lineage, by incarnation; each conversation once, and at most
+    // kMaxLineage of them.
     std::vector<std::string> frontier = {request.key.conversation_id};
+    std::vector<int64_t> incarnations = {root_incarnation};
+    absl::flat_hash_set<int64_t> visited = {root_incarnation};
     while (!frontier.empty()) {
       std::vector<std::string> next;
+      std::vector<int64_t> next_incarnations;
       for (const auto& r : Exec(tx, "continued_from", request.key.tenant_id,
-                                pg::TextArray(frontier))) {
+                                pg::TextArray(frontier), IdArray(incarnations))) {
         const int64_t continued = r[0].as<int64_t>();
         const std::string id = r[1].as<std::string>();
         const std::string parent = r[2].as<std::string>();
+        const int64_t incarnation = r[3].as<int64_t>();
+        if (!visited.insert(incarnation).second) continue;
+        if (visited.size() > kMaxLineage) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "the erasure would reach more than ", kMaxLineage,
+              " conversations continued from this one; nothing was erased"));
+        }
         next.push_back(id);
+        next_incarnations.push_back(incarnation);
         std::vector<SummaryChunk> chunks;
         for (const auto& c : Exec(tx, "all_chunks", continued)) chunks.push_back(ParseChunk(c));
         const ContinuedErasure erasure = EraseContinued(chunks, retired);
@@ -1996,7 +2019,9 @@ class PostgresStorage final : public Storage {
         InsertEvents(tx, continued, {ContinuedErasedEvent(request, removed)});
       }
       frontier = std::move(next);
+      incarnations = std::move(next_incarnations);
     }
+    return absl::OkStatus();
   }
 
   absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& ctx, const ConversationKey& key,

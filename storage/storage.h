@@ -180,7 +180,10 @@ class Storage {
   // their fingerprint; compaction_version moves and an `items_redacted`
   // event is written, all at once. NOT_FOUND for an unknown conversation or
   // sequence, INVALID_ARGUMENT for a summary marker; items already redacted
-  // are left alone.
+  // are left alone. Conversations continued from this incarnation (and from
+  // those, down the lineage, each once) lose their copies in the same
+  // transaction; RESOURCE_EXHAUSTED, with nothing erased, if that lineage
+  // passes kMaxLineage conversations.
   virtual absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,
                                                    const RedactRequest& request) = 0;
 

@@ -1086,6 +1086,57 @@ TEST_P(StorageConformanceTest, ARedactionReachesTheItemsCarriedIntoContinuedConv
   EXPECT_EQ(storage_->GetConversation(ctx_, Key("c"))->summarized_through, 0);
 }
 
+// Continuations are followed by incarnation: a conversation deleted and
+// created again under its id is another one. d continues c; c is deleted
+// and created again continuing d: a redaction of the new c ends (no loop),
+// and leaves what d carried from the old c alone. Continuations recorded
+// without an incarnation are followed by id, each conversation once.
+TEST_P(StorageConformanceTest, ARedactionFollowsTheLineageByIncarnationAndEnds) {
+  for (const bool by_incarnation : {true, false}) {
+    SCOPED_TRACE(by_incarnation ? "by incarnation" : "by id");
+    const std::string c = by_incarnation ? "c1" : "c2";
+    const std::string d = by_incarnation ? "d1" : "d2";
+    Create(c);
+    AppendSix(*storage_, ctx_, Key(c));
+    const int64_t old_c = storage_->GetConversation(ctx_, Key(c))->storage_key;
+    NewConversation nd;
+    nd.key = Key(d);
+    nd.model = "m";
+    nd.continued_from = c;
+    if (by_incarnation) nd.continued_from_key = old_c;
+    ASSERT_TRUE(storage_->CreateConversation(ctx_, nd).ok());
+    AppendRequest carry;
+    carry.key = Key(d);
+    ItemData copy = Message(Role::kUser, "m2, carried");
+    copy.metadata[kContinuedFromSequenceKey] = "2";
+    carry.items.push_back(copy);
+    ASSERT_TRUE(storage_->AppendItems(ctx_, carry).ok());
+    ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key(c)).ok());
+    NewConversation nc;
+    nc.key = Key(c);
+    nc.model = "m";
+    nc.continued_from = d;
+    if (by_incarnation) nc.continued_from_key = storage_->GetConversation(ctx_, Key(d))->storage_key;
+    ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+    AppendSix(*storage_, ctx_, Key(c));
+    ASSERT_NE(storage_->GetConversation(ctx_, Key(c))->storage_key, old_c);
+
+    RedactRequest req;
+    req.key = Key(c);
+    req.sequences = {2};
+    req.tombstone = "[gone]";
+    CallContext bounded;
+    bounded.deadline = absl::Now() + absl::Seconds(20);
+    auto redacted = storage_->RedactItems(bounded, req);
+    ASSERT_TRUE(redacted.ok()) << redacted.status();
+    auto carried = ItemRows(*storage_, ctx_, Key(d), 0, 10);
+    ASSERT_TRUE(carried.ok());
+    // By incarnation, d's copy came from another c: it stays. By id, the
+    // walk reaches d (it cannot tell) and still ends.
+    EXPECT_EQ((*carried)[0].redacted, !by_incarnation);
+  }
+}
+
 TEST_P(StorageConformanceTest, ARedactionReachesTheCopiesInContinuedConversations) {
   Create("a");
   AppendSix(*storage_, ctx_, Key("a"));

@@ -255,6 +255,7 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
   nc.count_encoding = TokenizerKey(profile);
   if (source.has_value()) {
     nc.continued_from = req.continue_from();
+    nc.continued_from_key = source->conversation.storage_key;
     nc.carried_chunks = CarriedChunks(source->active_chunks, req.continue_from(), tokenizer,
                                       profile.per_message_tokens);
   }
