@@ -30,8 +30,8 @@ class ForwardingStorage : public Storage {
   }
   absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& c, const ConversationKey& k,
                                               const std::string& b, absl::Duration t,
-                                              const TenantLimits& l) override {
-    return base_->SaveProposal(c, k, b, t, l);
+                                              const TenantLimits& l, int64_t v) override {
+    return base_->SaveProposal(c, k, b, t, l, v);
   }
   absl::StatusOr<ProposalRecord> GetProposal(const CallContext& c, const ConversationKey& k,
                                              int64_t id) override {

@@ -624,6 +624,18 @@ class MemoryStorage final : public Storage {
       }
       if (items != nullptr) items->push_back(item);
     }
+    // What was derived from the erased items: the conversation's
+    // compaction proposals go, and the audit trail's fact texts of them
+    // give way to the tombstone.
+    for (const auto& [id, proposal] : state.proposals) {
+      state.stored_bytes -=
+          static_cast<int64_t>(proposal.body.size() + proposal.applied_answer.size()) +
+          kProposalRowBytes;
+    }
+    state.proposals.clear();
+    for (CompactionEvent& e : state.events) {
+      e.detail = EraseEventFacts(e.detail, seqs, request.tombstone);
+    }
     std::vector<int64_t> emptied;
     if (std::optional<int64_t> cut = RedactionCut(state.chunks, seqs)) {
       for (const SummaryChunk& chunk : state.chunks) {
@@ -651,12 +663,16 @@ class MemoryStorage final : public Storage {
 
   absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& ctx, const ConversationKey& key,
                                               const std::string& body, absl::Duration ttl,
-                                              const TenantLimits& limits) override {
+                                              const TenantLimits& limits,
+                                              int64_t compaction_version) override {
     RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     const int64_t bytes = static_cast<int64_t>(body.size()) + kProposalRowBytes;
     RETURN_IF_ERROR(CheckTenantLimits(key.tenant_id, UsageOf(key.tenant_id), bytes, 0, limits));
+    if (state->conversation.compaction_version != compaction_version) {
+      return StaleProposal(key, compaction_version, state->conversation.compaction_version);
+    }
     const absl::Time now = Now();
     for (auto it = state->proposals.begin(); it != state->proposals.end();) {
       if (it->second.expire_time <= now) {

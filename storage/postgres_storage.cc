@@ -707,6 +707,25 @@ const std::vector<Statement>& Statements() {
        "WHERE c.conv_key = $1 AND c.word = d.word) "
        "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
        "count(*) FROM old"},
+      // An erasure's: every proposal of the conversation ($1), and their
+      // bytes.
+      {"redact_proposals",
+       "WITH gone AS (DELETE FROM compaction_proposals p WHERE p.conv_key = $1 "
+       "RETURNING pg_column_size(p.*) AS n) "
+       "UPDATE conversations SET stored_bytes = greatest(0, stored_bytes - "
+       "(SELECT sum(n) FROM gone)) WHERE conv_key = $1 AND EXISTS (SELECT 1 FROM gone)"},
+      // An erasure's: in the audit rows of the conversation ($1), the text
+      // of each fact (in `dropped` and `lost_facts`) that came from an
+      // erased item ($2) becomes the tombstone ($3).
+      {"redact_event_facts",
+       "UPDATE compaction_events e SET detail = (SELECT jsonb_object_agg(kv.key, "
+       "CASE WHEN kv.key IN ('dropped', 'lost_facts') AND jsonb_typeof(kv.value) = 'array' "
+       "THEN coalesce((SELECT jsonb_agg(CASE WHEN jsonb_typeof(x) = 'object' "
+       "AND (x->>'sequence') ~ '^[0-9]+$' AND (x->>'sequence')::bigint = ANY($2::bigint[]) "
+       "THEN jsonb_set(x, '{text}', to_jsonb($3::text)) ELSE x END ORDER BY o) "
+       "FROM jsonb_array_elements(kv.value) WITH ORDINALITY a(x, o)), '[]'::jsonb) "
+       "ELSE kv.value END) FROM jsonb_each(e.detail) kv) "
+       "WHERE e.conv_key = $1 AND (e.detail ? 'dropped' OR e.detail ? 'lost_facts')"},
       {"redact_token_counts",
        "DELETE FROM item_token_counts WHERE conv_key = $1 AND sequence = ANY($2::bigint[])"},
       // Where the summaries are cut (RedactionCut): the start of the
@@ -1950,6 +1969,11 @@ class PostgresStorage final : public Storage {
               redacted * static_cast<int64_t>(request.tombstone.size()))[0]
             .as<int64_t>();
     Exec(tx, "redact_idempotency", conv_key, sequences);
+    // What was derived from the erased items: the conversation's compaction
+    // proposals go, and the audit trail's fact texts of them give way to the
+    // tombstone.
+    Exec(tx, "redact_proposals", conv_key);
+    Exec(tx, "redact_event_facts", conv_key, sequences, request.tombstone);
     Exec(tx, "record_view_state", conv_key);
     return erasure;
   }
@@ -2026,7 +2050,8 @@ class PostgresStorage final : public Storage {
 
   absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& ctx, const ConversationKey& key,
                                               const std::string& body, absl::Duration ttl,
-                                              const TenantLimits& limits) override {
+                                              const TenantLimits& limits,
+                                              int64_t compaction_version) override {
     return Run<ProposalRecord>(ctx, "save proposal",
                                [&](pqxx::transaction_base& tx) -> absl::StatusOr<ProposalRecord> {
       const int64_t bytes = static_cast<int64_t>(body.size()) + kProposalRowBytes;
@@ -2037,7 +2062,11 @@ class PostgresStorage final : public Storage {
       }
       pqxx::result locked = ExecNamed(tx, "lock_conversation", key);
       if (locked.empty()) return NotFound(key);
-      const int64_t conv_key = ParseConversation(locked[0]).conv_key;
+      const ConversationRow row = ParseConversation(locked[0]);
+      if (row.conversation.compaction_version != compaction_version) {
+        return StaleProposal(key, compaction_version, row.conversation.compaction_version);
+      }
+      const int64_t conv_key = row.conv_key;
       const pqxx::row saved =
           Exec1(tx, "save_proposal", conv_key, body, absl::ToDoubleSeconds(ttl));
       if (limited) Exec(tx, "add_to_tenant", key.tenant_id, bytes, int64_t{0});

@@ -381,4 +381,31 @@ ContinuedErasure EraseContinued(const std::vector<SummaryChunk>& chunks,
   return erasure;
 }
 
+absl::Status StaleProposal(const ConversationKey& key, int64_t made_at, int64_t now) {
+  return absl::AbortedError(absl::StrCat(
+      "conversation '", key.conversation_id, "' changed while the proposal was made (compaction ",
+      "version ", made_at, ", now ", now, "): make it again"));
+}
+
+std::string EraseEventFacts(const std::string& detail, const std::vector<int64_t>& erased,
+                            const std::string& tombstone) {
+  nlohmann::json j = nlohmann::json::parse(detail, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return detail;
+  bool changed = false;
+  for (const char* field : {"dropped", "lost_facts"}) {
+    auto it = j.find(field);
+    if (it == j.end() || !it->is_array()) continue;
+    for (nlohmann::json& fact : *it) {
+      if (!fact.is_object() || !fact.contains("sequence") || !fact["sequence"].is_number_integer()) {
+        continue;
+      }
+      const int64_t s = fact["sequence"].get<int64_t>();
+      if (std::find(erased.begin(), erased.end(), s) == erased.end()) continue;
+      fact["text"] = tombstone;
+      changed = true;
+    }
+  }
+  return changed ? j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : detail;
+}
+
 }  // namespace convstate

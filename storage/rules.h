@@ -144,6 +144,16 @@ absl::StatusOr<RevertPlan> PlanRevert(const Conversation& conversation,
 // NOT_FOUND for a proposal `key` does not have (or no longer has).
 absl::Status ProposalNotFound(const ConversationKey& key, int64_t proposal_id);
 
+// SaveProposal's ABORTED for a proposal made at compaction_version
+// `made_at` of a conversation now at `now`.
+absl::Status StaleProposal(const ConversationKey& key, int64_t made_at, int64_t now);
+
+// `detail` (an audit row's JSON) with the text of each fact in its
+// `dropped` and `lost_facts` arrays whose sequence is one of `erased`
+// replaced by `tombstone`; as it was when there is none.
+std::string EraseEventFacts(const std::string& detail, const std::vector<int64_t>& erased,
+                            const std::string& tombstone);
+
 // The `reverted` audit row of a revert: who, which chunk, what it covered
 // and what became active again.
 CompactionEvent RevertedEvent(const RevertRequest& request, const SummaryChunk& chunk,

@@ -187,15 +187,20 @@ class Storage {
   virtual absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,
                                                    const RedactRequest& request) = 0;
 
-  // Keeps a compaction proposal of `key` (`body`, the service's encoding)
-  // for `ttl` by the backend's clock, with the next proposal id of the
-  // conversation, and drops the conversation's expired ones. The body counts
-  // in the conversation's stored bytes: RESOURCE_EXHAUSTED if it would take
-  // the tenant past `limits`. NOT_FOUND for an unknown conversation.
+  // Keeps a compaction proposal of `key` (`body`, the service's encoding,
+  // made from the conversation at `compaction_version`) for `ttl` by the
+  // backend's clock, with the next proposal id of the conversation, and
+  // drops the conversation's expired ones. The body counts in the
+  // conversation's stored bytes: RESOURCE_EXHAUSTED if it would take the
+  // tenant past `limits`. ABORTED if the conversation's compaction_version
+  // has moved since (a compaction or an erasure came between: a proposal
+  // made before an erasure may hold what it erased). NOT_FOUND for an
+  // unknown conversation. An erasure deletes the conversation's proposals.
   virtual absl::StatusOr<ProposalRecord> SaveProposal(const CallContext& ctx,
                                                       const ConversationKey& key,
                                                       const std::string& body, absl::Duration ttl,
-                                                      const TenantLimits& limits) = 0;
+                                                      const TenantLimits& limits,
+                                                      int64_t compaction_version) = 0;
 
   // An unexpired proposal of `key`, applied or not. NOT_FOUND for an
   // unknown conversation, or a proposal it does not have or that expired.

@@ -1503,16 +1503,68 @@ TEST_P(StorageConformanceTest, AnIdleConversationIsClaimedOnceWhenDue) {
   EXPECT_TRUE(again->empty());  // Claimed once.
 }
 
+// An erasure reaches what was derived from the erased items: the
+// conversation's proposals are deleted (and one made before the erasure
+// cannot be stored after it), and the audit rows' fact texts of them give
+// way to the tombstone.
+TEST_P(StorageConformanceTest, AnErasureDeletesProposalsAndTheFactTextsOfAuditRows) {
+  Create("c");
+  AppendRequest req;
+  req.key = Key("c");
+  req.items.push_back(Message(Role::kUser, "the vault token is hvs.SECRET-4711"));
+  req.items.push_back(Message(Role::kAssistant, "Noted."));
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  const int64_t version = storage_->GetConversation(ctx_, Key("c"))->compaction_version;
+  ASSERT_TRUE(storage_->SaveProposal(ctx_, Key("c"), "{\"summary\": \"hvs.SECRET-4711\"}",
+                                     absl::Minutes(10), {}, version)
+                  .ok());
+  CompactionEvent lost;
+  lost.event = "completed";
+  lost.tier = "summarize";
+  lost.detail = R"({"lost_facts": [{"sequence": 1, "text": "hvs.SECRET-4711"},)"
+                R"( {"sequence": 2, "text": "Noted."}], "model": "extractive"})";
+  CompactionEvent dropped;
+  dropped.event = "facts_dropped";
+  dropped.tier = "summarize";
+  dropped.detail = R"({"dropped": [{"sequence": 1, "text": "hvs.SECRET-4711"}], "facts": 1})";
+  ASSERT_TRUE(storage_->RecordCompactionEvents(ctx_, Key("c"), {lost, dropped}).ok());
+
+  RedactRequest erase;
+  erase.key = Key("c");
+  erase.sequences = {1};
+  erase.tombstone = "[erased]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, erase).ok());
+  EXPECT_EQ(storage_->GetProposal(ctx_, Key("c"), 1).status().code(), absl::StatusCode::kNotFound);
+  auto events = AllCompactionEvents(*storage_, ctx_, Key("c"));
+  ASSERT_TRUE(events.ok());
+  int checked = 0;
+  for (const CompactionEvent& e : *events) {
+    EXPECT_EQ(e.detail.find("SECRET"), std::string::npos) << e.event << " " << e.detail;
+    if (e.event == "completed" || e.event == "facts_dropped") {
+      ++checked;
+      EXPECT_NE(e.detail.find("[erased]"), std::string::npos) << e.detail;
+    }
+    if (e.event == "completed") EXPECT_NE(e.detail.find("Noted."), std::string::npos) << e.detail;
+  }
+  EXPECT_EQ(checked, 2);
+  // A dry run made before the erasure cannot be stored after it.
+  EXPECT_EQ(storage_->SaveProposal(ctx_, Key("c"), "{\"summary\": \"hvs.SECRET-4711\"}",
+                                   absl::Minutes(10), {}, version)
+                .status()
+                .code(),
+            absl::StatusCode::kAborted);
+}
+
 TEST_P(StorageConformanceTest, ProposalsAreKeptUntilTheyExpireAndAppliedOnce) {
   Create("c");
   AppendSix(*storage_, ctx_, Key("c"));
   const int64_t bytes_before = storage_->GetTenantUsage(ctx_, tenant_)->stored_bytes;
-  auto first = storage_->SaveProposal(ctx_, Key("c"), "{\"body\":1}", absl::Minutes(10), {});
+  auto first = storage_->SaveProposal(ctx_, Key("c"), "{\"body\":1}", absl::Minutes(10), {}, 0);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->proposal_id, 1);
   EXPECT_GT(first->expire_time, absl::Now() + absl::Minutes(9));
   EXPECT_GT(storage_->GetTenantUsage(ctx_, tenant_)->stored_bytes, bytes_before);
-  auto brief = storage_->SaveProposal(ctx_, Key("c"), "{\"body\":2}", absl::Milliseconds(1), {});
+  auto brief = storage_->SaveProposal(ctx_, Key("c"), "{\"body\":2}", absl::Milliseconds(1), {}, 0);
   ASSERT_TRUE(brief.ok()) << brief.status();
   EXPECT_EQ(brief->proposal_id, 2);
   absl::SleepFor(absl::Milliseconds(20));
@@ -1520,10 +1572,10 @@ TEST_P(StorageConformanceTest, ProposalsAreKeptUntilTheyExpireAndAppliedOnce) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(storage_->GetProposal(ctx_, Key("c"), 9).status().code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(storage_->SaveProposal(ctx_, Key("nope"), "{}", absl::Minutes(1), {}).status().code(),
+  EXPECT_EQ(storage_->SaveProposal(ctx_, Key("nope"), "{}", absl::Minutes(1), {}, 0).status().code(),
             absl::StatusCode::kNotFound);
   // Ids are never given twice, expired ones included.
-  auto third = storage_->SaveProposal(ctx_, Key("c"), "{\"body\":3}", absl::Minutes(10), {});
+  auto third = storage_->SaveProposal(ctx_, Key("c"), "{\"body\":3}", absl::Minutes(10), {}, 0);
   ASSERT_TRUE(third.ok());
   EXPECT_EQ(third->proposal_id, 3);
   auto got = storage_->GetProposal(ctx_, Key("c"), 1);
@@ -1551,8 +1603,10 @@ TEST_P(StorageConformanceTest, ProposalsAreKeptUntilTheyExpireAndAppliedOnce) {
   // A tenant at its limit cannot keep one more.
   TenantLimits full;
   full.max_stored_bytes = 1;
-  EXPECT_EQ(storage_->SaveProposal(ctx_, Key("c"), "{}", absl::Minutes(1), full).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  const int64_t now_at = storage_->GetConversation(ctx_, Key("c"))->compaction_version;
+  EXPECT_EQ(
+      storage_->SaveProposal(ctx_, Key("c"), "{}", absl::Minutes(1), full, now_at).status().code(),
+      absl::StatusCode::kResourceExhausted);
 }
 
 TEST_P(StorageConformanceTest, ARevertBringsBackTheViewBeforeTheCompaction) {

@@ -210,7 +210,7 @@ absl::Status ConversationService::Propose(const CallContext& ctx, const Conversa
   p.answer = answer;
   ASSIGN_OR_RETURN(const ProposalRecord record,
                    storage_->SaveProposal(ctx, key, Encode(p), options_.proposal_ttl,
-                                          LimitsOf(key.tenant_id)));
+                                          LimitsOf(key.tenant_id), outcome.compaction_version));
   answer.set_proposal_id(absl::StrCat(record.proposal_id));
   SetTimestamp(record.expire_time, answer.mutable_expire_time());
   return absl::OkStatus();
