@@ -380,7 +380,7 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::GetContextAt(
 }
 
 absl::Status ConversationService::EnsureCounts(const CallContext& ctx, ContextSnapshot& snapshot,
-                                               const ResolvedProfile& resolved) {
+                                               const ResolvedProfile& resolved, bool keep) {
   const std::string wanted = TokenizerKey(resolved.profile);
   Conversation& c = snapshot.conversation;
   if (c.count_encoding.empty() || c.count_encoding == wanted) return absl::OkStatus();
@@ -401,7 +401,7 @@ absl::Status ConversationService::EnsureCounts(const CallContext& ctx, ContextSn
     CountChunk(chunk, tokenizer, per_message);
     recount.chunks.push_back(chunk);
   }
-  RETURN_IF_ERROR(storage_->SaveTokenCounts(ctx, c.key, recount));
+  if (keep) RETURN_IF_ERROR(storage_->SaveTokenCounts(ctx, c.key, recount));
   c.count_encoding = wanted;
   return absl::OkStatus();
 }
@@ -787,7 +787,8 @@ absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
   RETURN_IF_ERROR(ValidateRecallQuery("recall_query", req.recall_query()));
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
-  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
+  // A reader's call writes nothing: the counts are made for this answer only.
+  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved, /*keep=*/false));
   const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
   PlanInput in;
   in.snapshot = &snapshot;

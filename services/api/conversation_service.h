@@ -227,9 +227,9 @@ class ConversationService {
 
   // Counts the view's items and chunks again when they were counted with
   // another tokenizer than `resolved`'s (the model changed), and stores the
-  // new counts.
+  // new counts when `keep` (a reader's call stores nothing).
   absl::Status EnsureCounts(const CallContext& ctx, ContextSnapshot& snapshot,
-                            const ResolvedProfile& resolved);
+                            const ResolvedProfile& resolved, bool keep = true);
 
   // The view's status, band and size on the call's span and metrics.
   void RecordView(v1::ContextStatus status, int64_t tokens, Band band) const;

@@ -680,6 +680,49 @@ class ThrowingIdleStorage : public ForwardingStorage {
   std::atomic<int> claims_{0};
 };
 
+// Storage that counts the recounts it is asked to keep.
+class CountingRecountStorage : public ForwardingStorage {
+ public:
+  using ForwardingStorage::ForwardingStorage;
+  absl::Status SaveTokenCounts(const CallContext& c, const ConversationKey& k,
+                               const TokenRecount& r) override {
+    ++saved_;
+    return ForwardingStorage::SaveTokenCounts(c, k, r);
+  }
+  int saved() const { return saved_.load(); }
+
+ private:
+  std::atomic<int> saved_{0};
+};
+
+// InspectContext is a reader's call: after a model change it counts the
+// view with the new model for its answer and stores nothing; the next
+// BuildContext keeps the counts.
+TEST_F(ConversationServiceTest, InspectContextWritesNoRecount) {
+  CountingRecountStorage storage(storage_.get());
+  ConversationService service(ConversationService::Options{}, models_.get(), &storage,
+                              summarizer_.get());
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("recount");
+  create.set_model("small-1");  // 2 bytes per token.
+  ASSERT_TRUE(service.CreateConversation(ctx_, create).ok());
+  ASSERT_TRUE(service.AppendTurn(ctx_, Append("recount", std::string(400, 'w'))).ok());
+  v1::UpdateConversationRequest update;
+  update.set_conversation_id("recount");
+  update.set_model("gpt-4o");  // The default profile: 4 bytes per token.
+  ASSERT_TRUE(service.UpdateConversation(ctx_, update).ok());
+  v1::InspectContextRequest inspect;
+  inspect.set_conversation_id("recount");
+  auto inspected = service.InspectContext(ctx_, inspect);
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  EXPECT_EQ(inspected->tokens().live(), 104);  // 400 / 4 + 4 per message: the new model's.
+  EXPECT_EQ(storage.saved(), 0);
+  v1::BuildContextRequest build;
+  build.set_conversation_id("recount");
+  ASSERT_TRUE(service.BuildContext(ctx_, build).ok());
+  EXPECT_EQ(storage.saved(), 1);
+}
+
 // What a sweep of idle conversations throws ends that sweep, not the
 // process: the sweeper runs again.
 TEST_F(ConversationServiceTest, AnIdleSweepThatThrowsDoesNotEndTheProcess) {
