@@ -204,6 +204,13 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
   }
   if (!req.continue_from().empty()) {
     RETURN_IF_ERROR(ValidateId("continue_from", req.continue_from()));
+    // Everything the request says by itself is checked before the hand-off
+    // summarizes the source, and the new conversation must not exist yet.
+    RETURN_IF_ERROR(ValidateOwnFields(req));
+    if (storage_->GetConversation(ctx, nc.key).ok()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("conversation '", nc.key.conversation_id, "' already exists"));
+    }
     absl::StatusOr<ContextSnapshot> loaded = PrepareHandoff(
         ctx, ConversationKey{nc.key.tenant_id, req.continue_from()}, req.carry_recent_turns());
     if (absl::IsNotFound(loaded.status())) {
@@ -266,6 +273,27 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
                                       profile));
   }
   return ToProto(created);
+}
+
+absl::Status ConversationService::ValidateOwnFields(
+    const v1::CreateConversationRequest& req) const {
+  const Limits& limits = options_.limits;
+  if (!req.model().empty()) {
+    RETURN_IF_ERROR(ValidateModelName("model", req.model()));
+    if (absl::StatusOr<const ResolvedProfile*> resolved = models_->Resolve(req.model());
+        !resolved.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("model: ", resolved.status().message()));
+    }
+  }
+  RETURN_IF_ERROR(
+      ValidateText("system_prompt", req.system_prompt(), limits.max_system_prompt_bytes));
+  RETURN_IF_ERROR(ValidateText("pinned_instructions", req.pinned_instructions(),
+                               limits.max_system_prompt_bytes));
+  RETURN_IF_ERROR(ValidateMetadata("metadata", req.metadata(), limits));
+  if (req.has_compaction_policy()) {
+    RETURN_IF_ERROR(ValidatePolicy("compaction_policy", req.compaction_policy()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Conversation> ConversationService::GetConversation(

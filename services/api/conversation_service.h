@@ -225,6 +225,11 @@ class ConversationService {
   absl::StatusOr<ConversationUpdate> UpdateFor(const Conversation& current,
                                                const v1::UpdateConversationRequest& req) const;
 
+  // CreateConversation's checks of what the request says by itself (its
+  // model if named, prompts, metadata, compaction policy): made before a
+  // continuation's hand-off does any work.
+  absl::Status ValidateOwnFields(const v1::CreateConversationRequest& req) const;
+
   // Counts the view's items and chunks again when they were counted with
   // another tokenizer than `resolved`'s (the model changed), and stores the
   // new counts when `keep` (a reader's call stores nothing).

@@ -937,6 +937,50 @@ TEST_F(ConversationServiceTest, ContinueFromCarriesSummariesAndFactsNotLiveItems
   EXPECT_TRUE(absl::IsNotFound(service_.CreateConversation(ctx_, resume).status()));
 }
 
+// A continuation is validated before its hand-off touches the source: an
+// id that exists, or a field that is invalid by itself, is refused with the
+// source's compaction state as it was.
+TEST_F(ConversationServiceTest, ContinueFromValidatesBeforeItCompactsTheSource) {
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("src");
+  create.set_model("small-1");
+  create.mutable_profile_overrides()->set_recent_turns(1);
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  std::string chatter;
+  for (int i = 0; i < 12; ++i) chatter += " I will look into it and get back to you soon.";
+  for (int i = 0; i < 4; ++i) {
+    v1::AppendTurnRequest turn =
+        Append("src", absl::StrCat("Deploy web-", i, " to eu-west-1.", chatter));
+    *turn.add_items() =
+        Message(v1::ROLE_ASSISTANT, absl::StrCat("web-", i, " is rolling out.", chatter));
+    ASSERT_TRUE(service_.AppendTurn(ctx_, turn).ok());
+  }
+  Create("taken");
+  v1::GetConversationRequest get;
+  get.set_conversation_id("src");
+  const int64_t before = service_.GetConversation(ctx_, get)->compaction_version();
+
+  v1::CreateConversationRequest resume;
+  resume.set_conversation_id("taken");
+  resume.set_continue_from("src");
+  resume.set_carry_recent_turns(1);  // The rest is summarized in the source first.
+  EXPECT_EQ(service_.CreateConversation(ctx_, resume).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  resume.set_conversation_id("fresh");
+  (*resume.mutable_metadata())["convstate.task_boundary"] = "true";
+  EXPECT_EQ(service_.CreateConversation(ctx_, resume).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  resume.clear_metadata();
+  resume.set_model("no such model here");
+  EXPECT_EQ(service_.CreateConversation(ctx_, resume).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(service_.GetConversation(ctx_, get)->compaction_version(), before)
+      << "the source was compacted for a continuation that was refused";
+  resume.clear_model();
+  ASSERT_TRUE(service_.CreateConversation(ctx_, resume).ok());
+  EXPECT_GT(service_.GetConversation(ctx_, get)->compaction_version(), before);
+}
+
 TEST_F(ConversationServiceTest, UpdateConversationRebudgetsForTheNewModel) {
   v1::CreateConversationRequest create;
   create.set_conversation_id("u");
