@@ -146,6 +146,7 @@ absl::Status ValidatePolicy(absl::string_view field, const v1::CompactionPolicy&
     if (!rule.pattern().empty()) {
       RE2::Options options;
       options.set_log_errors(false);
+      options.set_max_mem(kMaxKeepPatternMemory);
       const RE2 re(rule.pattern(), options);
       if (!re.ok()) {
         return absl::InvalidArgumentError(

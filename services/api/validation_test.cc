@@ -108,5 +108,18 @@ TEST(ValidateNewItemTest, EnforcesLimits) {
   EXPECT_EQ(Error(meta, limits), "items[1].metadata: 2 entries exceeds the limit of 1");
 }
 
+// A keep rule's pattern that would take more than kMaxKeepPatternMemory to
+// compile is refused, naming the rule.
+TEST(ValidatePolicyTest, PatternsPastTheirMemoryAreRefused) {
+  v1::CompactionPolicy policy;
+  policy.add_keep()->set_pattern("(?i)ticket [A-Z]+-[0-9]+");
+  EXPECT_TRUE(ValidatePolicy("compaction_policy", policy).ok());
+  policy.add_keep()->set_pattern("\\pL{100}");
+  const absl::Status refused = ValidatePolicy("compaction_policy", policy);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("compaction_policy.keep[1].pattern"), std::string::npos)
+      << refused.message();
+}
+
 }  // namespace
 }  // namespace convstate

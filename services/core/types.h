@@ -67,6 +67,14 @@ struct TenantLimits {
 
 // Per-conversation changes to the model profile; unset means "the
 // profile's value".
+// What a keep rule's pattern may take to compile (RE2's max_mem): a
+// pattern past it is refused when a policy is set, and matches nothing if
+// one was stored before the bound.
+inline constexpr int64_t kMaxKeepPatternMemory = 1 << 20;
+// What one compaction matches keep rules against, in bytes of content:
+// items past it are not held by the rules (the newest are matched first).
+inline constexpr int64_t kMaxKeepRuleBytes = 8 << 20;
+
 // Matches an item when every condition that is set holds (see
 // convstate.v1.KeepRule).
 struct KeepRule {

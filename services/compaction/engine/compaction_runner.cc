@@ -462,6 +462,12 @@ void CompactionRunner::KeepPins(CompactionJob& job) {
                                                {"budget", job.kept.budget}})));
     job.steps.Note(Tier::kSummarize, why);
   }
+  if (job.kept.unmatched > 0 && commit.chunk.has_value()) {
+    job.steps.Note(Tier::kSummarize,
+                   absl::StrCat(job.kept.unmatched, " older items were not matched against the "
+                                "keep rules: past ", kMaxKeepRuleBytes,
+                                " bytes of content a compaction matches"));
+  }
 }
 
 CompactionOutcome CompactionRunner::Proposed(CompactionJob& job, CompactionOutcome out) {

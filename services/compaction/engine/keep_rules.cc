@@ -41,6 +41,7 @@ std::shared_ptr<const RE2> Compiled(const std::string& pattern) {
   if (cache->size() >= kMaxCompiledPatterns) cache->clear();
   RE2::Options options;
   options.set_log_errors(false);
+  options.set_max_mem(kMaxKeepPatternMemory);
   auto re = std::make_shared<const RE2>(pattern, options);
   cache->emplace(pattern, re);
   return re;
@@ -58,9 +59,15 @@ Kept ApplyKeepRules(const ModelProfile& profile, ContextSnapshot& snapshot) {
   }
   kept.budget = FractionOfWindow(profile, policy.keep_budget_fraction);
   int64_t used = 0;
+  int64_t matched_bytes = 0;
   std::vector<Item>& live = snapshot.live_items;
   for (auto it = live.rbegin(); it != live.rend(); ++it) {
     if (it->data.pinned) continue;
+    matched_bytes += static_cast<int64_t>(it->data.content.size());
+    if (matched_bytes > kMaxKeepRuleBytes) {
+      ++kept.unmatched;
+      continue;
+    }
     bool match = false;
     for (size_t r = 0; r < policy.keep.size() && !match; ++r) {
       match = Matches(policy.keep[r], patterns[r].get(), *it);

@@ -19,13 +19,18 @@ struct Kept {
   int over_budget = 0;
   int64_t over_budget_tokens = 0;
   int64_t budget = 0;
+  // Items not matched at all: past kMaxKeepRuleBytes of content, the
+  // newest first.
+  int unmatched = 0;
 };
 
 // Marks the live items of `snapshot` that `profile`'s keep rules match as
 // pinned (in the snapshot only), newest first while their tokens stay
 // within policy.keep_budget_fraction of the window; says which, and what
-// did not fit. Patterns that do not compile match nothing (they are
-// checked when a policy is set).
+// did not fit. Patterns that do not compile within kMaxKeepPatternMemory
+// match nothing (they are checked when a policy is set); items past
+// kMaxKeepRuleBytes of content (the newest are matched first) are not
+// matched.
 Kept ApplyKeepRules(const ModelProfile& profile, ContextSnapshot& snapshot);
 
 }  // namespace convstate
