@@ -1,10 +1,11 @@
 // Fuzzes the API below gRPC: the first byte picks a request type, the rest
 // is its wire form, parsed as the gRPC adapter parses it (with the same
 // UTF-8 check), then served by a ConversationService on memory storage
-// holding one conversation of a few turns. Covers request parsing and
-// validation, page tokens, appends, views with pending input, compaction
-// and pins. Any status is fine; a crash, a sanitizer report or a view
-// that is not valid UTF-8 is not.
+// holding one conversation of a few turns, summarized once, with a dry
+// run's proposal. Covers request parsing and validation, page tokens,
+// appends, views with pending input and recall, compaction and pins, keep
+// rules, edited proposals, searches and continuations. Any status is fine;
+// a crash, a sanitizer report or a view that is not valid UTF-8 is not.
 
 #include <cstddef>
 #include <cstdint>
@@ -86,8 +87,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         std::to_string(i) + ".");
       (void)service.AppendTurn(ctx, append);
     }
+    // Something compacted (so recall and searches have a history to
+    // read), and a proposal (id 1) for ApplyCompaction to edit.
+    v1::CompactRequest summarize;
+    summarize.set_conversation_id("c");
+    summarize.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+    (void)service.Compact(ctx, summarize);
+    for (int i = 4; i < 6; ++i) {
+      v1::AppendTurnRequest append;
+      append.set_conversation_id("c");
+      v1::NewItem* item = append.add_items();
+      item->set_role(v1::ROLE_USER);
+      item->set_kind(v1::ITEM_KIND_MESSAGE);
+      item->set_content("Roll back web-" + std::to_string(i) + " if the error rate passes 2%.");
+      (void)service.AppendTurn(ctx, append);
+    }
+    summarize.set_dry_run(true);
+    (void)service.Compact(ctx, summarize);
   }
-  const uint8_t kind = data[0] % 10;
+  const uint8_t kind = data[0] % 13;
   ++data;
   --size;
   switch (kind) {
@@ -139,9 +157,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (Parse(data, size, &r)) (void)service.PinItem(ctx, r);
       break;
     }
-    default: {
+    case 9: {
       v1::RedactItemsRequest r;
       if (Parse(data, size, &r)) (void)service.RedactItems(ctx, r);
+      break;
+    }
+    case 10: {
+      v1::SearchHistoryRequest r;
+      if (Parse(data, size, &r)) (void)service.SearchHistory(ctx, r);
+      break;
+    }
+    case 11: {
+      v1::InspectContextRequest r;
+      if (Parse(data, size, &r)) (void)service.InspectContext(ctx, r);
+      break;
+    }
+    default: {
+      v1::ApplyCompactionRequest r;
+      if (Parse(data, size, &r)) (void)service.ApplyCompaction(ctx, r);
       break;
     }
   }
