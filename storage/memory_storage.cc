@@ -534,9 +534,9 @@ class MemoryStorage final : public Storage {
         std::vector<std::pair<std::string, int64_t>> next;
         for (auto& [id, continued] : tenant) {
           const std::string& parent = continued.conversation.continued_from;
+          const int64_t from_key = continued.continued_from_key;
           const bool child = std::any_of(frontier.begin(), frontier.end(), [&](const auto& p) {
-            return p.first == parent && (continued.continued_from_key == 0 ||
-                                         continued.continued_from_key == p.second);
+            return p.first == parent && (from_key == 0 || from_key == p.second);
           });
           if (parent.empty() || !child) continue;
           if (!visited.insert(continued.conversation.storage_key).second) continue;
