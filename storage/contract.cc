@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/container/flat_hash_set.h"
+#include "services/common/utf8.h"
 #include "services/common/word_forms.h"
 
 namespace convstate {
@@ -40,13 +41,7 @@ bool IsJoiner(char c) {
 
 std::vector<std::string> SearchTerms(absl::string_view text) {
   // The first 65,536 characters (not bytes), as migrations/0016 indexes.
-  size_t chars = 0, end = 0;
-  while (end < text.size() && chars < 65536) {
-    if ((static_cast<unsigned char>(text[end]) & 0xC0) != 0x80) ++chars;
-    ++end;
-    while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
-  }
-  std::string lower(text.substr(0, end));
+  std::string lower(Utf8PrefixChars(text, 65536));
   for (char& c : lower) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }

@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "services/common/sha256.h"
 #include "services/common/status_macros.h"
+#include "services/common/utf8.h"
 #include "storage/rules.h"
 #include "storage/paging.h"
 
@@ -273,9 +274,11 @@ class MemoryStorage final : public Storage {
       turn.score = rounded(turn.score);
       order.emplace_back(turn.score, index);
     }
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    // Best score first; of equals, the newest turn.
+    auto by_turn_score = [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second > b.second;
-    });
+    };
+    std::sort(order.begin(), order.end(), by_turn_score);
     auto by_score = [](const Hit& a, const Hit& b) {
       return a.score != b.score ? a.score > b.score : a.item->sequence > b.item->sequence;
     };
@@ -316,9 +319,7 @@ class MemoryStorage final : public Storage {
       }
       score = rounded(turn.score + rounded(common_score));
     }
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second > b.second;
-    });
+    std::sort(order.begin(), order.end(), by_turn_score);
     for (const auto& [score, index] : order) {
       const Turn& turn = turns[index];
       std::vector<std::string> terms(turn.terms.begin(), turn.terms.end());  // Byte order.
@@ -347,15 +348,7 @@ class MemoryStorage final : public Storage {
           item.data.tool_call_id != result.data.tool_call_id) {
         continue;
       }
-      const std::string& content = item.data.content;
-      size_t end = 0;
-      for (size_t chars = 0; end < content.size() && chars < kMaxCallChars; ++chars) {
-        ++end;
-        while (end < content.size() && (static_cast<unsigned char>(content[end]) & 0xC0) == 0x80) {
-          ++end;
-        }
-      }
-      return content.substr(0, end);
+      return std::string(Utf8PrefixChars(item.data.content, kMaxCallChars));
     }
     return std::nullopt;
   }

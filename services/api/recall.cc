@@ -131,10 +131,10 @@ std::vector<RecalledPassage> ConversationService::AddRecall(
     }
   }
   const ModelProfile& profile = resolved.profile;
-  // Recall never lifts a view into the band it would be compacted for: the
-  // hard band, or the emergency band where the profile serves while the
+  // Recall never lifts a view into the band a call would have compacted it
+  // for: the hard band, or the emergency band where a call serves while the
   // background compacts.
-  const double limit = profile.hard_band_policy == HardBandPolicy::kServeWhileBackground
+  const double limit = CallMode(profile) == CompactionMode::kByBandBehindBackground
                            ? profile.emergency_threshold
                            : profile.hard_threshold;
   const int64_t room = Threshold(profile, limit) - 1 - view.tokens.total;

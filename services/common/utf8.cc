@@ -75,6 +75,15 @@ size_t Utf8Ceil(absl::string_view text, size_t pos) {
   return pos;
 }
 
+absl::string_view Utf8PrefixChars(absl::string_view text, size_t max_chars) {
+  size_t end = 0;
+  for (size_t chars = 0; end < text.size() && chars < max_chars; ++chars) {
+    ++end;
+    while (end < text.size() && IsContinuation(text[end])) ++end;
+  }
+  return text.substr(0, end);
+}
+
 absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
   return text.substr(0, Utf8Floor(text, max_bytes));

@@ -31,6 +31,10 @@ size_t Utf8Ceil(absl::string_view text, size_t pos);
 // boundary.
 absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes);
 
+// The first `max_chars` characters (code points) of `text`, counted by
+// their lead bytes (as PostgreSQL's left() counts them).
+absl::string_view Utf8PrefixChars(absl::string_view text, size_t max_chars);
+
 // The longest suffix of at most `max_bytes` that starts on a character
 // boundary.
 absl::string_view Utf8Suffix(absl::string_view text, size_t max_bytes);

@@ -89,5 +89,12 @@ TEST(Utf8Test, ToValidUtf8ReplacesWhatIsNotACharacter) {
   EXPECT_TRUE(IsValidUtf8(ToValidUtf8("\xC0\xAF\xF5\x80\x80\x80 ok")));
 }
 
+TEST(Utf8PrefixCharsTest, CountsCharactersNotBytes) {
+  EXPECT_EQ(Utf8PrefixChars("f\xC3\xBCnf", 2), "f\xC3\xBC");
+  EXPECT_EQ(Utf8PrefixChars("f\xC3\xBCnf", 0), "");
+  EXPECT_EQ(Utf8PrefixChars("abc", 10), "abc");
+  EXPECT_EQ(Utf8PrefixChars("\xF0\x9F\x98\x80x", 1), "\xF0\x9F\x98\x80");
+}
+
 }  // namespace
 }  // namespace convstate

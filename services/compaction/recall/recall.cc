@@ -286,6 +286,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     size_t offset;
     absl::string_view text;
     std::vector<std::string> terms;
+    std::map<int, double> words;  // The question's searched words among them.
   };
   std::vector<Piece> pieces;
   // The item's words, and its exchange's (its turn's: the call, the
@@ -294,8 +295,10 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   for (size_t li = 0; li < lines.size(); ++li) {
     if (absl::StripAsciiWhitespace(lines[li].second).empty()) continue;
     for (const auto& [offset, piece] : Pieces(lines[li].second)) {
-      pieces.push_back({li, offset, piece, SearchTerms(piece)});
-      for (const auto& [w, weight] : q.Words(pieces.back().terms)) own[w] = weight;
+      std::vector<std::string> terms = SearchTerms(piece);
+      std::map<int, double> words = q.Words(terms);
+      for (const auto& [w, weight] : words) own[w] = weight;
+      pieces.push_back({li, offset, piece, std::move(terms), std::move(words)});
     }
   }
   // Each word with what it weighs as context of the item's lines.
@@ -339,7 +342,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const size_t offset = p.offset;
     const absl::string_view piece = p.text;
     const std::vector<std::string>& terms = p.terms;
-    const std::map<int, double> words = q.Words(terms);
+    const std::map<int, double>& words = p.words;
     const std::map<int, double> common = q.Common(terms);
     const bool eligible = q.Answers(words);
     // A value line holds a word of the question too (often a common
