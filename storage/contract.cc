@@ -46,9 +46,17 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   std::vector<std::string> out;
+  // What `out` holds: looked through while it is short (a line's words),
+  // a set once it is long (a document's).
+  constexpr size_t kScanned = 24;
   absl::flat_hash_set<std::string> seen;
   auto add = [&](absl::string_view w) {
     if (w.empty() || w.size() > 200) return;
+    if (out.size() < kScanned) {
+      if (std::find(out.begin(), out.end(), w) == out.end()) out.emplace_back(w);
+      return;
+    }
+    if (seen.empty()) seen.insert(out.begin(), out.end());
     if (seen.insert(std::string(w)).second) out.emplace_back(w);
   };
   // A word, in its one form (WordForm); a compound stays as written, and

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,6 +20,7 @@
 #include "services/common/sha256.h"
 #include "services/common/status_macros.h"
 #include "services/common/utf8.h"
+#include "storage/history_index.h"
 #include "storage/rules.h"
 #include "storage/paging.h"
 
@@ -52,6 +54,9 @@ struct ConversationState {
   // The incarnation (storage_key) of the conversation this one continues;
   // 0 if none.
   int64_t continued_from_key = 0;
+  // SearchHistory's index of `items`, brought up to date by each search;
+  // null after a redaction.
+  std::shared_ptr<HistoryIndex> index;
 };
 
 absl::Status NotFound(const ConversationKey& key) {
@@ -209,148 +214,15 @@ class MemoryStorage final : public Storage {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(search.key));
     const Conversation& c = state->conversation;
-    HistoryHits hits;
-    hits.items = c.item_count;
+    // As PostgreSQL's word index: each item's words, kept from one search
+    // to the next (a redaction starts it again).
+    if (state->index == nullptr) state->index = std::make_unique<HistoryIndex>();
+    for (int64_t s = state->index->through() + 1; s <= c.last_sequence; ++s) {
+      state->index->Add(state->items[s - 1]);
+    }
     const int64_t upto = search.compacted_only ? std::max(c.summarized_through, c.prune_boundary)
                                                : std::numeric_limits<int64_t>::max();
-    auto searchable = [upto](const Item& item) {
-      return item.data.kind != ItemKind::kSummaryMarker && !item.redacted && item.sequence <= upto;
-    };
-    // As PostgreSQL's index: each searchable item's words.
-    std::vector<std::pair<const Item*, absl::flat_hash_set<std::string>>> docs;
-    for (const Item& item : state->items) {
-      if (!searchable(item)) continue;
-      const std::vector<std::string> terms = SearchTerms(item.data.content);
-      docs.emplace_back(&item, absl::flat_hash_set<std::string>(terms.begin(), terms.end()));
-    }
-    const int64_t max_df = MaxDocumentFrequency(search, hits.items);
-    std::map<std::string, double> searched;
-    std::map<std::string, double> common;  // Too common to search by.
-    const absl::flat_hash_set<std::string> known_common(search.known_common.begin(),
-                                                        search.known_common.end());
-    for (const std::string& term : search.terms) {
-      int64_t df = 0;
-      if (known_common.contains(term)) df = max_df + 1;
-      for (const auto& [item, words] : docs) {
-        if (df > max_df) break;
-        if (words.contains(term)) ++df;
-      }
-      hits.document_frequency[term] = df;
-      if (df >= 1 && df <= max_df) searched[term] = TermWeight(hits.items, df);
-      if (df > max_df) common[term] = TermWeight(hits.items, df);
-    }
-    absl::flat_hash_map<int64_t, const absl::flat_hash_set<std::string>*> words_of;
-    for (const auto& [item, words] : docs) words_of[item->sequence] = &words;
-    // Rounded as PostgreSQL rounds it, so that both rank alike.
-    auto rounded = [](double score) { return std::round(score * 1e6) / 1e6; };
-    // The items that hold a searched term, by turn (HistorySearch).
-    struct Hit {
-      const Item* item;
-      double score;
-    };
-    struct Turn {
-      std::vector<Hit> hits;
-      std::set<std::string> terms;
-      double score = 0;
-      std::vector<const Item*> items;
-    };
-    std::map<int64_t, Turn> turns;
-    for (const auto& [item, words] : docs) {
-      double score = 0;
-      bool any = false;
-      Turn* turn = nullptr;
-      for (const auto& [term, weight] : searched) {
-        if (!words.contains(term)) continue;
-        score += weight;
-        any = true;
-        turn = &turns[item->turn_index];
-        turn->terms.insert(term);
-      }
-      if (any) turn->hits.push_back({item, rounded(score)});
-    }
-    std::vector<std::pair<double, int64_t>> order;  // turn score, turn index
-    for (auto& [index, turn] : turns) {
-      for (const std::string& term : turn.terms) turn.score += searched.at(term);
-      turn.score = rounded(turn.score);
-      order.emplace_back(turn.score, index);
-    }
-    // Best score first; of equals, the newest turn.
-    auto by_turn_score = [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second > b.second;
-    };
-    std::sort(order.begin(), order.end(), by_turn_score);
-    auto by_score = [](const Hit& a, const Hit& b) {
-      return a.score != b.score ? a.score > b.score : a.item->sequence > b.item->sequence;
-    };
-    // The best turns, as many as candidates are asked for: their items,
-    // and the common terms those hold added to their scores.
-    if (order.size() > static_cast<size_t>(std::max(0, search.max_items))) {
-      order.resize(static_cast<size_t>(std::max(0, search.max_items)));
-    }
-    for (auto& [score, index] : order) {
-      Turn& turn = turns[index];
-      std::sort(turn.hits.begin(), turn.hits.end(), by_score);
-      int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
-      absl::flat_hash_set<int64_t> hit;
-      for (const Hit& h : turn.hits) {
-        turn.items.push_back(h.item);
-        hit.insert(h.item->sequence);
-        lo = std::min(lo, h.item->sequence);
-        hi = std::max(hi, h.item->sequence);
-      }
-      // The turn's tool results that hold no term, newest first.
-      for (int64_t s = hi + kExchangeReach; s >= lo - kExchangeReach && s >= 1; --s) {
-        if (s > static_cast<int64_t>(state->items.size())) continue;
-        const Item& item = state->items[s - 1];
-        if (item.turn_index != index || item.data.kind != ItemKind::kToolResult ||
-            !searchable(item) || hit.contains(s)) {
-          continue;
-        }
-        turn.items.push_back(&item);
-      }
-      double common_score = 0;
-      for (const auto& [term, weight] : common) {
-        for (const Item* item : turn.items) {
-          if (!words_of.at(item->sequence)->contains(term)) continue;
-          turn.terms.insert(term);
-          common_score += weight;
-          break;
-        }
-      }
-      score = rounded(turn.score + rounded(common_score));
-    }
-    std::sort(order.begin(), order.end(), by_turn_score);
-    for (const auto& [score, index] : order) {
-      const Turn& turn = turns[index];
-      std::vector<std::string> terms(turn.terms.begin(), turn.terms.end());  // Byte order.
-      for (const Item* item : turn.items) {
-        if (static_cast<int>(hits.found.size()) >= search.max_items) break;
-        hits.found.push_back(*item);
-        hits.exchange_terms[item->sequence] = terms;
-        if (item->data.kind == ItemKind::kToolResult) {
-          if (std::optional<std::string> call = CallOf(*state, *item)) {
-            hits.calls[item->sequence] = std::move(*call);
-          }
-        }
-      }
-      if (static_cast<int>(hits.found.size()) >= search.max_items) break;
-    }
-    return hits;
-  }
-
-  // The content of `result`'s call, its first kMaxCallChars characters, as
-  // PostgresStorage reads it: the newest unredacted call of the same id
-  // within kExchangeReach before it.
-  static std::optional<std::string> CallOf(const ConversationState& state, const Item& result) {
-    for (int64_t s = result.sequence - 1; s >= 1 && s >= result.sequence - kExchangeReach; --s) {
-      const Item& item = state.items[s - 1];
-      if (item.data.kind != ItemKind::kToolCall || item.redacted ||
-          item.data.tool_call_id != result.data.tool_call_id) {
-        continue;
-      }
-      return std::string(Utf8PrefixChars(item.data.content, kMaxCallChars));
-    }
-    return std::nullopt;
+    return state->index->Search(search, c.item_count, upto);
   }
 
   absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,
@@ -617,6 +489,10 @@ class MemoryStorage final : public Storage {
       }
       if (items != nullptr) items->push_back(item);
     }
+    // Every erasure, even of items already erased (PostgresStorage counts
+    // them alike): what replicas hold of the history is read again.
+    c.redactions += 1;
+    state.index = nullptr;
     // What was derived from the erased items: the conversation's
     // compaction proposals go, and the audit trail's fact texts of them
     // give way to the tombstone.

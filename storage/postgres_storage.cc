@@ -88,7 +88,7 @@ constexpr const char* kConversationColumnList[] = {
     "system_prompt_tokens", "pinned_instructions_tokens", "item_tokens", "token_correction",
     "prune_boundary", "lease_token", "coalesce(lease_expires_at > now(), false)",
     "compaction_version", "overflow_correction", "prompt_limit", "continued_from",
-    "count_encoding", "recounted", "incarnation"};
+    "count_encoding", "recounted", "incarnation", "redactions"};
 // The id the next summary chunk of a conversation row gets.
 constexpr char kNextChunkId[] =
     "(SELECT coalesce(max(s.chunk_id), 0) + 1 FROM summary_chunks s "
@@ -757,7 +757,8 @@ const std::vector<Statement>& Statements() {
        "item_tokens = item_tokens - $3 + $4, summarized_through = CASE WHEN $5 THEN "
        "coalesce((SELECT max(through_sequence) FROM summary_chunks k WHERE k.conv_key = $1 "
        "AND k.superseded_by IS NULL), 0) ELSE summarized_through END, "
-       "compaction_version = compaction_version + 1, updated_at = now(), "
+       "compaction_version = compaction_version + 1, redactions = redactions + 1, "
+       "updated_at = now(), "
        // A compaction running meanwhile read the items before: its lease
        // goes, so it cannot commit what it made of them.
        "lease_token = lease_token + 1, lease_holder = NULL, lease_expires_at = NULL "
@@ -998,6 +999,7 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.count_encoding = r[26].as<std::string>();
   c.recounted = r[27].as<bool>();
   c.storage_key = r[28].as<int64_t>();
+  c.redactions = r[29].as<int64_t>();
   return out;
 }
 

@@ -945,6 +945,9 @@ TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem)
   // Chunk 2 holds item 3; the fold holds chunk 2; chunk 1 comes before.
   EXPECT_EQ(redacted->chunks_removed, 2);
   EXPECT_EQ(redacted->compaction_version, before + 1);
+  // What replicas' copies of the history compare (services/api/history_cache).
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("c"))->redactions, 1);
+  EXPECT_EQ(storage_->LoadContext(ctx_, Key("c"))->conversation.redactions, 1);
   auto chunks = AllSummaries(*storage_, ctx_, Key("c"), /*include_superseded=*/true);
   ASSERT_TRUE(chunks.ok());
   ASSERT_THAT(*chunks, SizeIs(3));
@@ -1544,7 +1547,9 @@ TEST_P(StorageConformanceTest, AnErasureDeletesProposalsAndTheFactTextsOfAuditRo
       ++checked;
       EXPECT_NE(e.detail.find("[erased]"), std::string::npos) << e.detail;
     }
-    if (e.event == "completed") EXPECT_NE(e.detail.find("Noted."), std::string::npos) << e.detail;
+    if (e.event == "completed") {
+      EXPECT_NE(e.detail.find("Noted."), std::string::npos) << e.detail;
+    }
   }
   EXPECT_EQ(checked, 2);
   // A dry run made before the erasure cannot be stored after it.

@@ -89,6 +89,7 @@ ConversationService::ConversationService(Options options, const ModelRegistry* m
       storage_(storage),
       runner_(options_.compaction, storage, summarizer),
       cache_(options_.context_cache_bytes, options_.compaction.telemetry),
+      history_(storage, options_.compaction.clock, options_.history_cache_bytes),
       // Below the calls' threads in priority: a call never waits for the
       // CPU a background compaction uses.
       background_(std::make_unique<ThreadPool>(std::max(1, options_.background_threads), 1024,
@@ -456,6 +457,7 @@ absl::StatusOr<v1::DeleteConversationResponse> ConversationService::DeleteConver
     const CallContext& ctx, const v1::DeleteConversationRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
   ASSIGN_OR_RETURN(int64_t items, storage_->DeleteConversation(ctx, key));
+  history_.Forget(key);
   v1::DeleteConversationResponse out;
   out.set_items_deleted(items);
   return out;
@@ -929,6 +931,7 @@ absl::StatusOr<v1::RedactItemsResponse> ConversationService::RedactItems(
   ASSIGN_OR_RETURN(RedactResult result, storage_->RedactItems(ctx, redact));
   // This replica's copy goes now; others see the new compaction_version.
   cache_.Erase(redact.key);
+  history_.Forget(redact.key);
   v1::RedactItemsResponse out;
   for (const Item& item : result.items) ToProto(item, out.add_items());
   out.set_chunks_removed(result.chunks_removed);

@@ -13,6 +13,7 @@
 #include "services/compaction/engine/compaction_runner.h"
 #include "services/compaction/recall/recall.h"
 #include "services/api/context_cache.h"
+#include "services/api/history_cache.h"
 #include "services/api/validation.h"
 #include "services/common/thread_pool.h"
 #include "services/compaction/summarizers/summarizer.h"
@@ -70,6 +71,9 @@ class ConversationService {
     // Bytes of conversations' contexts (and their last plain views) kept
     // between calls, validated against storage on every call; 0 keeps none.
     int64_t context_cache_bytes = int64_t{256} << 20;
+    // Bytes of conversations' histories kept to recall from
+    // (history_cache.h); 0 keeps none.
+    int64_t history_cache_bytes = int64_t{256} << 20;
     // Each tenant's limits on conversations and stored bytes, which storage
     // checks and counts at once with each create and append; unset: none.
     std::function<TenantLimits(const std::string& tenant)> tenant_limits;
@@ -306,6 +310,7 @@ class ConversationService {
   Storage* const storage_;
   CompactionRunner runner_;
   ContextCache cache_;
+  HistoryCache history_;
   absl::Mutex models_mu_;
   absl::flat_hash_map<std::string, std::string> models_by_key_ ABSL_GUARDED_BY(models_mu_);
   // Words found too common to search for, per conversation (its storage

@@ -103,10 +103,20 @@ std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRe
   }
   // Nothing discriminative: no search at all.
   if (search.terms.size() == search.known_common.size()) return nullptr;
-  // The search waits on the database while this thread builds the view.
-  pending->hits = std::async(std::launch::async, [this, ctx, search = std::move(search)] {
-    return storage_->SearchHistory(ctx, search);
-  });
+  if (history_.Ready(conversation)) {
+    // This replica's copy of the history, brought up to date from the
+    // database when a compaction moved: searched here, in memory.
+    std::promise<absl::StatusOr<HistoryHits>> hits;
+    hits.set_value(history_.Search(ctx, conversation, search));
+    pending->hits = hits.get_future();
+    return pending;
+  }
+  // The database's search (while a copy is made) waits on the database
+  // while this thread builds the view.
+  pending->hits = std::async(std::launch::async,
+                             [this, ctx, conversation, search = std::move(search)] {
+                               return history_.Search(ctx, conversation, search);
+                             });
   return pending;
 }
 
@@ -191,7 +201,7 @@ absl::StatusOr<v1::SearchHistoryResponse> ConversationService::SearchHistory(
   out.set_items(conversation.item_count);
   const RecallQuery parsed = ParseRecallQuery(req.query());
   if (parsed.terms.empty()) return out;
-  ASSIGN_OR_RETURN(HistoryHits hits, storage_->SearchHistory(ctx, SearchOf(key, parsed)));
+  ASSIGN_OR_RETURN(HistoryHits hits, history_.Search(ctx, conversation, SearchOf(key, parsed)));
   out.set_items(hits.items);
   for (const auto& [term, df] : hits.document_frequency) (*out.mutable_document_frequency())[term] = df;
   RecallLimits limits;

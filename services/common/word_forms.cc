@@ -54,20 +54,6 @@ sb_stemmer* Stemmer() {
 
 }  // namespace
 
-std::vector<std::string> WordForms(absl::string_view word, bool spell_out) {
-  const auto& abbreviations = AbbreviationMap();
-  auto it = abbreviations.find(word);
-  if (!spell_out || it == abbreviations.end() ||
-      it->second.find(' ') == absl::string_view::npos) {
-    return {WordForm(word, spell_out)};
-  }
-  std::vector<std::string> forms;
-  for (absl::string_view part : absl::StrSplit(it->second, ' ')) {
-    forms.push_back(WordForm(part, /*spell_out=*/false));
-  }
-  return forms;
-}
-
 namespace {
 
 // Words of one thread already stemmed: a conversation's vocabulary repeats,
@@ -89,18 +75,34 @@ std::string Stem(absl::string_view word) {
   return out;
 }
 
-}  // namespace
-
-std::string WordForm(absl::string_view word, bool spell_out) {
-  const auto& abbreviations = AbbreviationMap();
-  if (auto it = abbreviations.find(word); spell_out && it != abbreviations.end()) {
-    word = it->second;
-  }
+// The form of a word already spelled out.
+std::string FormOf(absl::string_view word) {
   for (char c : word) {
     if (c >= '0' && c <= '9') return std::string(word);
   }
   if (word.size() < 3) return std::string(word);
   return Stem(word);
+}
+
+}  // namespace
+
+std::string WordForm(absl::string_view word, bool spell_out) {
+  if (spell_out) {
+    const auto& abbreviations = AbbreviationMap();
+    if (auto it = abbreviations.find(word); it != abbreviations.end()) word = it->second;
+  }
+  return FormOf(word);
+}
+
+std::vector<std::string> WordForms(absl::string_view word, bool spell_out) {
+  if (!spell_out) return {FormOf(word)};
+  const auto& abbreviations = AbbreviationMap();
+  auto it = abbreviations.find(word);
+  if (it == abbreviations.end()) return {FormOf(word)};
+  if (it->second.find(' ') == absl::string_view::npos) return {FormOf(it->second)};
+  std::vector<std::string> forms;
+  for (absl::string_view part : absl::StrSplit(it->second, ' ')) forms.push_back(FormOf(part));
+  return forms;
 }
 
 }  // namespace convstate

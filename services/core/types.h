@@ -178,6 +178,9 @@ struct Conversation {
   // unexpired (as of the read).
   int64_t lease_token = 0;
   bool lease_active = false;
+  // Increases by one with every erasure (RedactItems) of its items: what a
+  // replica's copy of the history compares before it answers from it.
+  int64_t redactions = 0;
   absl::Time create_time;
   absl::Time update_time;
 };

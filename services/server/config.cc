@@ -355,6 +355,18 @@ const std::vector<Flag>& Flags() {
          c.server.service.context_cache_bytes = mb << 20;
          return absl::OkStatus();
        }},
+      {"history_cache_mb",
+       "MiB of conversations' histories each replica keeps to recall from (each brought up to "
+       "date from PostgreSQL on every call that recalls, read again after an erasure); 0 keeps "
+       "none, and every recall runs the search statement (default 256)",
+       [](ServerConfig& c, const std::string& v) {
+         int64_t mb = 0;
+         if (!absl::SimpleAtoi(v, &mb) || mb < 0 || mb > (int64_t{1} << 20)) {
+           return absl::InvalidArgumentError("must be a whole number of MiB from 0 to 1048576");
+         }
+         c.server.service.history_cache_bytes = mb << 20;
+         return absl::OkStatus();
+       }},
       {"bench_echo",
        "also serve /convstate.bench.Echo/Echo, a same-size echo that benchmarks compare "
        "BuildContext with (default false)",

@@ -1,0 +1,195 @@
+#include "services/api/history_cache.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status_macros.h"
+
+namespace convstate {
+namespace {
+
+// How long making one copy may take, and how much of the history one read
+// brings.
+constexpr absl::Duration kMakeDeadline = absl::Seconds(30);
+constexpr PageLimit kReadPage{500, int64_t{4} << 20};
+// Copies waiting to be made; beyond it, a conversation is searched in
+// storage until a later call finds room.
+constexpr size_t kMaxQueuedCopies = 64;
+
+}  // namespace
+
+HistoryCache::HistoryCache(Storage* storage, const Clock* clock, int64_t max_bytes,
+                           absl::Duration idle)
+    : storage_(storage), clock_(clock), max_bytes_(max_bytes), idle_(idle) {
+  if (max_bytes_ > 0) {
+    // Niced: a copy can wait; the calls that search meanwhile go to
+    // storage.
+    maker_ = std::make_unique<ThreadPool>(1, kMaxQueuedCopies, "history copy", 10);
+  }
+}
+
+HistoryCache::~HistoryCache() { maker_.reset(); }
+
+absl::Status HistoryCache::Read(const CallContext& ctx, const ConversationKey& key,
+                                HistoryIndex& index, int64_t upto) const {
+  const int64_t cap = max_bytes_ / 4;
+  while (index.through() < upto) {
+    ASSIGN_OR_RETURN(Page<Item> page, storage_->ListItems(ctx, key, index.through(), kReadPage));
+    for (const Item& item : page.rows) {
+      // Items are numbered without gaps; anything else is another history.
+      if (item.sequence != index.through() + 1) {
+        return absl::AbortedError("the history changed while it was read");
+      }
+      index.Add(item);
+    }
+    if (static_cast<int64_t>(index.bytes()) > cap) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the history holds more than ", cap, " bytes, a quarter of the cache"));
+    }
+    if (!page.more) break;
+  }
+  return absl::OkStatus();
+}
+
+void HistoryCache::Make(std::shared_ptr<Copy> copy, int64_t upto) {
+  const CallContext ctx{clock_->Now() + kMakeDeadline};
+  auto index = std::make_unique<HistoryIndex>();
+  const absl::Status read = Read(ctx, copy->key, *index, upto);
+  if (!read.ok()) {
+    // Too large stays known (searched in storage, never read again until
+    // it is dropped); anything else is tried again by a later call.
+    if (!absl::IsResourceExhausted(read)) Forget(copy->key);
+    return;
+  }
+  const int64_t bytes = static_cast<int64_t>(index->bytes());
+  {
+    absl::MutexLock lock(&copy->mu);
+    copy->index = std::move(index);
+  }
+  Account(copy, bytes);
+}
+
+absl::StatusOr<HistoryHits> HistoryCache::Search(const CallContext& ctx,
+                                                 const Conversation& conversation,
+                                                 const HistorySearch& search) {
+  if (max_bytes_ <= 0 || conversation.storage_key == 0) return storage_->SearchHistory(ctx, search);
+  const int64_t upto = search.compacted_only
+                           ? std::max(conversation.summarized_through, conversation.prune_boundary)
+                           : conversation.last_sequence;
+  std::shared_ptr<Copy> copy;
+  bool make = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = copies_.find(conversation.storage_key);
+    // Made before an erasure: read again.
+    if (it != copies_.end() && (*it->second)->redactions != conversation.redactions) {
+      Drop(it->second);
+      it = copies_.end();
+    }
+    if (it == copies_.end()) {
+      copy = std::make_shared<Copy>();
+      copy->key = conversation.key;
+      copy->storage_key = conversation.storage_key;
+      copy->redactions = conversation.redactions;
+      order_.push_front(copy);
+      copies_[copy->storage_key] = order_.begin();
+      make = true;
+    } else {
+      order_.splice(order_.begin(), order_, it->second);
+      copy = order_.front();
+    }
+    copy->used = clock_->Now();
+  }
+  if (make) {
+    if (!maker_->Schedule([this, copy, upto] { Make(copy, upto); })) Forget(copy->key);
+    return storage_->SearchHistory(ctx, search);
+  }
+  HistoryHits hits;
+  int64_t bytes = 0;
+  {
+    absl::MutexLock lock(&copy->mu);
+    if (copy->index == nullptr) return storage_->SearchHistory(ctx, search);
+    const absl::Status read = Read(ctx, conversation.key, *copy->index, upto);
+    if (!read.ok()) {
+      // A copy that cannot be brought up to the row is made again (or,
+      // grown too large, never).
+      copy->index = nullptr;
+      bytes = -1;
+    } else {
+      hits = copy->index->Search(search, conversation.item_count, upto);
+      bytes = static_cast<int64_t>(copy->index->bytes());
+    }
+  }
+  Account(copy, bytes);
+  if (bytes < 0) return storage_->SearchHistory(ctx, search);
+  return hits;
+}
+
+void HistoryCache::Account(const std::shared_ptr<Copy>& copy, int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  auto it = copies_.find(copy->storage_key);
+  if (it == copies_.end() || *it->second != copy) return;  // Dropped meanwhile.
+  if (bytes < 0) {
+    Drop(it->second);
+    return;
+  }
+  bytes_ += bytes - copy->counted;
+  copy->counted = bytes;
+  const absl::Time now = clock_->Now();
+  while (!order_.empty() && order_.back() != copy &&
+         (bytes_ > max_bytes_ || now - order_.back()->used > idle_)) {
+    Drop(std::prev(order_.end()));
+  }
+}
+
+void HistoryCache::Drop(Order::iterator it) {
+  bytes_ -= (*it)->counted;
+  copies_.erase((*it)->storage_key);
+  order_.erase(it);
+}
+
+void HistoryCache::Forget(const ConversationKey& key) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = order_.begin(); it != order_.end();) {
+    auto next = std::next(it);
+    if ((*it)->key.tenant_id == key.tenant_id && (*it)->key.conversation_id == key.conversation_id) {
+      Drop(it);
+    }
+    it = next;
+  }
+}
+
+int64_t HistoryCache::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+size_t HistoryCache::size() const {
+  absl::MutexLock lock(&mu_);
+  return copies_.size();
+}
+
+bool HistoryCache::Holds(int64_t storage_key) const {
+  std::shared_ptr<Copy> copy;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = copies_.find(storage_key);
+    if (it == copies_.end()) return false;
+    copy = *it->second;
+  }
+  absl::MutexLock lock(&copy->mu);
+  return copy->index != nullptr;
+}
+
+bool HistoryCache::Ready(const Conversation& conversation) const {
+  if (max_bytes_ <= 0) return false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = copies_.find(conversation.storage_key);
+    if (it == copies_.end() || (*it->second)->redactions != conversation.redactions) return false;
+  }
+  return Holds(conversation.storage_key);
+}
+
+}  // namespace convstate
