@@ -1,7 +1,9 @@
 // Two replicas of the real server on one PostgreSQL, each keeping the
 // contexts it read between calls: whatever one replica changes, the other's
 // next BuildContext shows, with no wait. Every step compares the two
-// replicas' whole views, which must be equal.
+// replicas' whole views, which must be equal. And each keeping a copy of
+// the histories it recalls from: an erasure through one replica is never
+// recalled by the other.
 
 #include <memory>
 #include <string>
@@ -187,6 +189,109 @@ TEST_F(ReplicaCacheE2eTest, WhatOneReplicaChangesTheOtherShowsOnItsNextCall) {
   EXPECT_TRUE(Shows(view, "First question"));
   EXPECT_FALSE(Shows(view, "INC-7731"));
   EXPECT_FALSE(Shows(view, "web-0"));
+}
+
+TEST_F(ReplicaCacheE2eTest, AnErasureThroughOneReplicaIsNeverRecalledByTheOther) {
+  {
+    v1::CreateConversationRequest req;
+    req.set_conversation_id("shared");
+    req.set_model("gpt-4o");
+    req.mutable_profile_overrides()->set_context_window(8192);
+    v1::Conversation out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ASSERT_TRUE(a_.stub->CreateConversation(&ctx, req, &out).ok());
+  }
+  // Tool outputs of about 500 tokens; the first holds the secret, on a
+  // line that does not name what it belongs to.
+  auto tool_turn = [this](const std::string& question, const std::string& path,
+                          const std::string& line, int n) {
+    v1::AppendTurnRequest req;
+    req.set_conversation_id("shared");
+    *req.add_items() = Message(v1::ROLE_USER, question);
+    v1::NewItem* call = req.add_items();
+    call->set_role(v1::ROLE_ASSISTANT);
+    call->set_kind(v1::ITEM_KIND_TOOL_CALL);
+    call->set_tool_name("read_file");
+    call->set_tool_call_id(absl::StrCat("c", n));
+    call->set_content(absl::StrCat("{\"path\": \"", path, "\"}"));
+    v1::NewItem* result = req.add_items();
+    result->set_role(v1::ROLE_TOOL);
+    result->set_kind(v1::ITEM_KIND_TOOL_RESULT);
+    result->set_tool_name("read_file");
+    result->set_tool_call_id(absl::StrCat("c", n));
+    std::string body;
+    for (int i = 0; i < 40; ++i) absl::StrAppend(&body, "setting_", i, " = value ", i * 7, "\n");
+    result->set_content(absl::StrCat(body, line, "\n", body));
+    *req.add_items() = Message(v1::ROLE_ASSISTANT, "Read it.");
+    v1::AppendTurnResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    grpc::Status s = a_.stub->AppendTurn(&ctx, req, &out);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  };
+  tool_turn("Read the vault file of the billing export.", "vault/billing-export.env",
+            "VAULT_PASSPHRASE=quartz-heron-5521", 0);
+  for (int i = 1; i <= 8; ++i) {
+    tool_turn(absl::StrCat("Read node pool ", i, "'s settings."),
+              absl::StrCat("pools/pool-", i, ".ini"), absl::StrCat("size = ", i), i);
+  }
+  // Pruned through B: the secret's output leaves the view (and stays
+  // behind the prune boundary when it is erased).
+  v1::CompactRequest compact;
+  compact.set_conversation_id("shared");
+  compact.set_mode(v1::CompactRequest::MODE_PRUNE_ONLY);
+  v1::CompactResponse compacted;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    grpc::Status s = b_.stub->Compact(&ctx, compact, &compacted);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  v1::BuildContextResponse pruned;
+  ASSERT_TRUE(Build(a_, &pruned).ok());
+  ASSERT_FALSE(Shows(pruned, "quartz-heron-5521"));
+  auto ask = [](Replica& r) {
+    v1::BuildContextRequest req;
+    req.set_conversation_id("shared");
+    *req.add_pending_input() =
+        Message(v1::ROLE_USER, "What is the billing export's vault passphrase again?");
+    v1::BuildContextResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    grpc::Status s = r.stub->BuildContext(&ctx, req, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    std::string recalled;
+    for (const v1::ContextEntry& e : out.entries()) {
+      if (e.section() == v1::SECTION_RECALLED) recalled += e.content();
+    }
+    return recalled;
+  };
+  // Recalled on A: the first time from PostgreSQL's search, then from the
+  // copy A makes meanwhile.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NE(ask(a_).find("quartz-heron-5521"), std::string::npos) << i;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  v1::RedactItemsRequest redact;
+  redact.set_conversation_id("shared");
+  redact.add_sequences(3);
+  redact.set_reason("erasure request");
+  {
+    v1::RedactItemsResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    grpc::Status s = b_.stub->RedactItems(&ctx, redact, &out);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  for (int i = 0; i < 3; ++i) {
+    const std::string recalled = ask(a_);
+    EXPECT_EQ(recalled.find("quartz-heron-5521"), std::string::npos) << recalled;
+    v1::BuildContextResponse view;
+    ASSERT_TRUE(Build(a_, &view).ok());
+    EXPECT_FALSE(Shows(view, "quartz-heron-5521"));
+    absl::SleepFor(absl::Milliseconds(100));
+  }
 }
 
 }  // namespace
