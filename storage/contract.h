@@ -37,6 +37,12 @@ struct NewConversation {
   std::string continued_from;
   int64_t continued_from_key = 0;
   std::vector<SummaryChunk> carried_chunks;
+  // The source's turns carried over (token counts set), appended as the
+  // new conversation's first items in the same transaction, and the
+  // source's `redactions` count when they and the chunks were read: the
+  // create is ABORTED if the source was erased from (or deleted) since.
+  std::vector<ItemData> carried_items;
+  int64_t continued_from_redactions = 0;
   // The tokenizer of every count above.
   std::string count_encoding;
   // The tenant's limits (0: none): RESOURCE_EXHAUSTED if this conversation

@@ -77,6 +77,14 @@ class MemoryStorage final : public Storage {
       return absl::AlreadyExistsError(absl::StrCat(
           "conversation '", nc.key.conversation_id, "' already exists"));
     }
+    if (nc.continued_from_key != 0) {
+      absl::StatusOr<ConversationState*> source =
+          Find(ConversationKey{nc.key.tenant_id, nc.continued_from});
+      RETURN_IF_ERROR(CheckHandoffSource(
+          nc, source.ok() && (*source)->conversation.storage_key == nc.continued_from_key
+                  ? std::optional((*source)->conversation.redactions)
+                  : std::nullopt));
+    }
     const int64_t bytes = StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata);
     RETURN_IF_ERROR(CheckTenantLimits(nc.key.tenant_id, UsageOf(nc.key.tenant_id), bytes, 1,
                                       nc.tenant_limits));
@@ -108,9 +116,15 @@ class MemoryStorage final : public Storage {
       AddEvents(state, {ContinuedEvent(nc, facts)}, c.create_time);
     }
     RecordState(state);
-    Conversation result = c;
-    tenant.emplace(nc.key.conversation_id, std::move(state));
-    return result;
+    ConversationState& kept = tenant.emplace(nc.key.conversation_id, std::move(state)).first->second;
+    if (!nc.carried_items.empty()) {
+      // As one transaction: nothing is kept if the append is refused.
+      if (absl::Status appended = AppendTo(kept, CarriedAppend(nc)).status(); !appended.ok()) {
+        tenant.erase(nc.key.conversation_id);
+        return appended;
+      }
+    }
+    return kept.conversation;
   }
 
   absl::StatusOr<Conversation> GetConversation(
@@ -162,6 +176,13 @@ class MemoryStorage final : public Storage {
     }
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(ConversationState * state, Find(request.key));
+    return AppendTo(*state, request);
+  }
+
+  // AppendItems to `state`, under the lock.
+  absl::StatusOr<AppendResult> AppendTo(ConversationState& s, const AppendRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ConversationState* state = &s;
     Conversation& c = state->conversation;
     if (!request.idempotency_key.empty()) {
       auto seen = state->idempotency.find(request.idempotency_key);

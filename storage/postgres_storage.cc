@@ -446,6 +446,12 @@ const std::vector<Statement>& Statements() {
                     " FROM conversations WHERE ", Named(3))},
       {"conv_key",
        absl::StrCat("SELECT conv_key FROM conversations WHERE ", Named(3))},
+      // A continuation's source, by incarnation ($3), held while the new
+      // conversation is created from what was read of it: an erasure of it
+      // waits, then reaches the copy.
+      {"lock_source",
+       absl::StrCat("SELECT redactions FROM conversations WHERE ", Named(4),
+                    " AND incarnation = $3 FOR SHARE")},
       {"lock_conversation",
        absl::StrCat("SELECT ", ConversationColumns(),
                     " FROM conversations WHERE ", Named(3), " FOR UPDATE")},
@@ -1250,6 +1256,14 @@ class PostgresStorage final : public Storage {
                                                   const NewConversation& nc) override {
     auto result = Run<Conversation>(ctx, "create conversation",
                                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
+      // The source first (an erasure locks it before anything else).
+      if (nc.continued_from_key != 0) {
+        const pqxx::result source =
+            ExecNamed(tx, "lock_source", ConversationKey{nc.key.tenant_id, nc.continued_from},
+                      nc.continued_from_key);
+        RETURN_IF_ERROR(CheckHandoffSource(
+            nc, source.empty() ? std::nullopt : std::optional(source[0][0].as<int64_t>())));
+      }
       const int64_t bytes = StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata);
       const bool limited = Limited(nc.tenant_limits);
       if (limited) {
@@ -1277,6 +1291,10 @@ class PostgresStorage final : public Storage {
         InsertEvents(tx, row.conv_key, {ContinuedEvent(nc, facts)});
       }
       Exec(tx, "record_view_state", row.conv_key);
+      if (!nc.carried_items.empty()) {
+        RETURN_IF_ERROR(AppendIn(tx, CarriedAppend(nc)).status());
+        row = ParseConversation(ExecNamed(tx, "get_conversation", nc.key)[0]);
+      }
       tx.commit();
       return row.conversation;
     });
@@ -1351,84 +1369,90 @@ class PostgresStorage final : public Storage {
     }
     return Run<AppendResult>(ctx, "append items",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<AppendResult> {
-      // A limited tenant's row lock first (always in this order: tenant,
-      // then conversation), so that the check and the count are one step.
-      const bool limited = Limited(request.tenant_limits);
-      std::optional<TenantUsage> usage_before;
-      if (limited) {
-        ASSIGN_OR_RETURN(usage_before, LockTenant(tx, request.key.tenant_id));
-      }
-      // The row lock serializes appends to one conversation: sequence numbers
-      // come from the locked row, so they stay gap-free and ordered.
-      pqxx::result locked = ExecNamed(tx, "lock_conversation", request.key);
-      if (locked.empty()) return NotFound(request.key);
-      const ConversationRow row = ParseConversation(locked[0]);
-      const Conversation& c = row.conversation;
-
-      if (!request.idempotency_key.empty()) {
-        pqxx::result seen = Exec(tx, "find_idempotency_key", row.conv_key,
-                                 request.idempotency_key);
-        if (!seen.empty()) {
-          if (seen[0][0].as<std::string>() != request.request_fingerprint) {
-            return absl::AlreadyExistsError(
-                "idempotency_key: already used for a different request");
-          }
-          AppendResult replay;
-          replay.items = ParseItems(Exec(
-              tx, row.conversation.recounted ? "items_range_recounted" : "items_range",
-              row.conv_key, seen[0][1].as<int64_t>(), seen[0][2].as<int64_t>(),
-              row.conversation.count_encoding));
-          replay.version = seen[0][3].as<int64_t>();
-          replay.replayed = true;
-          return replay;
-        }
-      }
-      RETURN_IF_ERROR(CheckAppend(c, request));
-      const int64_t stored = StoredBytes(request);
-      if (limited) {
-        RETURN_IF_ERROR(CheckTenantLimits(request.key.tenant_id, *usage_before, stored, 0,
-                                          request.tenant_limits));
-        Exec(tx, "add_to_tenant", request.key.tenant_id, stored, int64_t{0});
-      }
-      const std::vector<ItemData>& items = request.items;
-      const std::optional<UsageReport> usage = EstimatedUsage(c, request);
-      AppendResult result;
-      result.items = NumberAppended(items, c.last_sequence, c.last_turn_index, c.version + 1);
-      int64_t tokens = 0;
-      for (const Item& item : result.items) {
-        const ItemData& data = item.data;
-        tokens += data.token_count;
-        Exec(tx, "insert_item", row.conv_key, item.sequence, item.turn_index,
-             std::string(RoleName(data.role)),
-             std::string(ItemKindName(data.kind)), data.content,
-             data.tool_name, data.tool_call_id, data.pinned,
-             MetadataToJson(data.metadata), data.token_count,
-             item.appended_version, SearchLexemes(row.conv_key, data.content));
-      }
-      const int64_t sequence = result.items.back().sequence;
-      const int64_t turn = result.items.back().turn_index;
-      const double correction = CorrectionAfter(c, usage);
-      pqxx::result bumped = Exec(
-          tx, "bump_conversation", row.conv_key, static_cast<int64_t>(items.size()),
-          sequence, turn, tokens, correction, stored);
-      if (usage.has_value()) {
-        const UsageReport& u = *usage;
-        Exec(tx, "insert_usage", row.conv_key, sequence, u.input_tokens,
-             u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
-             u.estimated_input_tokens, correction);
-      }
-      result.version = bumped[0][0].as<int64_t>();
-      // Items take the transaction's now(), like updated_at.
-      const absl::Time now = absl::FromUnixMicros(bumped[0][1].as<int64_t>());
-      for (Item& item : result.items) item.create_time = now;
-      if (!request.idempotency_key.empty()) {
-        Exec(tx, "insert_idempotency_key", row.conv_key, request.idempotency_key,
-             request.request_fingerprint, result.items.front().sequence,
-             sequence, result.version);
-      }
+      ASSIGN_OR_RETURN(AppendResult result, AppendIn(tx, request));
       tx.commit();
       return result;
     });
+  }
+
+  // AppendItems in `tx`, uncommitted.
+  absl::StatusOr<AppendResult> AppendIn(pqxx::transaction_base& tx, const AppendRequest& request) {
+    // A limited tenant's row lock first (always in this order: tenant,
+    // then conversation), so that the check and the count are one step.
+    const bool limited = Limited(request.tenant_limits);
+    std::optional<TenantUsage> usage_before;
+    if (limited) {
+      ASSIGN_OR_RETURN(usage_before, LockTenant(tx, request.key.tenant_id));
+    }
+    // The row lock serializes appends to one conversation: sequence numbers
+    // come from the locked row, so they stay gap-free and ordered.
+    pqxx::result locked = ExecNamed(tx, "lock_conversation", request.key);
+    if (locked.empty()) return NotFound(request.key);
+    const ConversationRow row = ParseConversation(locked[0]);
+    const Conversation& c = row.conversation;
+
+    if (!request.idempotency_key.empty()) {
+      pqxx::result seen = Exec(tx, "find_idempotency_key", row.conv_key,
+                               request.idempotency_key);
+      if (!seen.empty()) {
+        if (seen[0][0].as<std::string>() != request.request_fingerprint) {
+          return absl::AlreadyExistsError(
+              "idempotency_key: already used for a different request");
+        }
+        AppendResult replay;
+        replay.items = ParseItems(Exec(
+            tx, row.conversation.recounted ? "items_range_recounted" : "items_range",
+            row.conv_key, seen[0][1].as<int64_t>(), seen[0][2].as<int64_t>(),
+            row.conversation.count_encoding));
+        replay.version = seen[0][3].as<int64_t>();
+        replay.replayed = true;
+        return replay;
+      }
+    }
+    RETURN_IF_ERROR(CheckAppend(c, request));
+    const int64_t stored = StoredBytes(request);
+    if (limited) {
+      RETURN_IF_ERROR(CheckTenantLimits(request.key.tenant_id, *usage_before, stored, 0,
+                                        request.tenant_limits));
+      Exec(tx, "add_to_tenant", request.key.tenant_id, stored, int64_t{0});
+    }
+    const std::vector<ItemData>& items = request.items;
+    const std::optional<UsageReport> usage = EstimatedUsage(c, request);
+    AppendResult result;
+    result.items = NumberAppended(items, c.last_sequence, c.last_turn_index, c.version + 1);
+    int64_t tokens = 0;
+    for (const Item& item : result.items) {
+      const ItemData& data = item.data;
+      tokens += data.token_count;
+      Exec(tx, "insert_item", row.conv_key, item.sequence, item.turn_index,
+           std::string(RoleName(data.role)),
+           std::string(ItemKindName(data.kind)), data.content,
+           data.tool_name, data.tool_call_id, data.pinned,
+           MetadataToJson(data.metadata), data.token_count,
+           item.appended_version, SearchLexemes(row.conv_key, data.content));
+    }
+    const int64_t sequence = result.items.back().sequence;
+    const int64_t turn = result.items.back().turn_index;
+    const double correction = CorrectionAfter(c, usage);
+    pqxx::result bumped = Exec(
+        tx, "bump_conversation", row.conv_key, static_cast<int64_t>(items.size()),
+        sequence, turn, tokens, correction, stored);
+    if (usage.has_value()) {
+      const UsageReport& u = *usage;
+      Exec(tx, "insert_usage", row.conv_key, sequence, u.input_tokens,
+           u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
+           u.estimated_input_tokens, correction);
+    }
+    result.version = bumped[0][0].as<int64_t>();
+    // Items take the transaction's now(), like updated_at.
+    const absl::Time now = absl::FromUnixMicros(bumped[0][1].as<int64_t>());
+    for (Item& item : result.items) item.create_time = now;
+    if (!request.idempotency_key.empty()) {
+      Exec(tx, "insert_idempotency_key", row.conv_key, request.idempotency_key,
+           request.request_fingerprint, result.items.front().sequence,
+           sequence, result.version);
+    }
+    return result;
   }
 
   // AppendItems in one round trip (the append_items statement); nullopt

@@ -182,6 +182,29 @@ std::vector<Item> NumberAppended(const std::vector<ItemData>& items, int64_t las
   return out;
 }
 
+absl::Status CheckHandoffSource(const NewConversation& nc, std::optional<int64_t> redactions) {
+  if (!redactions.has_value()) {
+    return absl::AbortedError(absl::StrCat("continue_from: conversation '", nc.continued_from,
+                                           "' was deleted while it was handed off"));
+  }
+  if (*redactions != nc.continued_from_redactions) {
+    return absl::AbortedError(absl::StrCat("continue_from: conversation '", nc.continued_from,
+                                           "' was erased from while it was handed off; try again"));
+  }
+  return absl::OkStatus();
+}
+
+AppendRequest CarriedAppend(const NewConversation& nc) {
+  AppendRequest append;
+  append.key = nc.key;
+  append.items = nc.carried_items;
+  append.idempotency_key = "convstate.continue_from";
+  append.request_fingerprint = nc.continued_from;
+  append.expected_model = nc.model;
+  append.tenant_limits = nc.tenant_limits;
+  return append;
+}
+
 CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts) {
   int64_t tokens = 0;
   int64_t constraints = 0;

@@ -87,6 +87,16 @@ ContextSnapshot SnapshotAt(const Conversation& now, const ViewState& state, int6
 // "continued", with where from and what was carried.
 CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts);
 
+// Whether a continuation may be created from its source as it is now
+// (`redactions`: its count, nullopt when the source incarnation is gone):
+// ABORTED when the source was erased from, or deleted, after the new
+// conversation's chunks and turns were read from it.
+absl::Status CheckHandoffSource(const NewConversation& nc, std::optional<int64_t> redactions);
+
+// The append of a continuation's carried turns (its first items): the same
+// idempotency record a later append of them would find.
+AppendRequest CarriedAppend(const NewConversation& nc);
+
 // The `items_redacted` audit row of a redaction: who, which, why, and how
 // many chunks went with it.
 CompactionEvent RedactedEvent(const RedactRequest& request, int64_t chunks_removed);

@@ -909,6 +909,55 @@ TEST_P(StorageConformanceTest, TheViewStateOfAFoldThatPinsRebuildsTheContextAsIt
   EXPECT_EQ(sequences(at->live_items), sequences(now->live_items));
 }
 
+// A continuation's carried turns are its first items, in the create's
+// transaction; a source erased from (or deleted) after it was read refuses
+// the create with ABORTED, and nothing of it is kept.
+TEST_P(StorageConformanceTest, AHandoffIsOneTransactionAndRefusesASourceErasedMeanwhile) {
+  Create("src");
+  AppendSix(*storage_, ctx_, Key("src"));
+  const Conversation source = *storage_->GetConversation(ctx_, Key("src"));
+  NewConversation nc;
+  nc.key = Key("next");
+  nc.model = "m";
+  nc.continued_from = "src";
+  nc.continued_from_key = source.storage_key;
+  nc.continued_from_redactions = source.redactions;
+  nc.carried_items = {Message(Role::kUser, "carried question"),
+                      Message(Role::kAssistant, "carried answer")};
+  auto created = storage_->CreateConversation(ctx_, nc);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->item_count, 2);
+  EXPECT_EQ(created->version, 1);
+  EXPECT_EQ(created->last_sequence, 2);
+  auto items = storage_->ListItems(ctx_, nc.key, 0, PageLimit{});
+  ASSERT_TRUE(items.ok());
+  ASSERT_EQ(items->rows.size(), 2u);
+  EXPECT_EQ(items->rows[0].data.content, "carried question");
+  // The carried turns' idempotency record answers a retry of their append.
+  AppendRequest again = CarriedAppend(nc);
+  auto replay = storage_->AppendItems(ctx_, again);
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  EXPECT_TRUE(replay->replayed);
+
+  // Erased from after the read: refused, nothing kept.
+  RedactRequest redact;
+  redact.key = Key("src");
+  redact.sequences = {1};
+  redact.tombstone = "[gone]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  nc.key = Key("later");
+  EXPECT_EQ(storage_->CreateConversation(ctx_, nc).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(storage_->GetConversation(ctx_, nc.key).status().code(), absl::StatusCode::kNotFound);
+  nc.continued_from_redactions = source.redactions + 1;
+  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+
+  // Deleted after the read: refused too.
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("src")).ok());
+  nc.key = Key("latest");
+  EXPECT_EQ(storage_->CreateConversation(ctx_, nc).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(storage_->GetConversation(ctx_, nc.key).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_P(StorageConformanceTest, RedactionErasesItemsAndEveryChunkDerivedFromThem) {
   Create("c");
   AppendSix(*storage_, ctx_, Key("c"));  // m1 .. m6

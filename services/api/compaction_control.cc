@@ -337,29 +337,15 @@ absl::StatusOr<ContextSnapshot> ConversationService::PrepareHandoff(const CallCo
   return storage_->LoadContext(ctx, key);
 }
 
-absl::StatusOr<Conversation> ConversationService::HandOff(const CallContext& ctx,
-                                                          Conversation created,
-                                                          const ContextSnapshot& source,
-                                                          int recent_turns,
-                                                          const ResolvedProfile& resolved,
-                                                          const ModelProfile& profile) {
-  AppendRequest append;
-  append.key = created.key;
-  append.items = CarriedItems(source, recent_turns);
-  if (append.items.empty()) return created;
-  for (ItemData& item : append.items) {
+std::vector<ItemData> ConversationService::CarriedTurns(const ContextSnapshot& source,
+                                                        int recent_turns,
+                                                        const ResolvedProfile& resolved,
+                                                        const ModelProfile& profile) {
+  std::vector<ItemData> items = CarriedItems(source, recent_turns);
+  for (ItemData& item : items) {
     item.token_count = CountItemTokens(*resolved.tokenizer, item, profile.per_message_tokens);
   }
-  append.expected_model = created.model;
-  append.idempotency_key = "convstate.continue_from";
-  append.request_fingerprint = source.conversation.key.conversation_id;
-  append.tenant_limits = LimitsOf(created.key.tenant_id);
-  ASSIGN_OR_RETURN(const AppendResult appended, storage_->AppendItems(ctx, append));
-  created.version = appended.version;
-  created.item_count += static_cast<int64_t>(appended.items.size());
-  created.last_sequence = appended.items.back().sequence;
-  created.last_turn_index = appended.items.back().turn_index;
-  return created;
+  return items;
 }
 
 }  // namespace convstate

@@ -189,6 +189,17 @@ absl::StatusOr<ConversationService::Counted> ConversationService::LoadCounted(
 
 absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
     const CallContext& ctx, const v1::CreateConversationRequest& req) {
+  absl::StatusOr<v1::Conversation> created = CreateOnce(ctx, req);
+  // A continuation whose source was erased from while it was read: read
+  // again (the erasure has committed), once.
+  if (absl::IsAborted(created.status()) && !req.continue_from().empty()) {
+    created = CreateOnce(ctx, req);
+  }
+  return created;
+}
+
+absl::StatusOr<v1::Conversation> ConversationService::CreateOnce(
+    const CallContext& ctx, const v1::CreateConversationRequest& req) {
   NewConversation nc;
   ASSIGN_OR_RETURN(nc.key.tenant_id, NormalizeTenant(req.tenant_id()));
   nc.key.conversation_id = req.conversation_id().empty() ? NewConversationId()
@@ -266,13 +277,11 @@ absl::StatusOr<v1::Conversation> ConversationService::CreateConversation(
     nc.continued_from_key = source->conversation.storage_key;
     nc.carried_chunks = CarriedChunks(source->active_chunks, req.continue_from(), tokenizer,
                                       profile.per_message_tokens);
+    nc.carried_items = CarriedTurns(*source, req.carry_recent_turns(), **resolved, profile);
+    nc.continued_from_redactions = source->conversation.redactions;
   }
   nc.tenant_limits = LimitsOf(nc.key.tenant_id);
   ASSIGN_OR_RETURN(Conversation created, storage_->CreateConversation(ctx, nc));
-  if (source.has_value()) {
-    ASSIGN_OR_RETURN(created, HandOff(ctx, created, *source, req.carry_recent_turns(), **resolved,
-                                      profile));
-  }
   return ToProto(created);
 }
 

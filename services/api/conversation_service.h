@@ -211,13 +211,17 @@ class ConversationService {
   // (compaction_control.cc).
   absl::StatusOr<ContextSnapshot> PrepareHandoff(const CallContext& ctx,
                                                  const ConversationKey& key, int recent_turns);
-  // Appends to `created`, a continuation of `source`, the source's pinned
-  // items and newest `recent_turns` turns, counted with `resolved`'s
-  // tokenizer under `profile`; returns the conversation as it then is.
-  absl::StatusOr<Conversation> HandOff(const CallContext& ctx, Conversation created,
-                                       const ContextSnapshot& source, int recent_turns,
-                                       const ResolvedProfile& resolved,
-                                       const ModelProfile& profile);
+  // What a continuation of `source` carries over as its first items: the
+  // source's pinned items and newest `recent_turns` turns, counted with
+  // `resolved`'s tokenizer under `profile` (storage appends them in the
+  // create's transaction).
+  static std::vector<ItemData> CarriedTurns(const ContextSnapshot& source, int recent_turns,
+                                            const ResolvedProfile& resolved,
+                                            const ModelProfile& profile);
+  // CreateConversation, once: ABORTED when a continuation's source was
+  // erased from or deleted while it was handed off.
+  absl::StatusOr<v1::Conversation> CreateOnce(const CallContext& ctx,
+                                              const v1::CreateConversationRequest& req);
 
   // Keeps a dry run's proposal (`outcome.proposal`) and fills in `answer`.
   absl::Status Propose(const CallContext& ctx, const ConversationKey& key,

@@ -1770,6 +1770,57 @@ TEST_F(ConversationServiceTest, SummariesEndAtTaskBoundaries) {
   EXPECT_EQ(chunks->chunks(0).through_sequence(), 2);  // Not 6: the task ended at 2.
 }
 
+// Erases the source's first item while the first hand-off of it is being
+// created, as a RedactItems on another replica would.
+class ErasedDuringHandoff : public ForwardingStorage {
+ public:
+  using ForwardingStorage::ForwardingStorage;
+  absl::StatusOr<Conversation> CreateConversation(const CallContext& c,
+                                                  const NewConversation& n) override {
+    if (!n.continued_from.empty() && creates_++ == 0) {
+      RedactRequest redact;
+      redact.key = ConversationKey{n.key.tenant_id, n.continued_from};
+      redact.sequences = {1};
+      redact.tombstone = "[erased]";
+      EXPECT_TRUE(ForwardingStorage::RedactItems(c, redact).ok());
+    }
+    return ForwardingStorage::CreateConversation(c, n);
+  }
+  int creates() const { return creates_; }
+
+ private:
+  int creates_ = 0;
+};
+
+// The hand-off is one write: an erasure between the read of the source and
+// the create refuses the create, which reads the source again; the new
+// conversation never holds the erased text.
+TEST_F(ConversationServiceTest, AHandoffRacingAnErasureNeverCarriesTheErasedText) {
+  ErasedDuringHandoff storage(storage_.get());
+  ConversationService service(ConversationService::Options{}, models_.get(), &storage,
+                              summarizer_.get());
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("src");
+  create.set_model("gpt-4o");
+  ASSERT_TRUE(service.CreateConversation(ctx_, create).ok());
+  ASSERT_TRUE(service.AppendTurn(ctx_, Append("src", "the passphrase is quartz-heron")).ok());
+  v1::CreateConversationRequest next;
+  next.set_conversation_id("next");
+  next.set_continue_from("src");
+  next.set_carry_recent_turns(1);
+  auto created = service.CreateConversation(ctx_, next);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(storage.creates(), 2);
+  v1::ListItemsRequest items;
+  items.set_conversation_id("next");
+  auto carried = service.ListItems(ctx_, items);
+  ASSERT_TRUE(carried.ok());
+  ASSERT_GT(carried->items_size(), 0);
+  for (const v1::Item& item : carried->items()) {
+    EXPECT_EQ(item.content().find("quartz-heron"), std::string::npos) << item.content();
+  }
+}
+
 // A handoff summarizes what the source has not summarized yet, and brings
 // its pinned items and newest turns along verbatim.
 TEST_F(ConversationServiceTest, AHandoffCarriesTheSummaryPinsAndNewestTurns) {
