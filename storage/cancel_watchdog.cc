@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -30,38 +31,55 @@ int64_t CancelWatchdog::Watch(pqxx::connection_base* conn, absl::Time deadline) 
 }
 
 bool CancelWatchdog::Unwatch(int64_t id) {
-  // Waits while a cancel of this connection is being sent: the caller may
-  // reuse or close it only after that.
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return false;
+  // The caller may reuse or close the connection only once a cancel of it
+  // has gone (the request reads the connection's address and key).
+  auto sent = [&it]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !it->second.sending; };
+  mu_.Await(absl::Condition(&sent));
   const bool cancelled = it->second.cancelled;
   entries_.erase(it);
   return cancelled;
 }
 
+absl::Time CancelWatchdog::CancelDue() {
+  absl::Time next = absl::Now() + absl::Seconds(1);
+  const absl::Time now = absl::Now();
+  std::vector<int64_t> due;
+  for (auto& [id, e] : entries_) {
+    if (e.cancelled) continue;
+    if (e.deadline > now) {
+      next = std::min(next, e.deadline);
+      continue;
+    }
+    e.cancelled = true;
+    e.sending = true;
+    due.push_back(id);
+  }
+  for (int64_t id : due) {
+    // Entries stay while `sending` (Unwatch waits for it).
+    pqxx::connection_base* conn = entries_.at(id).conn;
+    mu_.Unlock();
+    RunGuarded("statement cancel", [conn] {
+      try {
+        conn->cancel_query();
+      } catch (const std::exception&) {
+        // The statement may have ended meanwhile; nothing to cancel then.
+      }
+    });
+    mu_.Lock();
+    entries_.at(id).sending = false;
+  }
+  // Registrations made while the requests went out: look again at once.
+  if (!due.empty()) return now;
+  return next;
+}
+
 void CancelWatchdog::Loop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    absl::Time next = absl::Now() + absl::Seconds(1);
-    const absl::Time now = absl::Now();
-    for (auto& [id, e] : entries_) {
-      if (e.cancelled) continue;
-      if (e.deadline > now) {
-        next = std::min(next, e.deadline);
-        continue;
-      }
-      e.cancelled = true;
-      // The cancel request goes over a connection of its own; the
-      // registered connection's owner waits in Unwatch meanwhile.
-      RunGuarded("statement cancel", [&] {
-        try {
-          e.conn->cancel_query();
-        } catch (const std::exception&) {
-          // The statement may have ended meanwhile; nothing to cancel then.
-        }
-      });
-    }
+    const absl::Time next = CancelDue();
     wake_at_ = next;
     reschedule_ = false;
     auto woken = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || reschedule_; };

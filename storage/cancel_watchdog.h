@@ -25,7 +25,10 @@ namespace convstate::pg {
 // fails with query_canceled, DEADLINE_EXCEEDED to the caller). So the bound
 // is the call's deadline however many statements the call runs, no
 // statement is spent setting a timeout, and it holds behind a pooler too
-// (PgBouncer forwards cancel requests). Thread-safe.
+// (PgBouncer forwards cancel requests). A cancel request is sent outside
+// the watchdog's lock (other calls register and end meanwhile), and bounded
+// by the connection's own TCP user timeout (libpq applies it to cancel
+// requests; pg::WithUserTimeout). Thread-safe.
 class CancelWatchdog {
  public:
   CancelWatchdog();
@@ -36,9 +39,10 @@ class CancelWatchdog {
 
   // Registers `conn` until `deadline`; Unwatch with the returned id ends it.
   int64_t Watch(pqxx::connection_base* conn, absl::Time deadline);
-  // Ends a registration. True if a cancel request was sent for it: the
-  // connection should be closed rather than reused, so that a cancel that
-  // arrives late cannot reach the next call's statement.
+  // Ends a registration, after the cancel request being sent for it (if
+  // any) has gone. True if one was sent: the connection should be closed
+  // rather than reused, so that a cancel that arrives late cannot reach the
+  // next call's statement.
   bool Unwatch(int64_t id);
 
  private:
@@ -46,7 +50,12 @@ class CancelWatchdog {
     pqxx::connection_base* conn;
     absl::Time deadline;
     bool cancelled = false;
+    // A cancel request is on its way (sent outside the lock).
+    bool sending = false;
   };
+  // Sends the cancel requests of the registrations whose deadline passed;
+  // returns when the thread should look next.
+  absl::Time CancelDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop();
 
   absl::Mutex mu_;

@@ -138,6 +138,11 @@ struct AppendRequest {
   // take the tenant's stored bytes past max_stored_bytes, checked and
   // counted at once, so that parallel appends cannot overshoot.
   TenantLimits tenant_limits;
+  // RESOURCE_EXHAUSTED if the append would take the conversation's stored
+  // bytes (its items' content and metadata, prompts, chunks, proposals)
+  // past this; 0: no bound. What bounds every read of the conversation's
+  // items, with compaction disabled too.
+  int64_t max_conversation_bytes = 0;
 };
 
 // The prompt of the call that produced `items`, as convstate estimates it

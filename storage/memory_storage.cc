@@ -201,6 +201,7 @@ class MemoryStorage final : public Storage {
       }
     }
     RETURN_IF_ERROR(CheckAppend(c, request));
+    RETURN_IF_ERROR(CheckConversationBytes(request, state->stored_bytes, StoredBytes(request)));
     RETURN_IF_ERROR(CheckTenantLimits(request.key.tenant_id, UsageOf(request.key.tenant_id),
                                       StoredBytes(request), 0, request.tenant_limits));
     const std::vector<ItemData>& items = request.items;

@@ -83,6 +83,11 @@ std::string WithConnectTimeout(const std::string& url, absl::Duration timeout) {
   return WithParameter(url, "connect_timeout", seconds, seconds);
 }
 
+std::string WithUserTimeout(const std::string& url, absl::Duration timeout) {
+  const std::string ms = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout)));
+  return WithParameter(url, "tcp_user_timeout", ms, ms);
+}
+
 std::string WithStatementTimeout(const std::string& url, absl::Duration timeout) {
   const int64_t ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout));
   return WithParameter(url, "options", absl::StrCat("-c%20statement_timeout%3D", ms),

@@ -37,6 +37,11 @@ bool ClosedWhileIdle(int fd);
 // `url` with libpq's connect_timeout set unless it already has one.
 std::string WithConnectTimeout(const std::string& url, absl::Duration timeout);
 
+// `url` with libpq's tcp_user_timeout set unless it already has one: how
+// long data sent may stay unacknowledged before the connection is given up,
+// which libpq also applies to the cancel requests sent for the connection.
+std::string WithUserTimeout(const std::string& url, absl::Duration timeout);
+
 // `url` with the session's default statement_timeout set at connection
 // start (libpq's `options`), unless it already sets options: a backstop
 // behind the deadline every call is held to.

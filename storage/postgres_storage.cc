@@ -88,7 +88,7 @@ constexpr const char* kConversationColumnList[] = {
     "system_prompt_tokens", "pinned_instructions_tokens", "item_tokens", "token_correction",
     "prune_boundary", "lease_token", "coalesce(lease_expires_at > now(), false)",
     "compaction_version", "overflow_correction", "prompt_limit", "continued_from",
-    "count_encoding", "recounted", "incarnation", "redactions"};
+    "count_encoding", "recounted", "incarnation", "redactions", "stored_bytes"};
 // The id the next summary chunk of a conversation row gets.
 constexpr char kNextChunkId[] =
     "(SELECT coalesce(max(s.chunk_id), 0) + 1 FROM summary_chunks s "
@@ -520,7 +520,8 @@ const std::vector<Statement>& Statements() {
       // and the key ($15 the fingerprint) are inserted after it. $16 is
       // the number of items, $17 the turns they start, $18 their tokens,
       // $19 the bytes of their content, $20 each item's search lexemes
-      // (space-separated), $21 the distribution key.
+      // (space-separated), $21 the conversation's byte bound (0: none), $22
+      // the distribution key.
       // No row: one of the conditions failed (or there is no such
       // conversation); the caller takes the transaction below instead.
       {"append_items",
@@ -528,7 +529,8 @@ const std::vector<Statement>& Statements() {
        "item_count = item_count + $16, last_sequence = last_sequence + $16, "
        "last_turn_index = last_turn_index + $17, item_tokens = item_tokens + $18, "
        "stored_bytes = stored_bytes + $19, updated_at = now() "
-       "WHERE ", Named(21), " AND ($3 < 0 OR version = $3) "
+       "WHERE ", Named(22), " AND ($3 < 0 OR version = $3) "
+       "AND ($21 <= 0 OR stored_bytes + $19 <= $21) "
        "AND ($4 = '' OR model = $4) AND ($5 = '' OR NOT EXISTS (SELECT 1 FROM idempotency_keys k "
        "WHERE k.conv_key = conversations.conv_key AND k.idempotency_key = $5)) "
        "RETURNING conv_key, version, last_sequence - $16 AS first, last_turn_index - $17 AS turn, "
@@ -707,10 +709,14 @@ const std::vector<Statement>& Statements() {
        // (0020).
        "unindexed AS (DELETE FROM item_words w USING old WHERE w.conv_key = $1 "
        "AND w.sequence = old.sequence RETURNING w.search), "
-       "uncounted AS (UPDATE word_counts c SET items = c.items - d.n FROM ("
-       "SELECT substr(u.lexeme, strpos(u.lexeme, '#') + 1) AS word, count(*) AS n "
-       "FROM unindexed, unnest(unindexed.search) u GROUP BY 1) d "
-       "WHERE c.conv_key = $1 AND c.word = d.word) "
+       "gone_words AS (SELECT substr(u.lexeme, strpos(u.lexeme, '#') + 1) AS word, "
+       "count(*) AS n FROM unindexed, unnest(unindexed.search) u GROUP BY 1), "
+       // A word no other item holds goes with them (its row would keep the
+       // erased word); the others' counts go down.
+       "unlisted AS (DELETE FROM word_counts c USING gone_words g WHERE c.conv_key = $1 "
+       "AND c.word = g.word AND c.items <= g.n), "
+       "uncounted AS (UPDATE word_counts c SET items = c.items - g.n FROM gone_words g "
+       "WHERE c.conv_key = $1 AND c.word = g.word AND c.items > g.n) "
        "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
        "count(*) FROM old"},
       // An erasure's: every proposal of the conversation ($1), and their
@@ -971,6 +977,8 @@ ProfileOverrides OverridesFromJson(const std::string& text) {
 struct ConversationRow {
   int64_t conv_key = 0;
   Conversation conversation;
+  // What the conversation stores, as its byte bound counts it.
+  int64_t stored_bytes = 0;
 };
 
 ConversationRow ParseConversation(const pqxx::row& r) {
@@ -1006,6 +1014,7 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.recounted = r[27].as<bool>();
   c.storage_key = r[28].as<int64_t>();
   c.redactions = r[29].as<int64_t>();
+  out.stored_bytes = r[30].as<int64_t>();
   return out;
 }
 
@@ -1167,11 +1176,11 @@ class ConnectionPool {
   // Behind a pooler (options.pooler) connections carry no session state:
   // no statement timeout set at connect, no prepared statements.
   explicit ConnectionPool(const PostgresOptions& options)
-      : url_(options.pooler
-                 ? pg::WithConnectTimeout(options.database_url, options.connect_timeout)
-                 : pg::WithStatementTimeout(
-                       pg::WithConnectTimeout(options.database_url, options.connect_timeout),
-                       options.default_timeout)),
+      : url_(pg::WithUserTimeout(
+            options.pooler ? options.database_url
+                           : pg::WithStatementTimeout(options.database_url, options.default_timeout),
+            options.connect_timeout)),
+        connect_timeout_(options.connect_timeout),
         prepare_(!options.pooler),
         max_size_(options.pool_size < 1 ? 1 : options.pool_size) {}
 
@@ -1198,7 +1207,18 @@ class ConnectionPool {
       ++open_;  // Reserve the slot; the connection opens outside the lock.
     }
     try {
-      auto conn = std::make_unique<pqxx::connection>(url_);
+      // Connecting is bounded by the call's deadline too (libpq counts
+      // whole seconds, at least 2).
+      const absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) {
+        Release(nullptr);
+        return absl::DeadlineExceededError("deadline passed before a database connection opened");
+      }
+      auto conn = std::make_unique<pqxx::connection>(
+          pg::WithConnectTimeout(url_, std::min(connect_timeout_, absl::Ceil(left, absl::Seconds(1)))));
+      // Registered only: libpqxx prepares each statement on the connection
+      // the first time it runs, inside the call's transaction (and under
+      // its deadline).
       if (prepare_) {
         for (const Statement& s : Statements()) conn->prepare(s.name, s.sql);
       }
@@ -1221,6 +1241,7 @@ class ConnectionPool {
 
  private:
   const std::string url_;
+  const absl::Duration connect_timeout_;
   const bool prepare_;
   const int max_size_;
   absl::Mutex mu_;
@@ -1411,6 +1432,7 @@ class PostgresStorage final : public Storage {
     }
     RETURN_IF_ERROR(CheckAppend(c, request));
     const int64_t stored = StoredBytes(request);
+    RETURN_IF_ERROR(CheckConversationBytes(request, row.stored_bytes, stored));
     if (limited) {
       RETURN_IF_ERROR(CheckTenantLimits(request.key.tenant_id, *usage_before, stored, 0,
                                         request.tenant_limits));
@@ -1500,7 +1522,8 @@ class PostgresStorage final : public Storage {
               pg::TextArray(kinds), pg::TextArray(contents), pg::TextArray(tool_names),
               pg::TextArray(call_ids), array(pinned), pg::TextArray(metadata_json), array(tokens),
               array(turns), request.request_fingerprint, static_cast<int64_t>(numbered.size()),
-              turns.back(), total_tokens, StoredBytes(request), pg::TextArray(lexemes));
+              turns.back(), total_tokens, StoredBytes(request), pg::TextArray(lexemes),
+              request.max_conversation_bytes);
           if (r.empty()) return std::nullopt;
           AppendResult result;
           result.version = r[0][0].as<int64_t>();

@@ -182,6 +182,17 @@ std::vector<Item> NumberAppended(const std::vector<ItemData>& items, int64_t las
   return out;
 }
 
+absl::Status CheckConversationBytes(const AppendRequest& request, int64_t stored,
+                                    int64_t adding) {
+  const int64_t max = request.max_conversation_bytes;
+  if (max <= 0 || stored + adding <= max) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "conversation '", request.key.conversation_id, "' holds ", stored, " bytes; ", adding,
+      " more would pass the bound of ", max,
+      " bytes per conversation (--max_conversation_mb): continue in a new conversation "
+      "(CreateConversation continue_from), or compact and erase what is no longer needed"));
+}
+
 absl::Status CheckHandoffSource(const NewConversation& nc, std::optional<int64_t> redactions) {
   if (!redactions.has_value()) {
     return absl::AbortedError(absl::StrCat("continue_from: conversation '", nc.continued_from,

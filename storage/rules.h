@@ -87,6 +87,10 @@ ContextSnapshot SnapshotAt(const Conversation& now, const ViewState& state, int6
 // "continued", with where from and what was carried.
 CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts);
 
+// RESOURCE_EXHAUSTED, naming the bound, when `adding` bytes would take a
+// conversation holding `stored` past request.max_conversation_bytes.
+absl::Status CheckConversationBytes(const AppendRequest& request, int64_t stored, int64_t adding);
+
 // Whether a continuation may be created from its source as it is now
 // (`redactions`: its count, nullopt when the source incarnation is gone):
 // ABORTED when the source was erased from, or deleted, after the new

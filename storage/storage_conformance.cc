@@ -909,6 +909,33 @@ TEST_P(StorageConformanceTest, TheViewStateOfAFoldThatPinsRebuildsTheContextAsIt
   EXPECT_EQ(sequences(at->live_items), sequences(now->live_items));
 }
 
+// A conversation's stored bytes stay under the append's bound, by either
+// way an append is made (a usage report takes the locked row's path).
+TEST_P(StorageConformanceTest, AnAppendPastTheConversationsByteBoundIsRefusedAndStoresNothing) {
+  Create("big");
+  AppendRequest req;
+  req.key = Key("big");
+  req.max_conversation_bytes = 3000;
+  req.items = {Message(Role::kUser, std::string(1000, 'a'))};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  for (bool with_usage : {false, true}) {
+    AppendRequest over = req;
+    over.items = {Message(Role::kUser, std::string(1500, 'b'))};
+    if (with_usage) over.usage = UsageReport{10, 5, 0, 0, 0, false};
+    const absl::Status refused = storage_->AppendItems(ctx_, over).status();
+    EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << with_usage;
+    EXPECT_NE(refused.message().find("3000 bytes per conversation"), std::string::npos)
+        << refused.message();
+  }
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("big"))->item_count, 2);
+  req.items = {Message(Role::kUser, std::string(200, 'c'))};
+  EXPECT_TRUE(storage_->AppendItems(ctx_, req).ok());  // Still under.
+  req.max_conversation_bytes = 0;                       // No bound.
+  req.items = {Message(Role::kUser, std::string(5000, 'd'))};
+  EXPECT_TRUE(storage_->AppendItems(ctx_, req).ok());
+}
+
 // A continuation's carried turns are its first items, in the create's
 // transaction; a source erased from (or deleted) after it was read refuses
 // the create with ABORTED, and nothing of it is kept.

@@ -518,6 +518,7 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
     return absl::OkStatus();
   };
   append.tenant_limits = LimitsOf(append.key.tenant_id);
+  append.max_conversation_bytes = options_.limits.max_conversation_bytes;
   ASSIGN_OR_RETURN(std::string model, ModelOf(ctx, append.key, /*refresh=*/false));
   RETURN_IF_ERROR(count(model));
   absl::StatusOr<AppendResult> appended = storage_->AppendItems(ctx, append);

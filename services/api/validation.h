@@ -34,6 +34,9 @@ struct Limits {
   int max_pending_items = 64;
   // Bytes of text one page of a list holds at most (after its first row).
   int64_t max_page_bytes = int64_t{4} << 20;
+  // Bytes one conversation stores at most (its items, prompts, summaries):
+  // what bounds every read of its items, with compaction disabled too.
+  int64_t max_conversation_bytes = int64_t{256} << 20;
 };
 
 // Checks text that will be stored: valid UTF-8, no NUL character (which

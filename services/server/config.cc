@@ -225,6 +225,18 @@ const std::vector<Flag>& Flags() {
        IntField<int64_t>(
            [](ServerConfig& c) -> int64_t& { return c.server.service.limits.max_page_bytes; },
            1024, int64_t{1} << 30)},
+      {"max_conversation_mb",
+       "MiB one conversation stores at most (items, prompts, summaries); an append past it "
+       "gets RESOURCE_EXHAUSTED. It bounds every read of a conversation's items, with "
+       "compaction disabled too (default 256)",
+       [](ServerConfig& c, const std::string& v) {
+         int64_t mb = 0;
+         if (!absl::SimpleAtoi(v, &mb) || mb < 1 || mb > (int64_t{1} << 20)) {
+           return absl::InvalidArgumentError("must be a whole number of MiB from 1 to 1048576");
+         }
+         c.server.service.limits.max_conversation_bytes = mb << 20;
+         return absl::OkStatus();
+       }},
       {"max_pending_items", "items in BuildContext's pending input (default 64)",
        IntField<int>(
            [](ServerConfig& c) -> int& { return c.server.service.limits.max_pending_items; }, 0,
