@@ -1,16 +1,22 @@
 // Erasure end to end: a secret a user typed is summarized into chunks, the
 // ledger and the idempotency record, then RedactItems removes it, and a
 // scan of every table, the views and the server's log finds it nowhere;
-// DeleteConversation is held to the same scan.
+// DeleteConversation is held to the same scan. The erasure scenario that
+// both backends run (tests/erasure_scenario.h) is held to a full pg_dump of
+// the database.
 
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,6 +25,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "services/common/sha256.h"
+#include "tests/erasure_scenario.h"
 #include "tests/fake_llm_control.h"
 #include "tests/e2e_harness.h"
 #include "tools/rpc/rpc_helpers.h"
@@ -44,6 +51,178 @@ constexpr char kSecret[] = "ACCT-7731-SECRET";
 constexpr char kRedactionKey[] = "0123456789abcdef0123456789abcdef-redaction-test-key";
 const std::string kSecretMessage =
     absl::StrCat("Remember this for later: my bank account number is ", kSecret, ".");
+
+// The erasure scenario's calls through a server, with `bearer`'s
+// credential.
+class GrpcErasureApi : public testing::ErasureApi {
+ public:
+  GrpcErasureApi(ConversationState::Stub* stub, std::string bearer)
+      : stub_(stub), bearer_(std::move(bearer)) {}
+
+  absl::StatusOr<v1::Conversation> CreateConversation(
+      const v1::CreateConversationRequest& req) override {
+    return Call(&ConversationState::Stub::CreateConversation, req);
+  }
+  absl::StatusOr<v1::Conversation> GetConversation(const v1::GetConversationRequest& req) override {
+    return Call(&ConversationState::Stub::GetConversation, req);
+  }
+  absl::StatusOr<v1::AppendTurnResponse> AppendTurn(const v1::AppendTurnRequest& req) override {
+    return Call(&ConversationState::Stub::AppendTurn, req);
+  }
+  absl::StatusOr<v1::ListItemsResponse> ListItems(const v1::ListItemsRequest& req) override {
+    return Call(&ConversationState::Stub::ListItems, req);
+  }
+  absl::StatusOr<v1::BuildContextResponse> BuildContext(
+      const v1::BuildContextRequest& req) override {
+    return Call(&ConversationState::Stub::BuildContext, req);
+  }
+  absl::StatusOr<v1::InspectContextResponse> InspectContext(
+      const v1::InspectContextRequest& req) override {
+    return Call(&ConversationState::Stub::InspectContext, req);
+  }
+  absl::StatusOr<v1::BuildContextResponse> GetContextAt(
+      const v1::GetContextAtRequest& req) override {
+    return Call(&ConversationState::Stub::GetContextAt, req);
+  }
+  absl::StatusOr<v1::CompactResponse> Compact(const v1::CompactRequest& req) override {
+    return Call(&ConversationState::Stub::Compact, req);
+  }
+  absl::StatusOr<v1::ApplyCompactionResponse> ApplyCompaction(
+      const v1::ApplyCompactionRequest& req) override {
+    return Call(&ConversationState::Stub::ApplyCompaction, req);
+  }
+  absl::StatusOr<v1::ListSummariesResponse> ListSummaries(
+      const v1::ListSummariesRequest& req) override {
+    return Call(&ConversationState::Stub::ListSummaries, req);
+  }
+  absl::StatusOr<v1::ExpandSummaryResponse> ExpandSummary(
+      const v1::ExpandSummaryRequest& req) override {
+    return Call(&ConversationState::Stub::ExpandSummary, req);
+  }
+  absl::StatusOr<v1::ListCompactionEventsResponse> ListCompactionEvents(
+      const v1::ListCompactionEventsRequest& req) override {
+    return Call(&ConversationState::Stub::ListCompactionEvents, req);
+  }
+  absl::StatusOr<v1::SearchHistoryResponse> SearchHistory(
+      const v1::SearchHistoryRequest& req) override {
+    return Call(&ConversationState::Stub::SearchHistory, req);
+  }
+  absl::StatusOr<v1::RedactItemsResponse> RedactItems(const v1::RedactItemsRequest& req) override {
+    return Call(&ConversationState::Stub::RedactItems, req);
+  }
+
+ private:
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(
+      grpc::Status (ConversationState::Stub::*method)(grpc::ClientContext*, const Request&,
+                                                      Response*),
+      const Request& req) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ctx.AddMetadata("authorization", "Bearer " + bearer_);
+    Response out;
+    const grpc::Status s = (stub_->*method)(&ctx, req, &out);
+    if (!s.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+    }
+    return out;
+  }
+
+  ConversationState::Stub* const stub_;
+  const std::string bearer_;
+};
+
+// A full dump of `db` in plain format, by the pg_dump of the PostgreSQL
+// that tools/test runs (PG_BIN, tools/lib/common.sh); "" and `error` set if
+// it failed.
+std::string PgDump(const ScratchDatabase& db, std::string* error) {
+  const std::string common = ServerProcess::RunfilePath("tools/lib/common.sh");
+  const std::string dump = TestDir() + "/erasure-dump.sql";
+  const std::string err = TestDir() + "/pg_dump.err";
+  const std::string command =
+      absl::StrCat("bash -c 'source ", common, " && \"$PG_BIN/pg_dump\" --no-owner ",
+                   "--no-privileges --file=", dump, " --dbname=", db.url(), "' 2>", err);
+  const int rc = std::system(command.c_str());
+  if (rc != 0) {
+    *error = absl::StrCat("pg_dump failed (", rc, "): ", ReadFile(err));
+    return "";
+  }
+  return ReadFile(dump);
+}
+
+// Where a plain-format dump holds the secret, one line each ("" when
+// nowhere): "table.column: what (the row)" for the rows of each table's
+// COPY block, what the line holds for the rest of the dump.
+std::string DumpLeaks(const std::string& dump) {
+  std::string out;
+  std::string table;
+  std::vector<std::string> columns;
+  for (absl::string_view line : absl::StrSplit(dump, '\n')) {
+    if (!table.empty()) {
+      if (line == "\\.") {
+        table.clear();
+        continue;
+      }
+      const std::vector<absl::string_view> fields = absl::StrSplit(line, '\t');
+      for (size_t i = 0; i < fields.size(); ++i) {
+        const std::string found = testing::SecretIn(fields[i]);
+        if (found.empty()) continue;
+        absl::StrAppend(&out, table, ".", i < columns.size() ? columns[i] : "?", ": ", found,
+                        " (the row: \"", absl::CHexEscape(line.substr(0, 200)), "\")\n");
+      }
+      continue;
+    }
+    // COPY public.items (conv_key, sequence, ...) FROM stdin;
+    if (absl::StartsWith(line, "COPY ")) {
+      const size_t open = line.find(" (");
+      const size_t close = line.rfind(") FROM stdin;");
+      if (open != absl::string_view::npos && close != absl::string_view::npos && close > open) {
+        table = std::string(line.substr(5, open - 5));
+        columns = absl::StrSplit(line.substr(open + 2, close - open - 2), ", ");
+        continue;
+      }
+    }
+    const std::string found = testing::SecretIn(line);
+    if (!found.empty()) absl::StrAppend(&out, "outside the table data: ", found, "\n");
+  }
+  return out;
+}
+
+// The columns of `db`'s tables that hold a form of the secret, as
+// "table.column: rows" lines: where a dump's finding lives.
+std::string PlacesHolding(const ScratchDatabase& db) {
+  auto columns = db.QueryValue(
+      "SELECT string_agg(c.table_name || '.' || c.column_name, ',' ORDER BY c.table_name, "
+      "c.ordinal_position) FROM information_schema.columns c JOIN information_schema.tables t "
+      "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
+      "WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' AND c.data_type IN "
+      "('text', 'character varying', 'character', 'json', 'jsonb', 'tsvector', 'ARRAY', "
+      "'USER-DEFINED', 'bytea')");
+  EXPECT_TRUE(columns.ok()) << columns.status();
+  if (!columns.ok()) return "";
+  std::vector<std::string> forms;
+  for (const std::string& form : testing::SecretForms()) {
+    const bool digits = form.find_first_not_of("0123456789") == std::string::npos;
+    std::string escaped;
+    for (char c : form) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) escaped += '\\';
+      escaped += c;
+    }
+    forms.push_back(digits ? absl::StrCat("(^|[^0-9a-z])", escaped, "($|[^0-9a-z])") : escaped);
+  }
+  const std::string pattern = absl::StrJoin(forms, "|");
+  std::vector<std::string> counts;
+  for (absl::string_view place : absl::StrSplit(*columns, ',')) {
+    const std::vector<std::string> parts = absl::StrSplit(place, '.');
+    counts.push_back(absl::StrCat("SELECT '", place, "' AS place, count(*) AS n FROM \"", parts[0],
+                                  "\" WHERE \"", parts[1], "\"::text ~* '", pattern, "'"));
+  }
+  auto found = db.QueryValue(absl::StrCat(
+      "SELECT coalesce(string_agg(place || ': ' || n, E'\\n' ORDER BY place), '') FROM (",
+      absl::StrJoin(counts, " UNION ALL "), ") x WHERE n > 0"));
+  EXPECT_TRUE(found.ok()) << found.status();
+  return found.value_or("");
+}
 
 class RedactionE2eTest : public testing::E2eTest {
  protected:
@@ -409,6 +588,52 @@ TEST_F(RedactionE2eTest, ACompactionRunningDuringARedactionCommitsNothingOfIt) {
   ASSERT_TRUE(ControlFakeLlm(llm_port, R"({"default": {"kind": "answer"}})"));
   EXPECT_NE(Summarize("r").summary_chunk_id(), 0);
   EXPECT_EQ(RowsHolding(kSecret), "");
+}
+
+// The erasure scenario (tests/erasure_scenario.h): a secret in a user
+// message and a tool result, previewed by a dry run (a stored proposal),
+// applied, previewed again, carried into a continuation, searched for and
+// recalled (the word index and the caches hold it), then every item that
+// held it redacted in every conversation. Afterwards no form of it
+// (as written, lower case, each word the index keeps; base64 decoded too)
+// is in a full pg_dump of the database, nothing the API answers holds it,
+// the replay of the applied proposal does not, nor does the server's log.
+TEST_F(RedactionE2eTest, AnErasedSecretIsNowhereInADumpOfTheDatabase) {
+  server_ = Start({"--redaction_key_file=" + key_file_});
+  ASSERT_NE(server_, nullptr);
+  stub_ = testing::StubFor(*server_);
+  GrpcErasureApi api(stub_.get(), operator_.secret);
+  testing::ErasureScenario s;
+  ASSERT_NO_FATAL_FAILURE(testing::SpreadTheSecret(api, s));
+  // A compaction's words are indexed after it commits, off the call path.
+  ASSERT_TRUE(rpc::WaitUntil([&] {
+    auto indexed = db_->QueryValue(absl::StrCat(
+        "SELECT count(*) > 0 FROM item_words WHERE search::text LIKE '%#",
+        testing::SecretForms()[0], "%'"));
+    return indexed.ok() && *indexed == "t";
+  })) << "the secret's words never reached the word index";
+  const std::string before = PlacesHolding(*db_);
+  for (const char* place : {"items.content", "items.search", "summary_chunks.",
+                            "compaction_proposals.body", "item_words.search", "word_counts.word"}) {
+    EXPECT_TRUE(absl::StrContains(before, place)) << place << " in\n" << before;
+  }
+
+  ASSERT_NO_FATAL_FAILURE(testing::EraseTheSecret(api, s));
+  EXPECT_EQ(testing::WhatTheApiStillAnswers(api, s), "");
+  const std::string replay = testing::ReplayOfTheAppliedProposal(api, s);
+  EXPECT_EQ(testing::SecretIn(replay), "") << replay;
+  RecordProperty("replay_after_erasure", replay);
+
+  std::string error;
+  const std::string dump = PgDump(*db_, &error);
+  ASSERT_FALSE(dump.empty()) << error;
+  ASSERT_TRUE(absl::StrContains(dump, "[redacted]")) << "the dump holds no tombstone";
+  EXPECT_EQ(DumpLeaks(dump), "") << "columns holding it:\n" << PlacesHolding(*db_);
+
+  ASSERT_TRUE(server_->Stop(SIGTERM).ok());
+  const std::string log = ReadFile(log_file_);
+  EXPECT_FALSE(log.empty());
+  EXPECT_EQ(testing::SecretIn(log), "");
 }
 
 }  // namespace
