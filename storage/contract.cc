@@ -41,10 +41,20 @@ bool IsJoiner(char c) {
 
 std::vector<std::string> SearchTerms(absl::string_view text) {
   // The first 65,536 characters (not bytes), as migrations/0016 indexes.
-  std::string lower(Utf8PrefixChars(text, 65536));
+  const absl::string_view original = Utf8PrefixChars(text, 65536);
+  std::string lower(original);
   for (char& c : lower) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
+  // Where a camel-cased word starts a part: an upper-case letter after a
+  // lower-case one ("maxReplicas"), or before one after another upper-case
+  // letter ("HTTPServer"). Byte positions are the same in `lower`.
+  auto upper = [&](size_t i) { return original[i] >= 'A' && original[i] <= 'Z'; };
+  auto lowercase = [&](size_t i) { return original[i] >= 'a' && original[i] <= 'z'; };
+  auto camel_break = [&](size_t i) {
+    if (i == 0 || !upper(i)) return false;
+    return lowercase(i - 1) || (upper(i - 1) && i + 1 < original.size() && lowercase(i + 1));
+  };
   std::vector<std::string> out;
   // What `out` holds: looked through while it is short (a line's words),
   // a set once it is long (a document's).
@@ -66,6 +76,29 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
     if (w.empty() || w.size() > 200) return;
     if (part) add(WordForm(w, /*spell_out=*/false));
     for (const std::string& form : WordForms(w)) add(form);
+  };
+  // A run of letters and digits [from, to): a camel-cased one as written
+  // (lowercase) beside its parts, as a compound is, when every part has two
+  // characters or more ("IdP" and "iPhone" are words of their own).
+  auto add_run = [&](size_t from, size_t to, bool part) {
+    std::vector<size_t> starts = {from};
+    for (size_t k = from + 1; k < to; ++k) {
+      if (camel_break(k)) starts.push_back(k);
+    }
+    starts.push_back(to);
+    bool camel = starts.size() > 2;
+    for (size_t k = 0; camel && k + 1 < starts.size(); ++k) {
+      camel = starts[k + 1] - starts[k] >= 2;
+    }
+    if (!camel) {
+      add_word(absl::string_view(lower).substr(from, to - from), part);
+      return;
+    }
+    add(absl::string_view(lower).substr(from, to - from));
+    for (size_t k = 0; k + 1 < starts.size(); ++k) {
+      add_word(absl::string_view(lower).substr(starts[k], starts[k + 1] - starts[k]),
+               /*part=*/true);
+    }
   };
   size_t i = 0;
   while (i < lower.size()) {
@@ -89,12 +122,12 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
       while (p < compound_end) {
         size_t q = p;
         while (q < compound_end && IsTermChar(lower[q])) ++q;
-        add_word(absl::string_view(lower).substr(p, q - p), /*part=*/true);
+        add_run(p, q, /*part=*/true);
         p = q + 1;
       }
       i = compound_end;
     } else {
-      add_word(absl::string_view(lower).substr(i, run_end - i), /*part=*/false);
+      add_run(i, run_end, /*part=*/false);
       i = run_end;
     }
   }

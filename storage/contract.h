@@ -367,9 +367,10 @@ inline constexpr int64_t kExchangeReach = 64;
 // out, Snowball English stems, values as written), with words joined by
 // '-', '.', '/', ':', '_' or '@' (hosts, paths, ids) kept whole, as
 // written, beside their parts (stemmed, and also spelled out: the "db" of
-// "db-7" may be a name, that of "pricing-db" is a database), each once, in
-// order. What is stored and
-// what is asked go through the same split: both backends and the ranking.
+// "db-7" may be a name, that of "pricing-db" is a database), and a
+// camel-cased word ("maxReplicas", "CronJob") likewise kept whole beside its
+// parts, each once, in order. What is stored and what is asked go through
+// the same split: both backends and the ranking.
 std::vector<std::string> SearchTerms(absl::string_view text);
 
 // How much a search term weighs in a conversation of `items` items of which

@@ -2177,6 +2177,17 @@ TEST(SearchTermsTest, SplitsLikeTheIndex) {
               ElementsAre("the", "vendor", "contract", "s", "guard"));
   EXPECT_THAT(SearchTerms("Checksums planning DB"), ElementsAre("checksum", "plan", "databas"));
   EXPECT_THAT(SearchTerms("--a-- \xC3\xA9t\xC3\xA9 b_"), ElementsAre("a", "t", "b"));
+  // Camel case, as code writes names: whole, and its parts.
+  EXPECT_THAT(SearchTerms("maxReplicas: 27"),
+              ElementsAre("maxreplicas", "max", "replica", "27"));
+  EXPECT_THAT(SearchTerms("kind: CronJob, HTTPServer"),
+              ElementsAre("kind", "cronjob", "cron", "job", "httpserver", "http", "server"));
+  EXPECT_THAT(SearchTerms("BenchmarkAppendParallel-8"),
+              ElementsAre("benchmarkappendparallel-8", "benchmarkappendparallel", "benchmark",
+                          "append", "parallel", "8"));
+  EXPECT_THAT(SearchTerms("the subs svc"), ElementsAre("the", "subscript", "servic"));
+  // Not when a part would be one letter: "IdP" is the abbreviation.
+  EXPECT_THAT(SearchTerms("IdP iPhone"), ElementsAre("ident", "provid", "iphon"));
 }
 
 }  // namespace

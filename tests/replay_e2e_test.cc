@@ -133,12 +133,60 @@ TEST(ReplayE2eTest, PlatformReplayRecallsWhatTheUserMeans) {
     for (const auto& q : r->recalls) {
       asked += q.asked;
       found += q.in_view;
-      if (q.asked == 0) EXPECT_EQ(q.recalled_tokens, 0) << "turn " << q.turn << ": unrelated";
+      if (q.asked == 0) {
+        EXPECT_EQ(q.recalled_tokens, 0) << "turn " << q.turn << ": unrelated";
+      }
       EXPECT_LE(q.recalled_tokens, 8192 * 5 / 100) << "turn " << q.turn;
     }
     std::printf("%s: %d of %d asked-for facts in the view\n", probes, found, asked);
     // The aim is 80%; held at what the ranking reaches today (BENCHMARKS.md).
     EXPECT_GE(found * 10, asked * 7) << found << " of " << asked;
+  }
+}
+
+// The coding session (source files, test runs, git output and deployment
+// configs whose value lines do not name their component; questions in the
+// developer's own words): at 8k, 16k and 32k, with the tuning questions and
+// the held-out ones, the view never loses to FIFO, keeps both standing
+// rules, the unrelated question adds nothing, and recall finds what it
+// finds today (7 of each set's 11 asked-for tool facts; the aim is 80%, not
+// reached yet: BENCHMARKS.md, "Recall by exchange"), so that it does not
+// fall back.
+TEST(ReplayE2eTest, CodingReplayRecallsWhatTheDeveloperMeans) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto server = testing::StartServerOn(**db, {"--background_compaction=false"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const char* probes : {"tools/replay_data/coding_probes.jsonl",
+                             "tools/replay_data/coding_heldout_probes.jsonl"}) {
+    auto conversation =
+        replay::Load(ServerProcess::RunfilePath("tools/replay_data/coding.jsonl"),
+                     ServerProcess::RunfilePath("tools/replay_data/coding_facts.jsonl"),
+                     ServerProcess::RunfilePath(probes));
+    ASSERT_TRUE(conversation.ok()) << conversation.status();
+    ASSERT_GE(conversation->turns(), 120);
+    for (int64_t window : {8192, 16384, 32768}) {
+      replay::Options options;
+      options.target = (*server)->address();
+      options.window = window;
+      auto r = replay::Run(*conversation, options);
+      ASSERT_TRUE(r.ok()) << r.status();
+      SCOPED_TRACE(replay::Report({*r}));
+      EXPECT_TRUE(r->errors.empty());
+      for (const std::string& loss : replay::LossesToFifo(*r)) ADD_FAILURE() << loss;
+      int asked = 0, found = 0;
+      for (const auto& q : r->recalls) {
+        asked += q.asked;
+        found += q.in_view;
+        if (q.asked == 0) {
+        EXPECT_EQ(q.recalled_tokens, 0) << "turn " << q.turn << ": unrelated";
+      }
+        EXPECT_LE(q.recalled_tokens, window * 5 / 100) << "turn " << q.turn;
+      }
+      std::printf("%s at %lld: %d of %d asked-for facts in the view\n", probes,
+                  static_cast<long long>(window), found, asked);
+      EXPECT_GE(found, 7) << found << " of " << asked << " at " << window;
+    }
   }
 }
 

@@ -127,9 +127,9 @@ std::string RunfilePath(const std::string& runfile) {
                       runfile);
 }
 
-replay::Conversation Load(const std::string& probes) {
-  auto conv = replay::Load(RunfilePath("tools/replay_data/platform.jsonl"),
-                           RunfilePath("tools/replay_data/platform_facts.jsonl"),
+replay::Conversation Load(const std::string& probes, const std::string& name = "platform") {
+  auto conv = replay::Load(RunfilePath(absl::StrCat("tools/replay_data/", name, ".jsonl")),
+                           RunfilePath(absl::StrCat("tools/replay_data/", name, "_facts.jsonl")),
                            RunfilePath(probes));
   EXPECT_TRUE(conv.ok()) << conv.status();
   return conv.ok() ? *std::move(conv) : replay::Conversation{};
@@ -148,6 +148,28 @@ TEST(RecallQualityTest, FindsWhatTheUserMeansOnAConversationLikeRealWork) {
     // 12 or 13 through a real server, BENCHMARKS.md), held so that it does
     // not fall back.
     EXPECT_GE(t.found, 9) << "window " << window << ": " << t.found << " of " << t.asked;
+    EXPECT_EQ(t.unrelated_tokens, 0) << "an unrelated question recalled something";
+    EXPECT_EQ(h.unrelated_tokens, 0) << "an unrelated question recalled something";
+  }
+}
+
+// A coding session (file reads, test runs, git logs, deployment configs):
+// the value's line names a constant, a test or a hash; which module it
+// belongs to, only the call's path and the user's message say. Held-out
+// questions measured, never tuned with.
+TEST(RecallQualityTest, FindsWhatTheDeveloperMeansInACodingSession) {
+  const replay::Conversation tuning = Load("tools/replay_data/coding_probes.jsonl", "coding");
+  const replay::Conversation held_out =
+      Load("tools/replay_data/coding_heldout_probes.jsonl", "coding");
+  ASSERT_GE(tuning.turns(), 120);
+  for (int64_t window : {8192, 16384, 32768}) {
+    const Score t = Measure(tuning, window, "coding tuning");
+    const Score h = Measure(held_out, window, "coding held-out");
+    std::printf("window %ld: coding tuning %d of %d, held-out %d of %d\n",
+                static_cast<long>(window), t.found, t.asked, h.found, h.asked);
+    // The aim is 80%; what the ranking reaches today (7 of 11), held so
+    // that it does not fall back.
+    EXPECT_GE(t.found, 7) << "window " << window << ": " << t.found << " of " << t.asked;
     EXPECT_EQ(t.unrelated_tokens, 0) << "an unrelated question recalled something";
     EXPECT_EQ(h.unrelated_tokens, 0) << "an unrelated question recalled something";
   }

@@ -25,6 +25,10 @@ const Abbreviation kAbbreviations[] = {
     {"pr", "pull request"},      {"prs", "pull requests"},    {"rps", "requests per second"},
     {"qps", "queries per second"}, {"ci", "continuous integration"},
     {"etl", "extract transform load"},
+    {"subs", "subscriptions"},   {"recon", "reconciliation"}, {"txn", "transaction"},
+    {"txns", "transactions"},    {"impl", "implementation"},  {"fn", "function"},
+    {"args", "arguments"},       {"params", "parameters"},    {"mgmt", "management"},
+    {"acct", "account"},         {"accts", "accounts"},       {"amt", "amount"},
 };
 const size_t kAbbreviationCount = sizeof(kAbbreviations) / sizeof(kAbbreviations[0]);
 

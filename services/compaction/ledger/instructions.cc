@@ -159,6 +159,14 @@ std::optional<size_t> RuleStart(absl::string_view sentence) {
     if (IsRuleClause(absl::StripTrailingAsciiWhitespace(stripped))) {
       return static_cast<size_t>(stripped.data() - s.data());
     }
+    // A lead-in that announces a rule ("a second rule from finance, also
+    // permanent: money stays in Decimal ..."): the rule is what follows the
+    // colon, whatever its form.
+    if (i < s.size() && s[i] == ':' &&
+        ContainsAny(s.substr(0, i), {"rule", "permanent", "standing order", "policy"})) {
+      const absl::string_view rest = StripLeadWords(s.substr(i + 1));
+      if (!rest.empty()) return static_cast<size_t>(rest.data() - s.data());
+    }
     begin = i + 1;
   }
   return std::nullopt;

@@ -44,6 +44,7 @@ TEST(InstructionsTest, FindsRulesWhereverTheyStand) {
       "So, ground rules for the cutover weekend - nobody should merge to main without a second "
       "reviewer.",
       "Each change window must be announced in #ops an hour ahead.",
+      "And a second rule from finance, also permanent: money stays in Decimal end to end.",
       "And please don't forget to page me before any failover.",
       "Just so you know, at all times the audit log stays on the old hall until legal signs off.",
   };
@@ -91,6 +92,10 @@ TEST(InstructionsTest, ShortensAnInstructionToItsRule) {
       120);
   EXPECT_EQ(rule.rfind("every change to a production database needs", 0), 0u) << rule;
   EXPECT_LE(rule.size(), 124u);
+  // A rule announced by its lead-in, stated as a plain sentence.
+  EXPECT_EQ(RuleOf("And a second rule from finance, also permanent: money stays in Decimal end "
+                   "to end, and no test may compare amounts as floats."),
+            "money stays in Decimal end to end, and no test may compare amounts as floats.");
 }
 
 // Extraction keeps an instruction found inside a longer message, verbatim.

@@ -107,6 +107,35 @@ bool HoldsValue(const std::vector<std::string>& terms) {
   return false;
 }
 
+// Whether `line` sets a name to a value that holds a digit, however short
+// ("replicas: 3", "GRACE_DAYS = 5", "timeout=30s", "\"port\": 8080"): a
+// configuration's or a constant's line, whose figure is the answer.
+bool AssignsFigure(absl::string_view line) {
+  line = absl::StripLeadingAsciiWhitespace(line);
+  size_t i = 0;
+  while (i < line.size() && (absl::ascii_isalnum(static_cast<unsigned char>(line[i])) ||
+                             line[i] == '_' || line[i] == '-' || line[i] == '.' ||
+                             line[i] == '"' || line[i] == '\'')) {
+    ++i;
+  }
+  if (i == 0) return false;
+  while (i < line.size() && line[i] == ' ') ++i;
+  if (i >= line.size() || (line[i] != ':' && line[i] != '=')) return false;
+  const absl::string_view value = line.substr(i + 1);
+  return value.find_first_of("0123456789") != absl::string_view::npos && value.size() <= 80;
+}
+
+// How long `terms` make a line for ranking: a figure counts half a word (a
+// test's failed comparison of two lists of numbers is one statement, not a
+// long line).
+double WordCount(const std::vector<std::string>& terms) {
+  double n = 0;
+  for (const std::string& t : terms) {
+    n += t.find_first_not_of("0123456789.,") != std::string::npos ? 1.0 : 0.5;
+  }
+  return std::max(1.0, n);
+}
+
 // The pieces of `line` at most about kMaxPassageBytes long, cut after a
 // sentence or at a space where there is one.
 std::vector<std::pair<size_t, absl::string_view>> Pieces(absl::string_view line) {
@@ -346,12 +375,14 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const std::map<int, double> common = q.Common(terms);
     const bool eligible = q.Answers(words);
     // A value line holds a word of the question too (often a common
-    // one: "checksum"), or any line with a number would do.
-    const bool value = !eligible && values && (!words.empty() || !common.empty()) &&
-                       HoldsValue(terms);
+    // one: "checksum"), or any line with a number would do. In an output
+    // found through its exchange, a line that answers and holds a value is
+    // one as well.
+    const bool holds_value = HoldsValue(terms) || AssignsFigure(piece);
+    const bool value = values && (!words.empty() || !common.empty()) && holds_value;
     if (!eligible && !value) continue;
     std::string text(absl::StripTrailingAsciiWhitespace(piece));
-    if (value && piece.size() == line.size()) {
+    if (value && !eligible && piece.size() == line.size()) {
       // The lines around a value may say what it is.
       if (li > 0 && !neighbour(li - 1).empty()) {
         text = absl::StrCat(neighbour(li - 1), "\n  ", text);
@@ -369,7 +400,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     c.passage.offset = line_at + offset;
     if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
     c.passage.text = std::move(text);
-    const double length = static_cast<double>(terms.size());
+    const double length = WordCount(terms);
     const double norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
     for (const auto& [w, weight] : common) c.line[w] = weight * norm;
     for (const auto& [w, weight] : words) c.line[w] = std::max(c.line[w], weight * norm);
@@ -399,17 +430,21 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
 
   // Greedy: the best passage, then the best one given what is answered.
   absl::flat_hash_set<int> covered;
-  auto score = [&](const Candidate& c) {
+  // A value line is worth a little more than the item's other lines that
+  // hold the same words (it holds what the question asks for): it is
+  // picked first of them, but does not raise the floor the picks after it
+  // are held to (`base`).
+  auto weigh = [&](const Candidate& c, bool with_value) {
     double s = 0;
     for (const auto& [w, weight] : c.line) s += weight * (covered.contains(w) ? kCovered : 1.0);
     double context = 0;
     for (const auto& [w, weight] : c.context) {
       context += weight * (covered.contains(w) ? kCovered : 1.0);
     }
-    // A value line is worth a little more than the item's other lines that
-    // hold the same words: it holds what the question asks for.
-    return s * (c.value ? 1 + kValueLine : 1.0) + context;
+    return s * (with_value && c.value ? 1 + kValueLine : 1.0) + context;
   };
+  auto score = [&](const Candidate& c) { return weigh(c, true); };
+  auto base = [&](const Candidate& c) { return weigh(c, false); };
   // How much of the question a passage answers, on its line or through its
   // item and exchange: a question the history has only a word or two of
   // in common with (a poem, the weather) recalls nothing.
@@ -455,7 +490,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
         best_score = s;
       }
     }
-    if (best < 0 || best_score < kRelativeFloor * first) break;
+    if (best < 0 || base(candidates[best]) < kRelativeFloor * first) break;
     taken[best] = true;
     Candidate& c = candidates[best];
     if (chosen.empty() && answered(c) < kMinAnswered) break;
@@ -465,7 +500,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
       cost += tokenizer.CountTokens(Provenance(c.passage)) + 1;
     }
     if (used + cost > limits.max_tokens) continue;  // A smaller one may fit.
-    if (chosen.empty()) first = best_score;
+    if (chosen.empty()) first = base(c);
     used += cost;
     items_shown.insert(c.passage.sequence);
     ++per_item[c.passage.sequence];
