@@ -134,6 +134,17 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
   return out;
 }
 
+int64_t OverridesBytes(const ProfileOverrides& overrides) {
+  if (!overrides.policy.has_value()) return 0;
+  const CompactionPolicy& p = *overrides.policy;
+  int64_t n = static_cast<int64_t>(p.instructions.size());
+  for (const KeepRule& rule : p.keep) {
+    n += static_cast<int64_t>(rule.pattern.size()) + 16;
+    for (const std::string& tool : rule.tool_names) n += static_cast<int64_t>(tool.size());
+  }
+  return n;
+}
+
 double TermWeight(int64_t items, int64_t df) {
   // PostgresStorage's search_history computes the same in SQL.
   return std::log(1.0 + (static_cast<double>(items) - static_cast<double>(df) + 0.5) /

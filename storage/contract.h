@@ -362,6 +362,11 @@ inline constexpr size_t kMaxCallChars = 200;
 // the turn's items (sequences either side).
 inline constexpr int64_t kExchangeReach = 64;
 
+// What a conversation's overrides hold in text (its compaction policy's
+// instructions and keep rules): counted in its stored bytes and in a
+// list page's byte budget, as its prompts are.
+int64_t OverridesBytes(const ProfileOverrides& overrides);
+
 // The words a text is searched by: lowercase runs of letters and digits,
 // each in its one form (services/common/word_forms.h: abbreviations spelled
 // out, Snowball English stems, values as written), with words joined by

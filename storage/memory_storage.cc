@@ -85,7 +85,8 @@ class MemoryStorage final : public Storage {
                   ? std::optional((*source)->conversation.redactions)
                   : std::nullopt));
     }
-    const int64_t bytes = StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata);
+    const int64_t bytes =
+        StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata, nc.overrides);
     RETURN_IF_ERROR(CheckTenantLimits(nc.key.tenant_id, UsageOf(nc.key.tenant_id), bytes, 1,
                                       nc.tenant_limits));
     ConversationState state;
@@ -733,12 +734,14 @@ class MemoryStorage final : public Storage {
     ASSIGN_OR_RETURN(ConversationState * state, Find(key));
     Conversation& c = state->conversation;
     RETURN_IF_ERROR(CheckUpdate(c, u));
-    state->stored_bytes -= StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata);
+    state->stored_bytes -=
+        StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata, c.overrides);
     if (u.model) c.model = *u.model;
     if (u.system_prompt) c.system_prompt = *u.system_prompt;
     if (u.pinned_instructions) c.pinned_instructions = *u.pinned_instructions;
     if (u.overrides) c.overrides = *u.overrides;
-    state->stored_bytes += StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata);
+    state->stored_bytes +=
+        StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata, c.overrides);
     c.system_prompt_tokens = u.system_prompt_tokens;
     c.pinned_instructions_tokens = u.pinned_instructions_tokens;
     c.count_encoding = u.count_encoding;

@@ -40,7 +40,8 @@ inline int64_t PageBytes(const Item& i) {
   return n;
 }
 inline int64_t PageBytes(const Conversation& c) {
-  int64_t n = static_cast<int64_t>(c.system_prompt.size() + c.pinned_instructions.size());
+  int64_t n = static_cast<int64_t>(c.system_prompt.size() + c.pinned_instructions.size()) +
+              OverridesBytes(c.overrides);
   for (const auto& [k, v] : c.metadata) n += static_cast<int64_t>(k.size() + v.size());
   return n;
 }

@@ -195,7 +195,7 @@ constexpr char kItemBytes[] =
     "octet_length(i.metadata::text) - 2";
 constexpr char kConversationBytes[] =
     "octet_length(system_prompt) + octet_length(pinned_instructions) + "
-    "octet_length(metadata::text) - 2";
+    "octet_length(metadata::text) - 2 + octet_length(profile_overrides::text) - 2";
 constexpr char kChunkBytes[] = "octet_length(text) + octet_length(structure::text)";
 constexpr char kEventBytes[] = "octet_length(detail::text)";
 
@@ -1285,7 +1285,8 @@ class PostgresStorage final : public Storage {
         RETURN_IF_ERROR(CheckHandoffSource(
             nc, source.empty() ? std::nullopt : std::optional(source[0][0].as<int64_t>())));
       }
-      const int64_t bytes = StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata);
+      const int64_t bytes =
+          StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata, nc.overrides);
       const bool limited = Limited(nc.tenant_limits);
       if (limited) {
         ASSIGN_OR_RETURN(const TenantUsage usage, LockTenant(tx, nc.key.tenant_id));
@@ -2261,8 +2262,8 @@ class PostgresStorage final : public Storage {
       Exec(tx, "update_conversation", row.conv_key, u.model.value_or(c.model), prompt, pinned,
            OverridesToJson(u.overrides.value_or(c.overrides)), u.system_prompt_tokens,
            u.pinned_instructions_tokens, u.count_encoding, u.reset_overflow,
-           StoredBytes(prompt, pinned, c.metadata) -
-               StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata));
+           StoredBytes(prompt, pinned, c.metadata, u.overrides.value_or(c.overrides)) -
+               StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata, c.overrides));
       Exec(tx, "record_view_state", row.conv_key);
       InsertEvents(tx, row.conv_key, {u.event});
       ConversationRow updated = ParseConversation(

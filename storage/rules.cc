@@ -128,9 +128,9 @@ int64_t StoredBytes(const std::vector<ItemData>& items) {
 }
 
 int64_t StoredBytes(const std::string& system_prompt, const std::string& pinned_instructions,
-                    const Metadata& metadata) {
+                    const Metadata& metadata, const ProfileOverrides& overrides) {
   int64_t n = static_cast<int64_t>(system_prompt.size() + pinned_instructions.size()) +
-              kConversationRowBytes;
+              kConversationRowBytes + OverridesBytes(overrides);
   for (const auto& [k, v] : metadata) n += static_cast<int64_t>(k.size() + v.size());
   return n;
 }

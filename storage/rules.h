@@ -64,7 +64,7 @@ inline constexpr int64_t kUsageRowBytes = 64;
 inline constexpr int64_t kProposalRowBytes = 64;
 int64_t StoredBytes(const std::vector<ItemData>& items);
 int64_t StoredBytes(const std::string& system_prompt, const std::string& pinned_instructions,
-                    const Metadata& metadata);
+                    const Metadata& metadata, const ProfileOverrides& overrides);
 // What an append stores: its items, its idempotency record, its usage row.
 int64_t StoredBytes(const AppendRequest& request);
 

@@ -909,6 +909,29 @@ TEST_P(StorageConformanceTest, TheViewStateOfAFoldThatPinsRebuildsTheContextAsIt
   EXPECT_EQ(sequences(at->live_items), sequences(now->live_items));
 }
 
+// A compaction policy's text counts like a prompt's: in the conversation's
+// stored bytes (what a tenant's byte limit holds) and in a list page's
+// byte budget.
+TEST_P(StorageConformanceTest, APolicysTextCountsInStoredBytesAndListPages) {
+  for (const char* id : {"p1", "p2"}) {
+    NewConversation nc;
+    nc.key = Key(id);
+    nc.model = "m";
+    CompactionPolicy policy;
+    policy.instructions = std::string(50000, 'i');
+    policy.keep = {KeepRule{std::string(2000, 'k'), {}, {}}};
+    nc.overrides.policy = policy;
+    ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  }
+  auto usage = storage_->GetTenantUsage(ctx_, Key("p1").tenant_id);
+  ASSERT_TRUE(usage.ok());
+  EXPECT_GE(usage->stored_bytes, 2 * 52000);
+  auto page = storage_->ListConversations(ctx_, Key("p1").tenant_id, "", PageLimit{10, 10000});
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->rows.size(), 1u);
+  EXPECT_TRUE(page->more);
+}
+
 // A conversation's stored bytes stay under the append's bound, by either
 // way an append is made (a usage report takes the locked row's path).
 TEST_P(StorageConformanceTest, AnAppendPastTheConversationsByteBoundIsRefusedAndStoresNothing) {

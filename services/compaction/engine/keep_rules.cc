@@ -49,7 +49,8 @@ std::shared_ptr<const RE2> Compiled(const std::string& pattern) {
 
 }  // namespace
 
-Kept ApplyKeepRules(const ModelProfile& profile, ContextSnapshot& snapshot) {
+Kept ApplyKeepRules(const ModelProfile& profile, ContextSnapshot& snapshot,
+                    absl::Time deadline) {
   Kept kept;
   const ModelProfile::Policy& policy = profile.policy;
   if (policy.keep.empty()) return kept;
@@ -64,7 +65,7 @@ Kept ApplyKeepRules(const ModelProfile& profile, ContextSnapshot& snapshot) {
   for (auto it = live.rbegin(); it != live.rend(); ++it) {
     if (it->data.pinned) continue;
     matched_bytes += static_cast<int64_t>(it->data.content.size());
-    if (matched_bytes > kMaxKeepRuleBytes) {
+    if (matched_bytes > kMaxKeepRuleBytes || absl::Now() >= deadline) {
       ++kept.unmatched;
       continue;
     }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "services/profiles/profile.h"
 #include "storage/contract.h"
 
@@ -19,8 +21,8 @@ struct Kept {
   int over_budget = 0;
   int64_t over_budget_tokens = 0;
   int64_t budget = 0;
-  // Items not matched at all: past kMaxKeepRuleBytes of content, the
-  // newest first.
+  // Items not matched at all: past kMaxKeepRuleBytes of content (the
+  // newest are matched first), or reached after the deadline.
   int unmatched = 0;
 };
 
@@ -30,8 +32,9 @@ struct Kept {
 // did not fit. Patterns that do not compile within kMaxKeepPatternMemory
 // match nothing (they are checked when a policy is set); items past
 // kMaxKeepRuleBytes of content (the newest are matched first) are not
-// matched.
-Kept ApplyKeepRules(const ModelProfile& profile, ContextSnapshot& snapshot);
+// matched, nor those reached once `deadline` (the compaction's) has passed.
+Kept ApplyKeepRules(const ModelProfile& profile, ContextSnapshot& snapshot,
+                    absl::Time deadline = absl::InfiniteFuture());
 
 }  // namespace convstate
 

@@ -58,5 +58,18 @@ TEST(KeepRulesTest, APatternPastItsMemoryMatchesNothing) {
   EXPECT_EQ(ApplyKeepRules(WithRule("\\pL{10}"), s).sequences, (std::vector<int64_t>{1}));
 }
 
+// Matching stops at the compaction's deadline: what is left is unmatched,
+// and left to compaction like any item.
+TEST(KeepRulesTest, NothingIsMatchedPastTheDeadline) {
+  ContextSnapshot s;
+  s.live_items = {Stored(1, "keep this"), Stored(2, "keep that")};
+  const Kept late = ApplyKeepRules(WithRule("keep"), s, absl::Now() - absl::Seconds(1));
+  EXPECT_TRUE(late.sequences.empty());
+  EXPECT_EQ(late.unmatched, 2);
+  EXPECT_FALSE(s.live_items[0].data.pinned);
+  EXPECT_EQ(ApplyKeepRules(WithRule("keep"), s, absl::Now() + absl::Minutes(1)).sequences.size(),
+            2u);
+}
+
 }  // namespace
 }  // namespace convstate

@@ -44,7 +44,7 @@ ContextView& CompactionJob::CurrentView() {
 
 void CompactionJob::Adopt(ContextSnapshot s) {
   snapshot = std::move(s);
-  kept = ApplyKeepRules(profile, snapshot);
+  kept = ApplyKeepRules(profile, snapshot, std::min(ctx.deadline, lease_until));
 }
 
 SummaryRequest CompactionJob::NewSummaryRequest() const {
