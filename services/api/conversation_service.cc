@@ -25,6 +25,7 @@
 #include "services/compaction/engine/summaries.h"
 #include "storage/context_delta.h"
 
+#include "storage/rules.h"
 namespace convstate {
 namespace {
 
@@ -90,6 +91,7 @@ ConversationService::ConversationService(Options options, const ModelRegistry* m
       runner_(options_.compaction, storage, summarizer),
       cache_(options_.context_cache_bytes, options_.compaction.telemetry),
       history_(storage, options_.compaction.clock, options_.history_cache_bytes),
+      tenant_bytes_(storage, options_.compaction.clock),
       // Below the calls' threads in priority: a call never waits for the
       // CPU a background compaction uses.
       background_(std::make_unique<ThreadPool>(std::max(1, options_.background_threads), 1024,
@@ -517,10 +519,15 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
     }
     return absl::OkStatus();
   };
-  append.tenant_limits = LimitsOf(append.key.tenant_id);
+  // A limited tenant's bytes are checked here, against a recent total
+  // (tenant_usage.h), not by storage under the tenant's row: its appends run
+  // in parallel like anyone's.
+  const TenantLimits limits = LimitsOf(append.key.tenant_id);
   append.max_conversation_bytes = options_.limits.max_conversation_bytes;
   ASSIGN_OR_RETURN(std::string model, ModelOf(ctx, append.key, /*refresh=*/false));
   RETURN_IF_ERROR(count(model));
+  const int64_t adding = StoredBytes(append);
+  RETURN_IF_ERROR(tenant_bytes_.Check(ctx, append.key.tenant_id, limits, adding));
   absl::StatusOr<AppendResult> appended = storage_->AppendItems(ctx, append);
   if (absl::IsAborted(appended.status()) &&
       absl::StrContains(appended.status().message(), "is now bound to model")) {
@@ -530,6 +537,7 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
     appended = storage_->AppendItems(ctx, append);
   }
   ASSIGN_OR_RETURN(AppendResult result, std::move(appended));
+  if (!result.replayed) tenant_bytes_.Added(append.key.tenant_id, adding);
   v1::AppendTurnResponse out;
   for (const Item& item : result.items) ToProto(item, out.add_items());
   out.set_version(result.version);

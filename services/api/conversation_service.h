@@ -14,6 +14,7 @@
 #include "services/compaction/recall/recall.h"
 #include "services/api/context_cache.h"
 #include "services/api/history_cache.h"
+#include "services/api/tenant_usage.h"
 #include "services/api/validation.h"
 #include "services/common/thread_pool.h"
 #include "services/compaction/summarizers/summarizer.h"
@@ -315,6 +316,7 @@ class ConversationService {
   CompactionRunner runner_;
   ContextCache cache_;
   HistoryCache history_;
+  TenantBytes tenant_bytes_;
   absl::Mutex models_mu_;
   absl::flat_hash_map<std::string, std::string> models_by_key_ ABSL_GUARDED_BY(models_mu_);
   // Words found too common to search for, per conversation (its storage
