@@ -403,6 +403,7 @@ absl::StatusOr<v1::BuildContextResponse> ConversationService::GetContextAt(
       ContextSnapshot snapshot,
       storage_->LoadContextAt(ctx, key, req.version(),
                               req.has_compaction_version() ? req.compaction_version() : -1));
+  RETURN_IF_ERROR(CheckViewBytes(snapshot));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
   // The prompts as they were then, counted now (counts are not part of
   // what the hash covers).
@@ -630,6 +631,27 @@ absl::StatusOr<std::shared_ptr<const std::string>> ConversationService::BuildCon
   return std::move(answer.wire);
 }
 
+absl::Status ConversationService::CheckViewBytes(const ContextSnapshot& snapshot) const {
+  const int64_t max = options_.limits.max_view_bytes;
+  int64_t bytes = 0;
+  for (const auto* items : {&snapshot.live_items, &snapshot.pinned_items}) {
+    for (const Item& item : *items) bytes += static_cast<int64_t>(item.data.content.size());
+  }
+  if (max <= 0 || bytes <= max) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "conversation '", snapshot.conversation.key.conversation_id, "': its view holds ", bytes,
+      " bytes of items, past the bound of ", max,
+      " (--max_view_mb); turn compaction on for it (profile_overrides.compaction_enabled), "
+      "compact it (Compact), or continue in a new conversation"));
+}
+
+absl::StatusOr<ContextSnapshot> ConversationService::LoadView(const CallContext& ctx,
+                                                              const ConversationKey& key) {
+  ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
+  RETURN_IF_ERROR(CheckViewBytes(snapshot));
+  return snapshot;
+}
+
 absl::StatusOr<std::shared_ptr<const CachedContext>> ConversationService::CurrentContext(
     const CallContext& ctx, const ConversationKey& key) {
   std::shared_ptr<const CachedContext> held = cache_.Get(key);
@@ -675,6 +697,9 @@ absl::StatusOr<ConversationService::ViewAnswer> ConversationService::View(
   }
   const ContextSnapshot& held = *current->snapshot;
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(held.conversation));
+  // Without compaction nothing bounds the live window but this (with it,
+  // the call compacts what it read).
+  if (!resolved.profile.compaction_enabled) RETURN_IF_ERROR(CheckViewBytes(held));
   ContextSnapshot snapshot = held;
   RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
   const bool recounted = snapshot.conversation.count_encoding != held.conversation.count_encoding;
@@ -833,7 +858,7 @@ absl::StatusOr<v1::InspectContextResponse> ConversationService::InspectContext(
   RETURN_IF_ERROR(
       ValidateItems("pending_input", req.pending_input(), options_.limits.max_pending_items));
   RETURN_IF_ERROR(ValidateRecallQuery("recall_query", req.recall_query()));
-  ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
+  ASSIGN_OR_RETURN(ContextSnapshot snapshot, LoadView(ctx, key));
   ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(snapshot.conversation));
   // A reader's call writes nothing: the counts are made for this answer only.
   RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved, /*keep=*/false));

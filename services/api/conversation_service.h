@@ -172,6 +172,12 @@ class ConversationService {
     return options_.tenant_limits ? options_.tenant_limits(tenant) : TenantLimits{};
   }
 
+  // storage's LoadContext, held to limits.max_view_bytes (CheckViewBytes).
+  absl::StatusOr<ContextSnapshot> LoadView(const CallContext& ctx, const ConversationKey& key);
+  // RESOURCE_EXHAUSTED, naming the bound, when `snapshot`'s live and pinned
+  // items hold more than limits.max_view_bytes.
+  absl::Status CheckViewBytes(const ContextSnapshot& snapshot) const;
+
   // A page of at most `rows` rows and the configured bytes.
   PageLimit PageOf(int rows) const { return PageLimit{rows, options_.limits.max_page_bytes}; }
 

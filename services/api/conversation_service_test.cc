@@ -1770,6 +1770,40 @@ TEST_F(ConversationServiceTest, SummariesEndAtTaskBoundaries) {
   EXPECT_EQ(chunks->chunks(0).through_sequence(), 2);  // Not 6: the task ended at 2.
 }
 
+// With compaction disabled nothing bounds a live window but the view's
+// byte bound: the calls that read the view are refused past it, naming it;
+// with compaction on, BuildContext compacts what it read.
+TEST_F(ConversationServiceTest, AViewPastItsByteBoundIsRefusedWhenNothingCompactsIt) {
+  ConversationService::Options options;
+  options.limits.max_view_bytes = 3000;
+  ConversationService service(options, models_.get(), storage_.get(), summarizer_.get());
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("open");
+  create.set_model("gpt-4o");
+  create.mutable_profile_overrides()->set_compaction_enabled(false);
+  ASSERT_TRUE(service.CreateConversation(ctx_, create).ok());
+  ASSERT_TRUE(service.AppendTurn(ctx_, Append("open", std::string(2000, 'a'))).ok());
+  v1::BuildContextRequest build;
+  build.set_conversation_id("open");
+  ASSERT_TRUE(service.BuildContext(ctx_, build).ok());
+  ASSERT_TRUE(service.AppendTurn(ctx_, Append("open", std::string(2000, 'b'))).ok());
+  const absl::Status refused = service.BuildContext(ctx_, build).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("--max_view_mb"), std::string::npos) << refused.message();
+  v1::InspectContextRequest inspect;
+  inspect.set_conversation_id("open");
+  EXPECT_EQ(service.InspectContext(ctx_, inspect).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  v1::GetContextAtRequest at;
+  at.set_conversation_id("open");
+  at.set_version(2);
+  EXPECT_EQ(service.GetContextAt(ctx_, at).status().code(), absl::StatusCode::kResourceExhausted);
+  // Nothing was lost: the items are all there.
+  v1::ListItemsRequest items;
+  items.set_conversation_id("open");
+  EXPECT_EQ(service.ListItems(ctx_, items)->items_size(), 2);
+}
+
 // Erases the source's first item while the first hand-off of it is being
 // created, as a RedactItems on another replica would.
 class ErasedDuringHandoff : public ForwardingStorage {

@@ -37,6 +37,11 @@ struct Limits {
   // Bytes one conversation stores at most (its items, prompts, summaries):
   // what bounds every read of its items, with compaction disabled too.
   int64_t max_conversation_bytes = int64_t{256} << 20;
+  // Bytes of the live items (and pins) one read of a conversation's view
+  // takes at most: past it, calls that read the view are RESOURCE_EXHAUSTED
+  // until it is compacted (with compaction disabled, a live window grows
+  // with every append).
+  int64_t max_view_bytes = int64_t{64} << 20;
 };
 
 // Checks text that will be stored: valid UTF-8, no NUL character (which

@@ -237,6 +237,18 @@ const std::vector<Flag>& Flags() {
          c.server.service.limits.max_conversation_bytes = mb << 20;
          return absl::OkStatus();
        }},
+      {"max_view_mb",
+       "MiB of items one read of a conversation's view takes at most (its live and pinned "
+       "items); past it, the calls that read the view get RESOURCE_EXHAUSTED until it is "
+       "compacted (default 64)",
+       [](ServerConfig& c, const std::string& v) {
+         int64_t mb = 0;
+         if (!absl::SimpleAtoi(v, &mb) || mb < 1 || mb > (int64_t{1} << 20)) {
+           return absl::InvalidArgumentError("must be a whole number of MiB from 1 to 1048576");
+         }
+         c.server.service.limits.max_view_bytes = mb << 20;
+         return absl::OkStatus();
+       }},
       {"max_pending_items", "items in BuildContext's pending input (default 64)",
        IntField<int>(
            [](ServerConfig& c) -> int& { return c.server.service.limits.max_pending_items; }, 0,
