@@ -223,21 +223,28 @@ absl::StatusOr<Conversation> Load(const std::string& conversation_path,
   return c;
 }
 
-absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
-  auto channel = grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials());
-  auto stub = v1::ConversationState::NewStub(channel);
-  Result r;
-  r.window = options.window;
-  const int turns = options.max_turns > 0 ? std::min(options.max_turns, conv.turns()) : conv.turns();
-  r.turns = turns;
-  const int64_t reserve = static_cast<int64_t>(options.reserve_fraction * options.window);
-  const std::string id = options.conversation_id.empty()
-                             ? absl::StrCat("replay-", options.window)
-                             : options.conversation_id;
-  auto note = [&r](const grpc::Status& s) {
-    if (!s.ok()) ++r.errors[Code(s)];
-    return s.ok();
-  };
+// Counts a failed call in `r`; true if `s` is OK.
+bool Note(Result& r, const grpc::Status& s) {
+  if (!s.ok()) ++r.errors[Code(s)];
+  return s.ok();
+}
+
+// Counts a view, and whether it stands at or above the hard band (and why).
+void CountView(Result& r, const v1::BuildContextResponse& view) {
+  ++r.views;
+  if (view.tokens().total() < r.hard_threshold) return;
+  ++r.views_over_hard;
+  // The reason without its figures, so that alike reasons count together.
+  std::string reason = view.band_reason().substr(0, view.band_reason().find_first_of("(:"));
+  ++r.over_hard_reasons[reason.empty() ? "(no reason given)" : reason];
+}
+
+// Creates the replay's conversation and reads what a FIFO window spends on
+// its system prompt (the conversation's own tokenizer's count) and the hard
+// threshold, whose room a FIFO window is held to, as a view is.
+absl::StatusOr<int64_t> CreateForReplay(v1::ConversationState::Stub& stub, const std::string& id,
+                                        const Conversation& conv, const Options& options,
+                                        int64_t reserve, Result& r) {
   {
     v1::CreateConversationRequest req;
     req.set_conversation_id(id);
@@ -251,34 +258,110 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     v1::Conversation out;
     grpc::ClientContext ctx;
     SetDeadline(ctx);
-    const grpc::Status s = stub->CreateConversation(&ctx, req, &out);
+    const grpc::Status s = stub.CreateConversation(&ctx, req, &out);
     if (!s.ok()) return absl::UnavailableError(absl::StrCat("CreateConversation: ", s.error_message()));
   }
-  // The system prompt's count, from the conversation's own tokenizer: what
-  // a FIFO window spends on it too; and the hard threshold, whose room a
-  // FIFO window is held to, as a view is.
   int64_t system_tokens = 0;
-  {
-    v1::InspectContextRequest req;
-    req.set_conversation_id(id);
-    v1::InspectContextResponse out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    if (note(stub->InspectContext(&ctx, req, &out))) {
-      system_tokens = out.tokens().system();
-      r.hard_threshold = out.thresholds().hard();
-    }
+  v1::InspectContextRequest req;
+  req.set_conversation_id(id);
+  v1::InspectContextResponse out;
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  if (Note(r, stub.InspectContext(&ctx, req, &out))) {
+    system_tokens = out.tokens().system();
+    r.hard_threshold = out.thresholds().hard();
   }
   if (r.hard_threshold <= 0) r.hard_threshold = options.window;
+  return system_tokens;
+}
+
+// What the replay ends with: the final view (as the next call would get
+// it), the summary chunks written and the audit rows.
+void ReadFinalState(v1::ConversationState::Stub& stub, const std::string& id,
+                    const Conversation& conv, int turns, const Options& options, Result& r) {
+  // The final view, as the next call would get it.
+  {
+    v1::BuildContextRequest build;
+    build.set_conversation_id(id);
+    v1::BuildContextResponse view;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, absl::Seconds(120));
+    if (Note(r, stub.BuildContext(&ctx, build, &view))) {
+      const std::string text = ViewText(view);
+      r.facts = CountFacts(conv.facts, text, turns + 1);
+      r.ledger_facts_omitted = view.ledger_facts_omitted();
+      const v1::TokenBreakdown& t = view.tokens();
+      r.final_sections = {t.system(), t.pinned(), t.summaries(), t.ledger(), t.live()};
+      for (const v1::ContextEntry& e : view.entries()) {
+        absl::StrAppend(&r.final_view, "### ", v1::Section_Name(e.section()), " ",
+                        v1::Role_Name(e.role()), " #", e.sequence(), " (", e.token_count(),
+                        " tokens)\n", e.content(), "\n");
+      }
+      r.views_over_window += view.tokens().total() > options.window;
+      CountView(r, view);
+      r.views_invalid_utf8 += !IsValidUtf8(text);
+      for (Result::Instruction& in : r.instructions) {
+        if (turns <= in.turn) continue;
+        ++in.views;
+        in.in_final_view = text.find(in.text) != std::string::npos;
+        in.kept += in.in_final_view;
+      }
+    }
+  }
+  for (const Result::Instruction& in : r.instructions) {
+    r.instruction_views += in.views;
+    r.instruction_kept += in.kept;
+  }
+  {
+    v1::ListSummariesRequest req;
+    req.set_conversation_id(id);
+    req.set_include_superseded(true);
+    std::set<int64_t> superseders;
+    do {
+      v1::ListSummariesResponse out;
+      grpc::ClientContext ctx;
+      SetDeadline(ctx);
+      if (!Note(r, stub.ListSummaries(&ctx, req, &out))) break;
+      for (const v1::SummaryChunk& c : out.chunks()) {
+        ++r.chunks_written;
+        if (c.superseded_by() == 0) ++r.chunks_active;
+        if (c.superseded_by() != 0) superseders.insert(c.superseded_by());
+        if (c.has_recall()) r.min_recall = std::min(r.min_recall, c.recall());
+      }
+      req.set_page_token(out.next_page_token());
+    } while (!req.page_token().empty());
+    r.folds = static_cast<int>(superseders.size());
+  }
+
+  {
+    v1::ListCompactionEventsRequest req;
+    req.set_conversation_id(id);
+    do {
+      v1::ListCompactionEventsResponse out;
+      grpc::ClientContext ctx;
+      SetDeadline(ctx);
+      if (!Note(r, stub.ListCompactionEvents(&ctx, req, &out))) break;
+      for (const v1::CompactionEvent& e : out.events()) ++r.audit[e.event()];
+      req.set_page_token(out.next_page_token());
+    } while (!req.page_token().empty());
+  }
+}
+
+absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
+  auto channel = grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials());
+  auto stub = v1::ConversationState::NewStub(channel);
+  Result r;
+  r.window = options.window;
+  const int turns = options.max_turns > 0 ? std::min(options.max_turns, conv.turns()) : conv.turns();
+  r.turns = turns;
+  const int64_t reserve = static_cast<int64_t>(options.reserve_fraction * options.window);
+  const std::string id = options.conversation_id.empty()
+                             ? absl::StrCat("replay-", options.window)
+                             : options.conversation_id;
+  const absl::StatusOr<int64_t> created = CreateForReplay(*stub, id, conv, options, reserve, r);
+  if (!created.ok()) return created.status();
+  const int64_t system_tokens = *created;
   const int64_t fifo_budget = r.hard_threshold - reserve - system_tokens;
-  auto count_view = [&r](const v1::BuildContextResponse& view) {
-    ++r.views;
-    if (view.tokens().total() < r.hard_threshold) return;
-    ++r.views_over_hard;
-    // The reason without its figures, so that alike reasons count together.
-    std::string reason = view.band_reason().substr(0, view.band_reason().find_first_of("(:"));
-    ++r.over_hard_reasons[reason.empty() ? "(no reason given)" : reason];
-  };
   std::set<int> fact_probes;
   std::map<int, const Probe*> recall_probes;
   for (const Probe& p : conv.probes) {
@@ -313,11 +396,11 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     }
     const grpc::Status finished = stream->Finish();
     r.build_micros.push_back(absl::ToDoubleMicroseconds(absl::Now() - started));
-    if (note(finished) && have_view) {
+    if (Note(r, finished) && have_view) {
       const int64_t total = view.tokens().total();
       r.peak_tokens = std::max(r.peak_tokens, total);
       r.views_over_window += total > options.window;
-      count_view(view);
+      CountView(r, view);
       const std::string text = ViewText(view);
       r.views_invalid_utf8 += !IsValidUtf8(text);
       std::set<int64_t> chunks;
@@ -361,76 +444,11 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     v1::AppendTurnResponse appended;
     grpc::ClientContext actx;
     SetDeadline(actx);
-    note(stub->AppendTurn(&actx, append, &appended));
+    Note(r, stub->AppendTurn(&actx, append, &appended));
     next = end;
   }
 
-  // The final view, as the next call would get it.
-  {
-    v1::BuildContextRequest build;
-    build.set_conversation_id(id);
-    v1::BuildContextResponse view;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, absl::Seconds(120));
-    if (note(stub->BuildContext(&ctx, build, &view))) {
-      const std::string text = ViewText(view);
-      r.facts = CountFacts(conv.facts, text, turns + 1);
-      r.ledger_facts_omitted = view.ledger_facts_omitted();
-      const v1::TokenBreakdown& t = view.tokens();
-      r.final_sections = {t.system(), t.pinned(), t.summaries(), t.ledger(), t.live()};
-      for (const v1::ContextEntry& e : view.entries()) {
-        absl::StrAppend(&r.final_view, "### ", v1::Section_Name(e.section()), " ",
-                        v1::Role_Name(e.role()), " #", e.sequence(), " (", e.token_count(),
-                        " tokens)\n", e.content(), "\n");
-      }
-      r.views_over_window += view.tokens().total() > options.window;
-      count_view(view);
-      r.views_invalid_utf8 += !IsValidUtf8(text);
-      for (Result::Instruction& in : r.instructions) {
-        if (turns <= in.turn) continue;
-        ++in.views;
-        in.in_final_view = text.find(in.text) != std::string::npos;
-        in.kept += in.in_final_view;
-      }
-    }
-  }
-  for (const Result::Instruction& in : r.instructions) {
-    r.instruction_views += in.views;
-    r.instruction_kept += in.kept;
-  }
-  {
-    v1::ListSummariesRequest req;
-    req.set_conversation_id(id);
-    req.set_include_superseded(true);
-    std::set<int64_t> superseders;
-    do {
-      v1::ListSummariesResponse out;
-      grpc::ClientContext ctx;
-      SetDeadline(ctx);
-      if (!note(stub->ListSummaries(&ctx, req, &out))) break;
-      for (const v1::SummaryChunk& c : out.chunks()) {
-        ++r.chunks_written;
-        if (c.superseded_by() == 0) ++r.chunks_active;
-        if (c.superseded_by() != 0) superseders.insert(c.superseded_by());
-        if (c.has_recall()) r.min_recall = std::min(r.min_recall, c.recall());
-      }
-      req.set_page_token(out.next_page_token());
-    } while (!req.page_token().empty());
-    r.folds = static_cast<int>(superseders.size());
-  }
-
-  {
-    v1::ListCompactionEventsRequest req;
-    req.set_conversation_id(id);
-    do {
-      v1::ListCompactionEventsResponse out;
-      grpc::ClientContext ctx;
-      SetDeadline(ctx);
-      if (!note(stub->ListCompactionEvents(&ctx, req, &out))) break;
-      for (const v1::CompactionEvent& e : out.events()) ++r.audit[e.event()];
-      req.set_page_token(out.next_page_token());
-    } while (!req.page_token().empty());
-  }
+  ReadFinalState(*stub, id, conv, turns, options, r);
 
   // FIFO over the same stored items and counts, with nothing pending.
   const FifoWindow fifo = Fifo(*stub, id, conv.system_prompt, fifo_budget);
@@ -443,7 +461,7 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     v1::DeleteConversationResponse out;
     grpc::ClientContext ctx;
     SetDeadline(ctx);
-    note(stub->DeleteConversation(&ctx, req, &out));
+    Note(r, stub->DeleteConversation(&ctx, req, &out));
   }
   return r;
 }

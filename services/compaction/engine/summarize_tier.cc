@@ -97,26 +97,7 @@ class SummarizeTier final : public CompactionTier {
     // audit row names each one.
     const bool pressure = before >= Threshold(profile, profile.emergency_threshold);
     if (after >= before && !chunk.facts.empty() && pressure) {
-      int64_t excess = after - before + 1;
-      size_t drop = 0;
-      while (drop < chunk.facts.size() && excess > 0) excess -= chunk.facts[drop++].token_count;
-      nlohmann::json dropped = nlohmann::json::array();
-      for (size_t i = 0; i < drop; ++i) {
-        dropped.push_back({{"sequence", chunk.facts[i].sequence}, {"text", chunk.facts[i].text}});
-      }
-      chunk.facts.erase(chunk.facts.begin(), chunk.facts.begin() + static_cast<long>(drop));
-      // The recall gated above no longer holds: one low_recall row, for
-      // the recall the chunk is committed with.
-      events.erase(std::remove_if(events.begin() + static_cast<long>(gated_at), events.end(),
-                                  [](const CompactionEvent& e) { return e.event == "low_recall"; }),
-                   events.end());
-      events.push_back(AuditRow("facts_dropped", Tier::kSummarize, before, after,
-                                DetailOf({{"facts", drop},
-                                          {"reason", "the view would not fit"},
-                                          {"dropped", std::move(dropped)}})));
-      recall = GateRecall(job.snapshot.active_chunks, ledger.facts, /*complete=*/false, profile,
-                          job.tokenizer, chunk, events);
-      after = ViewWithChunk(job, job.snapshot, chunk, plan.prune_boundary).tokens.total;
+      after = GiveWayUnderPressure(job, ledger, before, after, gated_at, chunk, recall);
     }
     if (after >= before) {
       events.push_back(AuditRow("no_progress", Tier::kSummarize, before, after,
@@ -125,6 +106,63 @@ class SummarizeTier final : public CompactionTier {
                        "the summary and its facts were no smaller than what they replace");
       return;
     }
+    Complete(job, std::move(chunk), ledger, *summary, Outcome{before, after, recall},
+             summarize_before, reasoning_summarized, reasoning_dropped);
+  }
+
+ private:
+  struct Outcome {
+    int64_t before = 0;
+    int64_t after = 0;
+    double recall = 0;
+  };
+
+  // Facts stay verbatim, so a span made of little but facts does not
+  // shrink; under pressure its oldest facts give way until the view
+  // shrinks (the audit row names each one), and the recall is gated again.
+  // Returns the view's tokens with the chunk as it now is.
+  int64_t GiveWayUnderPressure(CompactionJob& job, const Extraction& ledger, int64_t before,
+                               int64_t after, size_t gated_at, SummaryChunk& chunk,
+                               double& recall) const {
+    const CompactionPlan& plan = job.plan;
+    const ModelProfile& profile = job.profile;
+    std::vector<CompactionEvent>& events = job.commit.events;
+    int64_t excess = after - before + 1;
+    size_t drop = 0;
+    while (drop < chunk.facts.size() && excess > 0) excess -= chunk.facts[drop++].token_count;
+    nlohmann::json dropped = nlohmann::json::array();
+    for (size_t i = 0; i < drop; ++i) {
+      dropped.push_back({{"sequence", chunk.facts[i].sequence}, {"text", chunk.facts[i].text}});
+    }
+    chunk.facts.erase(chunk.facts.begin(), chunk.facts.begin() + static_cast<long>(drop));
+    // The recall gated above no longer holds: one low_recall row, for
+    // the recall the chunk is committed with.
+    events.erase(std::remove_if(events.begin() + static_cast<long>(gated_at), events.end(),
+                                [](const CompactionEvent& e) { return e.event == "low_recall"; }),
+                 events.end());
+    events.push_back(AuditRow("facts_dropped", Tier::kSummarize, before, after,
+                              DetailOf({{"facts", drop},
+                                        {"reason", "the view would not fit"},
+                                        {"dropped", std::move(dropped)}})));
+    recall = GateRecall(job.snapshot.active_chunks, ledger.facts, /*complete=*/false, profile,
+                        job.tokenizer, chunk, events);
+    after = ViewWithChunk(job, job.snapshot, chunk, plan.prune_boundary).tokens.total;
+    return after;
+  }
+
+  // The chunk goes into the commit, with the `completed` audit row (and the
+  // reasoning one), and the step's progress.
+  void Complete(CompactionJob& job, SummaryChunk chunk, const Extraction& ledger,
+                const SummaryResult& result, const Outcome& outcome,
+                const TokenBreakdown& summarize_before, int reasoning_summarized,
+                int reasoning_dropped) const {
+    const CompactionPlan& plan = job.plan;
+    const ModelProfile& profile = job.profile;
+    std::vector<CompactionEvent>& events = job.commit.events;
+    const int64_t before = outcome.before;
+    const int64_t after = outcome.after;
+    const double recall = outcome.recall;
+    const SummaryResult* summary = &result;
     const ContextView with_chunk = ViewWithChunk(job, job.snapshot, chunk, plan.prune_boundary);
     const TokenBreakdown summarized = with_chunk.tokens;
     chunk.lost = LostFacts(ledger.facts, with_chunk);
@@ -176,7 +214,6 @@ class SummarizeTier final : public CompactionTier {
     job.steps.Completed(std::move(p));
   }
 
- private:
   // The items the summary replaces: the planned zone but its pinned items
   // and markers. Reasoning goes into the summary as the assistant's
   // attributed text, or nowhere, as the profile says; never back as
