@@ -213,6 +213,51 @@ TEST(FaultE2eTest, CancelledStreamsAtAnyPointLeaveTheServerServing) {
   const grpc::Status s = Build(*stub, "cancel-0", &view);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(view.context_status(), v1::CONTEXT_STATUS_SUMMARIZED);
+  // What each cancelled call left behind: every appended item, gap-free;
+  // summary chunks that tile the history without overlap, one marker each;
+  // no lease held; a view that builds.
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string id = absl::StrCat("cancel-", round);
+    v1::ListItemsRequest req;
+    req.set_conversation_id(id);
+    req.set_page_size(1000);
+    v1::ListItemsResponse items;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ASSERT_TRUE(stub->ListItems(&ctx, req, &items).ok()) << id;
+    int appended = 0;
+    for (int i = 0; i < items.items_size(); ++i) {
+      EXPECT_EQ(items.items(i).sequence(), i + 1) << id;
+      appended += items.items(i).kind() != v1::ITEM_KIND_SUMMARY_MARKER;
+    }
+    EXPECT_EQ(appended, 24) << id;
+    v1::ListSummariesRequest sreq;
+    sreq.set_conversation_id(id);
+    sreq.set_include_superseded(true);
+    v1::ListSummariesResponse chunks;
+    grpc::ClientContext sctx;
+    SetDeadline(sctx);
+    ASSERT_TRUE(stub->ListSummaries(&sctx, sreq, &chunks).ok()) << id;
+    int64_t next = 1;
+    for (const auto& chunk : chunks.chunks()) {
+      bool fold = false;
+      for (const auto& other : chunks.chunks()) fold |= other.superseded_by() == chunk.chunk_id();
+      if (fold) continue;
+      EXPECT_EQ(chunk.from_sequence(), next) << id << " chunk " << chunk.chunk_id();
+      next = chunk.through_sequence() + 1;
+    }
+    v1::BuildContextResponse after;
+    EXPECT_TRUE(Build(*stub, id, &after).ok()) << id;
+  }
+  EXPECT_EQ(*(*db)->QueryValue(
+                "SELECT count(*) FROM conversations c WHERE "
+                "(SELECT count(*) FROM summary_chunks s WHERE s.conv_key = c.conv_key) <> "
+                "(SELECT count(*) FROM items i WHERE i.conv_key = c.conv_key "
+                "AND i.kind = 'summary_marker')"),
+            "0");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM conversations WHERE lease_holder IS NOT NULL "
+                               "AND lease_expires_at > now()"),
+            "0");
   auto stopped = (*server)->Stop(SIGTERM);
   ASSERT_TRUE(stopped.ok()) << stopped.status();
   EXPECT_EQ(*stopped, 0);

@@ -49,7 +49,7 @@ void LogLine(LogLevel level, absl::string_view message) {
 }
 
 void LogThrottled(LogLevel level, absl::string_view key, absl::string_view message,
-                  absl::Duration period) {
+                  absl::Duration period, const Clock* clock) {
   struct Seen {
     absl::Time logged = absl::InfinitePast();
     int64_t left_out = 0;
@@ -60,7 +60,7 @@ void LogThrottled(LogLevel level, absl::string_view key, absl::string_view messa
   {
     absl::MutexLock lock(&mu);
     Seen& s = (*seen)[key];
-    const absl::Time now = absl::Now();
+    const absl::Time now = clock->Now();
     if (now - s.logged < period) {
       ++s.left_out;
       return;

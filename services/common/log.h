@@ -2,6 +2,7 @@
 #define CONVSTATE_SERVICES_COMMON_LOG_H_
 
 #include "absl/strings/str_cat.h"
+#include "services/common/clock.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -19,9 +20,10 @@ void SetLogTraceIds(absl::string_view trace_id, absl::string_view span_id);
 
 // LogLine for events that come in floods (a database that is down fails
 // every call): the first line of each `key` at once, then at most one line
-// per `period` for it, saying how many were left out in between.
+// per `period` (by `clock`) for it, saying how many were left out in
+// between.
 void LogThrottled(LogLevel level, absl::string_view key, absl::string_view message,
-                  absl::Duration period = absl::Seconds(10));
+                  absl::Duration period = absl::Seconds(10), const Clock* clock = Clock::Real());
 
 template <typename... Args>
 void LogInfo(const Args&... args) {

@@ -35,11 +35,12 @@ TEST(LogTest, TheNextLineSaysHowManyWereLeftOut) {
   const std::string every = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(Lines(every), 5);  // A zero period leaves nothing out.
   ::testing::internal::CaptureStderr();
-  LogThrottled(LogLevel::kWarning, "test counted 2", "event", absl::Milliseconds(50));
-  LogThrottled(LogLevel::kWarning, "test counted 2", "event", absl::Milliseconds(50));
-  LogThrottled(LogLevel::kWarning, "test counted 2", "event", absl::Milliseconds(50));
-  absl::SleepFor(absl::Milliseconds(60));
-  LogThrottled(LogLevel::kWarning, "test counted 2", "event", absl::Milliseconds(50));
+  FakeClock clock;
+  for (int i = 0; i < 3; ++i) {
+    LogThrottled(LogLevel::kWarning, "test counted 2", "event", absl::Milliseconds(50), &clock);
+  }
+  clock.Advance(absl::Milliseconds(60));
+  LogThrottled(LogLevel::kWarning, "test counted 2", "event", absl::Milliseconds(50), &clock);
   const std::string out = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(Lines(out), 2) << out;
   EXPECT_TRUE(absl::StrContains(out, "and 2 more like it")) << out;
