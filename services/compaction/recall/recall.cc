@@ -434,17 +434,19 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   // hold the same words (it holds what the question asks for): it is
   // picked first of them, but does not raise the floor the picks after it
   // are held to (`base`).
-  auto weigh = [&](const Candidate& c, bool with_value) {
+  auto weigh = [&](const Candidate& c, bool with_value, bool with_cover) {
+    auto share = [&](int w) { return with_cover && covered.contains(w) ? kCovered : 1.0; };
     double s = 0;
-    for (const auto& [w, weight] : c.line) s += weight * (covered.contains(w) ? kCovered : 1.0);
+    for (const auto& [w, weight] : c.line) s += weight * share(w);
     double context = 0;
-    for (const auto& [w, weight] : c.context) {
-      context += weight * (covered.contains(w) ? kCovered : 1.0);
-    }
+    for (const auto& [w, weight] : c.context) context += weight * share(w);
     return s * (with_value && c.value ? 1 + kValueLine : 1.0) + context;
   };
-  auto score = [&](const Candidate& c) { return weigh(c, true); };
-  auto base = [&](const Candidate& c) { return weigh(c, false); };
+  auto score = [&](const Candidate& c) { return weigh(c, true, true); };
+  // What a passage is worth by itself: the floor a pick is held to (what
+  // earlier picks answered orders the picks, it does not drop a passage as
+  // good as the first).
+  auto base = [&](const Candidate& c) { return weigh(c, false, false); };
   // How much of the question a passage answers, on its line or through its
   // item and exchange: a question the history has only a word or two of
   // in common with (a poem, the weather) recalls nothing.
