@@ -10,6 +10,7 @@
 #include "services/api/conversation_service.h"
 #include "services/api/wire.h"
 #include "services/common/status_macros.h"
+#include "services/common/task_guard.h"
 #include "services/compaction/recall/recall.h"
 #include "services/telemetry/telemetry.h"
 
@@ -113,10 +114,14 @@ std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRe
   }
   // The database's search (while a copy is made) waits on the database
   // while this thread builds the view.
-  pending->hits = std::async(std::launch::async,
-                             [this, ctx, conversation, search = std::move(search)] {
-                               return history_.Search(ctx, conversation, search);
-                             });
+  pending->hits = std::async(std::launch::async, [this, ctx, conversation,
+                                                  search = std::move(search)] {
+    // Recall adds to a view that is complete without it: nothing thrown
+    // here may end the call (or the process).
+    absl::StatusOr<HistoryHits> hits = absl::InternalError("recall's search failed");
+    RunGuarded("recall search", [&] { hits = history_.Search(ctx, conversation, search); });
+    return hits;
+  });
   return pending;
 }
 
