@@ -148,8 +148,12 @@ void ConversationService::CompactInBackground(const ConversationKey& key) {
             runner_.Run(ctx, std::move(loaded->snapshot), loaded->resolved, {},
                         CompactionMode::kAhead, "", nullptr, /*background=*/true);
         status = outcome.status();
-        // The next call reads what was appended since, not the whole context.
-        if (outcome.ok()) cache_.Offer(key, std::move(outcome->stored));
+        // The next call reads what was appended since, not the whole context,
+        // and its recall nothing.
+        if (outcome.ok() && outcome->stored != nullptr) {
+          history_.Refresh(ctx, outcome->stored->conversation);
+          cache_.Offer(key, std::move(outcome->stored));
+        }
       }
       if (!status.ok() && !absl::IsNotFound(status)) {
         LogWarning("background compaction of ", key.conversation_id, " failed: ",

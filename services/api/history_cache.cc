@@ -126,6 +126,32 @@ absl::StatusOr<HistoryHits> HistoryCache::Search(const CallContext& ctx,
   return hits;
 }
 
+void HistoryCache::Refresh(const CallContext& ctx, const Conversation& conversation) {
+  if (max_bytes_ <= 0 || conversation.storage_key == 0) return;
+  std::shared_ptr<Copy> copy;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = copies_.find(conversation.storage_key);
+    if (it == copies_.end() || (*it->second)->redactions != conversation.redactions) return;
+    copy = *it->second;
+  }
+  // Everything stored: whatever the next recall's boundary is, the copy
+  // holds it (items change only by an erasure, which the count tells).
+  const int64_t upto = conversation.last_sequence;
+  int64_t bytes = 0;
+  {
+    absl::MutexLock lock(&copy->mu);
+    if (copy->index == nullptr) return;
+    if (Read(ctx, conversation.key, *copy->index, upto).ok()) {
+      bytes = static_cast<int64_t>(copy->index->bytes());
+    } else {
+      copy->index = nullptr;
+      bytes = -1;
+    }
+  }
+  Account(copy, bytes);
+}
+
 void HistoryCache::Account(const std::shared_ptr<Copy>& copy, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   auto it = copies_.find(copy->storage_key);

@@ -47,6 +47,12 @@ class HistoryCache {
   absl::StatusOr<HistoryHits> Search(const CallContext& ctx, const Conversation& conversation,
                                      const HistorySearch& search);
 
+  // Brings the conversation's copy, if this replica holds one, up to
+  // `conversation` (a row a compaction just wrote), so that the next recall
+  // reads nothing: called off the request path, after a background
+  // compaction.
+  void Refresh(const CallContext& ctx, const Conversation& conversation);
+
   // Drops the copies of the conversation (erased or deleted here; other
   // replicas learn of an erasure from the row, and drop a deleted
   // conversation's copy when it has been unused for `idle`).

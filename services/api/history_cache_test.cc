@@ -114,6 +114,21 @@ TEST_F(HistoryCacheTest, ReadsOnlyWhatWasAppendedSince) {
   EXPECT_EQ(storage_.searches, 1);
 }
 
+TEST_F(HistoryCacheTest, ARefreshAfterACompactionLeavesTheNextSearchNothingToRead) {
+  HistoryCache cache(&storage_, Clock::Real(), int64_t{64} << 20);
+  ASSERT_TRUE(cache.Search(ctx_, Row(), Searching("ledger")).ok());
+  WaitForCopy(cache);
+  Turn("Now the claims archive.", "dry-run checksum 5be1e90");
+  cache.Refresh(ctx_, Row());
+  storage_.read_after.clear();
+  ASSERT_TRUE(cache.Search(ctx_, Row(), Searching("claims archive")).ok());
+  EXPECT_TRUE(storage_.read_after.empty());
+  // Without a copy, nothing is read or made.
+  HistoryCache none(&storage_, Clock::Real(), int64_t{64} << 20);
+  none.Refresh(ctx_, Row());
+  EXPECT_EQ(none.size(), 0u);
+}
+
 TEST_F(HistoryCacheTest, AnErasureOnAnyReplicaMakesItReadTheHistoryAgain) {
   HistoryCache cache(&storage_, Clock::Real(), int64_t{64} << 20);
   ASSERT_TRUE(cache.Search(ctx_, Row(), Searching("ledger")).ok());
