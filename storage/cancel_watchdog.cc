@@ -32,12 +32,13 @@ int64_t CancelWatchdog::Watch(pqxx::connection_base* conn, absl::Time deadline) 
 
 bool CancelWatchdog::Unwatch(int64_t id) {
   absl::MutexLock lock(&mu_);
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return false;
+  if (!entries_.contains(id)) return false;
   // The caller may reuse or close the connection only once a cancel of it
-  // has gone (the request reads the connection's address and key).
-  auto sent = [&it]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !it->second.sending; };
+  // has gone (the request reads the connection's address and key). Looked
+  // up by id each time: registrations made meanwhile move the entries.
+  auto sent = [this, id]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !entries_.at(id).sending; };
   mu_.Await(absl::Condition(&sent));
+  auto it = entries_.find(id);
   const bool cancelled = it->second.cancelled;
   entries_.erase(it);
   return cancelled;

@@ -94,7 +94,8 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
       add_word(absl::string_view(lower).substr(from, to - from), part);
       return;
     }
-    add(absl::string_view(lower).substr(from, to - from));
+    // Whole, in its one form too ("CronJobs" is "cronjob").
+    add_word(absl::string_view(lower).substr(from, to - from), /*part=*/false);
     for (size_t k = 0; k + 1 < starts.size(); ++k) {
       add_word(absl::string_view(lower).substr(starts[k], starts[k + 1] - starts[k]),
                /*part=*/true);

@@ -1277,20 +1277,23 @@ class PostgresStorage final : public Storage {
                                                   const NewConversation& nc) override {
     auto result = Run<Conversation>(ctx, "create conversation",
                                     [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
-      // The source first (an erasure locks it before anything else).
+      const int64_t bytes =
+          StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata, nc.overrides);
+      // The tenant's row first, then a conversation's: the order every
+      // call takes.
+      const bool limited = Limited(nc.tenant_limits);
+      if (limited) {
+        ASSIGN_OR_RETURN(const TenantUsage usage, LockTenant(tx, nc.key.tenant_id));
+        RETURN_IF_ERROR(CheckTenantLimits(nc.key.tenant_id, usage, bytes, 1, nc.tenant_limits));
+      }
+      // The source, held while its copies are written (an erasure of it
+      // waits, then reaches them).
       if (nc.continued_from_key != 0) {
         const pqxx::result source =
             ExecNamed(tx, "lock_source", ConversationKey{nc.key.tenant_id, nc.continued_from},
                       nc.continued_from_key);
         RETURN_IF_ERROR(CheckHandoffSource(
             nc, source.empty() ? std::nullopt : std::optional(source[0][0].as<int64_t>())));
-      }
-      const int64_t bytes =
-          StoredBytes(nc.system_prompt, nc.pinned_instructions, nc.metadata, nc.overrides);
-      const bool limited = Limited(nc.tenant_limits);
-      if (limited) {
-        ASSIGN_OR_RETURN(const TenantUsage usage, LockTenant(tx, nc.key.tenant_id));
-        RETURN_IF_ERROR(CheckTenantLimits(nc.key.tenant_id, usage, bytes, 1, nc.tenant_limits));
       }
       pqxx::result r = ExecNamed(
           tx, "create_conversation", nc.key, nc.model, nc.system_prompt, nc.pinned_instructions,

@@ -2202,7 +2202,8 @@ TEST(SearchTermsTest, SplitsLikeTheIndex) {
   EXPECT_THAT(SearchTerms("--a-- \xC3\xA9t\xC3\xA9 b_"), ElementsAre("a", "t", "b"));
   // Camel case, as code writes names: whole, and its parts.
   EXPECT_THAT(SearchTerms("maxReplicas: 27"),
-              ElementsAre("maxreplicas", "max", "replica", "27"));
+              ElementsAre("maxreplica", "max", "replica", "27"));
+  EXPECT_THAT(SearchTerms("CronJobs"), ElementsAre("cronjob", "cron", "job"));
   EXPECT_THAT(SearchTerms("kind: CronJob, HTTPServer"),
               ElementsAre("kind", "cronjob", "cron", "job", "httpserver", "http", "server"));
   EXPECT_THAT(SearchTerms("BenchmarkAppendParallel-8"),

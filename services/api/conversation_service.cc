@@ -532,7 +532,13 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
   ASSIGN_OR_RETURN(std::string model, ModelOf(ctx, append.key, /*refresh=*/false));
   RETURN_IF_ERROR(count(model));
   const int64_t adding = StoredBytes(append);
-  RETURN_IF_ERROR(tenant_bytes_.Check(ctx, append.key.tenant_id, limits, adding));
+  if (absl::Status within = tenant_bytes_.Check(ctx, append.key.tenant_id, limits, adding);
+      !within.ok()) {
+    if (append.idempotency_key.empty() || !absl::IsResourceExhausted(within)) return within;
+    // Perhaps a retry of an append that was stored: storage looks its key
+    // up before it checks the limit (exactly, under the tenant's row).
+    append.tenant_limits = limits;
+  }
   absl::StatusOr<AppendResult> appended = storage_->AppendItems(ctx, append);
   if (absl::IsAborted(appended.status()) &&
       absl::StrContains(appended.status().message(), "is now bound to model")) {

@@ -59,13 +59,14 @@ void HistoryCache::Make(std::shared_ptr<Copy> copy, int64_t upto) {
   if (!read.ok()) {
     // Too large stays known (searched in storage, never read again until
     // it is dropped); anything else is tried again by a later call.
-    if (!absl::IsResourceExhausted(read)) Forget(copy->key);
+    if (!absl::IsResourceExhausted(read)) Account(copy, -1);
     return;
   }
   const int64_t bytes = static_cast<int64_t>(index->bytes());
   {
     absl::MutexLock lock(&copy->mu);
     copy->index = std::move(index);
+    copy->ready = true;
   }
   Account(copy, bytes);
 }
@@ -102,27 +103,33 @@ absl::StatusOr<HistoryHits> HistoryCache::Search(const CallContext& ctx,
     copy->used = clock_->Now();
   }
   if (make) {
-    if (!maker_->Schedule([this, copy, upto] { Make(copy, upto); })) Forget(copy->key);
+    if (!maker_->Schedule([this, copy, upto] { Make(copy, upto); })) Account(copy, -1);
     return storage_->SearchHistory(ctx, search);
   }
+  // Not made yet (or too large to copy), or being brought up to date by
+  // another call right now: the database's search, with no lock held and
+  // no wait.
+  if (!copy->ready || !copy->mu.TryLock()) return storage_->SearchHistory(ctx, search);
   HistoryHits hits;
   int64_t bytes = 0;
-  {
-    absl::MutexLock lock(&copy->mu);
-    if (copy->index == nullptr) return storage_->SearchHistory(ctx, search);
+  bool answered = false;
+  if (copy->index != nullptr) {
     const absl::Status read = Read(ctx, conversation.key, *copy->index, upto);
-    if (!read.ok()) {
-      // A copy that cannot be brought up to the row is made again (or,
-      // grown too large, never).
-      copy->index = nullptr;
-      bytes = -1;
-    } else {
+    if (read.ok()) {
       hits = copy->index->Search(search, conversation.item_count, upto);
-      bytes = static_cast<int64_t>(copy->index->bytes());
+      answered = true;
+    } else if (absl::IsResourceExhausted(read)) {
+      // Grown past its share: never copied again while it is known.
+      copy->index = nullptr;
+      copy->ready = false;
     }
+    // Otherwise (this call's deadline, the database) the copy stays as far
+    // as it was read, for the next call to go on from.
+    bytes = copy->index != nullptr ? static_cast<int64_t>(copy->index->bytes()) : 0;
   }
+  copy->mu.Unlock();
   Account(copy, bytes);
-  if (bytes < 0) return storage_->SearchHistory(ctx, search);
+  if (!answered) return storage_->SearchHistory(ctx, search);
   return hits;
 }
 
@@ -142,12 +149,11 @@ void HistoryCache::Refresh(const CallContext& ctx, const Conversation& conversat
   {
     absl::MutexLock lock(&copy->mu);
     if (copy->index == nullptr) return;
-    if (Read(ctx, conversation.key, *copy->index, upto).ok()) {
-      bytes = static_cast<int64_t>(copy->index->bytes());
-    } else {
+    if (absl::IsResourceExhausted(Read(ctx, conversation.key, *copy->index, upto))) {
       copy->index = nullptr;
-      bytes = -1;
+      copy->ready = false;
     }
+    bytes = copy->index != nullptr ? static_cast<int64_t>(copy->index->bytes()) : 0;
   }
   Account(copy, bytes);
 }
@@ -204,8 +210,7 @@ bool HistoryCache::Holds(int64_t storage_key) const {
     if (it == copies_.end()) return false;
     copy = *it->second;
   }
-  absl::MutexLock lock(&copy->mu);
-  return copy->index != nullptr;
+  return copy->ready;
 }
 
 bool HistoryCache::Ready(const Conversation& conversation) const {

@@ -13,6 +13,7 @@
 // `redactions` count (read with the call's row) is the one it was made at:
 // an erasure on any replica makes every replica read the history again.
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -75,6 +76,9 @@ class HistoryCache {
     absl::Mutex mu;
     // Null until made, and for a conversation too large to copy.
     std::unique_ptr<HistoryIndex> index ABSL_GUARDED_BY(mu);
+    // Whether `index` is set: read without waiting for `mu` (a catch-up
+    // may hold it while it reads the database).
+    std::atomic<bool> ready{false};
     // The bytes this copy is counted for in `bytes_`, and its last use.
     int64_t counted = 0;
     absl::Time used;

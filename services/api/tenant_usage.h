@@ -43,13 +43,20 @@ class TenantBytes {
     int64_t stored_bytes = 0;
     int64_t conversations = 0;
     absl::Time read_at = absl::InfinitePast();
+    // What this replica had added (`added`) when the read began: what it
+    // added since counts on top of the figure read.
+    int64_t added_at_read = 0;
+  };
+  struct Tenant {
+    Known known;
+    int64_t added = 0;
   };
 
   Storage* const storage_;
   const Clock* const clock_;
   const absl::Duration refresh_;
   absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Known> known_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Tenant> tenants_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace convstate

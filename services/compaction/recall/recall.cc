@@ -485,6 +485,8 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     double best_score = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (taken[i] || per_item[candidates[i].passage.sequence] >= kMaxPerItem) continue;
+      // Below the floor by its own worth: never picked.
+      if (base(candidates[i]) < kRelativeFloor * first) continue;
       const double s = score(candidates[i]);
       if (s > best_score || (s == best_score && best >= 0 &&
                              candidates[i].passage.sequence > candidates[best].passage.sequence)) {
@@ -492,7 +494,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
         best_score = s;
       }
     }
-    if (best < 0 || base(candidates[best]) < kRelativeFloor * first) break;
+    if (best < 0) break;
     taken[best] = true;
     Candidate& c = candidates[best];
     if (chosen.empty() && answered(c) < kMinAnswered) break;
