@@ -78,34 +78,8 @@ absl::StatusOr<HistoryHits> HistoryCache::Search(const CallContext& ctx,
   const int64_t upto = search.compacted_only
                            ? std::max(conversation.summarized_through, conversation.prune_boundary)
                            : conversation.last_sequence;
-  std::shared_ptr<Copy> copy;
-  bool make = false;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = copies_.find(conversation.storage_key);
-    // Made before an erasure: read again.
-    if (it != copies_.end() && (*it->second)->redactions != conversation.redactions) {
-      Drop(it->second);
-      it = copies_.end();
-    }
-    if (it == copies_.end()) {
-      copy = std::make_shared<Copy>();
-      copy->key = conversation.key;
-      copy->storage_key = conversation.storage_key;
-      copy->redactions = conversation.redactions;
-      order_.push_front(copy);
-      copies_[copy->storage_key] = order_.begin();
-      make = true;
-    } else {
-      order_.splice(order_.begin(), order_, it->second);
-      copy = order_.front();
-    }
-    copy->used = clock_->Now();
-  }
-  if (make) {
-    if (!maker_->Schedule([this, copy, upto] { Make(copy, upto); })) Account(copy, -1);
-    return storage_->SearchHistory(ctx, search);
-  }
+  const auto [copy, made] = Admit(conversation, upto);
+  if (made) return storage_->SearchHistory(ctx, search);
   // Not made yet (or too large to copy), or being brought up to date by
   // another call right now: the database's search, with no lock held and
   // no wait.
@@ -133,18 +107,45 @@ absl::StatusOr<HistoryHits> HistoryCache::Search(const CallContext& ctx,
   return hits;
 }
 
-void HistoryCache::Refresh(const CallContext& ctx, const Conversation& conversation) {
-  if (max_bytes_ <= 0 || conversation.storage_key == 0) return;
+std::pair<std::shared_ptr<HistoryCache::Copy>, bool> HistoryCache::Admit(
+    const Conversation& conversation, int64_t upto) {
   std::shared_ptr<Copy> copy;
+  bool make = false;
   {
     absl::MutexLock lock(&mu_);
     auto it = copies_.find(conversation.storage_key);
-    if (it == copies_.end() || (*it->second)->redactions != conversation.redactions) return;
-    copy = *it->second;
+    // Made before an erasure: read again.
+    if (it != copies_.end() && (*it->second)->redactions != conversation.redactions) {
+      Drop(it->second);
+      it = copies_.end();
+    }
+    if (it == copies_.end()) {
+      copy = std::make_shared<Copy>();
+      copy->key = conversation.key;
+      copy->storage_key = conversation.storage_key;
+      copy->redactions = conversation.redactions;
+      order_.push_front(copy);
+      copies_[copy->storage_key] = order_.begin();
+      make = true;
+    } else {
+      order_.splice(order_.begin(), order_, it->second);
+      copy = order_.front();
+    }
+    copy->used = clock_->Now();
   }
+  if (make && !maker_->Schedule([this, copy, upto] { Make(copy, upto); })) Account(copy, -1);
+  return {copy, make};
+}
+
+void HistoryCache::Refresh(const CallContext& ctx, const Conversation& conversation) {
+  if (max_bytes_ <= 0 || conversation.storage_key == 0) return;
   // Everything stored: whatever the next recall's boundary is, the copy
   // holds it (items change only by an erasure, which the count tells).
   const int64_t upto = conversation.last_sequence;
+  // A conversation this replica compacts is one it will likely recall
+  // from: its copy is made now, off the request path, if it has none.
+  const auto [copy, made] = Admit(conversation, upto);
+  if (made) return;
   int64_t bytes = 0;
   {
     absl::MutexLock lock(&copy->mu);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -48,8 +49,8 @@ class HistoryCache {
   absl::StatusOr<HistoryHits> Search(const CallContext& ctx, const Conversation& conversation,
                                      const HistorySearch& search);
 
-  // Brings the conversation's copy, if this replica holds one, up to
-  // `conversation` (a row a compaction just wrote), so that the next recall
+  // Brings the conversation's copy up to `conversation` (a row a
+  // compaction just wrote), or starts making one, so that the next recall
   // reads nothing: called off the request path, after a background
   // compaction.
   void Refresh(const CallContext& ctx, const Conversation& conversation);
@@ -90,6 +91,9 @@ class HistoryCache {
   absl::Status Read(const CallContext& ctx, const ConversationKey& key, HistoryIndex& index,
                     int64_t upto) const;
   void Make(std::shared_ptr<Copy> copy, int64_t upto);
+  // The conversation's copy, most recently used now; with `true` when it
+  // is new (being made on the maker thread, through `upto`).
+  std::pair<std::shared_ptr<Copy>, bool> Admit(const Conversation& conversation, int64_t upto);
   // Counts `copy` at `bytes` (while it is kept; negative: drops it), then
   // drops the least recently used copies while over the budget, and those
   // unused for longer than `idle_`.
