@@ -81,24 +81,29 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
   // (lowercase) beside its parts, as a compound is, when every part has two
   // characters or more ("IdP" and "iPhone" are words of their own).
   auto add_run = [&](size_t from, size_t to, bool part) {
-    std::vector<size_t> starts = {from};
-    for (size_t k = from + 1; k < to; ++k) {
-      if (camel_break(k)) starts.push_back(k);
-    }
-    starts.push_back(to);
-    bool camel = starts.size() > 2;
-    for (size_t k = 0; camel && k + 1 < starts.size(); ++k) {
-      camel = starts[k + 1] - starts[k] >= 2;
+    const absl::string_view run = absl::string_view(lower).substr(from, to - from);
+    // Its camel-case parts, [start, k) each: checked before any is added
+    // (most runs have none, and allocate nothing).
+    bool camel = false;
+    for (size_t k = from + 1, start = from; k <= to; ++k) {
+      if (k < to && !camel_break(k)) continue;
+      if (k - start < 2) {
+        camel = false;
+        break;
+      }
+      camel |= k < to;
+      start = k;
     }
     if (!camel) {
-      add_word(absl::string_view(lower).substr(from, to - from), part);
+      add_word(run, part);
       return;
     }
     // Whole, in its one form too ("CronJobs" is "cronjob").
-    add_word(absl::string_view(lower).substr(from, to - from), /*part=*/false);
-    for (size_t k = 0; k + 1 < starts.size(); ++k) {
-      add_word(absl::string_view(lower).substr(starts[k], starts[k + 1] - starts[k]),
-               /*part=*/true);
+    add_word(run, /*part=*/false);
+    for (size_t k = from + 1, start = from; k <= to; ++k) {
+      if (k < to && !camel_break(k)) continue;
+      add_word(absl::string_view(lower).substr(start, k - start), /*part=*/true);
+      start = k;
     }
   };
   size_t i = 0;
@@ -133,6 +138,12 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
     }
   }
   return out;
+}
+
+int64_t SearchedThrough(const HistorySearch& search, const Conversation& conversation) {
+  return search.compacted_only
+             ? std::max(conversation.summarized_through, conversation.prune_boundary)
+             : conversation.last_sequence;
 }
 
 int64_t OverridesBytes(const ProfileOverrides& overrides) {

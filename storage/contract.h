@@ -355,6 +355,11 @@ struct HistoryHits {
   std::map<int64_t, std::string> calls;
 };
 
+// The last sequence `search` covers in `conversation`: what a compaction
+// took out of the view (summarized, or pruned) when compacted_only, else
+// the whole history.
+int64_t SearchedThrough(const HistorySearch& search, const Conversation& conversation);
+
 // How much of a tool call's content HistoryHits::calls holds, in
 // characters (code points).
 inline constexpr size_t kMaxCallChars = 200;

@@ -1,8 +1,6 @@
 #include "storage/memory_storage.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,14 +10,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "services/common/sha256.h"
 #include "services/common/status_macros.h"
-#include "services/common/utf8.h"
 #include "storage/history_index.h"
 #include "storage/rules.h"
 #include "storage/paging.h"
@@ -181,28 +177,27 @@ class MemoryStorage final : public Storage {
   }
 
   // AppendItems to `state`, under the lock.
-  absl::StatusOr<AppendResult> AppendTo(ConversationState& s, const AppendRequest& request)
+  absl::StatusOr<AppendResult> AppendTo(ConversationState& state, const AppendRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    ConversationState* state = &s;
-    Conversation& c = state->conversation;
+    Conversation& c = state.conversation;
     if (!request.idempotency_key.empty()) {
-      auto seen = state->idempotency.find(request.idempotency_key);
-      if (seen != state->idempotency.end()) {
+      auto seen = state.idempotency.find(request.idempotency_key);
+      if (seen != state.idempotency.end()) {
         const IdempotencyRecord& rec = seen->second;
         if (rec.fingerprint != request.request_fingerprint) {
           return absl::AlreadyExistsError(
               "idempotency_key: already used for a different request");
         }
         AppendResult replay;
-        replay.items.assign(state->items.begin() + (rec.first_sequence - 1),
-                            state->items.begin() + rec.last_sequence);
+        replay.items.assign(state.items.begin() + (rec.first_sequence - 1),
+                            state.items.begin() + rec.last_sequence);
         replay.version = rec.version;
         replay.replayed = true;
         return replay;
       }
     }
     RETURN_IF_ERROR(CheckAppend(c, request));
-    RETURN_IF_ERROR(CheckConversationBytes(request, state->stored_bytes, StoredBytes(request)));
+    RETURN_IF_ERROR(CheckConversationBytes(request, state.stored_bytes, StoredBytes(request)));
     RETURN_IF_ERROR(CheckTenantLimits(request.key.tenant_id, UsageOf(request.key.tenant_id),
                                       StoredBytes(request), 0, request.tenant_limits));
     const std::vector<ItemData>& items = request.items;
@@ -214,17 +209,17 @@ class MemoryStorage final : public Storage {
       c.item_tokens += item.data.token_count;
       item.create_time = now;
     }
-    state->items.insert(state->items.end(), result.items.begin(), result.items.end());
-    c.last_sequence = state->items.back().sequence;
-    c.last_turn_index = state->items.back().turn_index;
+    state.items.insert(state.items.end(), result.items.begin(), result.items.end());
+    c.last_sequence = state.items.back().sequence;
+    c.last_turn_index = state.items.back().turn_index;
     c.item_count += static_cast<int64_t>(result.items.size());
-    state->stored_bytes += StoredBytes(request);
+    state.stored_bytes += StoredBytes(request);
     c.version += 1;
     c.update_time = now;
     c.token_correction = CorrectionAfter(c, usage);
     result.version = c.version;
     if (!request.idempotency_key.empty()) {
-      state->idempotency[request.idempotency_key] = IdempotencyRecord{
+      state.idempotency[request.idempotency_key] = IdempotencyRecord{
           request.request_fingerprint, result.items.front().sequence,
           result.items.back().sequence, c.version};
     }
@@ -243,9 +238,7 @@ class MemoryStorage final : public Storage {
     for (int64_t s = state->index->through() + 1; s <= c.last_sequence; ++s) {
       state->index->Add(state->items[s - 1]);
     }
-    const int64_t upto = search.compacted_only ? std::max(c.summarized_through, c.prune_boundary)
-                                               : std::numeric_limits<int64_t>::max();
-    return state->index->Search(search, c.item_count, upto);
+    return state->index->Search(search, c.item_count, SearchedThrough(search, c));
   }
 
   absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,

@@ -293,6 +293,12 @@ std::string RecordViewStateSql(absl::string_view from, absl::string_view chunk_i
       "SET version = excluded.version, state = excluded.state");
 }
 
+// TermWeight (storage/contract.h) in SQL, of `df` items of `conv.item_count`.
+constexpr char kTermWeight[] = "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5))";
+// The word of an indexed lexeme `u.lexeme` (its conversation's key and a
+// '#' before it).
+constexpr char kLexemeWord[] = "substr(u.lexeme, strpos(u.lexeme, '#') + 1)";
+
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
 // may be held by (0: MaxDocumentFrequency's default), $5 the most
 // candidates, $6 whether only what a compaction took out of the view is
@@ -356,8 +362,8 @@ std::string SearchHistorySql() {
       ") FROM conv) THEN 0 ELSE (SELECT count(*) FROM (SELECT 1 ", tail("l.q"),
       " LIMIT (SELECT cap FROM conv) + 1) x) END) END AS df "
       "FROM lexemes l), ",
-      "searched AS (SELECT terms.term, terms.q, "
-      "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
+      "searched AS (SELECT terms.term, terms.q, ",
+      kTermWeight, " AS weight "
       "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
       "hits AS (SELECT m.sequence, round(sum(m.weight)::numeric, 6) AS score, "
       "array_agg(m.term) AS terms FROM ("
@@ -384,8 +390,8 @@ std::string SearchHistorySql() {
       "AND NOT EXISTS (SELECT 1 FROM hit_items x WHERE x.sequence = r.sequence)) r), ",
       // The terms too common to search by that these turns' items hold
       // (each item's words read by its key).
-      "common AS (SELECT terms.term, terms.q, "
-      "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)) AS weight "
+      "common AS (SELECT terms.term, terms.q, ",
+      kTermWeight, " AS weight "
       "FROM terms, conv WHERE df > conv.cap), ",
       // Each item's words are read once (not once per term).
       "turn_common AS (SELECT d.turn_index, round(sum(d.weight)::numeric, 6) AS score, "
@@ -620,17 +626,17 @@ const std::vector<Statement>& Statements() {
       // The words of the searchable items after $2 through $3, indexed.
       // The counts of their words go up with them (migrations/0020).
       {"index_words",
-       "WITH ins AS (INSERT INTO item_words (conv_key, sequence, search) "
+       absl::StrCat("WITH ins AS (INSERT INTO item_words (conv_key, sequence, search) "
        "SELECT i.conv_key, i.sequence, i.search FROM items i WHERE i.conv_key = $1 "
        "AND i.sequence > $2 AND i.sequence <= $3 AND i.search IS NOT NULL "
        "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL "
        "ON CONFLICT (conv_key, sequence) DO NOTHING RETURNING search), "
        "counted AS (INSERT INTO word_counts (conv_key, word, items) "
-       "SELECT $1, substr(u.lexeme, strpos(u.lexeme, '#') + 1), count(*) "
+       "SELECT $1, ", kLexemeWord, ", count(*) "
        "FROM ins, unnest(ins.search) u GROUP BY 2 "
        "ON CONFLICT (conv_key, word) DO UPDATE SET items = word_counts.items + excluded.items) "
        "UPDATE conversations SET words_indexed_through = greatest(words_indexed_through, $3) "
-       "WHERE conv_key = $1"},
+       "WHERE conv_key = $1")},
       // Audit rows, in order: arrays of their events, tiers, tokens before
       // and after, and details.
       {"insert_events", InsertEventsSql("$1", "", 2)},
@@ -695,7 +701,7 @@ const std::vector<Statement>& Statements() {
       // they replace ($5, in the order of $2; '' for none); the bytes and
       // tokens removed, for the totals.
       {"redact_items",
-       "WITH d AS (SELECT * FROM unnest($2::bigint[], $5::text[]) AS d(seq, digest)), "
+       absl::StrCat("WITH d AS (SELECT * FROM unnest($2::bigint[], $5::text[]) AS d(seq, digest)), "
        "old AS (SELECT i.sequence, octet_length(i.content) + coalesce((SELECT "
        "sum(octet_length(key) + octet_length(value)) FROM jsonb_each_text(i.metadata)), 0) "
        "AS bytes, i.token_count, d.digest "
@@ -709,7 +715,7 @@ const std::vector<Statement>& Statements() {
        // (0020).
        "unindexed AS (DELETE FROM item_words w USING old WHERE w.conv_key = $1 "
        "AND w.sequence = old.sequence RETURNING w.search), "
-       "gone_words AS (SELECT substr(u.lexeme, strpos(u.lexeme, '#') + 1) AS word, "
+       "gone_words AS (SELECT ", kLexemeWord, " AS word, "
        "count(*) AS n FROM unindexed, unnest(unindexed.search) u GROUP BY 1), "
        // A word no other item holds goes with them (its row would keep the
        // erased word); the others' counts go down.
@@ -718,7 +724,7 @@ const std::vector<Statement>& Statements() {
        "uncounted AS (UPDATE word_counts c SET items = c.items - g.n FROM gone_words g "
        "WHERE c.conv_key = $1 AND c.word = g.word AND c.items > g.n) "
        "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
-       "count(*) FROM old"},
+       "count(*) FROM old")},
       // An erasure's: every proposal of the conversation ($1), and their
       // bytes.
       {"redact_proposals",

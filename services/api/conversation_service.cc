@@ -24,8 +24,8 @@
 #include "services/compaction/engine/planner.h"
 #include "services/compaction/engine/summaries.h"
 #include "storage/context_delta.h"
-
 #include "storage/rules.h"
+
 namespace convstate {
 namespace {
 

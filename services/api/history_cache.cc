@@ -52,6 +52,19 @@ absl::Status HistoryCache::Read(const CallContext& ctx, const ConversationKey& k
   return absl::OkStatus();
 }
 
+bool HistoryCache::CatchUp(const CallContext& ctx, Copy& copy, int64_t upto) {
+  if (copy.index == nullptr) return false;
+  const absl::Status read = Read(ctx, copy.key, *copy.index, upto);
+  if (absl::IsResourceExhausted(read)) {
+    // Grown past its share: never copied again while it is known.
+    copy.index = nullptr;
+    copy.ready = false;
+  }
+  // Otherwise a failed read (the call's deadline, the database) leaves the
+  // copy as far as it was read, for the next call to go on from.
+  return read.ok();
+}
+
 void HistoryCache::Make(std::shared_ptr<Copy> copy, int64_t upto) {
   const CallContext ctx{clock_->Now() + kMakeDeadline};
   auto index = std::make_unique<HistoryIndex>();
@@ -75,9 +88,7 @@ absl::StatusOr<HistoryHits> HistoryCache::Search(const CallContext& ctx,
                                                  const Conversation& conversation,
                                                  const HistorySearch& search) {
   if (max_bytes_ <= 0 || conversation.storage_key == 0) return storage_->SearchHistory(ctx, search);
-  const int64_t upto = search.compacted_only
-                           ? std::max(conversation.summarized_through, conversation.prune_boundary)
-                           : conversation.last_sequence;
+  const int64_t upto = SearchedThrough(search, conversation);
   const auto [copy, made] = Admit(conversation, upto);
   if (made) return storage_->SearchHistory(ctx, search);
   // Not made yet (or too large to copy), or being brought up to date by
@@ -85,22 +96,9 @@ absl::StatusOr<HistoryHits> HistoryCache::Search(const CallContext& ctx,
   // no wait.
   if (!copy->ready || !copy->mu.TryLock()) return storage_->SearchHistory(ctx, search);
   HistoryHits hits;
-  int64_t bytes = 0;
-  bool answered = false;
-  if (copy->index != nullptr) {
-    const absl::Status read = Read(ctx, conversation.key, *copy->index, upto);
-    if (read.ok()) {
-      hits = copy->index->Search(search, conversation.item_count, upto);
-      answered = true;
-    } else if (absl::IsResourceExhausted(read)) {
-      // Grown past its share: never copied again while it is known.
-      copy->index = nullptr;
-      copy->ready = false;
-    }
-    // Otherwise (this call's deadline, the database) the copy stays as far
-    // as it was read, for the next call to go on from.
-    bytes = copy->index != nullptr ? static_cast<int64_t>(copy->index->bytes()) : 0;
-  }
+  const bool answered = CatchUp(ctx, *copy, upto);
+  if (answered) hits = copy->index->Search(search, conversation.item_count, upto);
+  const int64_t bytes = copy->index != nullptr ? static_cast<int64_t>(copy->index->bytes()) : 0;
   copy->mu.Unlock();
   Account(copy, bytes);
   if (!answered) return storage_->SearchHistory(ctx, search);
@@ -149,11 +147,7 @@ void HistoryCache::Refresh(const CallContext& ctx, const Conversation& conversat
   int64_t bytes = 0;
   {
     absl::MutexLock lock(&copy->mu);
-    if (copy->index == nullptr) return;
-    if (absl::IsResourceExhausted(Read(ctx, conversation.key, *copy->index, upto))) {
-      copy->index = nullptr;
-      copy->ready = false;
-    }
+    CatchUp(ctx, *copy, upto);
     bytes = copy->index != nullptr ? static_cast<int64_t>(copy->index->bytes()) : 0;
   }
   Account(copy, bytes);

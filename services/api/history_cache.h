@@ -91,6 +91,10 @@ class HistoryCache {
   absl::Status Read(const CallContext& ctx, const ConversationKey& key, HistoryIndex& index,
                     int64_t upto) const;
   void Make(std::shared_ptr<Copy> copy, int64_t upto);
+  // Brings `copy`'s index through `upto`; true when it is there. A copy
+  // grown past its share loses its index for good.
+  bool CatchUp(const CallContext& ctx, Copy& copy, int64_t upto)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(copy.mu);
   // The conversation's copy, most recently used now; with `true` when it
   // is new (being made on the maker thread, through `upto`).
   std::pair<std::shared_ptr<Copy>, bool> Admit(const Conversation& conversation, int64_t upto);

@@ -67,6 +67,21 @@ std::function<absl::Status(ServerConfig&, const std::string&)> MillisField(
   };
 }
 
+// A size given in whole MiB, from `min` to 1 TiB (1048576 MiB), kept in
+// bytes.
+std::function<absl::Status(ServerConfig&, const std::string&)> MebibyteField(
+    std::function<int64_t&(ServerConfig&)> field, int64_t min) {
+  return [field, min](ServerConfig& c, const std::string& v) -> absl::Status {
+    int64_t mb = 0;
+    if (!absl::SimpleAtoi(v, &mb) || mb < min || mb > (int64_t{1} << 20)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("must be a whole number of MiB from ", min, " to 1048576"));
+    }
+    field(c) = mb << 20;
+    return absl::OkStatus();
+  };
+}
+
 constexpr int64_t kIntMax = 2147483647;
 
 // Data table. Every flag: its name, its help, and how its value is read.
@@ -229,26 +244,20 @@ const std::vector<Flag>& Flags() {
        "MiB one conversation stores at most (items, prompts, summaries); an append past it "
        "gets RESOURCE_EXHAUSTED. It bounds every read of a conversation's items, with "
        "compaction disabled too (default 256)",
-       [](ServerConfig& c, const std::string& v) {
-         int64_t mb = 0;
-         if (!absl::SimpleAtoi(v, &mb) || mb < 1 || mb > (int64_t{1} << 20)) {
-           return absl::InvalidArgumentError("must be a whole number of MiB from 1 to 1048576");
-         }
-         c.server.service.limits.max_conversation_bytes = mb << 20;
-         return absl::OkStatus();
-       }},
+       MebibyteField(
+           [](ServerConfig& c) -> int64_t& {
+             return c.server.service.limits.max_conversation_bytes;
+           },
+           1)},
       {"max_view_mb",
        "MiB of items one read of a conversation's view takes at most (its live and pinned "
        "items); past it, the calls that read the view get RESOURCE_EXHAUSTED until it is "
        "compacted (default 64)",
-       [](ServerConfig& c, const std::string& v) {
-         int64_t mb = 0;
-         if (!absl::SimpleAtoi(v, &mb) || mb < 1 || mb > (int64_t{1} << 20)) {
-           return absl::InvalidArgumentError("must be a whole number of MiB from 1 to 1048576");
-         }
-         c.server.service.limits.max_view_bytes = mb << 20;
-         return absl::OkStatus();
-       }},
+       MebibyteField(
+           [](ServerConfig& c) -> int64_t& {
+             return c.server.service.limits.max_view_bytes;
+           },
+           1)},
       {"max_pending_items", "items in BuildContext's pending input (default 64)",
        IntField<int>(
            [](ServerConfig& c) -> int& { return c.server.service.limits.max_pending_items; }, 0,
@@ -371,26 +380,20 @@ const std::vector<Flag>& Flags() {
       {"context_cache_mb",
        "MiB of conversations' contexts kept between calls, checked against PostgreSQL on "
        "every call; 0 keeps none (default 256)",
-       [](ServerConfig& c, const std::string& v) {
-         int64_t mb = 0;
-         if (!absl::SimpleAtoi(v, &mb) || mb < 0 || mb > (int64_t{1} << 20)) {
-           return absl::InvalidArgumentError("must be a whole number of MiB from 0 to 1048576");
-         }
-         c.server.service.context_cache_bytes = mb << 20;
-         return absl::OkStatus();
-       }},
+       MebibyteField(
+           [](ServerConfig& c) -> int64_t& {
+             return c.server.service.context_cache_bytes;
+           },
+           0)},
       {"history_cache_mb",
        "MiB of conversations' histories each replica keeps to recall from (each brought up to "
        "date from PostgreSQL on every call that recalls, read again after an erasure); 0 keeps "
        "none, and every recall runs the search statement (default 256)",
-       [](ServerConfig& c, const std::string& v) {
-         int64_t mb = 0;
-         if (!absl::SimpleAtoi(v, &mb) || mb < 0 || mb > (int64_t{1} << 20)) {
-           return absl::InvalidArgumentError("must be a whole number of MiB from 0 to 1048576");
-         }
-         c.server.service.history_cache_bytes = mb << 20;
-         return absl::OkStatus();
-       }},
+       MebibyteField(
+           [](ServerConfig& c) -> int64_t& {
+             return c.server.service.history_cache_bytes;
+           },
+           0)},
       {"bench_echo",
        "also serve /convstate.bench.Echo/Echo, a same-size echo that benchmarks compare "
        "BuildContext with (default false)",

@@ -93,6 +93,9 @@ struct Candidate {
   std::map<int, double> context;
   // Found for its value through its exchange.
   bool value = false;
+  // What it is worth by itself (its line and context, no value weight,
+  // nothing covered yet): the floor a pick is held to compares this.
+  double worth = 0;
 };
 
 // Whether `terms` (of a line) hold a value: a word with a digit (an id, a
@@ -407,6 +410,10 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     for (const auto& [w, weight] : item_words) {
       if (!c.line.contains(w)) c.context[w] = weight;
     }
+    double line_worth = 0, context_worth = 0;
+    for (const auto& [w, weight] : c.line) line_worth += weight;
+    for (const auto& [w, weight] : c.context) context_worth += weight;
+    c.worth = line_worth + context_worth;
     c.value = value;
     out.push_back(std::move(c));
   }
@@ -432,21 +439,17 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   absl::flat_hash_set<int> covered;
   // A value line is worth a little more than the item's other lines that
   // hold the same words (it holds what the question asks for): it is
-  // picked first of them, but does not raise the floor the picks after it
-  // are held to (`base`).
-  auto weigh = [&](const Candidate& c, bool with_value, bool with_cover) {
-    auto share = [&](int w) { return with_cover && covered.contains(w) ? kCovered : 1.0; };
+  // picked first of them. What earlier picks answered orders the picks; the
+  // floor a pick is held to compares what each is worth by itself
+  // (Candidate::worth), so a passage as good as the first is not dropped.
+  auto score = [&](const Candidate& c) {
+    auto share = [&](int w) { return covered.contains(w) ? kCovered : 1.0; };
     double s = 0;
     for (const auto& [w, weight] : c.line) s += weight * share(w);
     double context = 0;
     for (const auto& [w, weight] : c.context) context += weight * share(w);
-    return s * (with_value && c.value ? 1 + kValueLine : 1.0) + context;
+    return s * (c.value ? 1 + kValueLine : 1.0) + context;
   };
-  auto score = [&](const Candidate& c) { return weigh(c, true, true); };
-  // What a passage is worth by itself: the floor a pick is held to (what
-  // earlier picks answered orders the picks, it does not drop a passage as
-  // good as the first).
-  auto base = [&](const Candidate& c) { return weigh(c, false, false); };
   // How much of the question a passage answers, on its line or through its
   // item and exchange: a question the history has only a word or two of
   // in common with (a poem, the weather) recalls nothing.
@@ -486,7 +489,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (taken[i] || per_item[candidates[i].passage.sequence] >= kMaxPerItem) continue;
       // Below the floor by its own worth: never picked.
-      if (base(candidates[i]) < kRelativeFloor * first) continue;
+      if (candidates[i].worth < kRelativeFloor * first) continue;
       const double s = score(candidates[i]);
       if (s > best_score || (s == best_score && best >= 0 &&
                              candidates[i].passage.sequence > candidates[best].passage.sequence)) {
@@ -504,7 +507,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
       cost += tokenizer.CountTokens(Provenance(c.passage)) + 1;
     }
     if (used + cost > limits.max_tokens) continue;  // A smaller one may fit.
-    if (chosen.empty()) first = base(c);
+    if (chosen.empty()) first = c.worth;
     used += cost;
     items_shown.insert(c.passage.sequence);
     ++per_item[c.passage.sequence];
