@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "services/common/utf8.h"
 #include "services/common/word_forms.h"
 
@@ -138,6 +140,45 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
     }
   }
   return out;
+}
+
+std::vector<std::string> SurfaceProbes(absl::string_view term) {
+  // Each form an abbreviation is spelled out to, and the abbreviations that
+  // stand for it.
+  static const auto* const kSpelledOut = [] {
+    auto* forms = new absl::flat_hash_map<std::string, std::vector<std::string>>();
+    for (size_t i = 0; i < kAbbreviationCount; ++i) {
+      for (const std::string& form : WordForms(kAbbreviations[i].abbreviation)) {
+        (*forms)[form].push_back(kAbbreviations[i].abbreviation);
+      }
+    }
+    return forms;
+  }();
+  std::vector<std::string> probes;
+  if (term.empty()) return probes;
+  // A stem keeps its word's beginning; what it writes at its end may not
+  // be in the word: an "e" ("hoping" is "hope", "relational" "relate"), an
+  // "i" for a "y" ("happy" is "happi", "dying" "die"), the "l" of "bl"
+  // ("possibility" is "possibl"). A word shorter than three letters, or
+  // with a digit or a joiner, is kept as written.
+  const bool as_written = term.size() < 3 || !std::all_of(term.begin(), term.end(), [](char c) {
+    return c >= 'a' && c <= 'z';
+  });
+  absl::string_view kept = term;
+  if (!as_written) {
+    if (absl::EndsWith(kept, "e")) kept.remove_suffix(1);
+    if (absl::EndsWith(kept, "i") || absl::EndsWith(kept, "y")) {
+      kept.remove_suffix(1);
+    } else if (absl::EndsWith(kept, "bl")) {
+      kept.remove_suffix(1);
+    }
+    if (kept.empty()) kept = term.substr(0, 1);
+  }
+  probes.emplace_back(kept);
+  if (auto it = kSpelledOut->find(term); it != kSpelledOut->end()) {
+    for (const std::string& abbreviation : it->second) probes.push_back(abbreviation);
+  }
+  return probes;
 }
 
 int64_t SearchedThrough(const HistorySearch& search, const Conversation& conversation) {

@@ -383,6 +383,15 @@ int64_t OverridesBytes(const ProfileOverrides& overrides);
 // the same split: both backends and the ranking.
 std::vector<std::string> SearchTerms(absl::string_view text);
 
+// Lowercase pieces of text of which at least one occurs in the ASCII
+// lowercase of any text whose SearchTerms hold `term`: the term itself when
+// it is kept as written (a compound, a value), else the part of it a stem
+// keeps of its word as written (without the "e", "i" or "l" a stem may
+// write at its end: "possibility" is "possibl", found by "possib"), and
+// each abbreviation spelled out as it ("db" for "databas"). A text holding none of them cannot hold the term, and need
+// not be split to know it.
+std::vector<std::string> SurfaceProbes(absl::string_view term);
+
 // How much a search term weighs in a conversation of `items` items of which
 // `document_frequency` hold it (BM25's inverse document frequency): rare
 // words (hosts, ids, names) weigh more than common ones.

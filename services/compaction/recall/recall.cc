@@ -78,6 +78,14 @@ constexpr double kValueLine = 0.3;
 // kMinUnseenBytes, as if one item held them).
 constexpr double kMinAnswered = 0.3;
 constexpr size_t kMinUnseenBytes = 4;
+// The least a passage takes beside the section's header: its provenance
+// line (about ten tokens when it names no call) and a short line. A room
+// smaller than this recalls nothing, and nothing is ranked for it.
+constexpr int64_t kMinPassageTokens = 16;
+// Picks in a row that do not fit the room left: the room is as good as
+// full (every further pick would be counted, and most would not fit
+// either).
+constexpr int kMaxMisfits = 8;
 // Neighbouring lines shown with a value line, when at most this long.
 constexpr size_t kMaxNeighbourBytes = 200;
 // Of a call's arguments, the provenance shows this many bytes at most.
@@ -250,6 +258,41 @@ struct QuestionWeights {
       if (df->second <= kRareItems) rare_words.insert(query.word_of[i]);
     }
     for (int w : seen_words) unseen.erase(w);
+    for (const auto& [term, word_weight] : weight_of) {
+      for (std::string& probe : SurfaceProbes(term)) searched_probes.push_back(std::move(probe));
+    }
+    for (const auto& [term, word_weight] : common_of) {
+      for (std::string& probe : SurfaceProbes(term)) common_probes.push_back(std::move(probe));
+    }
+  }
+
+  // What a text must hold (one of them, in ASCII lowercase) for any of the
+  // searched terms, or of the common ones, to be among its words
+  // (SurfaceProbes).
+  std::vector<std::string> searched_probes;
+  std::vector<std::string> common_probes;
+
+  // Where in `lower` (a whole item's text, in ASCII lowercase) one of
+  // `probes` occurs, [start, end) each, by start: the pieces holding none
+  // of them hold none of their words, and are not split into words.
+  static std::vector<std::pair<size_t, size_t>> ProbesIn(const std::string& lower,
+                                                        const std::vector<std::string>& probes) {
+    std::vector<std::pair<size_t, size_t>> at;
+    for (const std::string& probe : probes) {
+      for (size_t pos = lower.find(probe); pos != std::string::npos;
+           pos = lower.find(probe, pos + 1)) {
+        at.emplace_back(pos, pos + probe.size());
+      }
+    }
+    std::sort(at.begin(), at.end());
+    return at;
+  }
+  static bool Within(const std::vector<std::pair<size_t, size_t>>& at, size_t from, size_t to) {
+    for (auto it = std::lower_bound(at.begin(), at.end(), std::pair<size_t, size_t>(from, 0));
+         it != at.end() && it->first < to; ++it) {
+      if (it->second <= to) return true;
+    }
+    return false;
   }
 
   // Each word's weight in a text of `terms`: its heaviest term there.
@@ -324,13 +367,34 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // The item's words, and its exchange's (its turn's: the call, the
   // question that led to it) that it does not hold itself.
   std::map<int, double> own;
+  // Only the pieces that may hold a searched word are split into words
+  // first; those that may hold only common ones matter for a value's line
+  // (below), and are split only when the item has such lines.
+  const std::string lower = absl::AsciiStrToLower(content);
+  const auto searched = QuestionWeights::ProbesIn(lower, q.searched_probes);
+  const auto common = QuestionWeights::ProbesIn(lower, q.common_probes);
+  std::vector<Piece> common_only;
+  auto piece_of = [&](size_t li, size_t offset, absl::string_view text) {
+    std::vector<std::string> terms = SearchTerms(text);
+    std::map<int, double> words = q.Words(terms);
+    return Piece{li, offset, text, std::move(terms), std::move(words)};
+  };
+  // The item's first line, when short: it usually says what the item is.
+  absl::string_view title;
+  bool first_line = true;
   for (size_t li = 0; li < lines.size(); ++li) {
-    if (absl::StripAsciiWhitespace(lines[li].second).empty()) continue;
+    const absl::string_view stripped = absl::StripAsciiWhitespace(lines[li].second);
+    if (stripped.empty()) continue;
+    if (first_line && stripped.size() <= kMaxTitleBytes) title = stripped;
+    first_line = false;
     for (const auto& [offset, piece] : Pieces(lines[li].second)) {
-      std::vector<std::string> terms = SearchTerms(piece);
-      std::map<int, double> words = q.Words(terms);
-      for (const auto& [w, weight] : words) own[w] = weight;
-      pieces.push_back({li, offset, piece, std::move(terms), std::move(words)});
+      const size_t at = lines[li].first + offset;
+      if (QuestionWeights::Within(searched, at, at + piece.size())) {
+        pieces.push_back(piece_of(li, offset, piece));
+        for (const auto& [w, weight] : pieces.back().words) own[w] = weight;
+      } else if (QuestionWeights::Within(common, at, at + piece.size())) {
+        common_only.push_back({li, offset, piece, {}, {}});
+      }
     }
   }
   // Each word with what it weighs as context of the item's lines.
@@ -354,6 +418,13 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // A value's line does not name its subject: where the exchange names it
   // as a passage must, a line holding a value is worth showing.
   const bool values = through_exchange && q.Answers(item_words);
+  if (values && !common_only.empty()) {
+    for (const Piece& p : common_only) pieces.push_back(piece_of(p.line, p.offset, p.text));
+    // In the order of the item's text, as every piece is weighed.
+    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+      return std::pair(a.line, a.offset) < std::pair(b.line, b.offset);
+    });
+  }
   std::string call;
   if (auto it = hits.calls.find(item.sequence); it != hits.calls.end()) call = it->second;
   auto neighbour = [&lines](size_t i) -> absl::string_view {
@@ -361,12 +432,6 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i].second);
     return line.size() <= kMaxNeighbourBytes ? line : absl::string_view();
   };
-  // The item's first line, when short: it usually says what the item is.
-  absl::string_view title;
-  if (!pieces.empty()) {
-    const absl::string_view first = absl::StripAsciiWhitespace(lines[pieces[0].line].second);
-    if (first.size() <= kMaxTitleBytes) title = first;
-  }
   for (const Piece& p : pieces) {
     const size_t li = p.line;
     const size_t line_at = lines[li].first;
@@ -426,6 +491,10 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
                                           const RecallLimits& limits) {
   std::vector<RecalledPassage> chosen;
   if (query.terms.empty() || hits.found.empty() || limits.max_tokens <= 0) return chosen;
+  // The section's header and its message's framing, and a room too small
+  // for any passage: nothing to rank (a view near its hard band).
+  int64_t used = limits.per_message_tokens + tokenizer.CountTokens(RenderRecalled({})) + 1;
+  if (limits.max_tokens - used < kMinPassageTokens) return chosen;
   const QuestionWeights weights(query, hits);
   if (weights.weight_of.empty()) return chosen;
   std::vector<Candidate> candidates;
@@ -480,10 +549,9 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   std::vector<bool> taken(candidates.size(), false);
   absl::flat_hash_map<int64_t, int> per_item;
   absl::flat_hash_set<int64_t> items_shown;
-  int64_t used = limits.per_message_tokens +
-                 tokenizer.CountTokens(RenderRecalled({})) + 1;
   double first = 0;
-  while (static_cast<int>(chosen.size()) < limits.max_passages) {
+  int misfits = 0;
+  while (static_cast<int>(chosen.size()) < limits.max_passages && misfits < kMaxMisfits) {
     int best = -1;
     double best_score = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
@@ -506,7 +574,11 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     if (!items_shown.contains(c.passage.sequence)) {
       cost += tokenizer.CountTokens(Provenance(c.passage)) + 1;
     }
-    if (used + cost > limits.max_tokens) continue;  // A smaller one may fit.
+    if (used + cost > limits.max_tokens) {  // A smaller one may fit.
+      ++misfits;
+      continue;
+    }
+    misfits = 0;
     if (chosen.empty()) first = c.worth;
     used += cost;
     items_shown.insert(c.passage.sequence);

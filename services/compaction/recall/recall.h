@@ -73,6 +73,8 @@ struct RecallLimits {
 // hash, an identifier: what a line that does not name its subject holds),
 // and then it comes with the line either side of it. Every passage scores
 // at least a third of the best one: an unrelated question recalls nothing.
+// A room too small for a passage beside the header ranks nothing, and the
+// picks stop once several in a row do not fit what is left.
 std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
                                           const Tokenizer& tokenizer, const RecallLimits& limits);
 

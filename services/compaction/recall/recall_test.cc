@@ -1,13 +1,19 @@
 #include "services/compaction/recall/recall.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "services/common/utf8.h"
+#include "services/common/word_forms.h"
+#include "storage/contract.h"
 #include "gtest/gtest.h"
 
 namespace convstate {
@@ -168,6 +174,66 @@ TEST_F(RecallTest, LongLinesAreCutIntoPassagesOnCharacterBoundaries) {
   EXPECT_THAT(got[0].text, HasSubstr("zebra-7 marker"));
   EXPECT_THAT(got[0].text, Not(HasSubstr("llwort0 ")));
   EXPECT_TRUE(IsValidUtf8(RenderRecalled(got)));
+}
+
+
+// RankPassages splits only the pieces that hold a probe of a question's
+// terms: that is exact only if every term the analysis finds in a text has
+// a probe in it. Checked on every line of the replays' conversations (tool
+// outputs, code, logs, configs, questions, and their JSON escapes) and on
+// words whose stems change their endings.
+TEST(SurfaceProbesTest, EveryTermOfATextHasAProbeInIt) {
+  std::vector<std::string> texts = {
+      "ability possibility visibility sensibly skies dying lying tying idly gently ugly early "
+      "only singly generously happily relational organization organizer activity valency "
+      "hesitancy probability agreed feed proceed exceed succeed news howe atlantic cosmos bias "
+      "andes hoping conflated tied cried reasonably possibly tendency sensational information "
+      "creation operator cruelly namely fully",
+      "The DB's configs, k8s envs and MQ topics; prod vs stg repos; authN for the IdP",
+      "maxReplicas CronJobs HTTPServer iPhone IdP pricing-db db-7.west etl_rewrite v1.2.3 "
+      "user@example.org /var/lib/postgresql/16/main 0x7f3a 30a6359 --dry-run",
+  };
+  for (size_t i = 0; i < kAbbreviationCount; ++i) {
+    texts.push_back(absl::StrCat(kAbbreviations[i].abbreviation, " ",
+                                 absl::AsciiStrToUpper(kAbbreviations[i].abbreviation), " x-",
+                                 kAbbreviations[i].abbreviation, " ", kAbbreviations[i].word));
+  }
+  const std::string dir = absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
+                                       "/tools/replay_data/");
+  for (const char* name : {"platform.jsonl", "coding.jsonl", "migration.jsonl", "oncall.jsonl",
+                           "platform_probes.jsonl", "platform_heldout_probes.jsonl",
+                           "coding_probes.jsonl", "coding_heldout_probes.jsonl"}) {
+    std::ifstream in(dir + name);
+    ASSERT_TRUE(in.good()) << dir << name;
+    for (std::string line; std::getline(in, line);) texts.push_back(line);
+  }
+  ASSERT_GT(texts.size(), 1000u);
+  int64_t terms = 0;
+  for (const std::string& text : texts) {
+    const std::string lower = absl::AsciiStrToLower(text);
+    for (const std::string& term : SearchTerms(text)) {
+      ++terms;
+      const std::vector<std::string> probes = SurfaceProbes(term);
+      ASSERT_FALSE(probes.empty()) << term;
+      EXPECT_TRUE(std::any_of(probes.begin(), probes.end(),
+                              [&](const std::string& p) { return absl::StrContains(lower, p); }))
+          << "no probe of \"" << term << "\" in: " << text.substr(0, 200);
+    }
+  }
+  EXPECT_GT(terms, 100000);
+}
+
+// The probes narrow: a stem's probe is shorter than the term, an
+// abbreviation's expansion is found by the abbreviation too.
+TEST(SurfaceProbesTest, ProbesOfStemsValuesAndAbbreviations) {
+  EXPECT_THAT(SurfaceProbes("possibl"), ElementsAre("possib"));
+  EXPECT_THAT(SurfaceProbes("happi"), ElementsAre("happ"));
+  EXPECT_THAT(SurfaceProbes("die"), ElementsAre("d"));
+  EXPECT_THAT(SurfaceProbes("etl"), ElementsAre("etl"));
+  EXPECT_THAT(SurfaceProbes("30a6359"), ElementsAre("30a6359"));
+  EXPECT_THAT(SurfaceProbes("pricing-db"), ElementsAre("pricing-db"));
+  EXPECT_THAT(SurfaceProbes("databas"), testing::Contains("db"));
+  EXPECT_THAT(SurfaceProbes(""), IsEmpty());
 }
 
 }  // namespace
