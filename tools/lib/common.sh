@@ -202,11 +202,16 @@ as_pg_owner() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# Prints a loopback TCP port nobody listens on.
+# Prints a loopback TCP port nobody listens on, below the kernel's range of
+# ephemeral ports where it can (a port an outgoing connection holds is not
+# listened on, but cannot be bound either).
 free_port() {
-  local p
+  local p low=32768 span
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  span=$(( low - 20000 ))
+  [ "$span" -ge 2000 ] || span=30000
   for _ in $(seq 1 200); do
-    p=$(( 20000 + RANDOM % 30000 ))
+    p=$(( 20000 + RANDOM % span ))
     port_in_use "$p" || { echo "$p"; return 0; }
   done
   die "no free port found"
@@ -260,7 +265,9 @@ pg_standby_start() {
   local primary_port="$1" dir="$2"
   mkdir -p "$dir"
   [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
-  as_pg_owner "$PG_BIN/pg_basebackup" -D "$dir/data" -R -X stream -h 127.0.0.1 \
+  # A fast checkpoint: the default spreads the backup's checkpoint over
+  # most of checkpoint_timeout (a minute and more of waiting).
+  as_pg_owner "$PG_BIN/pg_basebackup" -D "$dir/data" -R -X stream -c fast -h 127.0.0.1 \
     -p "$primary_port" -U postgres >"$dir/basebackup.log" 2>&1 ||
     { cat "$dir/basebackup.log" >&2; die "pg_basebackup failed"; }
   pg_start "$dir"
@@ -286,6 +293,21 @@ pg_promote() {
 # name, like PG_URL). Runs as the PostgreSQL owner: PgBouncer will not run
 # as root.
 pgbouncer_start() {
+  local dir="$1" attempt
+  # Another process may take the free port before PgBouncer binds it: a
+  # few tries, each on a port of its own.
+  for attempt in 1 2 3; do
+    pgbouncer_try "$dir" && return 0
+    pgbouncer_stop "$dir"
+    rm -f "$dir/pgbouncer.pid"
+  done
+  tail -20 "$dir/pgbouncer.log" >&2
+  die "PgBouncer does not listen"
+}
+
+# pgbouncer_try DIR: one start of pgbouncer_start's, on a free port; false
+# when PgBouncer does not listen on it.
+pgbouncer_try() {
   local dir="$1"
   mkdir -p "$dir"
   [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
@@ -312,8 +334,13 @@ EOF2
   as_pg_owner /usr/sbin/pgbouncer -d "$dir/pgbouncer.ini" >/dev/null 2>&1 ||
     { tail -20 "$dir/pgbouncer.log" >&2; die "could not start PgBouncer"; }
   local _
-  for _ in $(seq 1 50); do port_in_use "$port" && break; sleep 0.1; done
-  port_in_use "$port" || { tail -20 "$dir/pgbouncer.log" >&2; die "PgBouncer does not listen"; }
+  for _ in $(seq 1 50); do
+    port_in_use "$port" && break
+    # Exited (the port was taken): no use waiting.
+    [ -f "$dir/pgbouncer.pid" ] && ! kill -0 "$(cat "$dir/pgbouncer.pid")" 2>/dev/null && return 1
+    sleep 0.1
+  done
+  port_in_use "$port" || return 1
   PGBOUNCER_URL="postgresql://postgres@127.0.0.1:$port"
   log "PgBouncer (transaction pooling) on 127.0.0.1:$port in front of PostgreSQL"
 }
