@@ -14,7 +14,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "services/common/sha256.h"
 #include "services/common/status_macros.h"
 #include "storage/rules.h"
 
