@@ -1,0 +1,106 @@
+#include "storage/postgres_storage_internal.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "services/common/log.h"
+#include "storage/pg_util.h"
+#include "storage/postgres_rows.h"
+#include "storage/postgres_statements.h"
+
+namespace convstate::pg {
+namespace {
+
+using Json = nlohmann::json;
+
+}  // namespace
+
+absl::StatusOr<HistoryHits> PostgresStorage::SearchHistory(const CallContext& ctx,
+                                                           const HistorySearch& search) {
+  return Run<HistoryHits, pqxx::nontransaction>(
+      ctx, "search history", [&](pqxx::transaction_base& tx) -> absl::StatusOr<HistoryHits> {
+    const pqxx::result r = ExecNamed(tx, "search_history", search.key, pg::TextArray(search.terms),
+                                     search.max_document_frequency,
+                                     static_cast<int64_t>(search.max_items),
+                                     search.compacted_only, pg::TextArray(search.known_common));
+    if (r.empty() || r[0][0].is_null()) return NotFound(search.key);
+    // Count, frequencies, own score, the turn's terms, the call.
+    constexpr int kTerms = 3, kCall = 4, kItem = 5;
+    HistoryHits hits;
+    hits.items = r[0][0].as<int64_t>();
+    const Json df = Json::parse(r[0][1].as<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (df.is_object()) {
+      for (const auto& [term, n] : df.items()) {
+        if (n.is_number_integer()) hits.document_frequency[term] = n.get<int64_t>();
+      }
+    }
+    for (const pqxx::row& row : r) {
+      if (row[kItem].is_null()) continue;
+      hits.found.push_back(ParseItem(row.slice(kItem, kItem + std::size(kItemColumnList))));
+      const int64_t sequence = hits.found.back().sequence;
+      const Json terms =
+          Json::parse(row[kTerms].as<std::string>("[]"), nullptr, /*allow_exceptions=*/false);
+      if (terms.is_array()) {
+        std::vector<std::string>& exchange = hits.exchange_terms[sequence];
+        for (const Json& t : terms) {
+          if (t.is_string()) exchange.push_back(t.get<std::string>());
+        }
+      }
+      if (!row[kCall].is_null()) hits.calls[sequence] = row[kCall].as<std::string>();
+    }
+    return hits;
+  });
+}
+
+void PostgresStorage::QueueWordIndexing(int64_t conv_key, int64_t through) {
+  if (through <= 0) return;
+  absl::MutexLock lock(&words_mu_);
+  if (words_stopping_) return;
+  auto [it, added] = words_due_.try_emplace(conv_key, through);
+  if (!added) {
+    it->second = std::max(it->second, through);
+    return;
+  }
+  const bool queued = word_indexer_.Schedule([this, conv_key] {
+    int64_t due = 0;
+    {
+      absl::MutexLock lock(&words_mu_);
+      auto it = words_due_.find(conv_key);
+      if (it == words_due_.end()) return;
+      due = it->second;
+      words_due_.erase(it);
+      if (words_stopping_) return;
+    }
+    IndexWords(CallContext{absl::Now() + kWordIndexTimeout}, conv_key, due);
+  });
+  if (!queued) words_due_.erase(conv_key);
+}
+
+void PostgresStorage::IndexWords(const CallContext& ctx, int64_t conv_key, int64_t through) {
+  absl::Status s = Run<bool>(ctx, "index words",
+                             [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+    const pqxx::result indexed = Exec(tx, "words_indexed", conv_key);
+    if (indexed.empty() || indexed[0][0].as<int64_t>() >= through) return false;
+    Exec(tx, "index_words", conv_key, indexed[0][0].as<int64_t>(), through);
+    tx.commit();
+    return true;
+  }).status();
+  if (!s.ok()) {
+    LogThrottled(LogLevel::kWarning, "index words",
+                 absl::StrCat("indexing the words of compacted items failed (searches read "
+                              "them from the items meanwhile): ", s.message()));
+  }
+}
+
+}  // namespace convstate::pg

@@ -1,0 +1,325 @@
+#include "storage/postgres_sql.h"
+
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "storage/contract.h"
+#include "storage/postgres_statements.h"
+
+namespace convstate::pg {
+
+const std::string& ConversationColumns() {
+  static const auto* const kColumns = new std::string(absl::StrJoin(kConversationColumnList, ", "));
+  return *kColumns;
+}
+
+const std::string& ItemColumns() {
+  static const auto* const kColumns = new std::string(absl::StrJoin(kItemColumnList, ", "));
+  return *kColumns;
+}
+// `encoding` names the parameter holding the conversation's count_encoding.
+// Items are joined with item_token_counts only in the statements for
+// conversations that were recounted (the "_recounted" variants); the
+// others read the items' own counts and take the same parameter unused.
+std::string ItemsWithPins(const char* encoding, bool recounted) {
+  if (!recounted) {
+    return absl::StrCat(
+        " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key "
+        "AND p.sequence = i.sequence "
+        "CROSS JOIN (SELECT NULL::bigint AS token_count, ", encoding, "::text AS encoding) tc ");
+  }
+  return absl::StrCat(
+      " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
+      "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
+      "AND tc.encoding = ",
+      encoding, " ");
+}
+
+const std::string& ChunkColumns() {
+  static const auto* const kColumns = new std::string(absl::StrJoin(kChunkColumnList, ", "));
+  return *kColumns;
+}
+
+namespace {
+
+// The statements that read a context in one round trip (LoadContextSince).
+// Their rows share one shape: the part (0 the conversation, 1 an active
+// chunk, 2 an item), an ordering key, then the part's own columns as text
+// (libpq hands every value over as text anyway), padded with NULLs.
+std::string ContextRow(int part, const char* order, const std::vector<std::string>& columns) {
+  constexpr size_t kWidth = std::size(kConversationColumnList);
+  std::vector<std::string> out = {absl::StrCat(part), absl::StrCat(order, "::bigint")};
+  for (const std::string& c : columns) out.push_back(absl::StrCat("(", c, ")::text"));
+  while (out.size() < kWidth + 2) out.push_back("NULL::text");
+  return absl::StrJoin(out, ", ");
+}
+
+}  // namespace
+
+// The one conversation a statement is about: $1 its tenant, $2 its id and
+// $`key` its distribution key (DistributionKey), which routes the statement
+// to the one partition, or Citus shard, that holds it.
+std::string Named(int key) {
+  return absl::StrCat("conv_key = $", key, " AND tenant_id = $1 AND conversation_id = $2");
+}
+
+std::vector<std::string> Columns(absl::Span<const char* const> list) {
+  return std::vector<std::string>(list.begin(), list.end());
+}
+
+// A page of `columns` (SELECT expressions) `from` (FROM, joins, WHERE) in
+// `order`: at most $`rows_param` rows (one more than the page shows, to
+// tell whether more follow) and, after the first, rows only while the
+// `bytes` of those before them stay under $`bytes_param`, so that no more
+// than that is read into memory. Each row ends with `seen`: how many rows
+// the row limit let through before the byte budget cut (more than the rows
+// returned when the budget cut the page). The window's running sum streams
+// over the ordered index scan and stops at the limit.
+std::string PagedSelect(const std::vector<std::string>& columns, const std::string& from,
+                        const std::string& order, const std::string& bytes, int rows_param,
+                        int bytes_param) {
+  std::vector<std::string> inner, outer;
+  for (size_t k = 0; k < columns.size(); ++k) {
+    inner.push_back(absl::StrCat(columns[k], " AS c", k));
+    outer.push_back(absl::StrCat("q.c", k));
+  }
+  return absl::StrCat(
+      "SELECT ", absl::StrJoin(outer, ", "), ", q.seen FROM (SELECT p.*, count(*) OVER () AS seen ",
+      "FROM (SELECT ", absl::StrJoin(inner, ", "), ", ", order, " AS ord, (", bytes, ") AS b, ",
+      "sum(", bytes, ") OVER (ORDER BY ", order, " ROWS UNBOUNDED PRECEDING) AS upto ", from,
+      " ORDER BY ", order, " LIMIT $", rows_param, ") p) q WHERE q.upto - q.b < $", bytes_param,
+      " ORDER BY q.ord");
+}
+
+// Everything a view needs ($1 tenant, $2 conversation id, $3 its
+// distribution key): the row, the
+// active chunks, the pinned items behind the marker and the items after it.
+std::string LoadContextSql() {
+  const std::string items_from = absl::StrCat(
+      " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
+      "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
+      "AND tc.encoding = (SELECT count_encoding FROM c WHERE recounted) "
+      "WHERE i.conv_key = (SELECT conv_key FROM c) ");
+  const std::string item = ContextRow(2, "i.sequence", Columns(kItemColumnList));
+  return absl::StrCat(
+      "WITH c AS (SELECT * FROM conversations WHERE ", Named(3), ") "
+      "SELECT ", ContextRow(0, "0", Columns(kConversationColumnList)), " FROM c "
+      "UNION ALL SELECT ", ContextRow(1, "chunk_id", Columns(kChunkColumnList)),
+      " FROM summary_chunks WHERE conv_key = (SELECT conv_key FROM c) AND superseded_by IS NULL "
+      "UNION ALL SELECT ", item, items_from,
+      "AND i.sequence > (SELECT summarized_through FROM c) "
+      "UNION ALL SELECT ", item, items_from,
+      "AND i.sequence <= (SELECT summarized_through FROM c) "
+      "AND coalesce(p.pinned, i.pinned) AND i.sequence IN ("
+      "SELECT sequence FROM items WHERE conv_key = (SELECT conv_key FROM c) AND pinned "
+      "UNION ALL SELECT sequence FROM item_pins WHERE conv_key = (SELECT conv_key FROM c)) "
+      "ORDER BY 1, 2");
+}
+
+// What a held snapshot ($3 its last sequence, $4 its incarnation, $5 its
+// compaction_version; $6 the distribution key) needs when only appends happened, with a plan of
+// three nodes (an index lookup each side of a nested loop): the row's
+// versions and the fields an append changes (bump_conversation's), and one
+// row per item appended since, while the row is still the held conversation
+// at the held compaction_version. Nothing else in the row changes without
+// moving compaction_version; appended items carry no later pin or recount
+// (either would move compaction_version or count_encoding, and the caller
+// reloads), so no join is needed for them.
+std::string LoadAppendedSql() {
+  // The items' columns are computed inside the lateral subquery under names
+  // of their own (x.i0, ...), so that the conversation's columns, which
+  // name the table's columns unqualified, resolve against it alone.
+  std::vector<std::string> item_columns;
+  std::vector<std::string> columns = Columns(kAppendedColumnList);
+  for (size_t k = 0; k < std::size(kItemColumnList); ++k) {
+    std::string column = kItemColumnList[k];
+    if (column == "coalesce(p.pinned, i.pinned)") column = "i.pinned";
+    if (column == "coalesce(tc.token_count, i.token_count)") column = "i.token_count";
+    item_columns.push_back(absl::StrCat("(", column, ")::text AS i", k));
+    columns.push_back(absl::StrCat("x.i", k));
+  }
+  return absl::StrCat(
+      "SELECT ", absl::StrJoin(columns, ", "),
+      " FROM conversations LEFT JOIN LATERAL (SELECT ", absl::StrJoin(item_columns, ", "),
+      " FROM items i WHERE i.conv_key = conversations.conv_key AND conversations.incarnation = $4 "
+      "AND conversations.compaction_version = $5 "
+      "AND i.sequence > $3 AND i.sequence <= conversations.last_sequence "
+      "ORDER BY i.sequence) x ON true WHERE ", Named(6));
+}
+
+// Audit rows into compaction_events under the conversation `conv_key` (an
+// expression), from `from` (a FROM list to join, or ""), their columns the
+// five arrays from parameter $`first` on (EventArrays), in order.
+std::string InsertEventsSql(absl::string_view conv_key, absl::string_view from, int first) {
+  return absl::StrCat(
+      "INSERT INTO compaction_events (conv_key, event, tier, tokens_before, tokens_after, "
+      "detail) SELECT ", conv_key, ", e.event, e.tier, e.before, e.after, e.detail::jsonb FROM ",
+      from, from.empty() ? "" : ", ", "unnest($", first, "::text[], $", first + 1, "::text[], $",
+      first + 2, "::bigint[], $", first + 3, "::bigint[], $", first + 4,
+      "::text[]) WITH ORDINALITY AS e(event, tier, before, after, detail, n) ORDER BY e.n");
+}
+
+// A view state row (view_states, for LoadContextAt): the conversation `c`
+// (from `from`, with its row's columns) at its versions, its active
+// chunks' ids (`chunk_ids`, a subquery of rows `id`) and its pins
+// (`pins`, a subquery of rows `seq`, `pinned`). The same row again for
+// the same compaction_version takes the later version.
+std::string RecordViewStateSql(absl::string_view from, absl::string_view chunk_ids,
+                               absl::string_view pins) {
+  return absl::StrCat(
+      "INSERT INTO view_states (conv_key, compaction_version, version, state) "
+      "SELECT c.conv_key, c.compaction_version, c.version, jsonb_build_object("
+      "'model', c.model, 'sp', c.system_prompt, 'pi', c.pinned_instructions, "
+      "'ov', c.profile_overrides, 'st', c.summarized_through, 'pb', c.prune_boundary, "
+      "'tc', c.token_correction, 'oc', c.overflow_correction, 'pl', c.prompt_limit, "
+      "'chunks', coalesce((SELECT jsonb_agg(x.id ORDER BY x.id) FROM (", chunk_ids,
+      ") x), '[]'::jsonb), "
+      "'pins', coalesce((SELECT jsonb_agg(jsonb_build_array(y.seq, y.pinned) ORDER BY y.seq) "
+      "FROM (", pins, ") y), '[]'::jsonb)) FROM ", from,
+      " ON CONFLICT (conv_key, compaction_version) DO UPDATE "
+      "SET version = excluded.version, state = excluded.state");
+}
+
+namespace {
+
+// TermWeight (storage/contract.h) in SQL, of `df` items of `conv.item_count`.
+constexpr char kTermWeight[] = "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5))";
+
+}  // namespace
+
+// SearchHistory in one statement. $3 the terms, $4 the most items a term
+// may be held by (0: MaxDocumentFrequency's default), $5 the most
+// candidates, $6 whether only what a compaction took out of the view is
+// searched, $7 the terms known to be too common (not counted), $8 the
+// conversation's key. The words of the items at or before
+// the conversation's words_indexed_through are read from the word index
+// (item_words, migrations/0019); those of the items after it from the
+// items themselves by primary key (with $6, only up to the summarized or
+// pruned sequence: what is after it is in the view). A word is looked up
+// in the index as the conversation's lexeme for it, "<conv_key>#<word>"
+// (migrations/0016), so the index reads this conversation's postings only;
+// the index lookups name no condition on conv_key, so that the primary key
+// can never serve them (the planner's estimate of one conversation's rows
+// is an average: for a conversation of thousands of items a primary-key
+// range filtered by words costs a hundred times the index). On Citus the
+// index lookups go to every shard.
+//
+// By exchange (HistorySearch): the items that hold a term are grouped by
+// turn; a turn scores the weights of the distinct terms its items hold; of
+// the best turns (as many as candidates are asked for), the items are
+// their matching items and their tool results that hold none (found by
+// primary key within kExchangeReach of the turn's matching items), and the
+// terms too common to search by that those items hold add their weights to
+// their turn's (a dry run's turn is told from a config read's of the same
+// service by "checksum"). The turns, so ranked, give their items: the
+// matching ones first, then the tool results. Rows: the candidates in that order, each with the conversation's
+// item count, as a JSON object how many items hold each term (counted up
+// to the cap plus one), the item's own score, the terms its turn holds (a
+// JSON array, in byte order) and, for a tool result, the first kMaxCallChars characters
+// of its call; one row of NULL item columns when there is no candidate,
+// and a NULL count when there is no conversation. A lexeme is matched
+// quoted (terms come from SearchTerms: no quote, no backslash). Scores are
+// rounded as MemoryStorage rounds them, so both rank alike.
+std::string SearchHistorySql() {
+  constexpr absl::string_view kMax = "9223372036854775807";
+  // The items of the tail that hold the lexeme `q`.
+  auto tail = [&](absl::string_view q) {
+    return absl::StrCat(
+        "FROM items i WHERE i.conv_key = $8 AND i.sequence > (SELECT indexed FROM conv) "
+        "AND i.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+        "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL AND i.search @@ ", q);
+  };
+  auto indexed = [&](absl::string_view q) {
+    return absl::StrCat("FROM item_words w WHERE w.search @@ ", q,
+                        " AND w.sequence <= (SELECT least(indexed, coalesce(upto, ", kMax,
+                        ")) FROM conv)");
+  };
+  return absl::StrCat(
+      "WITH conv AS (SELECT item_count, words_indexed_through AS indexed, "
+      "CASE WHEN $6 THEN greatest(summarized_through, prune_boundary) END AS upto, "
+      "CASE WHEN $4 > 0 THEN $4::bigint ELSE greatest(20, least(item_count / 5, 400)) END AS cap "
+      "FROM conversations WHERE ", Named(8), "), ",
+      "lexemes AS (SELECT t.term, quote_literal($8::text || '#' || t.term)::tsquery AS q "
+      "FROM unnest($3::text[]) t(term) WHERE EXISTS (SELECT 1 FROM conv)), ",
+      // The indexed items' counts are kept (word_counts); the tail's, when
+      // it is searched, counted.
+      "terms AS (SELECT l.term, l.q, CASE WHEN l.term = ANY($7::text[]) "
+      "THEN (SELECT cap FROM conv) + 1 ELSE least((SELECT cap FROM conv) + 1, "
+      "coalesce((SELECT k.items FROM word_counts k WHERE k.conv_key = $8 AND k.word = l.term), 0)"
+      " + CASE WHEN (SELECT indexed FROM conv) >= (SELECT coalesce(upto, ", kMax,
+      ") FROM conv) THEN 0 ELSE (SELECT count(*) FROM (SELECT 1 ", tail("l.q"),
+      " LIMIT (SELECT cap FROM conv) + 1) x) END) END AS df "
+      "FROM lexemes l), ",
+      "searched AS (SELECT terms.term, terms.q, ",
+      kTermWeight, " AS weight "
+      "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
+      "hits AS (SELECT m.sequence, round(sum(m.weight)::numeric, 6) AS score, "
+      "array_agg(m.term) AS terms FROM ("
+      "SELECT w.sequence, s.term, s.weight FROM searched s, LATERAL (SELECT w.sequence ",
+      indexed("s.q"), ") w UNION ALL SELECT i.sequence, s.term, s.weight FROM searched s, "
+      "LATERAL (SELECT i.sequence ", tail("s.q"), ") i) m GROUP BY m.sequence), ",
+      "hit_items AS (SELECT h.sequence, h.score, h.terms, i.turn_index FROM hits h "
+      "JOIN items i ON i.conv_key = $8 AND i.sequence = h.sequence), ",
+      "turn_terms AS (SELECT DISTINCT turn_index, unnest(terms) AS term FROM hit_items), ",
+      "turns AS (SELECT t.turn_index, round(sum(s.weight)::numeric, 6) AS score, "
+      "array_agg(t.term) AS terms, "
+      "(SELECT min(x.sequence) FROM hit_items x WHERE x.turn_index = t.turn_index) AS lo, "
+      "(SELECT max(x.sequence) FROM hit_items x WHERE x.turn_index = t.turn_index) AS hi "
+      "FROM turn_terms t JOIN searched s ON s.term = t.term GROUP BY t.turn_index "
+      "ORDER BY score DESC, t.turn_index DESC LIMIT $5), ",
+      "turn_items AS (SELECT h.sequence, h.score AS own, t.turn_index, 0 AS extra "
+      "FROM turns t JOIN hit_items h ON h.turn_index = t.turn_index "
+      "UNION ALL SELECT r.sequence, 0, t.turn_index, 1 FROM turns t, "
+      "LATERAL (SELECT r.sequence FROM items r WHERE r.conv_key = $8 "
+      "AND r.sequence BETWEEN t.lo - ", kExchangeReach, " AND t.hi + ", kExchangeReach,
+      " AND r.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+      "AND r.turn_index = t.turn_index AND r.kind = 'tool_result' "
+      "AND r.redacted_digest IS NULL "
+      "AND NOT EXISTS (SELECT 1 FROM hit_items x WHERE x.sequence = r.sequence)) r), ",
+      // The terms too common to search by that these turns' items hold
+      // (each item's words read by its key).
+      "common AS (SELECT terms.term, terms.q, ",
+      kTermWeight, " AS weight "
+      "FROM terms, conv WHERE df > conv.cap), ",
+      // Each item's words are read once (not once per term).
+      "turn_common AS (SELECT d.turn_index, round(sum(d.weight)::numeric, 6) AS score, "
+      "array_agg(d.term) AS terms FROM (SELECT DISTINCT ti.turn_index, c.term, c.weight "
+      "FROM turn_items ti CROSS JOIN LATERAL (SELECT w.search FROM item_words w "
+      "WHERE w.conv_key = $8 AND w.sequence = ti.sequence "
+      "AND w.sequence <= (SELECT indexed FROM conv) "
+      "UNION ALL SELECT x.search FROM items x WHERE x.conv_key = $8 AND x.sequence = ti.sequence "
+      "AND x.sequence > (SELECT indexed FROM conv) AND x.search IS NOT NULL) v "
+      "CROSS JOIN LATERAL unnest(v.search) u "
+      "JOIN common c ON u.lexeme = $8::text || '#' || c.term "
+      "WHERE EXISTS (SELECT 1 FROM common)) d "
+      "GROUP BY d.turn_index), ",
+      "ranked AS (SELECT t.turn_index, t.score + coalesce(tc.score, 0) AS score, "
+      "ARRAY(SELECT x FROM unnest(t.terms || coalesce(tc.terms, '{}'::text[])) x "
+      "ORDER BY x COLLATE \"C\") AS terms "
+      "FROM turns t LEFT JOIN turn_common tc ON tc.turn_index = t.turn_index), ",
+      "candidates AS (SELECT ti.sequence, ti.own, r.terms, row_number() OVER (ORDER BY "
+      "r.score DESC, r.turn_index DESC, ti.extra, ti.own DESC, ti.sequence DESC) AS ord "
+      "FROM turn_items ti JOIN ranked r ON r.turn_index = ti.turn_index "
+      "ORDER BY ord LIMIT $5) ",
+      // At least one row (no conversation: a NULL count); each candidate
+      // read by its key.
+      "SELECT (SELECT item_count FROM conv), "
+      "(SELECT coalesce(json_object_agg(term, df), '{}')::text FROM terms), c.own, "
+      "to_json(c.terms)::text, "
+      "(SELECT left(k.content, ", kMaxCallChars, ") FROM items k WHERE i.kind = 'tool_result' "
+      "AND k.conv_key = $8 AND k.sequence BETWEEN i.sequence - ", kExchangeReach,
+      " AND i.sequence - 1 AND k.kind = 'tool_call' AND k.tool_call_id = i.tool_call_id "
+      "AND k.redacted_digest IS NULL ORDER BY k.sequence DESC LIMIT 1), ",
+      ItemColumns(),
+      " FROM (SELECT 1) one LEFT JOIN (candidates c JOIN items i ON i.conv_key = $8 "
+      "AND i.sequence = c.sequence "
+      "LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
+      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) ON true "
+      "ORDER BY c.ord");
+}
+
+}  // namespace convstate::pg

@@ -1,0 +1,39 @@
+#ifndef CONVSTATE_STORAGE_POSTGRES_SQL_H_
+#define CONVSTATE_STORAGE_POSTGRES_SQL_H_
+
+// The parts the PostgreSQL backend's statements (postgres_statements.cc) are
+// composed of, and the statements composed in code. Internal to the
+// backend's target; what each one is says its definition (postgres_sql.cc).
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace convstate::pg {
+
+const std::string& ConversationColumns();
+const std::string& ItemColumns();
+const std::string& ChunkColumns();
+std::string ItemsWithPins(const char* encoding, bool recounted);
+std::string Named(int key);
+std::vector<std::string> Columns(absl::Span<const char* const> list);
+std::string PagedSelect(const std::vector<std::string>& columns, const std::string& from,
+                        const std::string& order, const std::string& bytes, int rows_param,
+                        int bytes_param);
+
+std::string LoadContextSql();
+std::string LoadAppendedSql();
+std::string InsertEventsSql(absl::string_view conv_key, absl::string_view from, int first);
+std::string RecordViewStateSql(absl::string_view from, absl::string_view chunk_ids,
+                               absl::string_view pins);
+std::string SearchHistorySql();
+
+// The word of an indexed lexeme `u.lexeme` (its conversation's key and a
+// '#' before it).
+inline constexpr char kLexemeWord[] = "substr(u.lexeme, strpos(u.lexeme, '#') + 1)";
+
+}  // namespace convstate::pg
+
+#endif  // CONVSTATE_STORAGE_POSTGRES_SQL_H_

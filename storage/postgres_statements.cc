@@ -1,0 +1,532 @@
+#include "storage/postgres_statements.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "storage/postgres_sql.h"
+
+namespace convstate::pg {
+namespace {
+
+// The id the next summary chunk of a conversation row gets.
+constexpr char kNextChunkId[] =
+    "(SELECT coalesce(max(s.chunk_id), 0) + 1 FROM summary_chunks s "
+    "WHERE s.conv_key = conversations.conv_key)";
+
+// What an item, a conversation, a chunk and an audit row weigh against a
+// page's budget (as PageBytes counts them).
+constexpr char kItemBytes[] =
+    "octet_length(i.content) + octet_length(i.tool_name) + octet_length(i.tool_call_id) + "
+    "octet_length(i.metadata::text) - 2";
+constexpr char kConversationBytes[] =
+    "octet_length(system_prompt) + octet_length(pinned_instructions) + "
+    "octet_length(metadata::text) - 2 + octet_length(profile_overrides::text) - 2";
+constexpr char kChunkBytes[] = "octet_length(text) + octet_length(structure::text)";
+constexpr char kEventBytes[] = "octet_length(detail::text)";
+
+}  // namespace
+
+// Data table. Every prepared statement, by name.
+const std::vector<Statement>& Statements() {
+  static const auto* const kStatements = new std::vector<Statement>{
+      {"create_conversation",
+       absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
+                    "system_prompt, pinned_instructions, metadata, profile_overrides, "
+                    "system_prompt_tokens, pinned_instructions_tokens, continued_from, "
+                    "count_encoding, stored_bytes, continued_from_incarnation, conv_key) "
+                    "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, "
+                    "nullif($13, 0), $14) "
+                    "RETURNING ",
+                    ConversationColumns())},
+      {"get_conversation",
+       absl::StrCat("SELECT ", ConversationColumns(),
+                    " FROM conversations WHERE ", Named(3))},
+      {"conv_key",
+       absl::StrCat("SELECT conv_key FROM conversations WHERE ", Named(3))},
+      // A continuation's source, by incarnation ($3), held while the new
+      // conversation is created from what was read of it: an erasure of it
+      // waits, then reaches the copy.
+      {"lock_source",
+       absl::StrCat("SELECT redactions FROM conversations WHERE ", Named(4),
+                    " AND incarnation = $3 FOR SHARE")},
+      {"lock_conversation",
+       absl::StrCat("SELECT ", ConversationColumns(),
+                    " FROM conversations WHERE ", Named(3), " FOR UPDATE")},
+      // What a compaction's commit reads first: the conversation, then the
+      // id its summary chunk would get (unlocked; or the row locked).
+      {"read_for_commit",
+       absl::StrCat("SELECT ", ConversationColumns(), ", ", kNextChunkId,
+                    " FROM conversations WHERE ", Named(3))},
+      {"lock_for_commit",
+       absl::StrCat("SELECT ", ConversationColumns(), ", ", kNextChunkId,
+                    " FROM conversations WHERE ", Named(3), " FOR UPDATE")},
+      {"tenant_usage",
+       "SELECT count(*), coalesce(sum(stored_bytes), 0)::bigint FROM conversations "
+       "WHERE tenant_id = $1"},
+      // $3 rows, $4 bytes.
+      // A tenant's usage row, locked (created first if absent), with whether
+      // it is due a recount.
+      {"lock_tenant",
+       "INSERT INTO tenant_usage (tenant_id, stored_bytes, conversations, counted_at) "
+       "VALUES ($1, 0, 0, '-infinity') ON CONFLICT (tenant_id) DO UPDATE SET tenant_id = "
+       "excluded.tenant_id RETURNING stored_bytes, conversations, "
+       "counted_at < now() - interval '1 minute'"},
+      {"recount_tenant",
+       "UPDATE tenant_usage SET stored_bytes = (SELECT coalesce(sum(stored_bytes), 0) "
+       "FROM conversations WHERE tenant_id = $1), conversations = (SELECT count(*) "
+       "FROM conversations WHERE tenant_id = $1), counted_at = now() WHERE tenant_id = $1 "
+       "RETURNING stored_bytes, conversations"},
+      {"add_to_tenant",
+       "UPDATE tenant_usage SET stored_bytes = stored_bytes + $2, "
+       "conversations = conversations + $3 WHERE tenant_id = $1"},
+      {"list_conversations",
+       PagedSelect(Columns(kConversationColumnList),
+                   "FROM conversations WHERE tenant_id = $1 AND conversation_id > $2",
+                   "conversation_id", kConversationBytes, 3, 4)},
+      {"delete_conversation",
+       absl::StrCat("DELETE FROM conversations WHERE ", Named(3),
+                    " RETURNING item_count, stored_bytes")},
+      // A limited tenant's row, locked (nothing for the others), before
+      // anything of its conversations: the order every call takes.
+      {"lock_tenant_if_limited",
+       "SELECT 1 FROM tenant_usage WHERE tenant_id = $1 FOR UPDATE"},
+      {"find_idempotency_key",
+       "SELECT request_fingerprint, first_sequence, last_sequence, version "
+       "FROM idempotency_keys WHERE conv_key = $1 AND idempotency_key = $2"},
+      {"insert_idempotency_key",
+       "INSERT INTO idempotency_keys (conv_key, idempotency_key, request_fingerprint, "
+       "first_sequence, last_sequence, version) VALUES ($1, $2, $3, $4, $5, $6)"},
+      {"insert_item",
+       "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
+       "tool_name, tool_call_id, pinned, metadata, token_count, appended_version, search) "
+       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, "
+       "array_to_tsvector(string_to_array($13, ' ')))"},
+      {"bump_conversation",
+       "UPDATE conversations SET version = version + 1, item_count = item_count + $2, "
+       "last_sequence = $3, last_turn_index = $4, item_tokens = item_tokens + $5, "
+       "token_correction = $6, stored_bytes = stored_bytes + $7, updated_at = now() "
+       "WHERE conv_key = $1 "
+       "RETURNING version, floor(extract(epoch FROM now()) * 1000000)::bigint"},
+      // An append in one statement, when nothing needs the locked row in
+      // C++ first (no usage report): the conversation row is updated, and
+      // so locked, only if it is at the expected version ($3, -1 for any),
+      // bound to the expected model ($4, '' for any) and has not seen the
+      // idempotency key ($5, '' for none); then the items ($6..$14, arrays
+      // in order: role, kind, content, tool name, tool call id, pinned,
+      // metadata, tokens, turns started up to and including each item)
+      // and the key ($15 the fingerprint) are inserted after it. $16 is
+      // the number of items, $17 the turns they start, $18 their tokens,
+      // $19 the bytes of their content, $20 each item's search lexemes
+      // (space-separated), $21 the conversation's byte bound (0: none), $22
+      // the distribution key.
+      // No row: one of the conditions failed (or there is no such
+      // conversation); the caller takes the transaction below instead.
+      {"append_items",
+       absl::StrCat("WITH c AS (UPDATE conversations SET version = version + 1, "
+       "item_count = item_count + $16, last_sequence = last_sequence + $16, "
+       "last_turn_index = last_turn_index + $17, item_tokens = item_tokens + $18, "
+       "stored_bytes = stored_bytes + $19, updated_at = now() "
+       "WHERE ", Named(22), " AND ($3 < 0 OR version = $3) "
+       "AND ($21 <= 0 OR stored_bytes + $19 <= $21) "
+       "AND ($4 = '' OR model = $4) AND ($5 = '' OR NOT EXISTS (SELECT 1 FROM idempotency_keys k "
+       "WHERE k.conv_key = conversations.conv_key AND k.idempotency_key = $5)) "
+       "RETURNING conv_key, version, last_sequence - $16 AS first, last_turn_index - $17 AS turn, "
+       "floor(extract(epoch FROM now()) * 1000000)::bigint AS now_us), "
+       "ins AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, tool_name, "
+       "tool_call_id, pinned, metadata, token_count, appended_version, search) "
+       "SELECT c.conv_key, c.first + u.n, c.turn + u.turns, u.role, u.kind, u.content, "
+       "u.tool_name, u.tool_call_id, u.pinned, u.metadata::jsonb, u.tokens, c.version, "
+       "array_to_tsvector(string_to_array(u.words, ' ')) FROM c, "
+       "unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::boolean[], "
+       "$12::text[], $13::bigint[], $14::bigint[], $20::text[]) WITH ORDINALITY "
+       "AS u(role, kind, content, tool_name, tool_call_id, pinned, metadata, tokens, turns, words, "
+       "n)), "
+       "k AS (INSERT INTO idempotency_keys (conv_key, idempotency_key, request_fingerprint, "
+       "first_sequence, last_sequence, version) "
+       "SELECT c.conv_key, $5, $15, c.first + 1, c.first + $16, c.version FROM c WHERE $5 <> '') "
+       "SELECT version, first, turn, now_us FROM c")},
+      {"insert_usage",
+       "INSERT INTO provider_usage (conv_key, sequence, input_tokens, output_tokens, "
+       "cached_input_tokens, reasoning_tokens, estimated_input, correction_after) "
+       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
+      {"acquire_lease",
+       absl::StrCat("UPDATE conversations SET lease_holder = $3, lease_token = lease_token + 1, "
+       "lease_expires_at = now() + make_interval(secs => $4) "
+       "WHERE ", Named(5), " "
+       "AND (lease_expires_at IS NULL OR lease_expires_at <= now()) "
+       "RETURNING lease_token, floor(extract(epoch FROM lease_expires_at) * 1000000)::bigint, "
+       "incarnation")},
+      {"release_lease",
+       absl::StrCat("UPDATE conversations SET lease_holder = NULL, lease_expires_at = NULL "
+       "WHERE ", Named(5), " AND lease_token = $3 AND incarnation = $4")},
+      {"insert_chunk",
+       "INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, through_sequence, text, "
+       "token_count, summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
+       "structure, recall) "
+       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, "
+       "NULLIF($13::float8, -1)) "
+       "RETURNING floor(extract(epoch FROM created_at) * 1000000)::bigint"},
+      // A compaction's commit in one statement, when nothing but appends
+      // changed the conversation since it was read ($2 summarized through,
+      // $3 pruned through, $4 compaction_version, $5 the lease's token or
+      // -1 for none, $6 the incarnation): the new boundaries ($7, $8), the
+      // chunk numbered $10 when $9 is 1 ($11 to $21 as in insert_chunk) with
+      // its marker ($22) after the last item, the items a keep rule holds
+      // pinned ($23), the chunks superseded ($24), the audit rows ($25 to
+      // $29 as in insert_events) and the view state after it. The
+      // conversation's row is locked from here to the end of the
+      // transaction (if it was not before). No row: something else changed
+      // it (nothing was written).
+      {"commit_at_once",
+       absl::StrCat("WITH c AS (UPDATE conversations SET summarized_through = $7, prune_boundary = $8, "
+       "compaction_version = compaction_version + 1, item_count = item_count + $9, "
+       "last_sequence = last_sequence + $9, updated_at = now() "
+       "WHERE conv_key = $1 AND incarnation = $6 AND summarized_through = $2 "
+       "AND prune_boundary = $3 AND compaction_version = $4 "
+       "AND ($5 < 0 OR (lease_token = $5 AND lease_expires_at > now())) RETURNING *), "
+       "chunk AS (INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, "
+       "through_sequence, text, token_count, summarizer_model, prompt_version, tokens_in, "
+       "tokens_out, latency_ms, structure, recall) SELECT $1, $10, $11, $12, $13, $14, $15, $16, "
+       "$17, $18, $19, $20::jsonb, NULLIF($21::float8, -1) FROM c WHERE $9 > 0), "
+       "marker AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
+       "token_count, summary_chunk_id, appended_version) SELECT $1, c.last_sequence, "
+       "c.last_turn_index, 'system', 'summary_marker', $22, 0, $10, c.version FROM c "
+       "WHERE $9 > 0), "
+       "pins AS (INSERT INTO item_pins (conv_key, sequence, pinned) SELECT $1, s, true "
+       "FROM c, unnest($23::bigint[]) s ON CONFLICT (conv_key, sequence) "
+       "DO UPDATE SET pinned = true, updated_at = now()), "
+       "superseded AS (UPDATE summary_chunks SET superseded_by = $10 WHERE conv_key = $1 "
+       "AND chunk_id = ANY($24::bigint[]) AND EXISTS (SELECT 1 FROM c)), "
+       "events AS (", InsertEventsSql("$1", "c", 25), "), "
+       // The view state after it: the statement's parts all read the
+       // tables as they were before it.
+       "view_state AS (", RecordViewStateSql(
+           "c",
+           "SELECT s.chunk_id AS id FROM summary_chunks s WHERE s.conv_key = $1 "
+           "AND s.superseded_by IS NULL AND s.chunk_id <> ALL($24::bigint[]) "
+           "UNION ALL SELECT $10::bigint WHERE $9 > 0",
+           "SELECT p.sequence AS seq, p.pinned OR p.sequence = ANY($23::bigint[]) AS pinned "
+           "FROM item_pins p WHERE p.conv_key = $1 UNION ALL SELECT DISTINCT s, true "
+           "FROM unnest($23::bigint[]) s WHERE NOT EXISTS (SELECT 1 FROM item_pins p "
+           "WHERE p.conv_key = $1 AND p.sequence = s)"), ") "
+       "SELECT version, compaction_version, last_sequence FROM c")},
+      // IndexWords: the conversation's indexed sequence, held against a
+      // redaction (which locks the row FOR UPDATE) but not an append.
+      {"words_indexed",
+       "SELECT words_indexed_through FROM conversations WHERE conv_key = $1 FOR KEY SHARE"},
+      // The words of the searchable items after $2 through $3, indexed.
+      // The counts of their words go up with them (migrations/0020).
+      {"index_words",
+       absl::StrCat("WITH ins AS (INSERT INTO item_words (conv_key, sequence, search) "
+       "SELECT i.conv_key, i.sequence, i.search FROM items i WHERE i.conv_key = $1 "
+       "AND i.sequence > $2 AND i.sequence <= $3 AND i.search IS NOT NULL "
+       "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL "
+       "ON CONFLICT (conv_key, sequence) DO NOTHING RETURNING search), "
+       "counted AS (INSERT INTO word_counts (conv_key, word, items) "
+       "SELECT $1, ", kLexemeWord, ", count(*) "
+       "FROM ins, unnest(ins.search) u GROUP BY 2 "
+       "ON CONFLICT (conv_key, word) DO UPDATE SET items = word_counts.items + excluded.items) "
+       "UPDATE conversations SET words_indexed_through = greatest(words_indexed_through, $3) "
+       "WHERE conv_key = $1")},
+      // Audit rows, in order: arrays of their events, tiers, tokens before
+      // and after, and details.
+      {"insert_events", InsertEventsSql("$1", "", 2)},
+      // The same under the conversation named by $1, $2 and $8: no row
+      // when there is no such conversation.
+      {"record_events",
+       absl::StrCat(InsertEventsSql("c.conv_key",
+                                    absl::StrCat("(SELECT conv_key FROM conversations WHERE ",
+                                                 Named(8), ") c"),
+                                    3),
+                    " RETURNING 1")},
+      {"all_chunks",
+       absl::StrCat("SELECT ", ChunkColumns(),
+                    " FROM summary_chunks WHERE conv_key = $1 ORDER BY chunk_id")},
+      // Pages ($2 after this chunk id, $3 rows, $4 bytes).
+      {"list_chunks",
+       PagedSelect(Columns(kChunkColumnList),
+                   "FROM summary_chunks WHERE conv_key = $1 AND chunk_id > $2", "chunk_id",
+                   kChunkBytes, 3, 4)},
+      {"list_active_chunks",
+       PagedSelect(Columns(kChunkColumnList),
+                   "FROM summary_chunks WHERE conv_key = $1 AND chunk_id > $2 "
+                   "AND superseded_by IS NULL",
+                   "chunk_id", kChunkBytes, 3, 4)},
+      {"list_events",
+       PagedSelect({"event_id", "event", "tier", "tokens_before", "tokens_after", "detail::text",
+                    "floor(extract(epoch FROM created_at) * 1000000)::bigint"},
+                   "FROM compaction_events WHERE conv_key = $1 AND event_id > $2", "event_id",
+                   kEventBytes, 3, 4)},
+      {"items_range",
+       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", false),
+                    "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
+                    "ORDER BY i.sequence")},
+      {"items_range_recounted",
+       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", true),
+                    "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
+                    "ORDER BY i.sequence")},
+      // $2 after this sequence, $3 rows, $4 the count encoding, $5 bytes.
+      {"list_items",
+       PagedSelect(Columns(kItemColumnList),
+                   absl::StrCat(ItemsWithPins("$4", false), "WHERE i.conv_key = $1 AND i.sequence > $2"),
+                   "i.sequence", kItemBytes, 3, 5)},
+      {"list_items_recounted",
+       PagedSelect(Columns(kItemColumnList),
+                   absl::StrCat(ItemsWithPins("$4", true), "WHERE i.conv_key = $1 AND i.sequence > $2"),
+                   "i.sequence", kItemBytes, 3, 5)},
+      {"pin_item",
+       "INSERT INTO item_pins (conv_key, sequence, pinned) "
+       "SELECT conv_key, sequence, $3 FROM items "
+       "WHERE conv_key = $1 AND sequence = $2 AND kind <> 'summary_marker' "
+       "ON CONFLICT (conv_key, sequence) DO UPDATE SET pinned = $3, updated_at = now() "
+       "RETURNING sequence"},
+      // RedactItems. $2 is the array of sequences throughout.
+      {"redact_check",
+       "SELECT s, i.kind FROM unnest($2::bigint[]) s "
+       "LEFT JOIN items i ON i.conv_key = $1 AND i.sequence = s ORDER BY s"},
+      // What the items to erase hold, for their digests.
+      {"redact_read",
+       "SELECT sequence, content FROM items WHERE conv_key = $1 "
+       "AND sequence = ANY($2::bigint[]) AND redacted_digest IS NULL"},
+      // Tombstones ($3 the content, $4 its tokens) with the digest of what
+      // they replace ($5, in the order of $2; '' for none); the bytes and
+      // tokens removed, for the totals.
+      {"redact_items",
+       absl::StrCat("WITH d AS (SELECT * FROM unnest($2::bigint[], $5::text[]) AS d(seq, digest)), "
+       "old AS (SELECT i.sequence, octet_length(i.content) + coalesce((SELECT "
+       "sum(octet_length(key) + octet_length(value)) FROM jsonb_each_text(i.metadata)), 0) "
+       "AS bytes, i.token_count, d.digest "
+       "FROM items i JOIN d ON d.seq = i.sequence "
+       "WHERE i.conv_key = $1 AND i.redacted_digest IS NULL), "
+       "done AS (UPDATE items i SET redacted_digest = old.digest, content = $3, metadata = '{}', "
+       "search = NULL, "
+       "token_count = $4 FROM old WHERE i.conv_key = $1 AND i.sequence = old.sequence "
+       "RETURNING i.sequence), "
+       // Their words leave the index too (migrations/0019), and its counts
+       // (0020).
+       "unindexed AS (DELETE FROM item_words w USING old WHERE w.conv_key = $1 "
+       "AND w.sequence = old.sequence RETURNING w.search), "
+       "gone_words AS (SELECT ", kLexemeWord, " AS word, "
+       "count(*) AS n FROM unindexed, unnest(unindexed.search) u GROUP BY 1), "
+       // A word no other item holds goes with them (its row would keep the
+       // erased word); the others' counts go down.
+       "unlisted AS (DELETE FROM word_counts c USING gone_words g WHERE c.conv_key = $1 "
+       "AND c.word = g.word AND c.items <= g.n), "
+       "uncounted AS (UPDATE word_counts c SET items = c.items - g.n FROM gone_words g "
+       "WHERE c.conv_key = $1 AND c.word = g.word AND c.items > g.n) "
+       "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
+       "count(*) FROM old")},
+      // An erasure's: every proposal of the conversation ($1), and their
+      // bytes.
+      {"redact_proposals",
+       "WITH gone AS (DELETE FROM compaction_proposals p WHERE p.conv_key = $1 "
+       "RETURNING pg_column_size(p.*) AS n) "
+       "UPDATE conversations SET stored_bytes = greatest(0, stored_bytes - "
+       "(SELECT sum(n) FROM gone)) WHERE conv_key = $1 AND EXISTS (SELECT 1 FROM gone)"},
+      // An erasure's: in the audit rows of the conversation ($1), the text
+      // of each fact (in `dropped` and `lost_facts`) that came from an
+      // erased item ($2) becomes the tombstone ($3).
+      {"redact_event_facts",
+       "UPDATE compaction_events e SET detail = (SELECT jsonb_object_agg(kv.key, "
+       "CASE WHEN kv.key IN ('dropped', 'lost_facts') AND jsonb_typeof(kv.value) = 'array' "
+       "THEN coalesce((SELECT jsonb_agg(CASE WHEN jsonb_typeof(x) = 'object' "
+       "AND (x->>'sequence') ~ '^[0-9]+$' AND (x->>'sequence')::bigint = ANY($2::bigint[]) "
+       "THEN jsonb_set(x, '{text}', to_jsonb($3::text)) ELSE x END ORDER BY o) "
+       "FROM jsonb_array_elements(kv.value) WITH ORDINALITY a(x, o)), '[]'::jsonb) "
+       "ELSE kv.value END) FROM jsonb_each(e.detail) kv) "
+       "WHERE e.conv_key = $1 AND (e.detail ? 'dropped' OR e.detail ? 'lost_facts')"},
+      {"redact_token_counts",
+       "DELETE FROM item_token_counts WHERE conv_key = $1 AND sequence = ANY($2::bigint[])"},
+      // Where the summaries are cut (RedactionCut): the start of the
+      // innermost chunk holding the earliest redacted item any chunk holds.
+      {"redact_cut",
+       "WITH first AS (SELECT min(s) AS s FROM unnest($2::bigint[]) s WHERE EXISTS (SELECT 1 "
+       "FROM summary_chunks c WHERE c.conv_key = $1 AND c.summarizer_model <> 'redacted' "
+       "AND s BETWEEN c.from_sequence AND c.through_sequence)) "
+       "SELECT max(c.from_sequence) FROM summary_chunks c, first WHERE c.conv_key = $1 "
+       "AND c.summarizer_model <> 'redacted' "
+       "AND first.s BETWEEN c.from_sequence AND c.through_sequence"},
+      // Every chunk ending at or after the cut ($2 here), emptied and
+      // retired; then the chunks only a retired fold superseded, active
+      // again.
+      {"redact_chunks",
+       "UPDATE summary_chunks SET text = '', structure = '{}', token_count = 0, recall = NULL, "
+       "tokens_in = 0, tokens_out = 0, summarizer_model = 'redacted', superseded_by = chunk_id "
+       "WHERE conv_key = $1 AND through_sequence >= $2 AND summarizer_model <> 'redacted' "
+       "RETURNING chunk_id"},
+      {"redact_reactivate",
+       "UPDATE summary_chunks c SET superseded_by = NULL WHERE c.conv_key = $1 "
+       "AND c.summarizer_model <> 'redacted' AND c.superseded_by IN (SELECT r.chunk_id "
+       "FROM summary_chunks r WHERE r.conv_key = $1 AND r.summarizer_model = 'redacted')"},
+      // Totals less what was removed ($2 bytes, $3 tokens, $4 tombstone
+      // tokens in all); the boundary back to the last active chunk ($5:
+      // chunks went).
+      {"redact_conversation",
+       "UPDATE conversations SET stored_bytes = greatest(0, stored_bytes - $2 + $6), "
+       "item_tokens = item_tokens - $3 + $4, summarized_through = CASE WHEN $5 THEN "
+       "coalesce((SELECT max(through_sequence) FROM summary_chunks k WHERE k.conv_key = $1 "
+       "AND k.superseded_by IS NULL), 0) ELSE summarized_through END, "
+       "compaction_version = compaction_version + 1, redactions = redactions + 1, "
+       "updated_at = now(), "
+       // A compaction running meanwhile read the items before: its lease
+       // goes, so it cannot commit what it made of them.
+       "lease_token = lease_token + 1, lease_holder = NULL, lease_expires_at = NULL "
+       "WHERE conv_key = $1 RETURNING compaction_version"},
+      // Conversations continued from any of $2 ($1 the tenant), locked.
+      // The conversations continued from those named by $2 (ids) and $3
+      // (their incarnations): by incarnation, or by id for those continued
+      // before it was kept (migrations/0021).
+      {"continued_from",
+       "SELECT c.conv_key, c.conversation_id, c.continued_from, c.incarnation "
+       "FROM conversations c JOIN unnest($2::text[], $3::bigint[]) p(id, incarnation) "
+       "ON c.continued_from = p.id AND (c.continued_from_incarnation IS NULL "
+       "OR c.continued_from_incarnation = p.incarnation) "
+       "WHERE c.tenant_id = $1 AND c.continued_from <> '' ORDER BY c.conv_key FOR UPDATE OF c"},
+      // The items of a continued conversation ($1) carried over from the
+      // items of its source named by $2 (their sequences, as text).
+      {"carried_items",
+       "SELECT sequence FROM items WHERE conv_key = $1 AND redacted_digest IS NULL "
+       "AND metadata->>'convstate.continued_from_sequence' = ANY($2::text[]) ORDER BY sequence"},
+      // A proposal ($2 its body, $3 seconds to live) with the next id of
+      // the conversation ($1, locked), after its expired ones (the newest
+      // stays, so that ids are never given twice) and their bytes.
+      {"save_proposal",
+       "WITH newest AS (SELECT coalesce(max(proposal_id), 0) AS id FROM compaction_proposals "
+       "WHERE conv_key = $1), "
+       "gone AS (DELETE FROM compaction_proposals p WHERE p.conv_key = $1 "
+       "AND p.expires_at <= now() AND p.proposal_id < (SELECT id FROM newest) "
+       "RETURNING pg_column_size(p.*) AS n), "
+       "freed AS (UPDATE conversations SET stored_bytes = greatest(0, stored_bytes - "
+       "(SELECT sum(n) FROM gone)) WHERE conv_key = $1 AND EXISTS (SELECT 1 FROM gone)) "
+       "INSERT INTO compaction_proposals (conv_key, proposal_id, expires_at, body) "
+       "SELECT $1, id + 1, now() + make_interval(secs => $3::float8), $2 FROM newest "
+       "RETURNING proposal_id, floor(extract(epoch FROM expires_at) * 1000000)::bigint"},
+      {"get_proposal",
+       "SELECT proposal_id, floor(extract(epoch FROM expires_at) * 1000000)::bigint, body, "
+       "coalesce(applied_chunk_id, 0), coalesce(applied_compaction_version, 0), "
+       "coalesce(applied_answer, '') FROM compaction_proposals "
+       "WHERE conv_key = $1 AND proposal_id = $2 AND expires_at > now()"},
+      // ApplyCompaction's commit: the proposal ($2) marked applied with the
+      // chunk ($3), the compaction_version ($4) and the answer ($5); no row
+      // if it was applied already or expired.
+      {"apply_proposal",
+       "UPDATE compaction_proposals SET applied_chunk_id = $3, applied_compaction_version = $4, "
+       "applied_answer = $5 WHERE conv_key = $1 AND proposal_id = $2 "
+       "AND applied_chunk_id IS NULL AND expires_at > now() RETURNING 1"},
+      // Idle compaction: when ($3, unix microseconds; NULL for never) a
+      // conversation is due.
+      {"set_idle_due",
+       absl::StrCat("UPDATE conversations SET idle_due_at = to_timestamp($3::float8 / 1e6) "
+                    "WHERE ", Named(4), " RETURNING 1")},
+      // Due conversations ($1 now, unix microseconds; $2 at most), claimed
+      // once: rows another replica is claiming are skipped.
+      {"claim_idle",
+       "UPDATE conversations c SET idle_due_at = NULL FROM (SELECT conv_key FROM conversations "
+       "WHERE idle_due_at <= to_timestamp($1::float8 / 1e6) ORDER BY idle_due_at LIMIT $2 "
+       "FOR UPDATE SKIP LOCKED) due WHERE c.conv_key = due.conv_key "
+       "RETURNING c.tenant_id, c.conversation_id"},
+      // RevertCompaction: the chunk ($2) out of every view, kept with who
+      // reverted it ($3).
+      {"revert_chunk",
+       "UPDATE summary_chunks SET superseded_by = chunk_id, structure = structure || "
+       "jsonb_build_object('rv', jsonb_build_object('by', $3::text, 'at', now())) "
+       "WHERE conv_key = $1 AND chunk_id = $2"},
+      // The boundaries where the revert puts them ($2, $3); a compaction
+      // running meanwhile loses its lease.
+      {"revert_conversation",
+       "UPDATE conversations SET summarized_through = $2, prune_boundary = $3, "
+       "compaction_version = compaction_version + 1, updated_at = now(), "
+       "lease_token = lease_token + 1, lease_holder = NULL, lease_expires_at = NULL "
+       "WHERE conv_key = $1 RETURNING compaction_version"},
+      {"retire_chunks",
+       "UPDATE summary_chunks SET text = '', structure = '{}', token_count = 0, recall = NULL, "
+       "tokens_in = 0, tokens_out = 0, summarizer_model = 'redacted', superseded_by = chunk_id "
+       "WHERE conv_key = $1 AND chunk_id = ANY($2::bigint[])"},
+      {"reactivate_chunks",
+       "UPDATE summary_chunks SET superseded_by = NULL WHERE conv_key = $1 "
+       "AND chunk_id = ANY($2::bigint[])"},
+      // A continued conversation whose copies a redaction retired.
+      {"continued_erased",
+       "UPDATE conversations SET summarized_through = "
+       "coalesce((SELECT max(through_sequence) FROM summary_chunks k WHERE k.conv_key = $1 "
+       "AND k.superseded_by IS NULL), 0), compaction_version = compaction_version + 1, "
+       "updated_at = now(), lease_token = lease_token + 1, lease_holder = NULL, "
+       "lease_expires_at = NULL WHERE conv_key = $1"},
+      {"redact_idempotency",
+       "UPDATE idempotency_keys k SET request_fingerprint = 'redacted' WHERE conv_key = $1 "
+       "AND EXISTS (SELECT 1 FROM unnest($2::bigint[]) s "
+       "WHERE s BETWEEN k.first_sequence AND k.last_sequence)"},
+      {"record_view_state",
+       RecordViewStateSql("conversations c WHERE c.conv_key = $1",
+                          "SELECT s.chunk_id AS id FROM summary_chunks s "
+                          "WHERE s.conv_key = $1 AND s.superseded_by IS NULL",
+                          "SELECT p.sequence AS seq, p.pinned FROM item_pins p "
+                          "WHERE p.conv_key = $1")},
+      {"view_state_at",
+       "SELECT compaction_version, version, state::text FROM view_states "
+       "WHERE conv_key = $1 AND ((compaction_version = $3 AND version <= $2) OR "
+       "($3 < 0 AND version <= $2)) ORDER BY compaction_version DESC LIMIT 1"},
+      {"chunks_by_id",
+       absl::StrCat("SELECT ", ChunkColumns(),
+                    " FROM summary_chunks WHERE conv_key = $1 AND chunk_id = ANY($2::bigint[]) "
+                    "ORDER BY chunk_id")},
+      {"items_at",
+       "SELECT i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, "
+       "i.tool_call_id, i.pinned, i.metadata::text, i.token_count, "
+       "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint, "
+       "coalesce(i.appended_version, 0), i.redacted_digest IS NOT NULL, "
+       "coalesce(i.redacted_digest, '') FROM items i "
+       // Only what the view at version $2 shows: the items after the
+       // summarized part ($3), the pinned ones ($4: pinned later), and the
+       // last one (the log's end then).
+       "WHERE i.conv_key = $1 AND coalesce(i.appended_version, 0) <= $2 "
+       "AND (i.sequence > $3 OR i.pinned OR i.sequence = ANY($4::bigint[]) OR i.sequence = "
+       "(SELECT max(l.sequence) FROM items l WHERE l.conv_key = $1 "
+       "AND coalesce(l.appended_version, 0) <= $2)) ORDER BY i.sequence"},
+      {"update_conversation",
+       "UPDATE conversations SET model = $2, system_prompt = $3, pinned_instructions = $4, "
+       "profile_overrides = $5::jsonb, system_prompt_tokens = $6, "
+       "pinned_instructions_tokens = $7, count_encoding = $8, stored_bytes = stored_bytes + $10, "
+       "overflow_correction = CASE WHEN $9 THEN 1.0 ELSE overflow_correction END, "
+       "prompt_limit = CASE WHEN $9 THEN 0 ELSE prompt_limit END, "
+       "compaction_version = compaction_version + 1, updated_at = now() WHERE conv_key = $1"},
+      {"set_item_tokens",
+       "INSERT INTO item_token_counts (conv_key, sequence, encoding, token_count) "
+       "VALUES ($1, $2, $4, $3) ON CONFLICT (conv_key, sequence, encoding) "
+       "DO UPDATE SET token_count = excluded.token_count"},
+      {"set_chunk_tokens",
+       "UPDATE summary_chunks SET token_count = $3, structure = $4::jsonb "
+       "WHERE conv_key = $1 AND chunk_id = $2"},
+      {"set_count_encoding",
+       "UPDATE conversations SET count_encoding = $2, recounted = true WHERE conv_key = $1"},
+      {"record_overflow",
+       "UPDATE conversations SET overflow_correction = greatest(overflow_correction, $2), "
+       "prompt_limit = CASE WHEN prompt_limit = 0 THEN $3 ELSE least(prompt_limit, $3) END, "
+       "compaction_version = compaction_version + 1, updated_at = now() WHERE conv_key = $1"},
+      {"bump_compaction_version",
+       "UPDATE conversations SET compaction_version = compaction_version + 1, updated_at = now() "
+       "WHERE conv_key = $1"},
+      {"load_context", LoadContextSql()},
+      {"search_history", SearchHistorySql()},
+      {"load_appended", LoadAppendedSql()},
+      {"active_chunks",
+       absl::StrCat("SELECT ", ChunkColumns(),
+                    " FROM summary_chunks WHERE conv_key = $1 AND superseded_by IS NULL "
+                    "ORDER BY chunk_id")},
+  };
+  return *kStatements;
+}
+
+// The text of the statement `name`, for running it unprepared.
+const std::string& SqlOf(const char* name) {
+  static const auto* const kByName = [] {
+    auto* by_name = new absl::flat_hash_map<std::string, const std::string*>();
+    for (const Statement& s : Statements()) by_name->emplace(s.name, &s.sql);
+    return by_name;
+  }();
+  return *kByName->at(name);
+}
+
+}  // namespace convstate::pg

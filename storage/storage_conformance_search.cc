@@ -1,0 +1,180 @@
+// The conformance suite (storage_conformance.h): history search.
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "storage/rules.h"
+#include "storage/storage_conformance.h"
+#include "storage/storage_conformance_internal.h"
+#include "gmock/gmock.h"
+
+namespace convstate {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Recall searches everything ever stored, compacted away or not, ranks rare
+// words above common ones, and never finds erased text or a marker.
+TEST_P(StorageConformanceTest, SearchHistoryFindsRareWordsInTheWholeHistoryButNoErasedText) {
+  Create("c");
+  AppendRequest req;
+  req.key = Key("c");
+  req.items.push_back(Message(Role::kUser, "Move the Orders queue to host db-7.eu-west today"));
+  ItemData tool = Message(Role::kTool, "config: guard_value=4711 for the orders queue");
+  tool.kind = ItemKind::kToolResult;
+  tool.tool_call_id = "call-1";
+  req.items.push_back(tool);
+  req.items.push_back(Message(Role::kUser, "my card is 4111-1111-1111-1111 for the orders"));
+  for (int i = 4; i <= 30; ++i) {
+    req.items.push_back(Message(Role::kAssistant, absl::StrCat("status of the orders step ", i)));
+  }
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  CompactionCommit commit;
+  commit.key = Key("c");
+  commit.chunk = Chunk(1, 10, "summary of the first ten items");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // marker 31
+  RedactRequest erase;
+  erase.key = Key("c");
+  erase.sequences = {3};
+  erase.tombstone = "[erased 4111]";
+  erase.tombstone_tokens = 2;
+  erase.reason = "erasure";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, erase).ok());
+
+  HistorySearch search;
+  search.key = Key("c");
+  search.terms = SearchTerms("What guard value did the config show for the orders? 4111 summary");
+  auto hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->items, 31);
+  EXPECT_EQ(hits->document_frequency["guard"], 1);
+  EXPECT_EQ(hits->document_frequency["4111"], 0);     // erased
+  EXPECT_EQ(hits->document_frequency["summari"], 0);  // markers are not searched
+  // In 29 of 30 searchable items: counted up to the cap (a fifth, at least
+  // 20) plus one, and not searched for: nothing is found by it alone.
+  EXPECT_EQ(hits->document_frequency["order"], 21);
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(2));
+
+  // A host is found whole and by its parts; the turn that holds more of
+  // it comes first, with its tool result that holds none of it (its
+  // exchange); of equal scores the newest comes first.
+  search.terms = SearchTerms("db-7.eu-west");
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_EQ(hits->document_frequency["db-7.eu-west"], 1);
+  EXPECT_EQ(hits->document_frequency["7"], 2);  // "step 7"
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(1, 2, 7));
+  search.terms = {"guard", "db-7.eu-west"};
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(2, 1));
+  search.max_items = 1;
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(2));
+
+  // With a cap above every count, common words are searched too; the
+  // newest of equals comes first.
+  search.terms = {"order"};
+  search.max_document_frequency = 1000;
+  search.max_items = 3;
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_EQ(hits->document_frequency["order"], 29);
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(30, 29, 28));
+
+  search.key = Key("missing");
+  EXPECT_EQ(storage_->SearchHistory(ctx_, search).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A tool result whose lines do not name their subject is found through
+// its exchange: its call's arguments and the question of its turn. With
+// compacted_only, what is still in the view is not searched.
+TEST_P(StorageConformanceTest, SearchHistoryFindsAToolResultThroughItsExchange) {
+  Create("x");
+  AppendRequest req;
+  req.key = Key("x");
+  auto turn = [&](const std::string& ask, const std::string& area, const std::string& sum) {
+    req.items.push_back(Message(Role::kUser, ask));
+    ItemData call = Message(Role::kAssistant,
+                            absl::StrCat(R"({"query": "select * from dry_run where area = ')", area,
+                                         R"('"})"));
+    call.kind = ItemKind::kToolCall;
+    call.tool_name = "psql";
+    call.tool_call_id = absl::StrCat("call-", area);
+    req.items.push_back(call);
+    ItemData result = Message(Role::kTool, absl::StrCat("rows scanned 4410\ndry-run checksum ", sum,
+                                                        "\nstatus ok"));
+    result.kind = ItemKind::kToolResult;
+    result.tool_name = "psql";
+    result.tool_call_id = call.tool_call_id;
+    req.items.push_back(result);
+    req.items.push_back(Message(Role::kAssistant, "The dry run passed; the checksum is above."));
+  };
+  turn("What did the dry run show for the etl rewrite?", "etl rewrite", "30a6359");  // 1-4
+  turn("And the dry run of the ledger move?", "ledger move", "77b01c2");             // 5-8
+  for (int i = 0; i < 20; ++i) {
+    req.items.push_back(Message(Role::kUser, absl::StrCat("Next step ", i, " please.")));
+  }
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+
+  HistorySearch search;
+  search.key = Key("x");
+  search.terms = SearchTerms("the etl rewrite's checksum");
+  auto hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  // The turn of items 1-4: the question (1) and the call (2) hold "etl" and
+  // "rewrit"; the result (3) holds neither and comes with them.
+  ASSERT_FALSE(hits->found.empty());
+  EXPECT_THAT(Sequences(hits->found), ::testing::IsSupersetOf({1, 2, 3}));
+  EXPECT_EQ(hits->found[0].turn_index, 1);
+  // ETL, spelled out.
+  EXPECT_THAT(hits->exchange_terms[3], ::testing::IsSupersetOf({"extract", "rewrit"}));
+  EXPECT_EQ(hits->calls[3], R"({"query": "select * from dry_run where area = 'etl rewrite'"})");
+  // The other dry run's turn holds only the common words: it comes after.
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(hits->found[i].turn_index, 1) << i;
+
+  // Nothing compacted yet: nothing to recall.
+  search.compacted_only = true;
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_THAT(hits->found, ::testing::IsEmpty());
+  // Once items 1-8 are summarized, they are searched again.
+  CompactionCommit commit;
+  commit.key = Key("x");
+  commit.chunk = Chunk(1, 8, "two dry runs");
+  ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());
+  // (Whether or not the word index has them yet.)
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_THAT(Sequences(hits->found), ::testing::IsSupersetOf({1, 2, 3}));
+}
+
+TEST(SearchTermsTest, SplitsLikeTheIndex) {
+  // Words in their one form (stemmed; an abbreviation spelled out: "DB"
+  // is "databas"), compounds as written beside their parts, which may be
+  // names: the "db" of a host is there as written and spelled out.
+  EXPECT_THAT(SearchTerms("Deploy db-7.EU-west at 08:00, ok? user@x"),
+              ElementsAre("deploy", "db-7.eu-west", "db", "databas", "7", "eu", "west", "at",
+                          "08:00", "08", "00", "ok", "user@x", "user", "x"));
+  // Plurals, inflections and possessives as people write them.
+  EXPECT_THAT(SearchTerms("the vendor contract's guards"),
+              ElementsAre("the", "vendor", "contract", "s", "guard"));
+  EXPECT_THAT(SearchTerms("Checksums planning DB"), ElementsAre("checksum", "plan", "databas"));
+  EXPECT_THAT(SearchTerms("--a-- \xC3\xA9t\xC3\xA9 b_"), ElementsAre("a", "t", "b"));
+  // Camel case, as code writes names: whole, and its parts.
+  EXPECT_THAT(SearchTerms("maxReplicas: 27"),
+              ElementsAre("maxreplica", "max", "replica", "27"));
+  EXPECT_THAT(SearchTerms("CronJobs"), ElementsAre("cronjob", "cron", "job"));
+  EXPECT_THAT(SearchTerms("kind: CronJob, HTTPServer"),
+              ElementsAre("kind", "cronjob", "cron", "job", "httpserver", "http", "server"));
+  EXPECT_THAT(SearchTerms("BenchmarkAppendParallel-8"),
+              ElementsAre("benchmarkappendparallel-8", "benchmarkappendparallel", "benchmark",
+                          "append", "parallel", "8"));
+  EXPECT_THAT(SearchTerms("the subs svc"), ElementsAre("the", "subscript", "servic"));
+  // Not when a part would be one letter: "IdP" is the abbreviation.
+  EXPECT_THAT(SearchTerms("IdP iPhone"), ElementsAre("ident", "provid", "iphon"));
+}
+
+}  // namespace
+}  // namespace convstate
