@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "services/common/status_macros.h"
 
 namespace convstate {
@@ -151,6 +152,31 @@ void HistoryCache::Refresh(const CallContext& ctx, const Conversation& conversat
     bytes = copy->index != nullptr ? static_cast<int64_t>(copy->index->bytes()) : 0;
   }
   Account(copy, bytes);
+}
+
+bool HistoryCache::RefreshLater(const Conversation& conversation) {
+  if (max_bytes_ <= 0 || conversation.storage_key == 0) return false;
+  {
+    // Only a copy this replica keeps: making one is the first recall's
+    // decision.
+    absl::MutexLock lock(&mu_);
+    if (!copies_.contains(conversation.storage_key)) return false;
+  }
+  return maker_->Schedule([this, conversation] {
+    Refresh(CallContext{clock_->Now() + kMakeDeadline}, conversation);
+  });
+}
+
+void HistoryCache::Flush() {
+  if (maker_ == nullptr) return;
+  absl::Notification done;
+  // A full queue: wait for room (it drains); a pool shutting down takes
+  // nothing more, and has nothing left to wait for once it has stopped.
+  for (int tries = 0; !maker_->Schedule([&done] { done.Notify(); }); ++tries) {
+    if (tries == 10000) return;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  done.WaitForNotification();
 }
 
 void HistoryCache::Account(const std::shared_ptr<Copy>& copy, int64_t bytes) {

@@ -55,6 +55,16 @@ class HistoryCache {
   // compaction.
   void Refresh(const CallContext& ctx, const Conversation& conversation);
 
+  // Refresh on the thread that makes copies, for a conversation that has a
+  // copy already (a compaction a call ran in the foreground): the next
+  // call's recall then reads nothing on its own path. False when the
+  // queue is full (the next recall catches up itself).
+  bool RefreshLater(const Conversation& conversation);
+
+  // Waits until the copies and refreshes queued so far are done (one
+  // thread makes them, in order): tests wait for it.
+  void Flush();
+
   // Drops the copies of the conversation (erased or deleted here; other
   // replicas learn of an erasure from the row, and drop a deleted
   // conversation's copy when it has been unused for `idle`).

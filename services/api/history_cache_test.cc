@@ -133,6 +133,25 @@ TEST_F(HistoryCacheTest, ARefreshAfterACompactionLeavesTheNextSearchNothingToRea
   EXPECT_EQ(storage_.searches, searches);
 }
 
+TEST_F(HistoryCacheTest, ARefreshLaterReadsOffTheCallersPathOnlyForAConversationItKeeps) {
+  HistoryCache cache(&storage_, Clock::Real(), int64_t{64} << 20);
+  // No copy here yet: nothing is queued (the first recall decides).
+  EXPECT_FALSE(cache.RefreshLater(Row()));
+  ASSERT_TRUE(cache.Search(ctx_, Row(), Searching("ledger")).ok());
+  WaitForCopy(cache);
+  Turn("Now the claims archive.", "dry-run checksum 5be1e90");
+  storage_.read_after.clear();
+  ASSERT_TRUE(cache.RefreshLater(Row()));
+  cache.Flush();
+  ASSERT_EQ(storage_.read_after.size(), 1u);  // Read by the refresh.
+  EXPECT_EQ(storage_.read_after[0], 6);
+  storage_.read_after.clear();
+  const HistoryHits hits = *cache.Search(ctx_, Row(), Searching("claims archive"));
+  EXPECT_TRUE(storage_.read_after.empty());
+  ASSERT_FALSE(hits.found.empty());
+  EXPECT_EQ(hits.found.back().data.content, "dry-run checksum 5be1e90");
+}
+
 TEST_F(HistoryCacheTest, AnErasureOnAnyReplicaMakesItReadTheHistoryAgain) {
   HistoryCache cache(&storage_, Clock::Real(), int64_t{64} << 20);
   ASSERT_TRUE(cache.Search(ctx_, Row(), Searching("ledger")).ok());
