@@ -220,8 +220,6 @@ class CompactionRunner {
   const Options options_;
   Storage* const storage_;
   Summarizer* const summarizer_;
-  // The tiers, cheapest first (kTierList).
-  std::vector<std::unique_ptr<CompactionTier>> tiers_;
   absl::Mutex wait_mu_;
   // Conversations whose lease this process holds.
   absl::flat_hash_set<std::string> held_ ABSL_GUARDED_BY(wait_mu_);
