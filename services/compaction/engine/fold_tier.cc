@@ -193,13 +193,8 @@ class FoldTier final : public CompactionTier {
       job.events.insert(job.events.end(), fold.events.begin(), fold.events.end());
       return;
     }
-    CompactionProgress p;
-    p.tier = Tier::kFold;
-    p.tokens_before = before;
-    p.tokens_after = after;
+    CompactionProgress p = CompletedStep(Tier::kFold, before, after, f.before, fold_after);
     p.recall = recall;
-    p.before_tokens = f.before;
-    p.after_tokens = fold_after;
     job.steps.Completed(std::move(p));
   }
 };

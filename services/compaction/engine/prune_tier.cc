@@ -56,13 +56,8 @@ class PruneTier final : public CompactionTier {
         AuditRow("pruned", Tier::kPrune, plan.tokens_before, after,
                  DetailOf({{"results", step->count}, {"boundary", step->sequence}})),
         plan.view_before.tokens, pruned));
-    CompactionProgress p;
-    p.tier = Tier::kPrune;
-    p.tokens_before = plan.tokens_before;
-    p.tokens_after = after;
-    p.before_tokens = plan.view_before.tokens;
-    p.after_tokens = pruned;
-    job.steps.Completed(std::move(p));
+    job.steps.Completed(
+        CompletedStep(Tier::kPrune, plan.tokens_before, after, plan.view_before.tokens, pruned));
     job.step_tokens = pruned;
   }
 

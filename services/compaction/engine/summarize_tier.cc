@@ -400,21 +400,12 @@ class SummarizeTier final : public CompactionTier {
     o.after = WithChunk(job, chunk).tokens.total;
   }
 
-  // The chunk goes into the commit, with the `completed` audit row (and the
-  // reasoning one), and the step's progress.
-  static void Complete(CompactionJob& job, const Request& r, const SummaryResult& summary,
-                       Outcome o) {
-    const ModelProfile& profile = job.profile;
-    std::vector<CompactionEvent>& events = job.commit.events;
-    const int64_t before = r.before;
-    const int64_t after = o.after;
-    const double recall = o.recall;
-    SummaryChunk& chunk = o.chunk;
-    const ContextView with_chunk = WithChunk(job, chunk);
-    const TokenBreakdown summarized = with_chunk.tokens;
-    chunk.lost = LostFacts(r.ledger.facts, with_chunk);
+  // The `completed` audit row's detail for `chunk`, which replaces what
+  // `step` planned.
+  static nlohmann::json CompletedDetail(const SummaryChunk& chunk, const TierStep& step,
+                                        const SummaryResult& summary, double recall) {
     nlohmann::json detail = {{"model", chunk.summarizer_model},
-                             {"summarized_tokens", r.step.tokens},
+                             {"summarized_tokens", step.tokens},
                              {"summary_tokens", chunk.token_count},
                              {"facts", chunk.facts.size()},
                              {"constraints", chunk.constraints.size()},
@@ -430,8 +421,25 @@ class SummarizeTier final : public CompactionTier {
       detail["lost_facts"] = std::move(lost);
     }
     if (!summary.fallback_reason.empty()) detail["fallback_reason"] = summary.fallback_reason;
+    return detail;
+  }
+
+  // The chunk goes into the commit, with the `completed` audit row (and the
+  // reasoning one), and the step's progress.
+  static void Complete(CompactionJob& job, const Request& r, const SummaryResult& summary,
+                       Outcome o) {
+    const ModelProfile& profile = job.profile;
+    std::vector<CompactionEvent>& events = job.commit.events;
+    const int64_t before = r.before;
+    const int64_t after = o.after;
+    const double recall = o.recall;
+    SummaryChunk& chunk = o.chunk;
+    const ContextView with_chunk = WithChunk(job, chunk);
+    const TokenBreakdown summarized = with_chunk.tokens;
+    chunk.lost = LostFacts(r.ledger.facts, with_chunk);
     events.push_back(WithBreakdown(
-        AuditRow("completed", Tier::kSummarize, before, after, DetailOf(detail)),
+        AuditRow("completed", Tier::kSummarize, before, after,
+                 DetailOf(CompletedDetail(chunk, r.step, summary, recall))),
         r.before_tokens, summarized));
     if (r.reasoning_summarized + r.reasoning_dropped > 0) {
       events.push_back(AuditRow(
@@ -443,13 +451,9 @@ class SummarizeTier final : public CompactionTier {
                     {"through", r.step.sequence}})));
     }
     job.commit.chunk = std::move(chunk);
-    CompactionProgress p;
-    p.tier = Tier::kSummarize;
-    p.tokens_before = before;
-    p.tokens_after = after;
+    CompactionProgress p =
+        CompletedStep(Tier::kSummarize, before, after, r.before_tokens, summarized);
     p.recall = recall;
-    p.before_tokens = r.before_tokens;
-    p.after_tokens = summarized;
     p.reasoning_summarized = r.reasoning_summarized;
     p.reasoning_dropped = r.reasoning_dropped;
     p.lost = job.commit.chunk->lost;

@@ -74,13 +74,9 @@ class TruncateTier final : public CompactionTier {
                            {"ledger_dropped", t.ledger_budget.has_value()},
                            {"reason", reason}})),
         before_tokens, view.tokens));
-    CompactionProgress p;
-    p.tier = Tier::kTruncate;
-    p.tokens_before = before;
-    p.tokens_after = view.tokens.total;
+    CompactionProgress p =
+        CompletedStep(Tier::kTruncate, before, view.tokens.total, before_tokens, view.tokens);
     p.reason = reason;
-    p.before_tokens = before_tokens;
-    p.after_tokens = view.tokens;
     job.steps.Completed(std::move(p));
     job.truncated = true;
   }
