@@ -384,19 +384,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
           ? std::vector<CacheBreakpoint>()
           : DigestView(job.plan.view_before, job.snapshot.conversation.prune_boundary).breakpoints;
   job.step_tokens = job.plan.view_before.tokens;
-  CompactionCommit& commit = job.commit;
-  commit.key = key;
-  commit.lease = job.lease;
-  commit.expected_summarized_through = job.snapshot.conversation.summarized_through;
-  commit.expected_prune_boundary = job.snapshot.conversation.prune_boundary;
-  // The prune tier moves it forward when it prunes.
-  commit.new_prune_boundary = commit.expected_prune_boundary;
-  if (!job.plan.empty() && ForCall(mode)) {
-    commit.events.push_back(AuditRow("threshold_hit", std::nullopt, job.plan.tokens_before,
-                                     job.plan.tokens_before,
-                                     DetailOf({{"band", BandName(job.plan.band)},
-                                               {"lock_wait_ms", lock_wait_ms}})));
-  }
+  StartCommit(job, lock_wait_ms);
   job.summarize = [&](const SummaryRequest& req, std::vector<CompactionEvent>& events) {
     return SummarizeInPieces(req, profile, job.tokenizer, steps, events);
   };
@@ -411,6 +399,29 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   }
   if (control.dry_run) return Proposed(job, std::move(out));
   CommitPending(job);
+  return Finished(job, std::move(out), breakpoints_before);
+}
+
+void CompactionRunner::StartCommit(CompactionJob& job, int64_t lock_wait_ms) {
+  CompactionCommit& commit = job.commit;
+  commit.key = job.snapshot.conversation.key;
+  commit.lease = job.lease;
+  commit.expected_summarized_through = job.snapshot.conversation.summarized_through;
+  commit.expected_prune_boundary = job.snapshot.conversation.prune_boundary;
+  // The prune tier moves it forward when it prunes.
+  commit.new_prune_boundary = commit.expected_prune_boundary;
+  if (!job.plan.empty() && ForCall(job.mode)) {
+    commit.events.push_back(AuditRow("threshold_hit", std::nullopt, job.plan.tokens_before,
+                                     job.plan.tokens_before,
+                                     DetailOf({{"band", BandName(job.plan.band)},
+                                               {"lock_wait_ms", lock_wait_ms}})));
+  }
+}
+
+CompactionOutcome CompactionRunner::Finished(
+    CompactionJob& job, CompactionOutcome out,
+    const std::vector<CacheBreakpoint>& breakpoints_before) {
+  const ConversationKey key = job.snapshot.conversation.key;
   out.view = std::move(job.CurrentView());
   if (!job.events.empty()) {
     // Audit rows of steps that changed nothing stored; losing them must not
@@ -430,7 +441,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     out.stored = std::make_shared<const ContextSnapshot>(std::move(job.snapshot));
   }
   out.plan = std::move(job.plan);
-  out.not_done = steps.failures();
+  out.not_done = job.steps.failures();
   return out;
 }
 

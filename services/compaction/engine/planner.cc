@@ -166,17 +166,14 @@ bool CompactionPlan::Stores() const {
 }
 
 PlanState::PlanState(const PlanInput& input, CompactionMode m, CompactionPlan& p)
-    : in(input), mode(m), plan(p), prune_boundary(input.snapshot->conversation.prune_boundary) {
+    : in(input), mode(m), plan(p) {
   const int64_t headroom = HeadroomOf(input, m);
   soft = Threshold(input.profile, input.profile.soft_threshold) - headroom;
   hard = Threshold(input.profile, input.profile.hard_threshold) - headroom;
   emergency = Threshold(input.profile, input.profile.emergency_threshold) - headroom;
 }
 
-void PlanState::Prune(ContextView v, int64_t boundary) {
-  changed_ = std::move(v);
-  prune_boundary = boundary;
-}
+void PlanState::SetView(ContextView v) { changed_ = std::move(v); }
 
 CompactionPlan PlanCompaction(const PlanInput& in, CompactionMode mode) {
   const ModelProfile& p = in.profile;

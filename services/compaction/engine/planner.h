@@ -154,15 +154,13 @@ struct PlanState {
   int64_t hard = 0;
   int64_t emergency = 0;
   CompactionPlan& plan;
-  // Tool results up to this sequence are pruned in `view()`.
-  int64_t prune_boundary = 0;
   // Tokens of the summary chunks the steps planned so far add (estimated).
   int64_t new_chunk_tokens = 0;
 
   // The view as the steps planned so far leave it, before any summary.
   const ContextView& view() const { return changed_ ? *changed_ : plan.view_before; }
-  // Takes `v`, the view with tool results up to `boundary` pruned.
-  void Prune(ContextView v, int64_t boundary);
+  // Takes `v` as that view (the prune step's, tool results pruned).
+  void SetView(ContextView v);
 
  private:
   std::optional<ContextView> changed_;

@@ -41,7 +41,7 @@ class PruneTier final : public CompactionTier {
     plan.actions.push_back(absl::StrCat("prune ", step.count, " old tool results through item ",
                                         boundary, " (", savings, " tokens)"));
     plan.steps.push_back(std::move(step));
-    state.Prune(std::move(pruned), boundary);
+    state.SetView(std::move(pruned));
   }
 
   void Run(CompactionJob& job) const override {
