@@ -1092,8 +1092,8 @@ namespace {
 // names audit rows carry are the enum's, which clients read.
 TEST(TierNamesTest, TheEngineAndTheApiNameTheSameTiers) {
   const google::protobuf::EnumDescriptor* api = v1::CompactionTier_descriptor();
-  ASSERT_EQ(api->value_count(), static_cast<int>(std::size(kTierList)) + 1);
-  for (const TierEntry& e : kTierList) {
+  ASSERT_EQ(api->value_count(), static_cast<int>(TierList().size()) + 1);
+  for (const TierEntry& e : TierList()) {
     const google::protobuf::EnumValueDescriptor* v = api->FindValueByNumber(static_cast<int>(e.tier));
     ASSERT_NE(v, nullptr) << e.name;
     EXPECT_EQ(v->name(), "COMPACTION_TIER_" + absl::AsciiStrToUpper(e.name));

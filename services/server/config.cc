@@ -278,6 +278,14 @@ const std::vector<Flag>& Flags() {
          c.vocab_dir = v;
          return absl::OkStatus();
        }},
+      {"summarizer",
+       "which summarizer writes summaries, by name: extractive or llm (default: llm when "
+       "--summarizer_url is set, else extractive)",
+       [](ServerConfig& c, const std::string& v) -> absl::Status {
+         RETURN_IF_ERROR(BuiltInSummarizers().Find(v).status());
+         c.summarizer.name = v;
+         return absl::OkStatus();
+       }},
       {"summarizer_url",
        "API root for LLM summaries, e.g. http://127.0.0.1:8000/v1 or "
        "https://api.anthropic.com/v1 (default: none, the built-in extractive summarizer)",

@@ -33,8 +33,9 @@ struct ServerConfig {
   std::string model_profiles;
   // Where the tokenizer vocabularies (*.tiktoken) are.
   std::string vocab_dir;
-  // Which summarizer writes summaries (see NewSummarizer): the built-in
-  // extractive one unless summarizer.llm.base_url is set.
+  // Which summarizer writes summaries (see NewSummarizer): the one
+  // summarizer.name names, else the built-in extractive one unless
+  // summarizer.llm.base_url is set.
   SummarizerConfig summarizer;
   // Where the API key comes from: this environment variable, or a file.
   std::string summarizer_api_key_env = "CONVSTATE_SUMMARIZER_API_KEY";

@@ -57,6 +57,20 @@ TEST(LoadConfigTest, FlagsOverrideTheFileWhichOverridesTheEnvironment) {
   EXPECT_EQ(c->model_profiles, "/etc/profiles.textproto");
 }
 
+TEST(LoadConfigTest, SummarizerIsChosenByAKnownName) {
+  auto c = LoadConfig({"--auth=none"}, kNoEnv);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->summarizer.name.empty()) << "the URL decides, as before the flag";
+  c = LoadConfig({"--auth=none", "--summarizer=extractive"}, kNoEnv);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->summarizer.name, "extractive");
+  c = LoadConfig({"--auth=none", "--summarizer=abstractive"}, kNoEnv);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("unknown summarizer \"abstractive\"; known: extractive, llm"),
+            std::string::npos)
+      << c.status();
+}
+
 TEST(LoadConfigTest, SummarizerKeyComesFromItsVariableOrFile) {
   auto c = LoadConfig({"--auth=none", "--summarizer_url=http://127.0.0.1:9/v1", "--summarizer_retries=1"},
                       Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));

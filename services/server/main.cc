@@ -102,10 +102,15 @@ int Run(int argc, char** argv) {
             ", service.name ", config->telemetry.service_name);
   }
   config->summarizer.llm.telemetry = telemetry.get();
+  absl::StatusOr<std::unique_ptr<Summarizer>> summarizer =
+      NewSummarizer(config->summarizer, Clock::Real());
+  if (!summarizer.ok()) {
+    LogError("cannot make the summarizer: ", summarizer.status().ToString());
+    return 1;
+  }
   LogInfo("summarizer: ", DescribeSummarizer(config->summarizer));
-  std::unique_ptr<Summarizer> summarizer = NewSummarizer(config->summarizer, Clock::Real());
   absl::StatusOr<std::unique_ptr<Server>> server = Server::BuildAndStart(
-      config->server, std::move(*models), std::move(*storage), std::move(summarizer),
+      config->server, std::move(*models), std::move(*storage), std::move(*summarizer),
       std::move(telemetry));
   if (!server.ok()) {
     LogError("cannot start: ", server.status().ToString());

@@ -22,10 +22,6 @@ namespace {
 // How long giving a lease back may take.
 constexpr absl::Duration kReleaseTimeout = absl::Seconds(2);
 
-bool NeedsCommit(const CompactionPlan& plan) {
-  return plan.pruned_results > 0 || plan.summarize || !plan.fold.empty();
-}
-
 }  // namespace
 
 absl::StatusOr<std::optional<CompactionLease>> CompactionRunner::AcquireLease(
@@ -221,9 +217,7 @@ void CompactionRunner::Released(const ConversationKey& key) {
 }
 
 CompactionRunner::CompactionRunner(Options options, Storage* storage, Summarizer* summarizer)
-    : options_(std::move(options)), storage_(storage), summarizer_(summarizer) {
-  for (const TierEntry& e : kTierList) tiers_.push_back(e.make());
-}
+    : options_(std::move(options)), storage_(storage), summarizer_(summarizer) {}
 
 absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool background,
                                                  int64_t& waited_ms) {
@@ -232,7 +226,7 @@ absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool backgr
   // Whether the compaction this call waited for left nothing to store.
   auto settled = [&]() -> absl::StatusOr<bool> {
     RETURN_IF_ERROR(Refresh(job));
-    return !NeedsCommit(job.plan);
+    return !job.plan.Stores();
   };
   ASSIGN_OR_RETURN(job.lease, AcquireLease(job.ctx, key, background, settled));
   const absl::Duration waited = options_.clock->Now() - asked;
@@ -242,17 +236,14 @@ absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool backgr
   if (!job.lease.has_value()) {
     if (background) return false;  // Someone else is at it.
     // The compaction this call waited for stored what it needed.
-    if (!NeedsCommit(job.plan)) return true;
+    if (!job.plan.Stores()) return true;
     // Another compaction runs and enough requests of this process already
     // wait for it: this one takes the view as it stands (truncated if it
     // does not fit) instead of holding a worker.
-    job.steps.Note(job.plan.summarize ? Tier::kSummarize : Tier::kPrune,
+    job.steps.Note(job.plan.Step(Tier::kSummarize) != nullptr ? Tier::kSummarize : Tier::kPrune,
                    "another compaction of this conversation is under way and enough calls "
                    "wait for it: the view is served as it stands");
-    job.plan.pruned_results = 0;
-    job.plan.prune_boundary = job.snapshot.conversation.prune_boundary;
-    job.plan.summarize = false;
-    job.plan.fold.clear();
+    std::erase_if(job.plan.steps, [](const TierStep& s) { return s.stores; });
     return true;
   }
   // Summarizer calls end before the lease would: work done after it
@@ -350,7 +341,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   // One compaction per conversation at a time, across replicas. (A plan
   // that cannot fit has no steps, so it takes no lease; see below.)
   int64_t lock_wait_ms = 0;
-  if (NeedsCommit(job.plan) && !control.dry_run) {
+  if (job.plan.Stores() && !control.dry_run) {
     ASSIGN_OR_RETURN(const bool go, TakeLease(job, background, lock_wait_ms));
     if (!go) {
       out.tokens_before = job.plan.tokens_before;
@@ -393,24 +384,13 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
           ? std::vector<CacheBreakpoint>()
           : DigestView(job.plan.view_before, job.snapshot.conversation.prune_boundary).breakpoints;
   job.step_tokens = job.plan.view_before.tokens;
-  CompactionCommit& commit = job.commit;
-  commit.key = key;
-  commit.lease = job.lease;
-  commit.expected_summarized_through = job.snapshot.conversation.summarized_through;
-  commit.expected_prune_boundary = job.snapshot.conversation.prune_boundary;
-  commit.new_prune_boundary = job.plan.prune_boundary;
-  if (!job.plan.empty() && ForCall(mode)) {
-    commit.events.push_back(AuditRow("threshold_hit", std::nullopt, job.plan.tokens_before,
-                                     job.plan.tokens_before,
-                                     DetailOf({{"band", BandName(job.plan.band)},
-                                               {"lock_wait_ms", lock_wait_ms}})));
-  }
+  StartCommit(job, lock_wait_ms);
   job.summarize = [&](const SummaryRequest& req, std::vector<CompactionEvent>& events) {
     return SummarizeInPieces(req, profile, job.tokenizer, steps, events);
   };
   job.store = [&](const CompactionCommit& c, Tier tier) { return Store(job, out, c, tier); };
 
-  for (const std::unique_ptr<CompactionTier>& tier : tiers_) {
+  for (const std::unique_ptr<CompactionTier>& tier : Tiers()) {
     if (tier->NeedsStoredState()) {
       if (control.dry_run) return Proposed(job, std::move(out));
       CommitPending(job);
@@ -419,6 +399,29 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
   }
   if (control.dry_run) return Proposed(job, std::move(out));
   CommitPending(job);
+  return Finished(job, std::move(out), breakpoints_before);
+}
+
+void CompactionRunner::StartCommit(CompactionJob& job, int64_t lock_wait_ms) {
+  CompactionCommit& commit = job.commit;
+  commit.key = job.snapshot.conversation.key;
+  commit.lease = job.lease;
+  commit.expected_summarized_through = job.snapshot.conversation.summarized_through;
+  commit.expected_prune_boundary = job.snapshot.conversation.prune_boundary;
+  // The prune tier moves it forward when it prunes.
+  commit.new_prune_boundary = commit.expected_prune_boundary;
+  if (!job.plan.empty() && ForCall(job.mode)) {
+    commit.events.push_back(AuditRow("threshold_hit", std::nullopt, job.plan.tokens_before,
+                                     job.plan.tokens_before,
+                                     DetailOf({{"band", BandName(job.plan.band)},
+                                               {"lock_wait_ms", lock_wait_ms}})));
+  }
+}
+
+CompactionOutcome CompactionRunner::Finished(
+    CompactionJob& job, CompactionOutcome out,
+    const std::vector<CacheBreakpoint>& breakpoints_before) {
+  const ConversationKey key = job.snapshot.conversation.key;
   out.view = std::move(job.CurrentView());
   if (!job.events.empty()) {
     // Audit rows of steps that changed nothing stored; losing them must not
@@ -438,7 +441,7 @@ absl::StatusOr<CompactionOutcome> CompactionRunner::Run(
     out.stored = std::make_shared<const ContextSnapshot>(std::move(job.snapshot));
   }
   out.plan = std::move(job.plan);
-  out.not_done = steps.failures();
+  out.not_done = job.steps.failures();
   return out;
 }
 

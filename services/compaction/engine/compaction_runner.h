@@ -199,6 +199,15 @@ class CompactionRunner {
   // `waited_ms`: how long it took.
   absl::StatusOr<bool> TakeLease(CompactionJob& job, bool background, int64_t& waited_ms);
 
+  // Starts the job's commit from the stored state (and, for a call, the
+  // threshold_hit audit row).
+  static void StartCommit(CompactionJob& job, int64_t lock_wait_ms);
+  // The outcome once the tiers ran and what they left is stored: the view,
+  // the versions, the cache breakpoint the compaction invalidated, and the
+  // audit rows of steps that stored nothing (written here).
+  CompactionOutcome Finished(CompactionJob& job, CompactionOutcome out,
+                             const std::vector<CacheBreakpoint>& breakpoints_before);
+
   // The outcome when compaction is switched off: the view as it is, or
   // RESOURCE_EXHAUSTED when it does not fit (FAILED_PRECONDITION for a
   // Compact call).
@@ -220,8 +229,6 @@ class CompactionRunner {
   const Options options_;
   Storage* const storage_;
   Summarizer* const summarizer_;
-  // The tiers, cheapest first (kTierList).
-  std::vector<std::unique_ptr<CompactionTier>> tiers_;
   absl::Mutex wait_mu_;
   // Conversations whose lease this process holds.
   absl::flat_hash_set<std::string> held_ ABSL_GUARDED_BY(wait_mu_);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "services/compaction/engine/tiers.h"
 #include "services/compaction/view/context_view.h"
 #include "services/profiles/profile.h"
 #include "services/tokenizer/tokens.h"
@@ -89,33 +90,40 @@ struct Truncation {
   bool any() const { return before_sequence != 0 || chunks != 0 || ledger_budget.has_value(); }
 };
 
+// One tier's part of a plan, in terms every reader of a plan shares. The
+// tier that planned it carries it out (tier.h).
+struct TierStep {
+  Tier tier = Tier::kPrune;
+  // Carrying it out changes what is stored; else only the view the call
+  // returns.
+  bool stores = true;
+  // The live item it reaches: the new prune boundary (tool results through
+  // it pruned), the last item a summary replaces, the first item a
+  // truncated view keeps.
+  int64_t sequence = 0;
+  // The tokens it takes out of the view: what pruning saves, the span a
+  // summary replaces, the chunks a fold merges.
+  int64_t tokens = 0;
+  // How many it covers, in its tier's unit: tool results pruned, chunks
+  // folded, oldest summaries truncation leaves out.
+  int count = 0;
+  // Recent turns a summary leaves verbatim (after the degrading guard).
+  int kept = 0;
+  // The chunks a fold merges.
+  std::vector<int64_t> chunks;
+  // The view's tokens once the earlier steps are done, before this one.
+  int64_t tokens_before = 0;
+};
+
 // What the next compaction will do, and what the view will cost after it.
 struct CompactionPlan {
   Band band = Band::kNormal;
   int64_t tokens_before = 0;
   // The view as it stands, before any of the plan is applied.
   ContextView view_before;
-
-  // Tier 1: the new prune boundary (the current one when not pruning).
-  int64_t prune_boundary = 0;
-  int pruned_results = 0;
-  int64_t prune_savings = 0;
-
-  // Tier 2: summarize live items (summarized_through, summarize_through].
-  bool summarize = false;
-  int64_t summarize_through = 0;
-  int64_t summarize_tokens = 0;
-  // Recent turns kept verbatim after the degrading guard.
-  int recent_turns_kept = 0;
-
-  // Tier 3: active chunks to merge into one.
-  std::vector<int64_t> fold;
-
-  // Tier 4: view-only truncation of live items before this sequence (and,
-  // in `truncation`, of chunks and the ledger when that is not enough).
-  int64_t truncate_before = 0;
-  Truncation truncation;
-
+  // What each tier will do, in the order they run; a tier with nothing to
+  // do has no step.
+  std::vector<TierStep> steps;
   // Projected view total after all of the above (summary sizes estimated).
   int64_t projected_tokens = 0;
   // Set when even system prompt, pinned content, pending input and output
@@ -126,9 +134,36 @@ struct CompactionPlan {
   // The plan in words, for InspectContext and the audit trail.
   std::vector<std::string> actions;
 
-  bool empty() const {
-    return !summarize && fold.empty() && truncate_before == 0 && pruned_results == 0;
-  }
+  bool empty() const { return steps.empty(); }
+  // The step of `tier`; null when it has none.
+  const TierStep* Step(Tier tier) const;
+  // Whether carrying the plan out stores anything (and so takes the lease).
+  bool Stores() const;
+};
+
+// A plan as the tiers make it, in the order they run, each seeing what the
+// earlier ones planned (CompactionTier::Plan).
+struct PlanState {
+  PlanState(const PlanInput& input, CompactionMode mode, CompactionPlan& plan);
+
+  const PlanInput& in;
+  const CompactionMode mode;
+  // The profile's thresholds, less what a call adds to the view after
+  // compaction (PlanInput::headroom).
+  int64_t soft = 0;
+  int64_t hard = 0;
+  int64_t emergency = 0;
+  CompactionPlan& plan;
+  // Tokens of the summary chunks the steps planned so far add (estimated).
+  int64_t new_chunk_tokens = 0;
+
+  // The view as the steps planned so far leave it, before any summary.
+  const ContextView& view() const { return changed_ ? *changed_ : plan.view_before; }
+  // Takes `v` as that view (the prune step's, tool results pruned).
+  void SetView(ContextView v);
+
+ private:
+  std::optional<ContextView> changed_;
 };
 
 // `fraction` of the profile's context window, in tokens.
@@ -139,13 +174,25 @@ Band BandOf(int64_t total, const ModelProfile& profile);
 // "hard", "emergency".
 const char* BandName(Band band);
 
-// Decides what to prune, summarize, fold and truncate. Pure: reads the
-// snapshot, changes nothing. Rules it keeps: a cut never separates a tool
-// call from its result; system prompt, pinned instructions and pinned items
-// are never summarized or truncated; the recent buffer (last N turns, at
-// most T tokens) degrades N, N-1 ... 0 when it alone does not fit; the prune
-// boundary only moves forward.
+// Decides what each tier does (TierList(), in order; each plans its own
+// step). Pure: reads the snapshot, changes nothing. Rules it keeps: a cut
+// never separates a tool call from its result; system prompt, pinned
+// instructions and pinned items are never summarized or truncated; the
+// recent buffer (last N turns, at most T tokens) degrades N, N-1 ... 0 when
+// it alone does not fit; the prune boundary only moves forward.
 CompactionPlan PlanCompaction(const PlanInput& input, CompactionMode mode);
+
+// The view of `input` with tool results up to `prune_boundary` pruned,
+// truncated as `truncation` says.
+ContextView ViewFor(const PlanInput& input, int64_t prune_boundary,
+                    const Truncation& truncation = {});
+
+// The estimated size of a summary of `tokens` tokens.
+int64_t SummarySize(const ModelProfile& profile, int64_t tokens);
+
+// safe[i]: a cut before live[i] (i == size: after everything) separates no
+// tool call from its result.
+std::vector<bool> SafeCuts(const std::vector<Item>& live);
 
 // The latest safe cut in `live` at or before `limit`: the largest index i
 // such that no tool call before i has its result, or is still waiting for

@@ -9,6 +9,20 @@
 namespace convstate {
 namespace {
 
+// The plan's step of `tier`; an empty one when it has none.
+TierStep StepOf(const CompactionPlan& plan, Tier tier) {
+  const TierStep* step = plan.Step(tier);
+  return step != nullptr ? *step : TierStep{};
+}
+
+bool Summarizes(const CompactionPlan& plan) { return plan.Step(Tier::kSummarize) != nullptr; }
+
+// The prune boundary of `s` once `plan` is carried out.
+int64_t PruneBoundary(const CompactionPlan& plan, const ContextSnapshot& s) {
+  const TierStep* step = plan.Step(Tier::kPrune);
+  return step != nullptr ? step->sequence : s.conversation.prune_boundary;
+}
+
 // Builds conversations item by item; token counts are given, not computed.
 class Builder {
  public:
@@ -123,11 +137,11 @@ TEST(PlannerTest, PrunesOldToolResultsKeepingRecentAndKeptTools) {
                                 .Call("4", "grep").Result("4", "grep", 600)
                                 .Build();
   const CompactionPlan plan = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kPruneOnly);
-  EXPECT_EQ(plan.pruned_results, 2);      // 1 and 3; 4 is the most recent, 2 is kept.
-  EXPECT_EQ(plan.prune_boundary, 7);      // Result of call 3.
-  EXPECT_GT(plan.prune_savings, 1000);
+  EXPECT_EQ(StepOf(plan, Tier::kPrune).count, 2);      // 1 and 3; 4 is the most recent, 2 is kept.
+  EXPECT_EQ(PruneBoundary(plan, s), 7);      // Result of call 3.
+  EXPECT_GT(StepOf(plan, Tier::kPrune).tokens, 1000);
   ViewOptions options;
-  options.prune_boundary = plan.prune_boundary;
+  options.prune_boundary = PruneBoundary(plan, s);
   options.tokenizer = tok.get();
   const ContextView view = AssembleView(s, p, false, {}, options);
   int pruned = 0;
@@ -154,8 +168,8 @@ TEST(PlannerTest, RecentResultsAreKeptOnlyWithinTheirShareOfTheWindow) {
                                 .Build();
   const CompactionPlan plan = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kPruneOnly);
   // Three may stay by count, but only one fits the share: bulky output goes first.
-  EXPECT_EQ(plan.pruned_results, 2);
-  EXPECT_EQ(plan.prune_boundary, 5);
+  EXPECT_EQ(StepOf(plan, Tier::kPrune).count, 2);
+  EXPECT_EQ(PruneBoundary(plan, s), 5);
 }
 
 TEST(PlannerTest, PruningThatSavesTooLittleIsSkipped) {
@@ -165,8 +179,8 @@ TEST(PlannerTest, PruningThatSavesTooLittleIsSkipped) {
   const ContextSnapshot s =
       Builder().User(10).Call("1", "grep").Result("1", "grep", 600).Call("2", "grep").Result("2", "grep", 600).Build();
   const CompactionPlan plan = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kPruneOnly);
-  EXPECT_EQ(plan.pruned_results, 0);
-  EXPECT_EQ(plan.prune_boundary, 0);
+  EXPECT_EQ(StepOf(plan, Tier::kPrune).count, 0);
+  EXPECT_EQ(PruneBoundary(plan, s), 0);
 }
 
 TEST(PlannerTest, SummarizesTheOldestZoneKeepingRecentTurns) {
@@ -180,10 +194,10 @@ TEST(PlannerTest, SummarizesTheOldestZoneKeepingRecentTurns) {
   // Ahead of need (the background), the hard band is enough.
   const CompactionPlan plan = PlanCompaction(Input(&s, Small(), tok.get()), CompactionMode::kAhead);
   EXPECT_EQ(plan.band, Band::kHard);  // 3100 + 256 reserve >= 0.8 * 4096
-  ASSERT_TRUE(plan.summarize);
-  EXPECT_EQ(plan.recent_turns_kept, 2);
-  EXPECT_EQ(plan.summarize_through, 4);
-  EXPECT_EQ(plan.summarize_tokens, 1600);
+  ASSERT_TRUE(Summarizes(plan));
+  EXPECT_EQ(StepOf(plan, Tier::kSummarize).kept, 2);
+  EXPECT_EQ(StepOf(plan, Tier::kSummarize).sequence, 4);
+  EXPECT_EQ(StepOf(plan, Tier::kSummarize).tokens, 1600);
   EXPECT_LT(plan.projected_tokens, plan.tokens_before);
   EXPECT_FALSE(plan.actions.empty());
 }
@@ -201,8 +215,8 @@ TEST(PlannerTest, OnTheCallTheHardBandIsSummarizedUnderTheSoftBand) {
   const ModelProfile p = Small();
   const CompactionPlan blocks = PlanCompaction(Input(&hard, p, tok.get()), CompactionMode::kByBand);
   EXPECT_EQ(blocks.band, Band::kHard);
-  ASSERT_TRUE(blocks.summarize) << "a view at the hard band is compacted before it is served";
-  EXPECT_EQ(blocks.summarize_through % 2, 0) << "cut inside a turn";
+  ASSERT_TRUE(Summarizes(blocks)) << "a view at the hard band is compacted before it is served";
+  EXPECT_EQ(StepOf(blocks, Tier::kSummarize).sequence % 2, 0) << "cut inside a turn";
   EXPECT_LT(blocks.projected_tokens, Threshold(p, p.soft_threshold));
   // Below the hard band a call compacts nothing; the background does.
   const ContextSnapshot soft = Builder()
@@ -215,7 +229,7 @@ TEST(PlannerTest, OnTheCallTheHardBandIsSummarizedUnderTheSoftBand) {
   EXPECT_EQ(waits.band, Band::kSoft);
   EXPECT_TRUE(waits.empty());
   const CompactionPlan ahead = PlanCompaction(Input(&soft, p, tok.get()), CompactionMode::kAhead);
-  ASSERT_TRUE(ahead.summarize) << "the background keeps the view under the soft band";
+  ASSERT_TRUE(Summarizes(ahead)) << "the background keeps the view under the soft band";
   EXPECT_LT(ahead.projected_tokens, Threshold(p, p.soft_threshold));
 }
 
@@ -235,7 +249,7 @@ TEST(PlannerTest, ServingWhileTheBackgroundWorksWaitsForTheEmergencyBand) {
   EXPECT_TRUE(waits.empty());
   // The background under this policy summarizes only past the hard band.
   const CompactionPlan ahead = PlanCompaction(Input(&hard, p, tok.get()), CompactionMode::kAhead);
-  EXPECT_TRUE(ahead.summarize);
+  EXPECT_TRUE(Summarizes(ahead));
   EXPECT_LT(ahead.projected_tokens, Threshold(p, p.hard_threshold));
   EXPECT_GE(ahead.projected_tokens, Threshold(p, p.soft_threshold) - 260)
       << "summarized more than it takes to fit under the hard band";
@@ -248,10 +262,10 @@ TEST(PlannerTest, ServingWhileTheBackgroundWorksWaitsForTheEmergencyBand) {
   const CompactionPlan plan =
       PlanCompaction(Input(&full, p, tok.get()), CompactionMode::kByBandBehindBackground);
   EXPECT_EQ(plan.band, Band::kEmergency);
-  ASSERT_TRUE(plan.summarize);
-  EXPECT_LT(plan.summarize_through, 26);
-  EXPECT_GT(plan.summarize_through, 2);
-  EXPECT_EQ(plan.summarize_through % 2, 0) << "cut inside a turn";
+  ASSERT_TRUE(Summarizes(plan));
+  EXPECT_LT(StepOf(plan, Tier::kSummarize).sequence, 26);
+  EXPECT_GT(StepOf(plan, Tier::kSummarize).sequence, 2);
+  EXPECT_EQ(StepOf(plan, Tier::kSummarize).sequence % 2, 0) << "cut inside a turn";
   EXPECT_LT(plan.projected_tokens, Threshold(p, p.hard_threshold) - 260);
   EXPECT_GT(plan.projected_tokens, Threshold(p, p.soft_threshold) - 260)
       << "summarized more than it takes to fit";
@@ -275,7 +289,7 @@ TEST(PlannerTest, ACallsHeadroomCountsAgainstTheBands) {
   in.headroom = Threshold(p, p.hard_threshold) - without.tokens_before;
   const CompactionPlan with = PlanCompaction(in, CompactionMode::kByBand);
   EXPECT_EQ(with.band, Band::kSoft) << "the band reported is the view's own";
-  ASSERT_TRUE(with.summarize);
+  ASSERT_TRUE(Summarizes(with));
   EXPECT_LT(with.projected_tokens + in.headroom, Threshold(p, p.soft_threshold));
   // The background adds nothing after it: no headroom there.
   EXPECT_EQ(PlanCompaction(in, CompactionMode::kAhead).projected_tokens,
@@ -296,8 +310,8 @@ TEST(PlannerTest, OnTheCallAViewThatFitsAfterPruningIsNotSummarized) {
   p.tool_pruning.keep_recent = 0;
   p.tool_pruning.min_savings_tokens = 100;
   const CompactionPlan pruned = PlanCompaction(Input(&bulky, p, tok.get()), CompactionMode::kByBand);
-  EXPECT_GT(pruned.pruned_results, 0);
-  EXPECT_FALSE(pruned.summarize);
+  EXPECT_GT(StepOf(pruned, Tier::kPrune).count, 0);
+  EXPECT_FALSE(Summarizes(pruned));
   EXPECT_LT(pruned.projected_tokens, Threshold(p, p.hard_threshold));
 }
 
@@ -311,16 +325,16 @@ TEST(PlannerTest, SummarizesOnlyWhatBringsTheViewUnderTheSoftBand) {
   // Compact(auto), as an operator asks: back under the soft band.
   const CompactionPlan plan = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kAuto);
   EXPECT_EQ(plan.band, Band::kHard);
-  ASSERT_TRUE(plan.summarize);
+  ASSERT_TRUE(Summarizes(plan));
   // Everything but the last turn could go; only the oldest turns do, enough
   // to land under the soft band (2,867) with room for one more turn.
-  EXPECT_LT(plan.summarize_through, 22);
-  EXPECT_GT(plan.summarize_through, 2);
-  EXPECT_EQ(plan.summarize_through % 2, 0) << "cut inside a turn";
+  EXPECT_LT(StepOf(plan, Tier::kSummarize).sequence, 22);
+  EXPECT_GT(StepOf(plan, Tier::kSummarize).sequence, 2);
+  EXPECT_EQ(StepOf(plan, Tier::kSummarize).sequence % 2, 0) << "cut inside a turn";
   EXPECT_LT(plan.projected_tokens, Threshold(p, p.soft_threshold) - 260);
   // Compact(summarize) takes everything older than the recent buffer.
   const CompactionPlan all = PlanCompaction(Input(&s, p, tok.get()), CompactionMode::kSummarize);
-  EXPECT_EQ(all.summarize_through, 22);
+  EXPECT_EQ(StepOf(all, Tier::kSummarize).sequence, 22);
 }
 
 TEST(PlannerTest, TruncationDropsTheOldestSummariesWhenLiveItemsAreNotEnough) {
@@ -365,9 +379,9 @@ TEST(PlannerTest, RecentBufferDegradesWhenItAloneIsTooLarge) {
                                 .Build();
   const CompactionPlan plan =
       PlanCompaction(Input(&s, Small(), tok.get()), CompactionMode::kSummarize);
-  ASSERT_TRUE(plan.summarize);
-  EXPECT_EQ(plan.recent_turns_kept, 0);  // Even one turn is over 1500 tokens.
-  EXPECT_EQ(plan.summarize_through, 6);
+  ASSERT_TRUE(Summarizes(plan));
+  EXPECT_EQ(StepOf(plan, Tier::kSummarize).kept, 0);  // Even one turn is over 1500 tokens.
+  EXPECT_EQ(StepOf(plan, Tier::kSummarize).sequence, 6);
 }
 
 TEST(PlannerTest, SystemPromptLargerThanTheWindowCannotFit) {
@@ -391,7 +405,7 @@ TEST(PlannerTest, FoldsChunksOverTheirBudget) {
     s.active_chunks.push_back(c);
   }
   const CompactionPlan plan = PlanCompaction(Input(&s, Small(), tok.get()), CompactionMode::kAuto);
-  EXPECT_EQ(plan.fold, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(StepOf(plan, Tier::kFold).chunks, (std::vector<int64_t>{1, 2, 3}));
 }
 
 // Random conversations, random windows: the planner's rules hold, and
@@ -471,29 +485,29 @@ TEST(PlannerTest, RandomConversationsKeepEveryRule) {
     const CompactionPlan plan = PlanCompaction(in, mode);
     SCOPED_TRACE(absl::StrCat("trial ", trial));
 
-    EXPECT_GE(plan.prune_boundary, s.conversation.prune_boundary);
+    EXPECT_GE(PruneBoundary(plan, s), s.conversation.prune_boundary);
     if (plan.cannot_fit.has_value()) continue;
-    if (plan.summarize) {
+    if (Summarizes(plan)) {
       // No call in the summarized zone has its result outside it.
       std::set<std::string> results_inside;
       for (const Item& item : s.live_items) {
-        if (item.sequence <= plan.summarize_through && item.data.kind == ItemKind::kToolResult) {
+        if (item.sequence <= StepOf(plan, Tier::kSummarize).sequence && item.data.kind == ItemKind::kToolResult) {
           results_inside.insert(item.data.tool_call_id);
         }
       }
       for (const Item& item : s.live_items) {
-        if (item.sequence <= plan.summarize_through && item.data.kind == ItemKind::kToolCall) {
+        if (item.sequence <= StepOf(plan, Tier::kSummarize).sequence && item.data.kind == ItemKind::kToolCall) {
           EXPECT_TRUE(results_inside.count(item.data.tool_call_id)) << "call " << item.sequence;
         }
       }
     }
     // Apply: boundary, then the summary as a chunk of its projected size.
     ContextSnapshot after = s;
-    after.conversation.prune_boundary = plan.prune_boundary;
-    if (plan.summarize) {
+    after.conversation.prune_boundary = PruneBoundary(plan, s);
+    if (Summarizes(plan)) {
       after.live_items.clear();
       for (const Item& item : s.live_items) {
-        if (item.sequence > plan.summarize_through) {
+        if (item.sequence > StepOf(plan, Tier::kSummarize).sequence) {
           after.live_items.push_back(item);
         } else if (item.data.pinned) {
           after.pinned_items.push_back(item);
@@ -502,8 +516,8 @@ TEST(PlannerTest, RandomConversationsKeepEveryRule) {
       SummaryChunk chunk;
       chunk.chunk_id = 100;
       chunk.from_sequence = 1;
-      chunk.through_sequence = plan.summarize_through;
-      chunk.token_count = std::min(p.summarizer.max_chunk_tokens, plan.summarize_tokens / 4 + 64);
+      chunk.through_sequence = StepOf(plan, Tier::kSummarize).sequence;
+      chunk.token_count = std::min(p.summarizer.max_chunk_tokens, StepOf(plan, Tier::kSummarize).tokens / 4 + 64);
       after.active_chunks.push_back(chunk);
     }
     PlanInput in_after = Input(&after, p, tok.get());

@@ -18,6 +18,18 @@ CompactionEvent AuditRow(const std::string& event, std::optional<Tier> tier, int
   return e;
 }
 
+CompactionProgress CompletedStep(Tier tier, int64_t before, int64_t after,
+                                 const TokenBreakdown& before_tokens,
+                                 const TokenBreakdown& after_tokens) {
+  CompactionProgress p;
+  p.tier = tier;
+  p.tokens_before = before;
+  p.tokens_after = after;
+  p.before_tokens = before_tokens;
+  p.after_tokens = after_tokens;
+  return p;
+}
+
 void StepRecorder::OpenSpan(const ConversationKey& key, const char* band, bool background,
                             int64_t tokens_before) {
   span_ = telemetry::StartSpan("compaction");

@@ -40,6 +40,12 @@ struct CompactionProgress {
 };
 using ProgressSink = std::function<void(const CompactionProgress&)>;
 
+// The progress of a completed step of `tier`: the view's total before and
+// after it, and its tokens by section; the caller adds the step's extras.
+CompactionProgress CompletedStep(Tier tier, int64_t before, int64_t after,
+                                 const TokenBreakdown& before_tokens,
+                                 const TokenBreakdown& after_tokens);
+
 // An audit row of step `tier` (empty for none) with `detail` (a JSON
 // object's text).
 CompactionEvent AuditRow(const std::string& event, std::optional<Tier> tier, int64_t before,

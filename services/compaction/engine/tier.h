@@ -105,8 +105,9 @@ struct CompactionJob {
   bool cancelled() const { return IsCancelled(ctx); }
 };
 
-// One tier of compaction: a step that may add to the next commit, store a
-// commit of its own, or change the view the call returns.
+// One tier of compaction: it plans its step, and carries it out, adding to
+// the next commit, storing a commit of its own, or changing the view the
+// call returns. Tiers hold no state.
 class CompactionTier {
  public:
   virtual ~CompactionTier() = default;
@@ -114,6 +115,12 @@ class CompactionTier {
   // True if the tier works on what is stored: what earlier tiers left in
   // the job's commit is stored before it runs.
   virtual bool NeedsStoredState() const { return false; }
+  // The decision: adds the tier's step to `state.plan`, with its words in
+  // the plan's actions, when the mode and the view call for one. Pure.
+  virtual void Plan(PlanState& state) const = 0;
+  // The action: carries out what the tier decides for `job` (its step of
+  // `job.plan`, or a decision of its own on what is stored by then), and
+  // records it on `job.steps`.
   virtual void Run(CompactionJob& job) const = 0;
 };
 

@@ -2,14 +2,17 @@
 #define CONVSTATE_SERVICES_COMPACTION_ENGINE_TIERS_H_
 
 // The compaction tiers, cheapest first: what they are called and what makes
-// them. A new tier is one value and one line here, and a file of its own
-// (*_tier.cc) defining its factory; the proto's CompactionTier gets the same
-// value, so that clients learn its name.
+// them. A new tier is one value here, one line in the list of tiers.cc, and
+// a file of its own (*_tier.cc) that plans its step and carries it out; the
+// proto's CompactionTier gets the same value, so that clients learn its
+// name.
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace convstate {
 
@@ -17,10 +20,6 @@ namespace convstate {
 enum class Tier { kPrune = 1, kSummarize = 2, kFold = 3, kTruncate = 4 };
 
 class CompactionTier;
-std::unique_ptr<CompactionTier> NewPruneTier();
-std::unique_ptr<CompactionTier> NewSummarizeTier();
-std::unique_ptr<CompactionTier> NewFoldTier();
-std::unique_ptr<CompactionTier> NewTruncateTier();
 
 struct TierEntry {
   Tier tier;
@@ -29,13 +28,12 @@ struct TierEntry {
   std::unique_ptr<CompactionTier> (*make)();
 };
 
-// Every tier, in the order a compaction runs them.
-inline constexpr TierEntry kTierList[] = {
-    {Tier::kPrune, "prune", &NewPruneTier},
-    {Tier::kSummarize, "summarize", &NewSummarizeTier},
-    {Tier::kFold, "fold", &NewFoldTier},
-    {Tier::kTruncate, "truncate", &NewTruncateTier},
-};
+// Every tier, in the order a compaction plans and runs them.
+absl::Span<const TierEntry> TierList();
+
+// One of each tier of TierList(), in its order, made once: a tier holds no
+// state.
+const std::vector<std::unique_ptr<CompactionTier>>& Tiers();
 
 // "prune", "summarize", ...
 absl::string_view TierName(Tier tier);

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "services/compaction/engine/summaries.h"
 #include "services/compaction/engine/tier.h"
 
@@ -14,6 +15,32 @@ class TruncateTier final : public CompactionTier {
  public:
   Tier tier() const override { return Tier::kTruncate; }
   bool NeedsStoredState() const override { return true; }
+
+  // Compact(truncate) plans it; the other modes decide when they run it,
+  // from what the earlier tiers left.
+  void Plan(PlanState& state) const override {
+    if (state.mode != CompactionMode::kTruncate) return;
+    const PlanInput& in = state.in;
+    CompactionPlan& plan = state.plan;
+    const int64_t boundary = in.snapshot->conversation.prune_boundary;
+    const Truncation t =
+        PlanTruncation(in, boundary, Threshold(in.profile, in.profile.hard_threshold));
+    if (!t.any()) return;
+    plan.projected_tokens = ViewFor(in, boundary, t).tokens.total;
+    plan.actions.push_back(absl::StrCat(
+        "truncate the view before item ", t.before_sequence,
+        t.chunks > 0 ? absl::StrCat(" and its ", t.chunks, " oldest summaries") : "",
+        " (storage keeps them)"));
+    // With no live item to leave out, only summaries go: the view is cut,
+    // but the plan has no step of its own.
+    if (t.before_sequence == 0) return;
+    TierStep step;
+    step.tier = Tier::kTruncate;
+    step.stores = false;
+    step.sequence = t.before_sequence;
+    step.count = static_cast<int>(t.chunks);
+    plan.steps.push_back(std::move(step));
+  }
 
   void Run(CompactionJob& job) const override {
     ContextView& view = job.CurrentView();
@@ -47,13 +74,9 @@ class TruncateTier final : public CompactionTier {
                            {"ledger_dropped", t.ledger_budget.has_value()},
                            {"reason", reason}})),
         before_tokens, view.tokens));
-    CompactionProgress p;
-    p.tier = Tier::kTruncate;
-    p.tokens_before = before;
-    p.tokens_after = view.tokens.total;
+    CompactionProgress p =
+        CompletedStep(Tier::kTruncate, before, view.tokens.total, before_tokens, view.tokens);
     p.reason = reason;
-    p.before_tokens = before_tokens;
-    p.after_tokens = view.tokens;
     job.steps.Completed(std::move(p));
     job.truncated = true;
   }
