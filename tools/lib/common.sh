@@ -14,6 +14,7 @@ CONVSTATE_PACKAGES=(
   libabsl-dev libre2-dev libstemmer-dev libpqxx-dev libpq-dev postgresql-15 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcurl4-openssl-dev
   clang libclang-rt-14-dev openssl pgbouncer chromium fonts-dejavu-core universal-ctags
+  python3
 )
 
 # Installs whichever of CONVSTATE_PACKAGES is missing. Needs root (or sudo)
