@@ -42,6 +42,24 @@ PageLimit PageOf(int rows, const Limits& limits) {
   return PageLimit{rows, limits.max_page_bytes};
 }
 
+// A list call's page of rows numbered by `kind`'s positions: the rows
+// after `after`, at most `limit`.
+struct NumberedPage {
+  PageLimit limit;
+  int64_t after = 0;
+};
+absl::StatusOr<NumberedPage> PageAfter(int32_t page_size, const std::string& page_token,
+                                       absl::string_view kind, int default_size,
+                                       const Limits& limits) {
+  NumberedPage page;
+  ASSIGN_OR_RETURN(const int rows, PageSize(page_size, default_size));
+  page.limit = PageOf(rows, limits);
+  if (!page_token.empty()) {
+    ASSIGN_OR_RETURN(page.after, DecodeNumberToken(kind, page_token, 0, INT64_MAX));
+  }
+  return page;
+}
+
 // The limits of a tenant: `configured`'s, or none.
 std::function<TenantLimits(const std::string&)> LimitsOrNone(
     std::function<TenantLimits(const std::string&)> configured) {
@@ -213,13 +231,9 @@ absl::StatusOr<v1::AppendTurnResponse> ConversationService::AppendTurn(
 absl::StatusOr<v1::ListItemsResponse> ConversationService::ListItems(
     const CallContext& ctx, const v1::ListItemsRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, Traced(ValidateListItems(req)));
-  ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultItemPage));
-  int64_t after = 0;
-  if (!req.page_token().empty()) {
-    ASSIGN_OR_RETURN(after, DecodeNumberToken("i", req.page_token(), 0, INT64_MAX));
-  }
-  ASSIGN_OR_RETURN(Page<Item> items, storage_->ListItems(ctx, key, after,
-                                                         PageOf(page_size, options_.limits)));
+  ASSIGN_OR_RETURN(const NumberedPage page, PageAfter(req.page_size(), req.page_token(), "i",
+                                                      kDefaultItemPage, options_.limits));
+  ASSIGN_OR_RETURN(Page<Item> items, storage_->ListItems(ctx, key, page.after, page.limit));
   v1::ListItemsResponse out;
   for (const Item& item : items.rows) ToProto(item, out.add_items());
   if (items.more && !items.rows.empty()) {
@@ -337,14 +351,11 @@ absl::StatusOr<v1::SearchHistoryResponse> ConversationService::SearchHistory(
 absl::StatusOr<v1::ListSummariesResponse> ConversationService::ListSummaries(
     const CallContext& ctx, const v1::ListSummariesRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, Traced(ValidateListSummaries(req)));
-  ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultTrailPage));
-  int64_t after = 0;
-  if (!req.page_token().empty()) {
-    ASSIGN_OR_RETURN(after, DecodeNumberToken("s", req.page_token(), 0, INT64_MAX));
-  }
+  ASSIGN_OR_RETURN(const NumberedPage page, PageAfter(req.page_size(), req.page_token(), "s",
+                                                      kDefaultTrailPage, options_.limits));
   ASSIGN_OR_RETURN(Page<SummaryChunk> chunks,
-                   storage_->ListSummaries(ctx, key, req.include_superseded(), after,
-                                           PageOf(page_size, options_.limits)));
+                   storage_->ListSummaries(ctx, key, req.include_superseded(), page.after,
+                                           page.limit));
   v1::ListSummariesResponse out;
   for (const SummaryChunk& c : chunks.rows) ToProto(c, out.add_chunks());
   if (chunks.more && !chunks.rows.empty()) {
@@ -390,14 +401,10 @@ absl::StatusOr<v1::ExpandSummaryResponse> ConversationService::ExpandSummary(
 absl::StatusOr<v1::ListCompactionEventsResponse> ConversationService::ListCompactionEvents(
     const CallContext& ctx, const v1::ListCompactionEventsRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, Traced(ValidateListCompactionEvents(req)));
-  ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultTrailPage));
-  int64_t after = 0;
-  if (!req.page_token().empty()) {
-    ASSIGN_OR_RETURN(after, DecodeNumberToken("e", req.page_token(), 0, INT64_MAX));
-  }
+  ASSIGN_OR_RETURN(const NumberedPage page, PageAfter(req.page_size(), req.page_token(), "e",
+                                                      kDefaultTrailPage, options_.limits));
   ASSIGN_OR_RETURN(Page<CompactionEvent> events,
-                   storage_->ListCompactionEvents(ctx, key, after,
-                                                  PageOf(page_size, options_.limits)));
+                   storage_->ListCompactionEvents(ctx, key, page.after, page.limit));
   v1::ListCompactionEventsResponse out;
   if (events.more && !events.rows.empty()) {
     out.set_next_page_token(EncodePageToken("e", absl::StrCat(events.rows.back().event_id)));
