@@ -165,21 +165,6 @@ TEST_F(ConversationServiceTest, AViewThatFitsWaitsForNoCompaction) {
             absl::StatusCode::kDeadlineExceeded);
 }
 
-// Storage whose idle claims throw, as a driver bug or a malformed row might.
-class ThrowingIdleStorage : public ForwardingStorage {
- public:
-  using ForwardingStorage::ForwardingStorage;
-  absl::StatusOr<std::vector<ConversationKey>> ClaimIdle(const CallContext&, absl::Time,
-                                                          int) override {
-    claims_.fetch_add(1);
-    throw std::runtime_error("malformed row");
-  }
-  int claims() const { return claims_.load(); }
-
- private:
-  std::atomic<int> claims_{0};
-};
-
 // Storage that counts the recounts it is asked to keep.
 class CountingRecountStorage : public ForwardingStorage {
  public:
@@ -221,17 +206,6 @@ TEST_F(ConversationServiceTest, InspectContextWritesNoRecount) {
   build.set_conversation_id("recount");
   ASSERT_TRUE(service.BuildContext(ctx_, build).ok());
   EXPECT_EQ(storage.saved(), 1);
-}
-
-// What a sweep of idle conversations throws ends that sweep, not the
-// process: the sweeper runs again.
-TEST_F(ConversationServiceTest, AnIdleSweepThatThrowsDoesNotEndTheProcess) {
-  ThrowingIdleStorage storage(storage_.get());
-  ConversationService::Options options;
-  options.idle_scan = absl::Milliseconds(1);
-  ConversationService service(options, models_.get(), &storage, summarizer_.get());
-  for (int i = 0; i < 5000 && storage.claims() < 3; ++i) absl::SleepFor(absl::Milliseconds(1));
-  EXPECT_GE(storage.claims(), 3);
 }
 
 TEST_F(ConversationServiceTest, UnknownModelWithoutDefaultProfileIsRefused) {
