@@ -14,9 +14,9 @@
 #include "services/api/context_cache.h"
 #include "services/api/conversation_setup.h"
 #include "services/api/history_cache.h"
+#include "services/api/item_writer.h"
 #include "services/api/profile_resolver.h"
 #include "services/api/recall.h"
-#include "services/api/tenant_usage.h"
 #include "services/api/validation.h"
 #include "services/api/view_builder.h"
 #include "services/compaction/engine/compaction_runner.h"
@@ -44,8 +44,8 @@ struct UnaryRpc {
 
 // The convstate.v1 API as plain calls: each RPC validates its request once
 // (validation.h) and delegates: to Storage, or to the component of its
-// concern (views: ViewBuilder; a conversation's settings:
-// ConversationSetup; compaction under the caller's control:
+// concern (views: ViewBuilder; items: ItemWriter; a conversation's
+// settings: ConversationSetup; compaction under the caller's control:
 // CompactionController; recall: HistoryRecall; background and idle
 // compaction: BackgroundCompactor; profiles: ProfileResolver). Knows
 // protobuf messages but nothing of gRPC; the gRPC adapter calls it and maps
@@ -169,7 +169,7 @@ class ConversationService {
   CompactionRunner runner_;
   ContextCache cache_;
   HistoryCache history_;
-  TenantBytes tenant_bytes_;
+  ItemWriter items_;
   HistoryRecall recall_;
   CompactionController control_;
   ConversationSetup setup_;
