@@ -1,6 +1,4 @@
-// The calls that put compaction under the caller's control: Compact (with
-// a dry run and a boundary), ApplyCompaction of a proposal, as made or
-// edited, and RevertCompaction.
+#include "services/api/compaction_control.h"
 
 #include <string>
 #include <utility>
@@ -9,9 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "services/api/conversation_service.h"
 #include "services/api/wire.h"
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
@@ -101,17 +97,6 @@ absl::StatusOr<StoredProposal> Decode(const ConversationKey& key, const std::str
   return p;
 }
 
-// The proposal id a request names: a positive number.
-absl::StatusOr<int64_t> ProposalId(const std::string& id) {
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(id, &n) || n <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("proposal_id: '", absl::CHexEscape(id.substr(0, 64)),
-                     "' is not a proposal id (a Compact dry run's proposal.proposal_id)"));
-  }
-  return n;
-}
-
 CompactionEvent AppliedEvent(const std::string& by, int64_t proposal_id, bool edited,
                              const SummaryChunk& chunk) {
   return AuditRow("proposal_applied", Tier::kSummarize, 0, 0,
@@ -124,39 +109,31 @@ CompactionEvent AppliedEvent(const std::string& by, int64_t proposal_id, bool ed
                             {"lost", chunk.lost.size()}}));
 }
 
+// The mode a validated Compact asks for: a boundary summarizes.
+CompactionMode ModeOf(const v1::CompactRequest& req) {
+  if (req.through_sequence() > 0) return CompactionMode::kSummarize;
+  switch (req.mode()) {
+    case v1::CompactRequest::MODE_PRUNE_ONLY: return CompactionMode::kPruneOnly;
+    case v1::CompactRequest::MODE_SUMMARIZE: return CompactionMode::kSummarize;
+    case v1::CompactRequest::MODE_TRUNCATE: return CompactionMode::kTruncate;
+    default: return CompactionMode::kAuto;
+  }
+}
+
 }  // namespace
 
-absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallContext& ctx,
-                                                                 const v1::CompactRequest& req) {
-  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
-  CompactionMode mode;
-  switch (req.mode()) {
-    case v1::CompactRequest::MODE_UNSPECIFIED:
-    case v1::CompactRequest::MODE_AUTO: mode = CompactionMode::kAuto; break;
-    case v1::CompactRequest::MODE_PRUNE_ONLY: mode = CompactionMode::kPruneOnly; break;
-    case v1::CompactRequest::MODE_SUMMARIZE: mode = CompactionMode::kSummarize; break;
-    case v1::CompactRequest::MODE_TRUNCATE: mode = CompactionMode::kTruncate; break;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("mode: unknown mode ", req.mode()));
-  }
-  RETURN_IF_ERROR(ValidateText("instructions", req.instructions(), 4096));
+CompactionController::CompactionController(Options options, Storage* storage,
+                                           CompactionRunner* runner,
+                                           const ProfileResolver* profiles)
+    : options_(std::move(options)), storage_(storage), runner_(runner), profiles_(profiles) {}
+
+absl::StatusOr<v1::CompactResponse> CompactionController::Compact(const CallContext& ctx,
+                                                                  const ConversationKey& key,
+                                                                  const v1::CompactRequest& req) {
+  const CompactionMode mode = ModeOf(req);
   CompactionControl control;
   control.dry_run = req.dry_run();
   control.through_sequence = req.through_sequence();
-  if (req.through_sequence() < 0) {
-    return absl::InvalidArgumentError("through_sequence: must not be negative");
-  }
-  if (req.through_sequence() > 0) {
-    if (req.mode() != v1::CompactRequest::MODE_UNSPECIFIED &&
-        req.mode() != v1::CompactRequest::MODE_SUMMARIZE) {
-      return absl::InvalidArgumentError("through_sequence: only with MODE_SUMMARIZE");
-    }
-    mode = CompactionMode::kSummarize;
-  }
-  if (control.dry_run && mode == CompactionMode::kTruncate) {
-    return absl::InvalidArgumentError(
-        "dry_run: a truncation changes no stored state; InspectContext previews it");
-  }
   ASSIGN_OR_RETURN(ContextSnapshot snapshot, storage_->LoadContext(ctx, key));
   const Conversation& c = snapshot.conversation;
   if (req.through_sequence() > 0 &&
@@ -166,12 +143,12 @@ absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallConte
         " (after the last summary, at most the last item)"));
   }
   const std::string model = c.model;
-  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(c));
-  RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, profiles_->ProfileOf(c));
+  RETURN_IF_ERROR(profiles_->EnsureCounts(ctx, snapshot, resolved));
   ASSIGN_OR_RETURN(CompactionOutcome outcome,
-                   runner_.Run(ctx, std::move(snapshot), resolved, {}, mode,
-                               req.instructions(), nullptr,
-                               /*background=*/false, control));
+                   runner_->Run(ctx, std::move(snapshot), resolved, {}, mode,
+                                req.instructions(), nullptr,
+                                /*background=*/false, control));
   v1::CompactResponse out;
   out.set_tokens_before(outcome.tokens_before);
   out.set_tokens_after(outcome.view.tokens.total);
@@ -186,9 +163,9 @@ absl::StatusOr<v1::CompactResponse> ConversationService::Compact(const CallConte
   return out;
 }
 
-absl::Status ConversationService::Propose(const CallContext& ctx, const ConversationKey& key,
-                                          const std::string& model, CompactionOutcome& outcome,
-                                          v1::CompactionProposal& answer) {
+absl::Status CompactionController::Propose(const CallContext& ctx, const ConversationKey& key,
+                                           const std::string& model, CompactionOutcome& outcome,
+                                           v1::CompactionProposal& answer) {
   StoredProposal p;
   p.commit = std::move(*outcome.proposal);
   p.commit.expected_compaction_version = outcome.compaction_version;
@@ -210,19 +187,17 @@ absl::Status ConversationService::Propose(const CallContext& ctx, const Conversa
   p.answer = answer;
   ASSIGN_OR_RETURN(const ProposalRecord record,
                    storage_->SaveProposal(ctx, key, Encode(p), options_.proposal_ttl,
-                                          LimitsOf(key.tenant_id), outcome.compaction_version));
+                                          options_.tenant_limits(key.tenant_id),
+                                          outcome.compaction_version));
   answer.set_proposal_id(absl::StrCat(record.proposal_id));
   SetTimestamp(record.expire_time, answer.mutable_expire_time());
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::ApplyCompactionResponse> ConversationService::ApplyCompaction(
-    const CallContext& ctx, const v1::ApplyCompactionRequest& req) {
-  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
-  ASSIGN_OR_RETURN(const int64_t id, ProposalId(req.proposal_id()));
-  if (req.has_summary_text()) {
-    RETURN_IF_ERROR(ValidateText("summary_text", req.summary_text(), options_.limits.max_item_bytes));
-  }
+absl::StatusOr<v1::ApplyCompactionResponse> CompactionController::ApplyCompaction(
+    const CallContext& ctx, const ProposalRef& proposal, const v1::ApplyCompactionRequest& req) {
+  const ConversationKey& key = proposal.key;
+  const int64_t id = proposal.proposal_id;
   ASSIGN_OR_RETURN(const ProposalRecord record, storage_->GetProposal(ctx, key, id));
   // Applied before: the same answer, nothing stored.
   auto replay = [&](const ProposalRecord& r) -> absl::StatusOr<v1::ApplyCompactionResponse> {
@@ -251,8 +226,8 @@ absl::StatusOr<v1::ApplyCompactionResponse> ConversationService::ApplyCompaction
   out.set_tokens_before(p.answer.before().total());
   out.set_tokens_after(p.answer.after().total());
   if (req.has_summary_text() && req.summary_text() != chunk.text) {
-    ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(c));
-    RETURN_IF_ERROR(EnsureCounts(ctx, snapshot, resolved));
+    ASSIGN_OR_RETURN(const ResolvedProfile resolved, profiles_->ProfileOf(c));
+    RETURN_IF_ERROR(profiles_->EnsureCounts(ctx, snapshot, resolved));
     const std::string& text = req.summary_text();
     const int64_t tokens =
         CountSystemTokens(*resolved.tokenizer, text, resolved.profile.per_message_tokens);
@@ -288,12 +263,8 @@ absl::StatusOr<v1::ApplyCompactionResponse> ConversationService::ApplyCompaction
   return out;
 }
 
-absl::StatusOr<v1::RevertCompactionResponse> ConversationService::RevertCompaction(
-    const CallContext& ctx, const v1::RevertCompactionRequest& req) {
-  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
-  if (req.chunk_id() <= 0) {
-    return absl::InvalidArgumentError("chunk_id: must be a positive chunk id");
-  }
+absl::StatusOr<v1::RevertCompactionResponse> CompactionController::RevertCompaction(
+    const CallContext& ctx, const ConversationKey& key, const v1::RevertCompactionRequest& req) {
   RevertRequest revert;
   revert.key = key;
   revert.chunk_id = req.chunk_id();
@@ -310,9 +281,9 @@ absl::StatusOr<v1::RevertCompactionResponse> ConversationService::RevertCompacti
   return out;
 }
 
-absl::StatusOr<ContextSnapshot> ConversationService::PrepareHandoff(const CallContext& ctx,
-                                                                   const ConversationKey& key,
-                                                                   int recent_turns) {
+absl::StatusOr<ContextSnapshot> CompactionController::PrepareHandoff(const CallContext& ctx,
+                                                                    const ConversationKey& key,
+                                                                    int recent_turns) {
   absl::StatusOr<ContextSnapshot> source = storage_->LoadContext(ctx, key);
   if (absl::IsNotFound(source.status())) {
     return absl::NotFoundError(
@@ -321,31 +292,20 @@ absl::StatusOr<ContextSnapshot> ConversationService::PrepareHandoff(const CallCo
   if (!source.ok()) return source.status();
   const int64_t through = HandoffThrough(*source, recent_turns);
   if (through == 0) return source;
-  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(source->conversation));
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, profiles_->ProfileOf(source->conversation));
   if (!resolved.profile.compaction_enabled) return source;
-  RETURN_IF_ERROR(EnsureCounts(ctx, *source, resolved));
+  RETURN_IF_ERROR(profiles_->EnsureCounts(ctx, *source, resolved));
   CompactionControl control;
   control.through_sequence = through;
   absl::StatusOr<CompactionOutcome> outcome =
-      runner_.Run(ctx, *source, resolved, {}, CompactionMode::kSummarize, "", nullptr,
-                  /*background=*/false, control);
+      runner_->Run(ctx, *source, resolved, {}, CompactionMode::kSummarize, "", nullptr,
+                   /*background=*/false, control);
   if (absl::IsFailedPrecondition(outcome.status())) {
     // A tool call there still waits for its result: up to where it can.
-    outcome = runner_.Run(ctx, *source, resolved, {}, CompactionMode::kSummarize, "", nullptr);
+    outcome = runner_->Run(ctx, *source, resolved, {}, CompactionMode::kSummarize, "", nullptr);
   }
   if (!outcome.ok()) return outcome.status();
   return storage_->LoadContext(ctx, key);
-}
-
-std::vector<ItemData> ConversationService::CarriedTurns(const ContextSnapshot& source,
-                                                        int recent_turns,
-                                                        const ResolvedProfile& resolved,
-                                                        const ModelProfile& profile) {
-  std::vector<ItemData> items = CarriedItems(source, recent_turns);
-  for (ItemData& item : items) {
-    item.token_count = CountItemTokens(*resolved.tokenizer, item, profile.per_message_tokens);
-  }
-  return items;
 }
 
 }  // namespace convstate

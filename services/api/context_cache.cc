@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "storage/context_delta.h"
+
 namespace convstate {
 namespace {
 
@@ -110,6 +112,54 @@ void ContextCache::Erase(const ConversationKey& key) {
     Unlink(it->second);
     Report();
   }
+}
+
+absl::StatusOr<std::shared_ptr<const CachedContext>> ContextCache::Current(
+    const CallContext& ctx, Storage& storage, const ConversationKey& key) {
+  std::shared_ptr<const CachedContext> held = Get(key);
+  absl::StatusOr<ContextDelta> delta = storage.LoadContextSince(
+      ctx, key, held == nullptr ? nullptr : &held->snapshot->conversation);
+  if (absl::IsNotFound(delta.status())) Erase(key);
+  if (!delta.ok()) return delta.status();
+  CountLookup(delta->kind);
+  if (delta->kind == ContextDelta::Kind::kUnchanged) return held;
+  auto current = std::make_shared<CachedContext>();
+  current->snapshot = std::make_shared<const ContextSnapshot>(
+      held == nullptr ? std::move(delta->snapshot)
+                      : ApplyDelta(*held->snapshot, *std::move(delta)));
+  return current;
+}
+
+std::shared_ptr<const std::string> ContextCache::KeepView(const ConversationKey& key,
+                                                          const BuiltView& built) {
+  const Conversation& read = built.read->snapshot->conversation;
+  // The context read stays good until the conversation changes; a view
+  // that compacted or truncated nothing is the same for the next call
+  // without pending input, so it is kept serialized.
+  const bool unchanged = !built.recounted && built.version == read.version &&
+                         built.compaction_version == read.compaction_version;
+  if (!unchanged) {
+    if (built.stored != nullptr) {
+      Offer(key, built.stored);
+    } else {
+      Erase(key);
+    }
+    return nullptr;
+  }
+  auto kept = std::make_shared<CachedContext>(*built.read);
+  std::shared_ptr<const std::string> view;
+  if (built.plain && built.status != ContextStatus::kTruncated &&
+      built.invalidated == CacheBreakpointKind::kUnspecified && built.compacted_nothing) {
+    kept->plain_view = std::make_shared<const std::string>(built.response->SerializeAsString());
+    kept->band = built.band;
+    kept->status = built.response_status;
+    kept->view_tokens = built.view_tokens;
+    kept->compact_in_background = built.compact_in_background;
+    kept->prompt_cache_ttl_s = built.prompt_cache_ttl_s;
+    view = kept->plain_view;
+  }
+  Put(key, std::move(kept));
+  return view;
 }
 
 void ContextCache::Unlink(std::list<Node>::iterator it) {

@@ -12,6 +12,7 @@
 #include "services/compaction/engine/planner.h"
 #include "services/core/types.h"
 #include "services/telemetry/telemetry.h"
+#include "storage/storage.h"
 
 namespace convstate {
 
@@ -32,6 +33,37 @@ struct CachedContext {
   // The profile's prompt cache lifetime when idle compaction applies to
   // the conversation (0: it does not), for serving it again (NoteBuilt).
   int64_t prompt_cache_ttl_s = 0;
+};
+
+// A view a BuildContext just built, as the cache policy
+// (ContextCache::KeepView) decides what of it the next call can use.
+struct BuiltView {
+  // The context the call read (ContextCache::Current), and whether its
+  // counts were made again with another tokenizer (the model changed).
+  std::shared_ptr<const CachedContext> read;
+  bool recounted = false;
+  // The conversation's versions after the call, and the context a
+  // compaction read after committing (null when none did).
+  int64_t version = 0;
+  int64_t compaction_version = 0;
+  std::shared_ptr<const ContextSnapshot> stored;
+  // The call had no pending input, no provider overflow and no recall
+  // query.
+  bool plain = false;
+  // What building the view did: its status, the cache breakpoint it
+  // invalidated, and whether it compacted nothing (an empty plan, or
+  // compaction off for the conversation).
+  ContextStatus status = ContextStatus::kFull;
+  CacheBreakpointKind invalidated = CacheBreakpointKind::kUnspecified;
+  bool compacted_nothing = false;
+  // For serving the view again (CachedContext's fields of the same names),
+  // and the response itself, serialized only when it is kept.
+  Band band = Band::kNormal;
+  int response_status = 0;
+  int64_t view_tokens = 0;
+  bool compact_in_background = false;
+  int64_t prompt_cache_ttl_s = 0;
+  const google::protobuf::MessageLite* response = nullptr;
 };
 
 // Bytes `snapshot` holds, roughly: its text and a fixed cost per element.
@@ -63,6 +95,21 @@ class ContextCache {
   // read after committing, so that the next call reads only what was
   // appended since instead of the whole context.
   void Offer(const ConversationKey& key, std::shared_ptr<const ContextSnapshot> snapshot);
+
+  // The conversation's context as it is now: the entry held, brought up to
+  // date by one storage read (Storage::LoadContextSince; an entry of a
+  // conversation that is gone is let go). Counts the lookup.
+  absl::StatusOr<std::shared_ptr<const CachedContext>> Current(const CallContext& ctx,
+                                                               Storage& storage,
+                                                               const ConversationKey& key);
+
+  // The cache policy after a BuildContext built a view of `key`: the
+  // context read stays good while the conversation is as it was read
+  // (kept, with the view serialized when it is the same for the next call
+  // without pending input: nothing compacted, truncated or invalidated);
+  // else what a compaction read after committing is offered; else the
+  // entry goes. Returns the kept serialized view, or null.
+  std::shared_ptr<const std::string> KeepView(const ConversationKey& key, const BuiltView& built);
 
   // Counts a lookup's outcome: what LoadContextSince had to read.
   void CountLookup(ContextDelta::Kind kind) const;

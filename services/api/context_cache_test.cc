@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "convstate/v1/convstate.pb.h"
 #include "gtest/gtest.h"
 
 namespace convstate {
@@ -112,6 +113,58 @@ TEST(ContextCacheTest, ZeroBytesKeepsNothing) {
   cache.Put(Key("a"), Entry("x"));
   EXPECT_EQ(cache.Get(Key("a")), nullptr);
   EXPECT_EQ(cache.stats().entries, 0);
+}
+
+// After a view is built: the context read is kept while the conversation is
+// as read (with the view serialized only when the next plain call can use
+// it as it is); else a compaction's read is offered; else the entry goes.
+TEST(ContextCacheTest, KeepViewChoosesWhatTheNextCallCanUse) {
+  ContextCache cache(1 << 20, nullptr);
+  auto read = std::make_shared<CachedContext>(*Entry("x"));
+  auto snapshot = std::make_shared<ContextSnapshot>(*read->snapshot);
+  snapshot->conversation.version = 3;
+  read->snapshot = snapshot;
+  const ConversationKey key = Key("a");
+
+  // A plain call that compacted nothing: kept with its serialized view.
+  v1::Conversation response;
+  response.set_conversation_id("a");
+  BuiltView built;
+  built.read = read;
+  built.version = 3;
+  built.plain = true;
+  built.compacted_nothing = true;
+  built.response = &response;
+  std::shared_ptr<const std::string> view = cache.KeepView(key, built);
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(*view, response.SerializeAsString());
+  EXPECT_EQ(cache.Get(key)->plain_view, view);
+
+  // Pending input: the context is kept, without a view.
+  built.plain = false;
+  EXPECT_EQ(cache.KeepView(key, built), nullptr);
+  ASSERT_NE(cache.Get(key), nullptr);
+  EXPECT_EQ(cache.Get(key)->plain_view, nullptr);
+
+  // Truncated: the same.
+  built.plain = true;
+  built.status = ContextStatus::kTruncated;
+  EXPECT_EQ(cache.KeepView(key, built), nullptr);
+  EXPECT_EQ(cache.Get(key)->plain_view, nullptr);
+
+  // The conversation moved on and a compaction read it after committing.
+  auto stored = std::make_shared<ContextSnapshot>(*snapshot);
+  stored->conversation.version = 4;
+  built.version = 4;
+  built.stored = stored;
+  EXPECT_EQ(cache.KeepView(key, built), nullptr);
+  EXPECT_EQ(cache.Get(key)->snapshot->conversation.version, 4);
+
+  // Moved on with nothing read after: let go.
+  built.stored = nullptr;
+  built.version = 5;
+  cache.KeepView(key, built);
+  EXPECT_EQ(cache.Get(key), nullptr);
 }
 
 }  // namespace

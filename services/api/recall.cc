@@ -7,7 +7,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "services/api/conversation_service.h"
+#include "services/api/recall.h"
+#include "services/api/validation.h"
 #include "services/api/wire.h"
 #include "services/common/status_macros.h"
 #include "services/common/task_guard.h"
@@ -17,11 +18,9 @@
 namespace convstate {
 namespace {
 
-constexpr size_t kMaxQueryBytes = 8192;
+constexpr size_t kMaxQueryBytes = kMaxRecallQueryBytes;
 constexpr int kDefaultResults = 10;
-constexpr int kMaxResults = 50;
 constexpr int64_t kDefaultResultTokens = 2000;
-constexpr int64_t kMaxResultTokens = 20000;
 // Conversations whose common words are remembered (a few kilobytes each).
 constexpr size_t kMaxCommonTermConversations = 10000;
 
@@ -47,14 +46,6 @@ HistorySearch RecallSearchOf(const ConversationKey& key, const RecallQuery& quer
 
 }  // namespace
 
-absl::Status ValidateRecallQuery(absl::string_view field, absl::string_view query) {
-  if (query.size() > kMaxQueryBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": at most ", kMaxQueryBytes, " bytes, got ", query.size()));
-  }
-  return absl::OkStatus();
-}
-
 std::string RecallQueryOf(const v1::BuildContextRequest& req) {
   return RecallQueryOf(req.recall_query(), req.pending_input());
 }
@@ -71,13 +62,17 @@ std::string RecallQueryOf(const std::string& recall_query,
   return query;
 }
 
-struct ConversationService::PendingRecall {
+HistoryRecall::HistoryRecall(Storage* storage, HistoryCache& history,
+                             const ProfileResolver& profiles)
+    : storage_(storage), history_(history), profiles_(profiles) {}
+
+struct HistoryRecall::PendingRecall {
   int64_t storage_key = 0;
   RecallQuery query;
   std::future<absl::StatusOr<HistoryHits>> hits;
 };
 
-std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRecall(
+std::shared_ptr<HistoryRecall::PendingRecall> HistoryRecall::StartRecall(
     const CallContext& ctx, const ConversationKey& key, const Conversation& conversation,
     const ResolvedProfile& resolved, const std::string& query) {
   if (query.empty() || resolved.profile.recall.budget_fraction <= 0 ||
@@ -125,11 +120,11 @@ std::shared_ptr<ConversationService::PendingRecall> ConversationService::StartRe
   return pending;
 }
 
-int64_t ConversationService::RecallBudget(const ModelProfile& profile) {
+int64_t HistoryRecall::RecallBudget(const ModelProfile& profile) {
   return FractionOfWindow(profile, profile.recall.budget_fraction);
 }
 
-std::vector<RecalledPassage> ConversationService::AddRecall(
+std::vector<RecalledPassage> HistoryRecall::AddRecall(
     const std::shared_ptr<PendingRecall>& pending, const Conversation& conversation,
     const ResolvedProfile& resolved, ContextView& view) {
   if (pending == nullptr) return {};
@@ -187,21 +182,10 @@ std::vector<RecalledPassage> ConversationService::AddRecall(
 }
 
 
-absl::StatusOr<v1::SearchHistoryResponse> ConversationService::SearchHistory(
-    const CallContext& ctx, const v1::SearchHistoryRequest& req) {
-  ASSIGN_OR_RETURN(ConversationKey key, ToKey(req.tenant_id(), req.conversation_id()));
-  if (req.query().empty()) return absl::InvalidArgumentError("query: required");
-  RETURN_IF_ERROR(ValidateRecallQuery("query", req.query()));
-  if (req.max_results() < 0 || req.max_results() > kMaxResults) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_results: must be in [0, ", kMaxResults, "], got ", req.max_results()));
-  }
-  if (req.max_tokens() < 0 || req.max_tokens() > kMaxResultTokens) {
-    return absl::InvalidArgumentError(absl::StrCat("max_tokens: must be in [0, ", kMaxResultTokens,
-                                                   "], got ", req.max_tokens()));
-  }
+absl::StatusOr<v1::SearchHistoryResponse> HistoryRecall::SearchHistory(
+    const CallContext& ctx, const ConversationKey& key, const v1::SearchHistoryRequest& req) {
   ASSIGN_OR_RETURN(Conversation conversation, storage_->GetConversation(ctx, key));
-  ASSIGN_OR_RETURN(const ResolvedProfile resolved, ProfileOf(conversation));
+  ASSIGN_OR_RETURN(const ResolvedProfile resolved, profiles_.ProfileOf(conversation));
   v1::SearchHistoryResponse out;
   out.set_items(conversation.item_count);
   const RecallQuery parsed = ParseRecallQuery(req.query());

@@ -2,7 +2,9 @@
 
 #include "re2/re2.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
 #include "services/common/utf8.h"
@@ -18,6 +20,12 @@ absl::Status Invalid(absl::string_view field, absl::string_view why) {
 bool ModelChar(char c) { return IsIdChar(c) || c == '/' || c == '@' || c == '+'; }
 
 constexpr int kMaxToolFieldBytes = 256;
+constexpr int kMaxIdempotencyKeyBytes = 128;
+constexpr int kMaxCompactInstructionsBytes = 4096;
+constexpr int kMaxCarriedTurns = 100;
+// RedactItems: items per call and the reason's size.
+constexpr int kMaxRedactedPerCall = 1000;
+constexpr int kMaxRedactionReasonBytes = 1024;
 
 }  // namespace
 
@@ -172,6 +180,284 @@ absl::Status ValidatePolicy(absl::string_view field, const v1::CompactionPolicy&
         absl::StrCat(field, ".keep_budget_fraction: must be in (0, 1)"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateItems(absl::string_view field,
+                           const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
+                           int max_items, const Limits& limits) {
+  if (input.size() > max_items) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", input.size(), " items exceeds the limit of ", max_items));
+  }
+  int64_t bytes = 0;
+  for (int i = 0; i < input.size(); ++i) {
+    RETURN_IF_ERROR(ValidateNewItem(absl::StrCat(field, "[", i, "]"), input[i], limits));
+    bytes += static_cast<int64_t>(input[i].content().size());
+  }
+  if (bytes > limits.max_request_content_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", bytes,
+                                                   " bytes of content exceeds the limit of ",
+                                                   limits.max_request_content_bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRecallQuery(absl::string_view field, absl::string_view query) {
+  if (query.size() > kMaxRecallQueryBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": at most ", kMaxRecallQueryBytes, " bytes, got ", query.size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ConversationKey> ValidateKey(const std::string& tenant_id,
+                                            const std::string& conversation_id) {
+  ConversationKey key;
+  ASSIGN_OR_RETURN(key.tenant_id, NormalizeTenant(tenant_id));
+  RETURN_IF_ERROR(ValidateId("conversation_id", conversation_id));
+  key.conversation_id = conversation_id;
+  return key;
+}
+
+// ---------------------------------------------------------------------------
+// Each request's checks.
+
+absl::StatusOr<ConversationKey> ValidateCreateConversation(
+    const v1::CreateConversationRequest& req, const Limits& limits) {
+  ConversationKey key;
+  ASSIGN_OR_RETURN(key.tenant_id, NormalizeTenant(req.tenant_id()));
+  if (!req.conversation_id().empty()) {
+    RETURN_IF_ERROR(ValidateId("conversation_id", req.conversation_id()));
+  }
+  key.conversation_id = req.conversation_id();
+  if (req.carry_recent_turns() < 0 || req.carry_recent_turns() > kMaxCarriedTurns ||
+      (req.carry_recent_turns() > 0 && req.continue_from().empty())) {
+    return absl::InvalidArgumentError(
+        "carry_recent_turns: from 0 to 100, and only with continue_from");
+  }
+  if (!req.continue_from().empty()) {
+    RETURN_IF_ERROR(ValidateId("continue_from", req.continue_from()));
+  }
+  // A continuation keeps its source's model unless it names one.
+  if (!req.model().empty() || req.continue_from().empty()) {
+    RETURN_IF_ERROR(ValidateModelName("model", req.model()));
+  }
+  RETURN_IF_ERROR(
+      ValidateText("system_prompt", req.system_prompt(), limits.max_system_prompt_bytes));
+  RETURN_IF_ERROR(ValidateText("pinned_instructions", req.pinned_instructions(),
+                               limits.max_system_prompt_bytes));
+  RETURN_IF_ERROR(ValidateMetadata("metadata", req.metadata(), limits));
+  if (req.has_compaction_policy()) {
+    RETURN_IF_ERROR(ValidatePolicy("compaction_policy", req.compaction_policy()));
+  }
+  return key;
+}
+
+absl::StatusOr<ConversationKey> ValidateGetConversation(const v1::GetConversationRequest& req) {
+  return ValidateKey(req.tenant_id(), req.conversation_id());
+}
+
+absl::StatusOr<ConversationKey> ValidateUpdateConversation(
+    const v1::UpdateConversationRequest& req, const Limits& limits) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  if (req.has_model()) RETURN_IF_ERROR(ValidateModelName("model", req.model()));
+  if (req.has_system_prompt()) {
+    RETURN_IF_ERROR(
+        ValidateText("system_prompt", req.system_prompt(), limits.max_system_prompt_bytes));
+  }
+  if (req.has_pinned_instructions()) {
+    RETURN_IF_ERROR(ValidateText("pinned_instructions", req.pinned_instructions(),
+                                 limits.max_system_prompt_bytes));
+  }
+  if (req.has_compaction_policy()) {
+    RETURN_IF_ERROR(ValidatePolicy("compaction_policy", req.compaction_policy()));
+  }
+  return key;
+}
+
+absl::StatusOr<ConversationKey> ValidateGetContextAt(const v1::GetContextAtRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  if (req.version() < 0) return absl::InvalidArgumentError("version: must not be negative");
+  if (req.has_compaction_version() && req.compaction_version() < 0) {
+    return absl::InvalidArgumentError("compaction_version: must not be negative");
+  }
+  return key;
+}
+
+absl::StatusOr<std::string> ValidateListConversations(const v1::ListConversationsRequest& req) {
+  return NormalizeTenant(req.tenant_id());
+}
+
+absl::StatusOr<ConversationKey> ValidateDeleteConversation(
+    const v1::DeleteConversationRequest& req) {
+  return ValidateKey(req.tenant_id(), req.conversation_id());
+}
+
+absl::StatusOr<ConversationKey> ValidateAppendTurn(const v1::AppendTurnRequest& req,
+                                                   const Limits& limits) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  if (req.items().empty()) return absl::InvalidArgumentError("items: at least one is required");
+  RETURN_IF_ERROR(ValidateItems("items", req.items(), limits.max_items_per_append, limits));
+  RETURN_IF_ERROR(ValidateText("idempotency_key", req.idempotency_key(),
+                               kMaxIdempotencyKeyBytes));
+  if (req.has_expected_version() && req.expected_version() < 0) {
+    return absl::InvalidArgumentError("expected_version: must not be negative");
+  }
+  const v1::ProviderUsage& usage = req.usage();
+  if (usage.input_tokens() < 0 || usage.output_tokens() < 0 ||
+      usage.cached_input_tokens() < 0 || usage.reasoning_tokens() < 0) {
+    return absl::InvalidArgumentError("usage: token counts must not be negative");
+  }
+  return key;
+}
+
+absl::StatusOr<ConversationKey> ValidateListItems(const v1::ListItemsRequest& req) {
+  return ValidateKey(req.tenant_id(), req.conversation_id());
+}
+
+absl::StatusOr<ConversationKey> ValidateBuildContext(const v1::BuildContextRequest& req,
+                                                     const Limits& limits) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  RETURN_IF_ERROR(
+      ValidateItems("pending_input", req.pending_input(), limits.max_pending_items, limits));
+  if (req.provider_reported_tokens() < 0) {
+    return absl::InvalidArgumentError("provider_reported_tokens: must not be negative");
+  }
+  if (req.provider_reported_tokens() > 0 && !req.provider_overflow()) {
+    return absl::InvalidArgumentError(
+        "provider_reported_tokens: only with provider_overflow set");
+  }
+  RETURN_IF_ERROR(ValidateRecallQuery("recall_query", req.recall_query()));
+  return key;
+}
+
+absl::StatusOr<ConversationKey> ValidateInspectContext(const v1::InspectContextRequest& req,
+                                                       const Limits& limits) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  RETURN_IF_ERROR(
+      ValidateItems("pending_input", req.pending_input(), limits.max_pending_items, limits));
+  RETURN_IF_ERROR(ValidateRecallQuery("recall_query", req.recall_query()));
+  return key;
+}
+
+absl::StatusOr<ConversationKey> ValidateCompact(const v1::CompactRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  switch (req.mode()) {
+    case v1::CompactRequest::MODE_UNSPECIFIED:
+    case v1::CompactRequest::MODE_AUTO:
+    case v1::CompactRequest::MODE_PRUNE_ONLY:
+    case v1::CompactRequest::MODE_SUMMARIZE:
+    case v1::CompactRequest::MODE_TRUNCATE:
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("mode: unknown mode ", req.mode()));
+  }
+  RETURN_IF_ERROR(ValidateText("instructions", req.instructions(), kMaxCompactInstructionsBytes));
+  if (req.through_sequence() < 0) {
+    return absl::InvalidArgumentError("through_sequence: must not be negative");
+  }
+  if (req.through_sequence() > 0 && req.mode() != v1::CompactRequest::MODE_UNSPECIFIED &&
+      req.mode() != v1::CompactRequest::MODE_SUMMARIZE) {
+    return absl::InvalidArgumentError("through_sequence: only with MODE_SUMMARIZE");
+  }
+  if (req.dry_run() && req.mode() == v1::CompactRequest::MODE_TRUNCATE) {
+    return absl::InvalidArgumentError(
+        "dry_run: a truncation changes no stored state; InspectContext previews it");
+  }
+  return key;
+}
+
+absl::StatusOr<ProposalRef> ValidateApplyCompaction(const v1::ApplyCompactionRequest& req,
+                                                    const Limits& limits) {
+  ProposalRef ref;
+  ASSIGN_OR_RETURN(ref.key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  const std::string& id = req.proposal_id();
+  if (!absl::SimpleAtoi(id, &ref.proposal_id) || ref.proposal_id <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("proposal_id: '", absl::CHexEscape(id.substr(0, 64)),
+                     "' is not a proposal id (a Compact dry run's proposal.proposal_id)"));
+  }
+  if (req.has_summary_text()) {
+    RETURN_IF_ERROR(ValidateText("summary_text", req.summary_text(), limits.max_item_bytes));
+  }
+  return ref;
+}
+
+absl::StatusOr<ConversationKey> ValidateRevertCompaction(const v1::RevertCompactionRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  if (req.chunk_id() <= 0) {
+    return absl::InvalidArgumentError("chunk_id: must be a positive chunk id");
+  }
+  return key;
+}
+
+absl::StatusOr<ConversationKey> ValidateListSummaries(const v1::ListSummariesRequest& req) {
+  return ValidateKey(req.tenant_id(), req.conversation_id());
+}
+
+absl::StatusOr<ConversationKey> ValidateExpandSummary(const v1::ExpandSummaryRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  if (req.chunk_id() <= 0) return absl::InvalidArgumentError("chunk_id: must be positive");
+  return key;
+}
+
+absl::StatusOr<ConversationKey> ValidateListCompactionEvents(
+    const v1::ListCompactionEventsRequest& req) {
+  return ValidateKey(req.tenant_id(), req.conversation_id());
+}
+
+namespace {
+
+absl::StatusOr<ConversationKey> ValidatePinning(const std::string& tenant_id,
+                                                const std::string& conversation_id,
+                                                int64_t sequence) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(tenant_id, conversation_id));
+  if (sequence <= 0) return absl::InvalidArgumentError("sequence: must be positive");
+  return key;
+}
+
+}  // namespace
+
+absl::StatusOr<ConversationKey> ValidatePinItem(const v1::PinItemRequest& req) {
+  return ValidatePinning(req.tenant_id(), req.conversation_id(), req.sequence());
+}
+
+absl::StatusOr<ConversationKey> ValidateUnpinItem(const v1::UnpinItemRequest& req) {
+  return ValidatePinning(req.tenant_id(), req.conversation_id(), req.sequence());
+}
+
+absl::StatusOr<ConversationKey> ValidateSearchHistory(const v1::SearchHistoryRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  if (req.query().empty()) return absl::InvalidArgumentError("query: required");
+  RETURN_IF_ERROR(ValidateRecallQuery("query", req.query()));
+  if (req.max_results() < 0 || req.max_results() > kMaxSearchResults) {
+    return absl::InvalidArgumentError(absl::StrCat("max_results: must be in [0, ",
+                                                   kMaxSearchResults, "], got ",
+                                                   req.max_results()));
+  }
+  if (req.max_tokens() < 0 || req.max_tokens() > kMaxSearchResultTokens) {
+    return absl::InvalidArgumentError(absl::StrCat("max_tokens: must be in [0, ",
+                                                   kMaxSearchResultTokens, "], got ",
+                                                   req.max_tokens()));
+  }
+  return key;
+}
+
+absl::StatusOr<ConversationKey> ValidateRedactItems(const v1::RedactItemsRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  if (req.sequences().empty()) {
+    return absl::InvalidArgumentError("sequences: at least one is required");
+  }
+  if (req.sequences_size() > kMaxRedactedPerCall) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequences: at most ", kMaxRedactedPerCall, " per call"));
+  }
+  for (int64_t s : req.sequences()) {
+    if (s <= 0) return absl::InvalidArgumentError("sequences: must be positive");
+  }
+  if (req.reason().empty()) return absl::InvalidArgumentError("reason: required");
+  RETURN_IF_ERROR(ValidateText("reason", req.reason(), kMaxRedactionReasonBytes));
+  return key;
 }
 
 }  // namespace convstate

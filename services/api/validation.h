@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "services/core/ids.h"
+#include "services/core/types.h"
 #include "convstate/v1/convstate.pb.h"
 
 namespace convstate {
@@ -65,6 +66,72 @@ absl::Status ValidateMetadata(absl::string_view field,
 // "items[3]".
 absl::Status ValidateNewItem(absl::string_view field, const v1::NewItem& item,
                              const Limits& limits);
+
+// INVALID_ARGUMENT naming the field if `input` (the request's `field`) has
+// more than `max_items` items, a malformed item, or too many bytes of
+// content.
+absl::Status ValidateItems(absl::string_view field,
+                           const google::protobuf::RepeatedPtrField<v1::NewItem>& input,
+                           int max_items, const Limits& limits);
+
+// The longest recall query (BuildContext's recall_query, SearchHistory's
+// query), in bytes.
+inline constexpr size_t kMaxRecallQueryBytes = 8192;
+// INVALID_ARGUMENT if a recall query (the request's `field`) is too long.
+absl::Status ValidateRecallQuery(absl::string_view field, absl::string_view query);
+
+// A request's conversation: the tenant (empty: "default") and the
+// conversation's id, INVALID_ARGUMENT naming the field.
+absl::StatusOr<ConversationKey> ValidateKey(const std::string& tenant_id,
+                                            const std::string& conversation_id);
+
+// Each request's checks, made once, at the top of its call, in the order
+// its fields are read: INVALID_ARGUMENT naming the first field that is
+// wrong, else the conversation the request names. What only storage or the
+// model registry can tell (a model with no profile, a sequence past the
+// last item) is the call's to check.
+//
+// CreateConversation: the key's conversation_id is empty when the service
+// is to pick one; a model is required unless the request continues another
+// conversation (continue_from), whose model it then keeps.
+absl::StatusOr<ConversationKey> ValidateCreateConversation(
+    const v1::CreateConversationRequest& req, const Limits& limits);
+absl::StatusOr<ConversationKey> ValidateGetConversation(const v1::GetConversationRequest& req);
+absl::StatusOr<ConversationKey> ValidateUpdateConversation(
+    const v1::UpdateConversationRequest& req, const Limits& limits);
+absl::StatusOr<ConversationKey> ValidateGetContextAt(const v1::GetContextAtRequest& req);
+// ListConversations names a tenant, not a conversation: returns the tenant.
+absl::StatusOr<std::string> ValidateListConversations(const v1::ListConversationsRequest& req);
+absl::StatusOr<ConversationKey> ValidateDeleteConversation(
+    const v1::DeleteConversationRequest& req);
+absl::StatusOr<ConversationKey> ValidateAppendTurn(const v1::AppendTurnRequest& req,
+                                                   const Limits& limits);
+absl::StatusOr<ConversationKey> ValidateListItems(const v1::ListItemsRequest& req);
+absl::StatusOr<ConversationKey> ValidateBuildContext(const v1::BuildContextRequest& req,
+                                                     const Limits& limits);
+absl::StatusOr<ConversationKey> ValidateInspectContext(const v1::InspectContextRequest& req,
+                                                       const Limits& limits);
+absl::StatusOr<ConversationKey> ValidateCompact(const v1::CompactRequest& req);
+// ApplyCompaction's conversation and the proposal it names (a positive
+// number, a Compact dry run's proposal.proposal_id).
+struct ProposalRef {
+  ConversationKey key;
+  int64_t proposal_id = 0;
+};
+absl::StatusOr<ProposalRef> ValidateApplyCompaction(const v1::ApplyCompactionRequest& req,
+                                                    const Limits& limits);
+absl::StatusOr<ConversationKey> ValidateRevertCompaction(const v1::RevertCompactionRequest& req);
+absl::StatusOr<ConversationKey> ValidateListSummaries(const v1::ListSummariesRequest& req);
+absl::StatusOr<ConversationKey> ValidateExpandSummary(const v1::ExpandSummaryRequest& req);
+absl::StatusOr<ConversationKey> ValidateListCompactionEvents(
+    const v1::ListCompactionEventsRequest& req);
+absl::StatusOr<ConversationKey> ValidatePinItem(const v1::PinItemRequest& req);
+absl::StatusOr<ConversationKey> ValidateUnpinItem(const v1::UnpinItemRequest& req);
+// SearchHistory's bounds on what it answers.
+inline constexpr int kMaxSearchResults = 50;
+inline constexpr int64_t kMaxSearchResultTokens = 20000;
+absl::StatusOr<ConversationKey> ValidateSearchHistory(const v1::SearchHistoryRequest& req);
+absl::StatusOr<ConversationKey> ValidateRedactItems(const v1::RedactItemsRequest& req);
 
 }  // namespace convstate
 

@@ -121,5 +121,65 @@ TEST(ValidatePolicyTest, PatternsPastTheirMemoryAreRefused) {
       << refused.message();
 }
 
+// Each request kind's checks answer the conversation it names, tenant
+// normalized, or the first field that is wrong.
+TEST(ValidateRequestTest, AnswersTheKeyOrTheFirstBadField) {
+  v1::GetConversationRequest get;
+  get.set_conversation_id("c1");
+  absl::StatusOr<ConversationKey> key = ValidateGetConversation(get);
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(key->tenant_id, "default");
+  EXPECT_EQ(key->conversation_id, "c1");
+  get.clear_conversation_id();
+  EXPECT_EQ(ValidateGetConversation(get).status().message(), "conversation_id: required");
+
+  v1::CompactRequest compact;
+  compact.set_conversation_id("c1");
+  compact.set_mode(v1::CompactRequest::MODE_TRUNCATE);
+  compact.set_dry_run(true);
+  EXPECT_EQ(ValidateCompact(compact).status().message(),
+            "dry_run: a truncation changes no stored state; InspectContext previews it");
+  compact.set_through_sequence(4);
+  EXPECT_EQ(ValidateCompact(compact).status().message(),
+            "through_sequence: only with MODE_SUMMARIZE");
+  compact.set_mode(v1::CompactRequest::MODE_SUMMARIZE);
+  EXPECT_TRUE(ValidateCompact(compact).ok());
+
+  v1::BuildContextRequest build;
+  build.set_conversation_id("c1");
+  build.set_provider_reported_tokens(10);
+  EXPECT_EQ(ValidateBuildContext(build, Limits()).status().message(),
+            "provider_reported_tokens: only with provider_overflow set");
+  build.set_provider_overflow(true);
+  build.set_recall_query(std::string(kMaxRecallQueryBytes + 1, 'q'));
+  EXPECT_EQ(ValidateBuildContext(build, Limits()).status().message(),
+            "recall_query: at most 8192 bytes, got 8193");
+
+  v1::ApplyCompactionRequest apply;
+  apply.set_conversation_id("c1");
+  apply.set_proposal_id("17");
+  absl::StatusOr<ProposalRef> proposal = ValidateApplyCompaction(apply, Limits());
+  ASSERT_TRUE(proposal.ok()) << proposal.status();
+  EXPECT_EQ(proposal->proposal_id, 17);
+  apply.set_proposal_id("0");
+  EXPECT_EQ(ValidateApplyCompaction(apply, Limits()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A continuation may leave the model to its source; a new conversation of
+// its own may not.
+TEST(ValidateRequestTest, CreateNeedsAModelUnlessItContinues) {
+  v1::CreateConversationRequest create;
+  absl::StatusOr<ConversationKey> key = ValidateCreateConversation(create, Limits());
+  EXPECT_EQ(key.status().message(), "model: required");
+  create.set_continue_from("c0");
+  key = ValidateCreateConversation(create, Limits());
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(key->conversation_id, "");  // The service picks one.
+  create.set_carry_recent_turns(101);
+  EXPECT_EQ(ValidateCreateConversation(create, Limits()).status().message(),
+            "carry_recent_turns: from 0 to 100, and only with continue_from");
+}
+
 }  // namespace
 }  // namespace convstate
