@@ -55,6 +55,11 @@ class HistoryRecall {
   std::vector<RecalledPassage> AddRecall(const std::shared_ptr<PendingRecall>& pending,
                                          const Conversation& conversation,
                                          const ResolvedProfile& resolved, ContextView& view);
+  // A compaction this call ran moved `conversation` (the row it stored):
+  // the replica's copy of its history, if it keeps one, is brought up to it
+  // off the call's path, so that the next call's recall reads nothing.
+  void NoteCompacted(const Conversation& conversation) { history_.RefreshLater(conversation); }
+
   // The most the RECALLED section may take under `profile`, in tokens.
   static int64_t RecallBudget(const ModelProfile& profile);
 

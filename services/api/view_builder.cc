@@ -83,6 +83,9 @@ absl::StatusOr<ViewBuilder::Answer> ViewBuilder::Build(const CallContext& ctx,
         resolved.profile.compaction_enabled ? resolved.profile.prompt_cache_ttl_s : 0;
     background_->NoteBuilt(key, BandOf(outcome.view.tokens.total, resolved.profile), idle_ttl_s);
     recall_->AddRecall(recall, held.conversation, resolved, outcome.view);
+    if (!outcome.plan.empty() && outcome.stored != nullptr) {
+      recall_->NoteCompacted(outcome.stored->conversation);
+    }
     answer.message = ResponseOf(key, outcome, resolved.profile, mode);
     BuiltView built;
     built.read = current;
