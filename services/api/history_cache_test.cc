@@ -66,11 +66,9 @@ class HistoryCacheTest : public ::testing::Test {
     return search;
   }
 
-  // Searches until the copy is made (it is made on another thread).
+  // Waits until the copy is made (on the copies' thread).
   void WaitForCopy(HistoryCache& cache) {
-    for (int i = 0; i < 2000 && !cache.Holds(Row().storage_key); ++i) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
+    cache.Flush();
     ASSERT_TRUE(cache.Holds(Row().storage_key));
   }
 
@@ -188,7 +186,7 @@ TEST_F(HistoryCacheTest, ForgetsADeletedConversationAndKeepsNoneOverItsShare) {
   HistoryCache small(&storage_, Clock::Real(), 400);
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(small.Search(ctx_, Row(), Searching("ledger")).ok());
-    absl::SleepFor(absl::Milliseconds(20));
+    small.Flush();  // The copy's attempt is over.
   }
   EXPECT_FALSE(small.Holds(Row().storage_key));
   EXPECT_EQ(small.bytes(), 0);
@@ -214,9 +212,7 @@ TEST_F(HistoryCacheTest, DropsCopiesUnusedForLongerThanIdle) {
   HistorySearch search = Searching("ledger");
   search.key = other.key;
   ASSERT_TRUE(cache.Search(ctx_, row, search).ok());
-  for (int i = 0; i < 2000 && !cache.Holds(row.storage_key); ++i) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  cache.Flush();
   EXPECT_TRUE(cache.Holds(row.storage_key));
   EXPECT_FALSE(cache.Holds(Row().storage_key));  // Unused for 11 minutes.
   EXPECT_EQ(cache.size(), 1u);

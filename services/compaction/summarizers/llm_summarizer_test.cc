@@ -169,8 +169,10 @@ TEST_F(LlmSummarizerTest, ACallerThatGoesAwayStopsTheCallInFlight) {
   SummaryRequest req = Request();
   std::atomic<bool> gone{false};
   req.cancelled = [&gone] { return gone.load(); };
-  std::thread leave([&gone] {
-    absl::SleepFor(absl::Milliseconds(300));
+  // The caller goes away once the call is in flight: when the LLM has it.
+  const int asked = llm_->requests();
+  std::thread leave([&] {
+    while (llm_->requests() == asked) absl::SleepFor(absl::Milliseconds(1));
     gone = true;
   });
   const absl::Time start = absl::Now();
