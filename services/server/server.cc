@@ -156,22 +156,29 @@ void Server::MonitorHealth(absl::Duration interval) {
 void Server::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  // Load balancers, clients that watch health and probes see NOT_SERVING
+  // at once, before anything else stops (the monitor may be waiting on a
+  // probe of the database), and for the drain period while calls are
+  // still taken.
+  health_->Shutdown();
   {
     absl::MutexLock lock(&health_mu_);
     stopping_ = true;
     health_cv_.SignalAll();
   }
   if (health_thread_.joinable()) health_thread_.join();
-  // Load balancers and health probes see NOT_SERVING first, for the drain
-  // period while calls are still taken.
-  health_->Shutdown();
   if (drain_ > absl::ZeroDuration()) {
     LogInfo("draining for ", absl::FormatDuration(drain_), ": health NOT_SERVING");
     absl::SleepFor(drain_);
   }
   health_->EndWatches();
+  // No new connection or call from here; calls in flight have `grace` to
+  // finish, then are cancelled.
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
   workers_.reset();  // Runs whatever is still queued, then joins.
+  // Compactions running in the background finish and give their leases
+  // back when the service goes, with the server (queued ones are not
+  // started: the service stops taking them).
   // The last spans and metrics go out within a bounded time of their own.
   telemetry_->Shutdown(std::min(absl::Seconds(5), std::max(grace, absl::Seconds(1))));
 }
