@@ -160,6 +160,10 @@ const std::vector<Flag>& Flags() {
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.server.access.refresh; })},
       {"port", "port to listen on; 0 picks a free one (default 50051)",
        IntField<int>([](ServerConfig& c) -> int& { return c.server.port; }, 0, 65535)},
+      {"health_port",
+       "also serve grpc.health.v1 alone on this port, plaintext and without a credential, for "
+       "probes that speak neither TLS nor tokens such as the kubelet's (default 0: none)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.server.health_port; }, 0, 65535)},
       {"storage", "postgres or memory (default postgres; memory loses data at exit)",
        [](ServerConfig& c, const std::string& v) {
          if (v != "postgres" && v != "memory") {

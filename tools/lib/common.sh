@@ -17,12 +17,18 @@ CONVSTATE_PACKAGES=(
   python3-yaml
 )
 
-# Installs whichever of CONVSTATE_PACKAGES is missing. Needs root (or sudo)
-# only when something is missing.
+# What tools/image needs on top: a root filesystem made of Debian
+# packages, committed as an OCI image.
+CONVSTATE_IMAGE_PACKAGES=(mmdebstrap buildah)
+
+# ensure_packages [PACKAGE...]: installs whichever of the packages (by
+# default CONVSTATE_PACKAGES) is missing. Needs root (or sudo) only when
+# something is missing.
 ensure_packages() {
   local missing=()
   local p
-  for p in "${CONVSTATE_PACKAGES[@]}"; do
+  [ $# -gt 0 ] || set -- "${CONVSTATE_PACKAGES[@]}"
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
