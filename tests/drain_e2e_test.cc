@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -269,6 +270,12 @@ TEST_F(DrainE2eTest, RollingRestartUnderLoadFailsNoCallAndLosesNoTurn) {
   const std::vector<std::string> failures = tally.failures();
   EXPECT_TRUE(failures.empty()) << failures.size() << " calls failed, the first: "
                                 << (failures.empty() ? "" : failures.front());
+  int total = 0;
+  for (int t : turns) total += t;
+  std::printf("%d turns appended over two restarts; calls answered by replica 0: %lld, "
+              "by replica 1: %lld; %zu failed\n",
+              total, static_cast<long long>(tally.ServedBy(ports[0])),
+              static_cast<long long>(tally.ServedBy(ports[1])), failures.size());
   for (int w = 0; w < kWorkers; ++w) {
     EXPECT_GT(turns[w], 0);
     ExpectEveryTurnOnce(stub.get(), w, turns[w]);
