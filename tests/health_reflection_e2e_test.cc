@@ -2,20 +2,27 @@
 // descriptors sees them: the Buf CLI (`buf curl`), asking for reflection v1
 // and v1alpha in turn, against a real server and database.
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "convstate/v1/convstate.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/buf_client.h"
 #include "tests/e2e_harness.h"
 #include "tests/server_process.h"
+#include "tools/rpc/rpc_helpers.h"
 
 namespace convstate {
 namespace {
@@ -75,6 +82,82 @@ TEST_F(HealthReflectionE2eTest, HealthIsNotServingWhileDrainingAtShutdown) {
     not_serving = absl::StrContains(Health((*server)->address(), "grpc-v1"), "NOT_SERVING");
   }
   EXPECT_TRUE(not_serving) << "health never said NOT_SERVING while draining";
+  auto code = (*server)->Stop(SIGTERM);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+}
+
+// A loopback port no one listens on now (bound to port 0, then closed).
+int UnusedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// The probes' port (--health_port): health alone, in plaintext and without
+// a credential, even when the API needs one; NOT_SERVING from the drain's
+// start, like the API port's health.
+TEST_F(HealthReflectionE2eTest, TheProbePortServesHealthAloneWithoutACredential) {
+  const std::string access = std::string(std::getenv("TEST_TMPDIR")) + "/empty_access.textproto";
+  {
+    std::ofstream(access) << "# nobody\n";
+  }
+  ASSERT_EQ(chmod(access.c_str(), 0600), 0);
+  const int probe_port = UnusedPort();
+  ASSERT_NE(probe_port, 0);
+  auto server = testing::StartServerOn(
+      *db_, {"--otel_disabled", "--access_file=" + access,
+             absl::StrCat("--health_port=", probe_port), "--shutdown_drain_ms=3000"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", probe_port),
+                                     grpc::InsecureChannelCredentials());
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service("convstate.v1.ConversationState");
+  grpc::health::v1::HealthCheckResponse status;
+  {
+    grpc::ClientContext ctx;
+    rpc::SetDeadline(ctx);
+    const grpc::Status s = health->Check(&ctx, req, &status);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+  {
+    // The API port still wants a credential for health.
+    auto api = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
+        (*server)->address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    rpc::SetDeadline(ctx);
+    EXPECT_EQ(api->Check(&ctx, req, &status).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    // Nothing but health on the probes' port.
+    auto stub = v1::ConversationState::NewStub(channel);
+    v1::ListConversationsRequest list;
+    v1::ListConversationsResponse listed;
+    grpc::ClientContext ctx;
+    rpc::SetDeadline(ctx);
+    EXPECT_EQ(stub->ListConversations(&ctx, list, &listed).error_code(),
+              grpc::StatusCode::UNIMPLEMENTED);
+  }
+  grpc::ClientContext watch_ctx;
+  rpc::SetDeadline(watch_ctx);
+  auto stream = health->Watch(&watch_ctx, req);
+  ASSERT_TRUE(stream->Read(&status));
+  EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  ASSERT_EQ(::kill((*server)->pid(), SIGTERM), 0);
+  ASSERT_TRUE(stream->Read(&status));
+  EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  watch_ctx.TryCancel();
   auto code = (*server)->Stop(SIGTERM);
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 0);

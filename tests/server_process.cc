@@ -90,7 +90,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const std::vector<std::string>& flags, absl::Duration timeout, const std::string& log_file) {
   std::vector<std::string> all = flags;
   all.push_back("--host=127.0.0.1");
-  all.push_back("--port=0");
+  // A replica restarted where it was (--port=N) keeps its address.
+  AddUnlessGiven(all, {"--port="}, "--port=0");
   AddTestDefaults(all);
   return StartProgram("services/server/convstate_server", all, "convstate listening on ",
                       timeout, log_file);

@@ -15,7 +15,8 @@ namespace convstate::testing {
 // The real convstate_server binary, run as a child process on loopback.
 class ServerProcess {
  public:
-  // Starts the server with `flags` plus --host=127.0.0.1 --port=0 (and
+  // Starts the server with `flags` plus --host=127.0.0.1, --port=0 unless
+  // `flags` name a port (and
   // --auth=none unless `flags` hold --access_file or --auth), and waits
   // (up to `timeout`) for its "convstate listening on" line. Fails if the
   // process exits first. Its stderr goes to the test log, or is appended

@@ -160,6 +160,10 @@ const std::vector<Flag>& Flags() {
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.server.access.refresh; })},
       {"port", "port to listen on; 0 picks a free one (default 50051)",
        IntField<int>([](ServerConfig& c) -> int& { return c.server.port; }, 0, 65535)},
+      {"health_port",
+       "also serve grpc.health.v1 alone on this port, plaintext and without a credential, for "
+       "probes that speak neither TLS nor tokens such as the kubelet's (default 0: none)",
+       IntField<int>([](ServerConfig& c) -> int& { return c.server.health_port; }, 0, 65535)},
       {"storage", "postgres or memory (default postgres; memory loses data at exit)",
        [](ServerConfig& c, const std::string& v) {
          if (v != "postgres" && v != "memory") {
@@ -502,6 +506,26 @@ absl::Status ReadFile(ServerConfig& config, const std::string& path) {
   return absl::OkStatus();
 }
 
+// The variable a flag can also come from: CONVSTATE_ and its name in
+// capitals (--db_pool_size: CONVSTATE_DB_POOL_SIZE).
+std::string EnvironmentName(absl::string_view flag) {
+  return absl::StrCat("CONVSTATE_", absl::AsciiStrToUpper(flag));
+}
+
+// Every flag whose CONVSTATE_ variable is set and not empty, and the file
+// CONVSTATE_CONFIG names (read after them, so it wins over them).
+absl::Status ReadEnvironment(ServerConfig& config, const GetEnv& env) {
+  for (const Flag& f : Flags()) {
+    const std::string name = EnvironmentName(f.name);
+    const char* value = env(name.c_str());
+    if (value == nullptr || *value == '\0') continue;
+    RETURN_IF_ERROR(Annotate(f.set(config, value), absl::StrCat(name, " (--", f.name, ")")));
+  }
+  const char* file = env("CONVSTATE_CONFIG");
+  if (file != nullptr && *file != '\0') RETURN_IF_ERROR(ReadFile(config, file));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 namespace {
@@ -586,6 +610,7 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
     config.vocab_dir = absl::StrCat(home, "/.cache/convstate/vocab/gpt-tokenizer-4.0.0");
   }
   ASSIGN_OR_RETURN(config.telemetry, telemetry::OptionsFromEnvironment(env));
+  RETURN_IF_ERROR(ReadEnvironment(config, env));
   std::vector<std::pair<std::string, std::string>> flags;
   for (const std::string& arg : args) {
     absl::string_view a = arg;
@@ -666,12 +691,15 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
 std::string ConfigUsage() {
   std::string out =
       "usage: convstate_server [--config=FILE] [--name=value ...]\n"
-      "A FILE holds `name = value` lines with the same names; flags win over it.\n\n";
+      "A FILE holds `name = value` lines with the same names; flags win over it.\n"
+      "Every flag can also come from the environment: CONVSTATE_ and its name in capitals\n"
+      "(--db_pool_size: CONVSTATE_DB_POOL_SIZE; CONVSTATE_CONFIG names a FILE); the file\n"
+      "and the flags win over it. An empty variable counts as unset.\n\n";
   for (const Flag& f : Flags()) absl::StrAppend(&out, "  --", f.name, "\n      ", f.help, "\n");
   absl::StrAppend(
       &out,
       "\nEnvironment (flags win over it):\n"
-      "  CONVSTATE_DATABASE_URL, CONVSTATE_VOCAB_DIR, CONVSTATE_SUMMARIZER_API_KEY\n"
+      "  CONVSTATE_<FLAG> for every flag above; CONVSTATE_SUMMARIZER_API_KEY (the key)\n"
       "  OpenTelemetry (traces and metrics over OTLP/HTTP with protobuf bodies):\n"
       "    OTEL_SDK_DISABLED                      true: export nothing\n"
       "    OTEL_EXPORTER_OTLP_ENDPOINT            base URL; /v1/traces and /v1/metrics are appended\n"

@@ -62,9 +62,10 @@ struct ServerConfig {
 using GetEnv = std::function<const char*(const char*)>;
 
 // Builds the configuration from, in increasing priority: defaults, the
-// environment (CONVSTATE_DATABASE_URL, CONVSTATE_VOCAB_DIR and the OTEL_*
-// variables of the OpenTelemetry specification), a file named by
-// --config= (lines of `name = value`, `#` comments), and --name=value flags.
+// OTEL_* variables of the OpenTelemetry specification, CONVSTATE_<NAME>
+// for every flag --name (its name in capitals; an empty one counts as
+// unset), the file CONVSTATE_CONFIG names, a file named by --config=
+// (lines of `name = value`, `#` comments), and --name=value flags.
 // INVALID_ARGUMENT naming the flag for an unknown name or a bad value.
 absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, const GetEnv& env);
 

@@ -71,6 +71,41 @@ TEST(LoadConfigTest, SummarizerIsChosenByAKnownName) {
       << c.status();
 }
 
+TEST(LoadConfigTest, EveryFlagAlsoComesFromItsVariableAndTheFlagWins) {
+  auto c = LoadConfig({"--auth=none", "--port=7000"},
+                      Env({{"CONVSTATE_PORT", "6000"},
+                           {"CONVSTATE_DB_POOL_SIZE", "3"},
+                           {"CONVSTATE_SHUTDOWN_DRAIN_MS", "1500"},
+                           {"CONVSTATE_PUBLIC_HEALTH", "true"},
+                           {"CONVSTATE_OTEL_SERVICE_NAME", "convstate-env"},
+                           {"OTEL_SERVICE_NAME", "otel-env"},
+                           {"CONVSTATE_MAX_ITEM_BYTES", ""}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server.port, 7000);
+  EXPECT_EQ(c->postgres.pool_size, 3);
+  EXPECT_EQ(c->server.drain, absl::Milliseconds(1500));
+  EXPECT_TRUE(c->server.access.public_health);
+  // CONVSTATE_ wins over the OpenTelemetry variable of the same setting.
+  EXPECT_EQ(c->telemetry.service_name, "convstate-env");
+  // An empty variable counts as unset.
+  EXPECT_EQ(c->server.service.limits.max_item_bytes, 1048576);
+}
+
+TEST(LoadConfigTest, ABadVariableIsNamedAndTheFileItNamesIsRead) {
+  auto bad = LoadConfig({"--auth=none"}, Env({{"CONVSTATE_DB_POOL_SIZE", "many"}}));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("CONVSTATE_DB_POOL_SIZE"), std::string::npos)
+      << bad.status();
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/from_env.conf";
+  std::ofstream(path) << "port = 6100\nworker_threads = 5\n";
+  auto c = LoadConfig({"--auth=none"}, Env({{"CONVSTATE_CONFIG", path},
+                                            {"CONVSTATE_PORT", "6000"},
+                                            {"CONVSTATE_WORKER_THREADS", "7"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server.port, 6100);  // The file wins over the variables.
+  EXPECT_EQ(c->server.worker_threads, 5);
+}
+
 TEST(LoadConfigTest, SummarizerKeyComesFromItsVariableOrFile) {
   auto c = LoadConfig({"--auth=none", "--summarizer_url=http://127.0.0.1:9/v1", "--summarizer_retries=1"},
                       Env({{"CONVSTATE_SUMMARIZER_API_KEY", "sk-env"}}));

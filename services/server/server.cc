@@ -116,6 +116,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
     return absl::FailedPreconditionError(absl::StrCat("cannot listen on ", listen));
   }
   s->address_ = absl::StrCat(host, ":", s->port_);
+  if (options.health_port > 0) {
+    if (absl::Status probe = s->StartProbeServer(host, options.health_port); !probe.ok()) {
+      return probe;
+    }
+  }
   s->drain_ = options.drain;
   if (!s->gate_->enabled()) {
     LogWarning("--auth=none: every caller may read and change every tenant's conversations; "
@@ -127,6 +132,29 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(const ServerOption
     s->health_thread_ = std::thread([server, interval] { server->MonitorHealth(interval); });
   }
   return s;
+}
+
+absl::Status Server::StartProbeServer(const std::string& host, int port) {
+  probe_gate_ = std::make_unique<AccessGate>(telemetry_.get());
+  probe_health_ = std::make_unique<HealthService>(std::vector<std::string>{kServiceName},
+                                                  probe_gate_.get());
+  const std::string listen = absl::StrCat(host, ":", port);
+  int bound = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
+  builder.RegisterService(probe_health_.get());
+  probe_server_ = builder.BuildAndStart();
+  if (probe_server_ == nullptr || bound == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot listen on ", listen, " (health)"));
+  }
+  LogInfo("health alone, plaintext and without a credential, on ", listen);
+  return absl::OkStatus();
+}
+
+std::vector<HealthService*> Server::HealthServices() {
+  std::vector<HealthService*> all = {health_.get()};
+  if (probe_health_ != nullptr) all.push_back(probe_health_.get());
+  return all;
 }
 
 void Server::MonitorHealth(absl::Duration interval) {
@@ -147,7 +175,7 @@ void Server::MonitorHealth(absl::Duration interval) {
       } else {
         LogWarning("storage does not answer (", ping.ToString(), "): health NOT_SERVING");
       }
-      health_->SetServing(serving);
+      for (HealthService* health : HealthServices()) health->SetServing(serving);
     }
     health_cv_.WaitWithTimeout(&health_mu_, interval);
   }
@@ -156,22 +184,31 @@ void Server::MonitorHealth(absl::Duration interval) {
 void Server::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  // Load balancers, clients that watch health and probes see NOT_SERVING
+  // at once, before anything else stops (the monitor may be waiting on a
+  // probe of the database), and for the drain period while calls are
+  // still taken.
+  for (HealthService* health : HealthServices()) health->Shutdown();
   {
     absl::MutexLock lock(&health_mu_);
     stopping_ = true;
     health_cv_.SignalAll();
   }
   if (health_thread_.joinable()) health_thread_.join();
-  // Load balancers and health probes see NOT_SERVING first, for the drain
-  // period while calls are still taken.
-  health_->Shutdown();
   if (drain_ > absl::ZeroDuration()) {
     LogInfo("draining for ", absl::FormatDuration(drain_), ": health NOT_SERVING");
     absl::SleepFor(drain_);
   }
-  health_->EndWatches();
-  server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
+  for (HealthService* health : HealthServices()) health->EndWatches();
+  // No new connection or call from here; calls in flight have `grace` to
+  // finish, then are cancelled.
+  const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace);
+  if (probe_server_ != nullptr) probe_server_->Shutdown(deadline);
+  server_->Shutdown(deadline);
   workers_.reset();  // Runs whatever is still queued, then joins.
+  // Compactions running in the background finish and give their leases
+  // back when the service goes, with the server (queued ones are not
+  // started: the service stops taking them).
   // The last spans and metrics go out within a bounded time of their own.
   telemetry_->Shutdown(std::min(absl::Seconds(5), std::max(grace, absl::Seconds(1))));
 }

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -49,6 +50,10 @@ struct ServerOptions {
   // default with TLS).
   std::string host = "127.0.0.1";
   int port = 50051;
+  // When set, grpc.health.v1 alone is also served on this port of `host`,
+  // in plaintext and without a credential, for probes that speak neither
+  // TLS nor tokens (the kubelet's gRPC probes). Zero: none.
+  int health_port = 0;
   // Largest request or response gRPC accepts, in bytes; larger requests are
   // RESOURCE_EXHAUSTED before they reach the service.
   int max_message_bytes = 16 << 20;
@@ -98,6 +103,10 @@ class Server {
  private:
   Server() = default;
   void MonitorHealth(absl::Duration interval);
+  // Starts the probes' plaintext health server on `host`:`port`.
+  absl::Status StartProbeServer(const std::string& host, int port);
+  // Every health service this server runs.
+  std::vector<HealthService*> HealthServices();
 
   // Declared first: destroyed last, after everything that records into it.
   std::unique_ptr<telemetry::Telemetry> telemetry_;
@@ -110,6 +119,11 @@ class Server {
   std::unique_ptr<ThreadPool> workers_;
   std::unique_ptr<GrpcService> grpc_service_;
   std::unique_ptr<HealthService> health_;
+  // The probes' port (ServerOptions::health_port): its own gate, which
+  // admits every caller, and its own copy of the health service.
+  std::unique_ptr<AccessGate> probe_gate_;
+  std::unique_ptr<HealthService> probe_health_;
+  std::unique_ptr<grpc::Server> probe_server_;
   std::unique_ptr<ReflectionV1> reflection_v1_;
   std::unique_ptr<BenchEcho> bench_echo_;
   std::unique_ptr<grpc::Server> server_;

@@ -14,15 +14,21 @@ CONVSTATE_PACKAGES=(
   libabsl-dev libre2-dev libstemmer-dev libpqxx-dev libpq-dev postgresql-15 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcurl4-openssl-dev
   clang libclang-rt-14-dev openssl pgbouncer chromium fonts-dejavu-core universal-ctags
-  python3
+  python3 python3-yaml
 )
 
-# Installs whichever of CONVSTATE_PACKAGES is missing. Needs root (or sudo)
-# only when something is missing.
+# What tools/image needs on top: a root filesystem made of Debian
+# packages, committed as an OCI image.
+CONVSTATE_IMAGE_PACKAGES=(mmdebstrap buildah)
+
+# ensure_packages [PACKAGE...]: installs whichever of the packages (by
+# default CONVSTATE_PACKAGES) is missing. Needs root (or sudo) only when
+# something is missing.
 ensure_packages() {
   local missing=()
   local p
-  for p in "${CONVSTATE_PACKAGES[@]}"; do
+  [ $# -gt 0 ] || set -- "${CONVSTATE_PACKAGES[@]}"
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -94,6 +100,65 @@ ensure_buf() {
   mkdir -p "$(dirname "$CONVSTATE_BUF")"
   mv "$tmp/package/bin/buf" "$CONVSTATE_BUF"
   rm -rf "$tmp"
+}
+
+# The Kubernetes API's OpenAPI schemas, as the validators the npm package
+# kubernetes-models compiles from them (one ES module per type, with those
+# of @kubernetes-models/apimachinery for the metadata types), for
+# tools/k8s/check. Both tarballs are checked by SHA-256, and the extracted
+# tree by a digest every time; the package's own validate module (ajv and
+# its format packages) is replaced by tools/k8s/formats.mjs.
+K8S_MODELS_PACKAGES=(
+  "kubernetes-models@5.1.0 a7b5c0d34639c52699fc2998879590b20d57558598fb35b219b3e5a5871aa0c0 kubernetes-models"
+  "@kubernetes-models/apimachinery@3.0.2 c4cbb5e7021158d1279180ccb7abb31ae0467165217eced89a9ec9273362227e @kubernetes-models/apimachinery"
+)
+K8S_SCHEMAS_DIGEST="a9d8de75fe3efbb1cf173f9fb7fd0d987cace9a8a7ca3a83d0eb0a21e767c8c0"
+CONVSTATE_K8S_SCHEMAS="${CONVSTATE_K8S_SCHEMAS:-$HOME/.cache/convstate/k8s-schemas-5.1.0}"
+
+# The digest of the extracted schemas: every file's SHA-256, in name order.
+k8s_schemas_digest() {
+  (cd "$1/node_modules" 2>/dev/null && find kubernetes-models @kubernetes-models/apimachinery \
+     -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+}
+
+k8s_schemas_ok() {
+  [ -f "$1/node_modules/@kubernetes-models/validate/index.js" ] &&
+    cmp -s "$1/node_modules/@kubernetes-models/validate/index.js" "$CONVSTATE_ROOT/tools/k8s/formats.mjs" &&
+    [ "$(k8s_schemas_digest "$1")" = "$K8S_SCHEMAS_DIGEST" ]
+}
+
+ensure_k8s_schemas() {
+  k8s_schemas_ok "$CONVSTATE_K8S_SCHEMAS" && return 0
+  log "installing the Kubernetes schemas from npm (kubernetes-models)"
+  local staging entry package sha name tmp
+  staging=$(mktemp -d)
+  for entry in "${K8S_MODELS_PACKAGES[@]}"; do
+    read -r package sha name <<<"$entry"
+    tmp=$(npm_extract "$package" package/package.json package/_schemas)
+    echo "$sha  $(ls "$tmp"/*.tgz)" | sha256sum --check --status ||
+      { rm -rf "$tmp" "$staging"; die "$package: tarball checksum does not match"; }
+    mkdir -p "$staging/node_modules/$(dirname "$name")"
+    mv "$tmp/package" "$staging/node_modules/$name"
+    rm -rf "$tmp"
+  done
+  mkdir -p "$staging/node_modules/@kubernetes-models/validate"
+  printf '{"name": "@kubernetes-models/validate", "type": "module", "exports": "./index.js"}\n' \
+    >"$staging/node_modules/@kubernetes-models/validate/package.json"
+  cp "$CONVSTATE_ROOT/tools/k8s/formats.mjs" "$staging/node_modules/@kubernetes-models/validate/index.js"
+  k8s_schemas_ok "$staging" || { rm -rf "$staging"; die "Kubernetes schema digest does not match"; }
+  rm -rf "$CONVSTATE_K8S_SCHEMAS"
+  mkdir -p "$(dirname "$CONVSTATE_K8S_SCHEMAS")"
+  mv "$staging" "$CONVSTATE_K8S_SCHEMAS"
+}
+
+# kubectl, for `kubectl kustomize`: whichever is on the PATH, else Debian's
+# kubernetes-client (kustomize v2; the manifests are written for it too).
+ensure_kubectl() {
+  command -v kubectl >/dev/null && return 0
+  log "installing kubectl (Debian package kubernetes-client)"
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+    kubernetes-client >&2 || die "cannot install kubernetes-client"
 }
 
 # Third-party .proto definitions the build compiles, from npm packages that
