@@ -171,23 +171,13 @@ class HealthWatch {
 // Every turn the workers had acknowledged, exactly once, in order.
 void ExpectEveryTurnOnce(v1::ConversationState::Stub* stub, int worker, int turns) {
   const std::string id = absl::StrCat("drain-", worker);
+  std::vector<v1::Item> items;
+  const grpc::Status s = rpc::ListAllItems(*stub, id, items);
+  ASSERT_TRUE(s.ok()) << s.error_message();
   std::vector<std::string> stored;
-  std::string token;
-  do {
-    v1::ListItemsRequest request;
-    request.set_conversation_id(id);
-    request.set_page_size(1000);
-    request.set_page_token(token);
-    v1::ListItemsResponse page;
-    grpc::ClientContext ctx;
-    rpc::SetDeadline(ctx);
-    const grpc::Status s = stub->ListItems(&ctx, request, &page);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    for (const v1::Item& item : page.items()) {
-      if (item.kind() != v1::ITEM_KIND_SUMMARY_MARKER) stored.push_back(item.content());
-    }
-    token = page.next_page_token();
-  } while (!token.empty());
+  for (const v1::Item& item : items) {
+    if (item.kind() != v1::ITEM_KIND_SUMMARY_MARKER) stored.push_back(item.content());
+  }
   ASSERT_EQ(stored.size(), static_cast<size_t>(2 * turns)) << id;
   for (size_t i = 0; i < stored.size(); ++i) {
     EXPECT_EQ(stored[i], TurnText(worker, static_cast<int>(i / 2),

@@ -109,22 +109,10 @@ FifoWindow Fifo(v1::ConversationState::Stub& stub, const std::string& id,
                 const std::string& system_prompt, int64_t budget) {
   FifoWindow w;
   std::vector<v1::Item> stored;
-  std::string page;
-  do {
-    v1::ListItemsRequest req;
-    req.set_conversation_id(id);
-    req.set_page_size(1000);
-    req.set_page_token(page);
-    v1::ListItemsResponse out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    if (!stub.ListItems(&ctx, req, &out).ok()) {
-      w.ok = false;
-      return w;
-    }
-    for (const v1::Item& item : out.items()) stored.push_back(item);
-    page = out.next_page_token();
-  } while (!page.empty());
+  if (!rpc::ListAllItems(stub, id, stored).ok()) {
+    w.ok = false;
+    return w;
+  }
   w.text = FifoOf(stored, system_prompt, budget, &w.tokens);
   return w;
 }

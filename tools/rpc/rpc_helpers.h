@@ -6,9 +6,11 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "convstate/v1/convstate.grpc.pb.h"
 #include "convstate/v1/convstate.pb.h"
 #include "grpcpp/client_context.h"
 
@@ -45,6 +47,26 @@ inline v1::NewItem MakeItem(v1::Role role, v1::ItemKind kind, std::string conten
 
 inline v1::NewItem Message(v1::Role role, std::string content) {
   return MakeItem(role, v1::ITEM_KIND_MESSAGE, std::move(content));
+}
+
+// Every item conversation `id` stores, appended to `items` page by page
+// (ListItems, 1,000 at a time, each page under its own deadline); the
+// first failed page's status, with the pages before it in `items`.
+inline grpc::Status ListAllItems(v1::ConversationState::Stub& stub, const std::string& id,
+                                 std::vector<v1::Item>& items) {
+  v1::ListItemsRequest req;
+  req.set_conversation_id(id);
+  req.set_page_size(1000);
+  do {
+    v1::ListItemsResponse page;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const grpc::Status s = stub.ListItems(&ctx, req, &page);
+    if (!s.ok()) return s;
+    items.insert(items.end(), page.items().begin(), page.items().end());
+    req.set_page_token(page.next_page_token());
+  } while (!req.page_token().empty());
+  return grpc::Status::OK;
 }
 
 }  // namespace convstate::rpc
