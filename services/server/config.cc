@@ -603,10 +603,9 @@ absl::StatusOr<ServerConfig> LoadConfig(const std::vector<std::string>& args, co
     gethostname(host, sizeof(host) - 1);
     config.server.service.compaction.holder = absl::StrCat(host, ":", getpid());
   }
-  if (const char* url = env("CONVSTATE_DATABASE_URL")) config.postgres.database_url = url;
-  if (const char* vocab = env("CONVSTATE_VOCAB_DIR"); vocab != nullptr && *vocab) {
-    config.vocab_dir = vocab;
-  } else if (const char* home = env("HOME")) {
+  // CONVSTATE_VOCAB_DIR and CONVSTATE_DATABASE_URL, as every flag's
+  // variable, are read by ReadEnvironment.
+  if (const char* home = env("HOME")) {
     config.vocab_dir = absl::StrCat(home, "/.cache/convstate/vocab/gpt-tokenizer-4.0.0");
   }
   ASSIGN_OR_RETURN(config.telemetry, telemetry::OptionsFromEnvironment(env));
