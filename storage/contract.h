@@ -51,6 +51,23 @@ struct NewConversation {
   TenantLimits tenant_limits;
 };
 
+// ForkConversation: a new conversation (`fork`) holding the source's items
+// 1..at_sequence and the compaction state the source had when at_sequence
+// was its last item (the view state recorded then: chunks active, prompts,
+// model, pins, prune boundary, corrections), with the source's compaction
+// policy as it is. If at_sequence is not the last item of the append that
+// wrote it, the state is the one before that append.
+struct ForkRequest {
+  ConversationKey source;
+  ConversationKey fork;
+  // 0: the source's last item (a conversation without items forks empty).
+  int64_t at_sequence = 0;
+  // Replaces the source's metadata when set.
+  std::optional<Metadata> metadata;
+  // Checked and counted as a create plus the bytes copied.
+  TenantLimits tenant_limits;
+};
+
 // What a view was built from after a change that was not an append
 // (GetContextAt): recorded at every compaction_version.
 struct ViewState {

@@ -58,6 +58,15 @@ class ForwardingStorage : public Storage {
                                                        const PageLimit& l) override {
     return base_->ListConversations(c, t, a, l);
   }
+  absl::StatusOr<Conversation> ForkConversation(const CallContext& c,
+                                                const ForkRequest& r) override {
+    return base_->ForkConversation(c, r);
+  }
+  absl::StatusOr<Page<Conversation>> ListForks(const CallContext& c, const ConversationKey& k,
+                                               const std::string& a,
+                                               const PageLimit& l) override {
+    return base_->ListForks(c, k, a, l);
+  }
   absl::StatusOr<int64_t> DeleteConversation(const CallContext& c,
                                              const ConversationKey& k) override {
     return base_->DeleteConversation(c, k);

@@ -67,6 +67,18 @@ absl::StatusOr<RedactResult> MemoryStorage::RedactItems(const CallContext& ctx,
       frontier = std::move(next);
     }
   }
+  // The forks and sources that share the items (each holds its copy).
+  std::vector<ForkLink> family;
+  for (const auto& [id, member] : tenant) {
+    const Conversation& m = member.conversation;
+    family.push_back(ForkLink{id, m.storage_key, m.forked_from_key, m.forked_at});
+  }
+  const Conversation& erased_in = state->conversation;
+  ASSIGN_OR_RETURN(const auto sharing,
+                   ForkFamilyErasure(family,
+                                     ForkLink{request.key.conversation_id, erased_in.storage_key,
+                                              erased_in.forked_from_key, erased_in.forked_at},
+                                     request.sequences));
   RedactResult result;
   // Chunks retired here, by conversation: what copies elsewhere came from.
   std::map<std::string, std::set<int64_t>> retired;
@@ -108,6 +120,15 @@ absl::StatusOr<RedactResult> MemoryStorage::RedactItems(const CallContext& ctx,
       result.continued_chunks_removed += removed;
       Erased(continued, ContinuedErasedEvent(request, removed));
     }
+  }
+  for (const auto& [link, seqs] : sharing) {
+    ConversationState& copy = tenant.at(link.id);
+    RedactRequest here = request;
+    here.key = copy.conversation.key;
+    here.sequences = seqs;
+    const std::vector<int64_t> emptied =
+        EraseItems(copy, seqs, request.digest_key, here, nullptr);
+    Erased(copy, RedactedEvent(here, static_cast<int64_t>(emptied.size())));
   }
   return result;
 }

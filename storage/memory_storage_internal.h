@@ -157,6 +157,15 @@ class MemoryStorage final : public Storage {
                                                              int64_t after_event_id,
                                                              const PageLimit& limit) override;
 
+  // Forks (memory_forks.cc).
+
+  absl::StatusOr<Conversation> ForkConversation(const CallContext& ctx,
+                                                const ForkRequest& request) override;
+
+  absl::StatusOr<Page<Conversation>> ListForks(const CallContext& ctx, const ConversationKey& key,
+                                               const std::string& after_id,
+                                               const PageLimit& limit) override;
+
   // Erasure (memory_redaction.cc).
 
   absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,

@@ -66,6 +66,32 @@ absl::StatusOr<RedactResult> PostgresStorage::RedactItems(const CallContext& ctx
     }
     RETURN_IF_ERROR(
         EraseContinuations(tx, request, row.conversation.storage_key, erased.retired, result));
+    // The forks and sources that hold copies of the items.
+    std::vector<ForkLink> family;
+    std::map<std::string, int64_t> conv_keys;
+    for (const auto& r : Exec(tx, "fork_family", request.key.tenant_id)) {
+      family.push_back(ForkLink{r[0].as<std::string>(), r[1].as<int64_t>(),
+                                r[2].as<int64_t>(), r[3].as<int64_t>()});
+      conv_keys[family.back().id] = r[4].as<int64_t>();
+    }
+    if (!family.empty()) {
+      const Conversation& c = row.conversation;
+      ASSIGN_OR_RETURN(const auto sharing,
+                       ForkFamilyErasure(family,
+                                         ForkLink{request.key.conversation_id, c.storage_key,
+                                                  c.forked_from_key, c.forked_at},
+                                         request.sequences));
+      for (const auto& [link, seqs] : sharing) {
+        RedactRequest here = request;
+        here.key = ConversationKey{request.key.tenant_id, link.id};
+        here.sequences = seqs;
+        std::vector<std::string> copy_digests;
+        for (int64_t s : seqs) copy_digests.push_back(digests[s]);
+        const Erasure copy = Erase(tx, conv_keys[link.id], seqs, copy_digests, here);
+        InsertEvents(tx, conv_keys[link.id],
+                     {RedactedEvent(here, static_cast<int64_t>(copy.retired.size()))});
+      }
+    }
     tx.commit();
     return result;
   });

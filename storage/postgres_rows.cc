@@ -112,6 +112,9 @@ ConversationRow ParseConversation(const pqxx::row& r) {
   c.storage_key = r[28].as<int64_t>();
   c.redactions = r[29].as<int64_t>();
   out.stored_bytes = r[30].as<int64_t>();
+  c.forked_from = r[31].as<std::string>();
+  c.forked_from_key = r[32].as<int64_t>();
+  c.forked_at = r[33].as<int64_t>();
   return out;
 }
 

@@ -85,6 +85,115 @@ const std::vector<Statement>& Statements() {
        PagedSelect(Columns(kConversationColumnList),
                    "FROM conversations WHERE tenant_id = $1 AND conversation_id > $2",
                    "conversation_id", kConversationBytes, 3, 4)},
+      // Forks (postgres_forks.cc). The source is $1 (its conv_key) and the
+      // fork $2 in the copies; the last shared sequence $3.
+      // The source's row, held while the fork is copied from it (an erasure
+      // of it waits, then reaches the fork).
+      {"lock_fork_source",
+       absl::StrCat("SELECT ", ConversationColumns(), " FROM conversations WHERE ", Named(3),
+                    " FOR SHARE")},
+      // The tool calls and results of the turn of item $2.
+      {"fork_turn",
+       "SELECT i.sequence, i.kind, i.tool_call_id FROM items i WHERE i.conv_key = $1 "
+       "AND i.turn_index = (SELECT turn_index FROM items WHERE conv_key = $1 AND sequence = $2) "
+       "AND i.kind IN ('tool_call', 'tool_result')"},
+      // The version of the append that wrote item $2, and whether that
+      // append wrote more after it (an append's items are contiguous, so
+      // the next item that is not a summary marker tells).
+      {"fork_version",
+       "SELECT coalesce(a.appended_version, 0), coalesce((SELECT coalesce(n.appended_version, 0) "
+       "FROM items n WHERE n.conv_key = $1 AND n.sequence > $2 AND n.kind <> 'summary_marker' "
+       "ORDER BY n.sequence LIMIT 1) = coalesce(a.appended_version, 0), false) "
+       "FROM items a WHERE a.conv_key = $1 AND a.sequence = $2"},
+      // The last chunk id the view states the fork keeps name (at versions
+      // up to $2 and compaction versions up to $3).
+      {"fork_last_chunk",
+       "SELECT coalesce(max(x::bigint), 0) FROM view_states v, "
+       "jsonb_array_elements_text(v.state -> 'chunks') x "
+       "WHERE v.conv_key = $1 AND v.version <= $2 AND v.compaction_version <= $3"},
+      {"fork_chunk_links",
+       "SELECT chunk_id, coalesce(superseded_by, 0) FROM summary_chunks "
+       "WHERE conv_key = $1 AND chunk_id <= $2 ORDER BY chunk_id"},
+      // What the copied items store (StoredBytes of their data).
+      {"fork_item_bytes",
+       "SELECT coalesce(sum(octet_length(i.content) + octet_length(i.tool_name) + "
+       "octet_length(i.tool_call_id) + 64 + (SELECT coalesce(sum(octet_length(m.key) + "
+       "octet_length(m.value)), 0) FROM jsonb_each_text(i.metadata) m)), 0)::bigint "
+       "FROM items i WHERE i.conv_key = $1 AND i.sequence <= $2"},
+      // The fork's row ($1 tenant, $2 id, $19 its key) from the source's
+      // ($3), shared through $4: model $5, prompts $6 and $7, metadata $8
+      // (when $18, else the source's), overrides $9, version $10, then the
+      // state's summarized_through, token correction, prune boundary,
+      // compaction version, overflow correction and prompt limit ($11 to
+      // $16), and the bytes it stores ($17). The word index comes along
+      // when it ends at or before the fork point (else it is built again).
+      {"fork_conversation",
+       absl::StrCat(
+           "INSERT INTO conversations (tenant_id, conversation_id, conv_key, model, "
+           "system_prompt, pinned_instructions, metadata, profile_overrides, version, "
+           "item_count, last_sequence, last_turn_index, summarized_through, "
+           "system_prompt_tokens, pinned_instructions_tokens, item_tokens, token_correction, "
+           "prune_boundary, compaction_version, overflow_correction, prompt_limit, "
+           "continued_from, count_encoding, recounted, stored_bytes, words_indexed_through, "
+           "continued_from_incarnation, forked_from, forked_from_incarnation, forked_at) "
+           "SELECT $1, $2, $19, $5, $6, $7, CASE WHEN $18 THEN $8::jsonb ELSE s.metadata END, "
+           "$9::jsonb, $10, $4, $4, coalesce((SELECT turn_index FROM items "
+           "WHERE conv_key = s.conv_key AND sequence = $4), 0), $11, s.system_prompt_tokens, "
+           "s.pinned_instructions_tokens, (SELECT coalesce(sum(token_count), 0) FROM items "
+           "WHERE conv_key = s.conv_key AND sequence <= $4), $12, $13, $14, $15, $16, "
+           "s.continued_from, s.count_encoding, s.recounted, $17, "
+           "CASE WHEN s.words_indexed_through <= $4 THEN s.words_indexed_through ELSE 0 END, "
+           "s.continued_from_incarnation, s.conversation_id, s.incarnation, $4 "
+           "FROM conversations s WHERE s.conv_key = $3 RETURNING ",
+           ConversationColumns())},
+      {"fork_items",
+       "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, tool_name, "
+       "tool_call_id, pinned, metadata, token_count, summary_chunk_id, created_at, "
+       "appended_version, redacted_digest, search) "
+       "SELECT $2, sequence, turn_index, role, kind, content, tool_name, tool_call_id, pinned, "
+       "metadata, token_count, summary_chunk_id, created_at, appended_version, "
+       "redacted_digest, search FROM items WHERE conv_key = $1 AND sequence <= $3"},
+      // The chunks $3 with how each stands in the fork ($4: superseded by,
+      // 0 for active).
+      {"fork_chunks",
+       "INSERT INTO summary_chunks (conv_key, chunk_id, from_sequence, through_sequence, text, "
+       "token_count, summarizer_model, prompt_version, tokens_in, tokens_out, latency_ms, "
+       "superseded_by, created_at, structure, recall) "
+       "SELECT $2, s.chunk_id, s.from_sequence, s.through_sequence, s.text, s.token_count, "
+       "s.summarizer_model, s.prompt_version, s.tokens_in, s.tokens_out, s.latency_ms, "
+       "nullif(l.sup, 0), s.created_at, s.structure, s.recall FROM summary_chunks s "
+       "JOIN unnest($3::bigint[], $4::bigint[]) l(id, sup) ON s.chunk_id = l.id "
+       "WHERE s.conv_key = $1"},
+      {"fork_view_states",
+       "INSERT INTO view_states (conv_key, compaction_version, version, state) "
+       "SELECT $2, compaction_version, version, state FROM view_states "
+       "WHERE conv_key = $1 AND version <= $3 AND compaction_version <= $4"},
+      // The state's pins ($2 sequences, $3 flags) on the fork ($1) through $4.
+      {"fork_pins",
+       "INSERT INTO item_pins (conv_key, sequence, pinned) "
+       "SELECT $1, p.seq, p.pinned FROM unnest($2::bigint[], $3::boolean[]) p(seq, pinned) "
+       "WHERE p.seq <= $4"},
+      {"fork_token_counts",
+       "INSERT INTO item_token_counts (conv_key, sequence, encoding, token_count) "
+       "SELECT $2, sequence, encoding, token_count FROM item_token_counts "
+       "WHERE conv_key = $1 AND sequence <= $3"},
+      {"fork_words",
+       "WITH w AS (INSERT INTO item_words (conv_key, sequence, search) "
+       "SELECT $2, sequence, search FROM item_words WHERE conv_key = $1 AND sequence <= $3) "
+       "INSERT INTO word_counts (conv_key, word, items) "
+       "SELECT $2, word, items FROM word_counts WHERE conv_key = $1 AND items > 0"},
+      {"list_forks",
+       PagedSelect(Columns(kConversationColumnList),
+                   "FROM conversations WHERE tenant_id = $1 AND forked_from = $2 "
+                   "AND forked_from_incarnation = $5 AND conversation_id > $6",
+                   "conversation_id", kConversationBytes, 3, 4)},
+      // The tenant's forks and the conversations they were forked from:
+      // id, incarnation, the incarnation forked from, the fork point, key.
+      {"fork_family",
+       "SELECT conversation_id, incarnation, coalesce(forked_from_incarnation, 0), forked_at, "
+       "conv_key FROM conversations WHERE tenant_id = $1 AND (forked_from <> '' OR "
+       "incarnation IN (SELECT forked_from_incarnation FROM conversations "
+       "WHERE tenant_id = $1 AND forked_from <> ''))"},
       {"delete_conversation",
        absl::StrCat("DELETE FROM conversations WHERE ", Named(3),
                     " RETURNING item_count, stored_bytes")},

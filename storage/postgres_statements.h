@@ -21,7 +21,8 @@ inline constexpr const char* kConversationColumnList[] = {
     "system_prompt_tokens", "pinned_instructions_tokens", "item_tokens", "token_correction",
     "prune_boundary", "lease_token", "coalesce(lease_expires_at > now(), false)",
     "compaction_version", "overflow_correction", "prompt_limit", "continued_from",
-    "count_encoding", "recounted", "incarnation", "redactions", "stored_bytes"};
+    "count_encoding", "recounted", "incarnation", "redactions", "stored_bytes", "forked_from",
+    "coalesce(forked_from_incarnation, 0)", "forked_at"};
 
 // Items with their pins: a pin set after the append overrides the flag;
 // and with their count in the conversation's current tokenizer when it was

@@ -163,6 +163,15 @@ class PostgresStorage final : public Storage {
   absl::StatusOr<HistoryHits> SearchHistory(const CallContext& ctx,
                                             const HistorySearch& search) override;
 
+  // Forks (postgres_forks.cc).
+
+  absl::StatusOr<Conversation> ForkConversation(const CallContext& ctx,
+                                                const ForkRequest& request) override;
+
+  absl::StatusOr<Page<Conversation>> ListForks(const CallContext& ctx, const ConversationKey& key,
+                                               const std::string& after_id,
+                                               const PageLimit& limit) override;
+
   // Erasure (postgres_redaction.cc).
 
   absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,

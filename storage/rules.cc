@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/sha256.h"
+#include "services/common/status_macros.h"
 
 namespace convstate {
 
@@ -233,6 +237,108 @@ CompactionEvent ContinuedEvent(const NewConversation& nc, int64_t facts) {
                             {"constraints", constraints}}
                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return e;
+}
+
+absl::StatusOr<int64_t> ForkPoint(const Conversation& source, int64_t at_sequence) {
+  if (at_sequence < 0 || at_sequence > source.last_sequence) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "at_sequence: conversation '", source.key.conversation_id, "' has items 1 to ",
+        source.last_sequence, ", not ", at_sequence));
+  }
+  return at_sequence == 0 ? source.last_sequence : at_sequence;
+}
+
+absl::Status CheckForkSplit(const ConversationKey& source, int64_t at,
+                            const std::vector<Item>& turn) {
+  for (const Item& result : turn) {
+    if (result.sequence <= at || result.data.kind != ItemKind::kToolResult) continue;
+    for (const Item& call : turn) {
+      if (call.sequence <= at && call.data.kind == ItemKind::kToolCall &&
+          call.data.tool_call_id == result.data.tool_call_id) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "at_sequence: item ", at, " of conversation '", source.conversation_id,
+            "' separates tool call ", call.sequence, " ('", call.data.tool_call_id,
+            "') from its result ", result.sequence, "; fork before the call or after the result"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t ForkStateVersion(int64_t appended_version, bool append_went_on) {
+  return append_went_on ? std::max<int64_t>(appended_version - 1, 0) : appended_version;
+}
+
+int64_t ForkedSupersededBy(const SummaryChunk& chunk, const std::vector<int64_t>& active,
+                           int64_t last_chunk) {
+  if (std::find(active.begin(), active.end(), chunk.chunk_id) != active.end()) return 0;
+  if (chunk.superseded_by != 0 && chunk.superseded_by <= last_chunk) return chunk.superseded_by;
+  return chunk.chunk_id;
+}
+
+CompactionEvent ForkedEvent(const ForkRequest& request, int64_t at) {
+  CompactionEvent e;
+  e.event = "forked";
+  e.detail = nlohmann::json{{"from", request.source.conversation_id}, {"at_sequence", at}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return e;
+}
+
+absl::StatusOr<std::vector<std::pair<ForkLink, std::vector<int64_t>>>> ForkFamilyErasure(
+    const std::vector<ForkLink>& family, const ForkLink& start,
+    const std::vector<int64_t>& sequences) {
+  std::map<int64_t, const ForkLink*> by_key;
+  for (const ForkLink& link : family) by_key[link.key] = &link;
+  by_key[start.key] = &start;
+  // What each member has had erased so far; only what is new spreads.
+  std::map<int64_t, std::set<int64_t>> done;
+  done[start.key].insert(sequences.begin(), sequences.end());
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> queue = {{start.key, sequences}};
+  std::vector<std::pair<ForkLink, std::vector<int64_t>>> out;
+  auto reach = [&](const ForkLink& to, int64_t shared_through,
+                   const std::vector<int64_t>& from) -> absl::Status {
+    std::vector<int64_t> fresh;
+    for (int64_t s : from) {
+      if (s <= shared_through && done[to.key].insert(s).second) fresh.push_back(s);
+    }
+    if (fresh.empty()) return absl::OkStatus();
+    std::sort(fresh.begin(), fresh.end());
+    queue.emplace_back(to.key, fresh);
+    out.emplace_back(to, fresh);
+    if (out.size() > kMaxLineage) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the erasure would reach more than ", kMaxLineage,
+          " conversations that share the items; nothing was erased"));
+    }
+    return absl::OkStatus();
+  };
+  for (size_t next = 0; next < queue.size(); ++next) {
+    const auto [key, seqs] = queue[next];
+    const ForkLink& here = *by_key[key];
+    auto parent = by_key.find(here.parent_key);
+    if (here.parent_key != 0 && parent != by_key.end()) {
+      RETURN_IF_ERROR(reach(*parent->second, here.at, seqs));
+    }
+    for (const ForkLink& child : family) {
+      if (child.parent_key == key && child.key != key) {
+        RETURN_IF_ERROR(reach(child, child.at, seqs));
+      }
+    }
+  }
+  // Merged per member, in the order first reached.
+  std::vector<std::pair<ForkLink, std::vector<int64_t>>> merged;
+  std::map<int64_t, size_t> at;
+  for (auto& [link, seqs] : out) {
+    auto [it, added] = at.emplace(link.key, merged.size());
+    if (added) {
+      merged.emplace_back(link, std::move(seqs));
+    } else {
+      auto& into = merged[it->second].second;
+      into.insert(into.end(), seqs.begin(), seqs.end());
+      std::sort(into.begin(), into.end());
+    }
+  }
+  return merged;
 }
 
 CompactionEvent RedactedEvent(const RedactRequest& request, int64_t chunks_removed) {

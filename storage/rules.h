@@ -101,6 +101,51 @@ absl::Status CheckHandoffSource(const NewConversation& nc, std::optional<int64_t
 // idempotency record a later append of them would find.
 AppendRequest CarriedAppend(const NewConversation& nc);
 
+// Forks (ForkRequest).
+
+// The last sequence a fork of `source` at `at_sequence` shares (0: the
+// source's last item): OUT_OF_RANGE past its last item or below 0.
+absl::StatusOr<int64_t> ForkPoint(const Conversation& source, int64_t at_sequence);
+
+// FAILED_PRECONDITION if a tool call at or before `at` has its result after
+// it: `turn` holds the items of at's turn (any order; others are ignored).
+absl::Status CheckForkSplit(const ConversationKey& source, int64_t at,
+                            const std::vector<Item>& turn);
+
+// The version whose last view state a fork at an item starts from: the
+// version of the append that wrote the item, or the one before when that
+// append wrote items after it (the state at its end covers those too).
+int64_t ForkStateVersion(int64_t appended_version, bool append_went_on);
+
+// How a fork's chunk stands in it: the source's `chunk` (whatever later
+// became of it) given the fork state's active chunk ids and the last chunk
+// id the fork keeps (`last_chunk`): active, superseded by a kept chunk, or
+// retired (superseded by itself).
+int64_t ForkedSupersededBy(const SummaryChunk& chunk, const std::vector<int64_t>& active,
+                           int64_t last_chunk);
+
+// The `forked` audit row of a fork: from where, at which sequence.
+CompactionEvent ForkedEvent(const ForkRequest& request, int64_t at);
+
+// A conversation's place among forks: its id and incarnation, the
+// incarnation it was forked from (0: none) and the last sequence it shares
+// with that one.
+struct ForkLink {
+  std::string id;
+  int64_t key = 0;
+  int64_t parent_key = 0;
+  int64_t at = 0;
+};
+
+// An erasure of `sequences` of `start` reaches every conversation of
+// `family` that holds a copy of one of those items: its source while the
+// item is at or before the fork point, and its forks likewise, transitively.
+// Returns each other member reached with the sequences to erase there, in
+// the order reached; RESOURCE_EXHAUSTED past kMaxLineage of them.
+absl::StatusOr<std::vector<std::pair<ForkLink, std::vector<int64_t>>>> ForkFamilyErasure(
+    const std::vector<ForkLink>& family, const ForkLink& start,
+    const std::vector<int64_t>& sequences);
+
 // The `items_redacted` audit row of a redaction: who, which, why, and how
 // many chunks went with it.
 CompactionEvent RedactedEvent(const RedactRequest& request, int64_t chunks_removed);

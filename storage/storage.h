@@ -97,6 +97,23 @@ class Storage {
                                                                const std::string& after_id,
                                                                const PageLimit& limit) = 0;
 
+  // A new conversation from another one's items 1..at_sequence and its
+  // compaction state then (ForkRequest); its `forked_from` names the source.
+  // NOT_FOUND for an unknown source, ALREADY_EXISTS if the fork's id is
+  // taken, OUT_OF_RANGE for a sequence the source does not have,
+  // FAILED_PRECONDITION if at_sequence separates a tool call of its turn
+  // from the call's result.
+  virtual absl::StatusOr<Conversation> ForkConversation(const CallContext& ctx,
+                                                        const ForkRequest& request) = 0;
+
+  // The conversations forked from this incarnation of `key` with ids greater
+  // than `after_id`, ordered by id, one page. NOT_FOUND if `key` does not
+  // exist.
+  virtual absl::StatusOr<Page<Conversation>> ListForks(const CallContext& ctx,
+                                                       const ConversationKey& key,
+                                                       const std::string& after_id,
+                                                       const PageLimit& limit) = 0;
+
   // Removes the conversation and everything under it; returns how many items
   // it had. NOT_FOUND if the tenant has no such conversation.
   virtual absl::StatusOr<int64_t> DeleteConversation(

@@ -168,6 +168,12 @@ struct Conversation {
   int64_t prompt_limit = 0;
   // The conversation this one continues; empty if none.
   std::string continued_from;
+  // The conversation this one was forked from (ForkConversation), its
+  // incarnation (storage_key) then, and the sequence of its last item the
+  // fork shares; empty and 0 if none.
+  std::string forked_from;
+  int64_t forked_from_key = 0;
+  int64_t forked_at = 0;
   // The tokenizer the stored counts were made with ("o200k_base",
   // "approximate:4"); empty for conversations older than the field (their
   // counts are taken as the current tokenizer's).

@@ -1,0 +1,268 @@
+// The conformance suite (storage_conformance.h): forks. A fork holds the
+// source's items through the fork point and the compaction state the source
+// had when that item was its last; the two go on apart; an erasure reaches
+// every copy of an item and nothing else.
+
+#include <string>
+#include <vector>
+
+#include "storage/storage_conformance.h"
+#include "storage/storage_conformance_internal.h"
+#include "gmock/gmock.h"
+
+namespace convstate {
+namespace {
+
+using ::testing::ElementsAre;
+
+// "history": v1 items 1-2, v2 items 3-4, a summary of 1-2 (marker 5), v3
+// items 6-7.
+void History(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
+  NewConversation nc;
+  nc.key = key;
+  nc.model = "m";
+  nc.system_prompt = "first prompt";
+  nc.metadata = {{"team", "core"}};
+  ASSERT_TRUE(storage.CreateConversation(ctx, nc).ok());
+  auto append = [&](const std::string& text) {
+    AppendRequest req;
+    req.key = key;
+    req.items = {Message(Role::kUser, text), Message(Role::kAssistant, "ok " + text)};
+    ASSERT_TRUE(storage.AppendItems(ctx, req).ok());
+  };
+  append("one");
+  append("two");
+  CompactionCommit commit;
+  commit.key = key;
+  SummaryChunk chunk;
+  chunk.from_sequence = 1;
+  chunk.through_sequence = 2;
+  chunk.text = "the first turn";
+  chunk.token_count = 3;
+  chunk.summarizer_model = "s";
+  chunk.prompt_version = "p";
+  commit.chunk = chunk;
+  ASSERT_TRUE(storage.CommitCompaction(ctx, commit).ok());
+  append("three");
+}
+
+// The items but summary markers: a marker the source wrote after the fork
+// point is not the fork's (views show no marker).
+std::vector<Item> Content(const std::vector<Item>& items) {
+  std::vector<Item> out;
+  for (const Item& item : items) {
+    if (item.data.kind != ItemKind::kSummaryMarker) out.push_back(item);
+  }
+  return out;
+}
+
+std::vector<std::string> Contents(const std::vector<Item>& items) {
+  std::vector<std::string> out;
+  for (const Item& item : items) out.push_back(item.data.content);
+  return out;
+}
+
+std::vector<Item> AllItems(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
+  auto page = storage.ListItems(ctx, key, 0, PageLimit{1000, 1 << 30});
+  EXPECT_TRUE(page.ok()) << page.status();
+  return page.ok() ? page->rows : std::vector<Item>();
+}
+
+TEST_P(StorageConformanceTest, AForkStartsFromTheStateItsLastItemHadAndGoesOnApart) {
+  History(*storage_, ctx_, Key("source"));
+  ForkRequest fork;
+  fork.source = Key("source");
+  fork.fork = Key("fork");
+  fork.at_sequence = 4;
+  auto forked = storage_->ForkConversation(ctx_, fork);
+  ASSERT_TRUE(forked.ok()) << forked.status();
+  EXPECT_EQ(forked->forked_from, "source");
+  EXPECT_EQ(forked->forked_at, 4);
+  EXPECT_EQ(forked->forked_from_key, storage_->GetConversation(ctx_, Key("source"))->storage_key);
+  EXPECT_EQ(forked->last_sequence, 4);
+  EXPECT_EQ(forked->item_count, 4);
+  EXPECT_EQ(forked->metadata.at("team"), "core");
+
+  // What its views are built from is what the source's were at version 2.
+  auto then = storage_->LoadContextAt(ctx_, Key("source"), 2, -1);
+  auto now = storage_->LoadContext(ctx_, Key("fork"));
+  ASSERT_TRUE(then.ok()) << then.status();
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_EQ(now->conversation.summarized_through, then->conversation.summarized_through);
+  EXPECT_EQ(now->conversation.system_prompt, "first prompt");
+  ASSERT_EQ(now->active_chunks.size(), 1u);
+  EXPECT_EQ(now->active_chunks[0].chunk_id, then->active_chunks[0].chunk_id);
+  EXPECT_EQ(now->active_chunks[0].text, "the first turn");
+  EXPECT_EQ(Sequences(now->live_items), Sequences(Content(then->live_items)));
+  EXPECT_EQ(Contents(now->live_items), Contents(Content(then->live_items)));
+  // And its own history at that version is the same.
+  auto own = storage_->LoadContextAt(ctx_, Key("fork"), 2, -1);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(Sequences(own->live_items), Sequences(Content(then->live_items)));
+
+  // Appends to one do not show in the other.
+  AppendRequest req;
+  req.key = Key("fork");
+  req.items = {Message(Role::kUser, "in the fork")};
+  auto appended = storage_->AppendItems(ctx_, req);
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(appended->items[0].sequence, 5);
+  req.key = Key("source");
+  req.items = {Message(Role::kUser, "in the source")};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  EXPECT_THAT(Contents(AllItems(*storage_, ctx_, Key("fork"))),
+              ElementsAre("one", "ok one", "two", "ok two", "in the fork"));
+  const std::vector<Item> source = AllItems(*storage_, ctx_, Key("source"));
+  EXPECT_EQ(source.back().data.content, "in the source");
+  EXPECT_EQ(source.size(), 8u);
+
+  // Without a sequence: the whole of it, with its state now.
+  fork.fork = Key("whole");
+  fork.at_sequence = 0;
+  fork.metadata = Metadata{{"branch", "b"}};
+  auto whole = storage_->ForkConversation(ctx_, fork);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->last_sequence, 8);
+  EXPECT_EQ(whole->metadata, (Metadata{{"branch", "b"}}));
+  EXPECT_EQ(storage_->LoadContext(ctx_, Key("whole"))->live_items.size(),
+            storage_->LoadContext(ctx_, Key("source"))->live_items.size());
+}
+
+TEST_P(StorageConformanceTest, AForkInsideAnAppendStartsFromTheStateBeforeIt) {
+  History(*storage_, ctx_, Key("source"));
+  ForkRequest fork;
+  fork.source = Key("source");
+  fork.fork = Key("fork");
+  fork.at_sequence = 3;  // Item 4 came in the same append: the state of v1.
+  auto forked = storage_->ForkConversation(ctx_, fork);
+  ASSERT_TRUE(forked.ok()) << forked.status();
+  auto now = storage_->LoadContext(ctx_, Key("fork"));
+  ASSERT_TRUE(now.ok());
+  EXPECT_TRUE(now->active_chunks.empty());
+  EXPECT_EQ(now->conversation.summarized_through, 0);
+  EXPECT_EQ(Sequences(now->live_items), (std::vector<int64_t>{1, 2, 3}));
+}
+
+TEST_P(StorageConformanceTest, AForkIsRefusedWhereItCannotStart) {
+  History(*storage_, ctx_, Key("source"));
+  AppendRequest req;
+  req.key = Key("source");
+  ItemData call = Message(Role::kAssistant, "{}");
+  call.kind = ItemKind::kToolCall;
+  call.tool_name = "t";
+  call.tool_call_id = "c1";
+  ItemData result = Message(Role::kTool, "out");
+  result.kind = ItemKind::kToolResult;
+  result.tool_name = "t";
+  result.tool_call_id = "c1";
+  req.items = {Message(Role::kUser, "run it"), call, result};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());  // Items 8, 9, 10.
+  ForkRequest fork;
+  fork.source = Key("source");
+  fork.fork = Key("fork");
+  fork.at_sequence = 9;
+  EXPECT_EQ(storage_->ForkConversation(ctx_, fork).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  fork.at_sequence = 11;
+  EXPECT_EQ(storage_->ForkConversation(ctx_, fork).status().code(),
+            absl::StatusCode::kOutOfRange);
+  fork.at_sequence = 10;
+  fork.source = Key("none");
+  EXPECT_EQ(storage_->ForkConversation(ctx_, fork).status().code(),
+            absl::StatusCode::kNotFound);
+  fork.source = Key("source");
+  fork.fork = Key("source");
+  EXPECT_EQ(storage_->ForkConversation(ctx_, fork).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  fork.fork = Key("fork");
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("fork")).size(), 10u);
+}
+
+TEST_P(StorageConformanceTest, ListForksNamesTheForksOfThisIncarnation) {
+  History(*storage_, ctx_, Key("source"));
+  for (const char* id : {"b", "a", "c"}) {
+    ForkRequest fork;
+    fork.source = Key("source");
+    fork.fork = Key(id);
+    fork.at_sequence = 2;
+    ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  }
+  ForkRequest nested;
+  nested.source = Key("a");
+  nested.fork = Key("a2");
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, nested).ok());
+  auto page = storage_->ListForks(ctx_, Key("source"), "", PageLimit{2, 1 << 30});
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->rows.size(), 2u);
+  EXPECT_EQ(page->rows[0].key.conversation_id, "a");
+  EXPECT_EQ(page->rows[1].key.conversation_id, "b");
+  EXPECT_TRUE(page->more);
+  page = storage_->ListForks(ctx_, Key("source"), "b", PageLimit{2, 1 << 30});
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->rows.size(), 1u);
+  EXPECT_EQ(page->rows[0].key.conversation_id, "c");
+  // Deleted and created again under its id, it is another conversation.
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("source")).ok());
+  History(*storage_, ctx_, Key("source"));
+  page = storage_->ListForks(ctx_, Key("source"), "", PageLimit{10, 1 << 30});
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->rows.empty());
+  EXPECT_EQ(storage_->ListForks(ctx_, Key("none"), "", PageLimit{10, 1 << 30}).status().code(),
+            absl::StatusCode::kNotFound);
+  // The forks kept their items when their source went.
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("a2")).size(), 2u);
+}
+
+TEST_P(StorageConformanceTest, AnErasureReachesEveryCopyOfAnItemAndNoOtherItem) {
+  History(*storage_, ctx_, Key("source"));
+  ForkRequest fork;
+  fork.source = Key("source");
+  fork.fork = Key("a");
+  fork.at_sequence = 4;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  fork.source = Key("a");
+  fork.fork = Key("b");
+  fork.at_sequence = 2;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  // Item 1 erased in the middle one: its source and its fork lose it too.
+  RedactRequest req;
+  req.key = Key("a");
+  req.sequences = {1};
+  req.tombstone = "[gone]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, req).ok());
+  for (const char* id : {"source", "a", "b"}) {
+    EXPECT_EQ(AllItems(*storage_, ctx_, Key(id))[0].data.content, "[gone]") << id;
+    EXPECT_TRUE(AllItems(*storage_, ctx_, Key(id))[0].redacted) << id;
+    auto snap = storage_->LoadContext(ctx_, Key(id));
+    ASSERT_TRUE(snap.ok());
+    for (const SummaryChunk& c : snap->active_chunks) {
+      EXPECT_NE(c.text, "the first turn") << id << ": the summary of the erased item stays";
+    }
+  }
+  // An item a fork appended itself stays out of the others' erasures, and
+  // theirs out of it.
+  AppendRequest append;
+  append.key = Key("b");
+  append.items = {Message(Role::kUser, "b's own")};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, append).ok());  // b's item 3.
+  req.key = Key("b");
+  req.sequences = {3};
+  ASSERT_TRUE(storage_->RedactItems(ctx_, req).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("a"))[2].data.content, "two");
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("source"))[2].data.content, "two");
+  // Item 3 erased in the source: "a" shares it, "b" (forked at 2) does not.
+  req.key = Key("source");
+  req.sequences = {3};
+  ASSERT_TRUE(storage_->RedactItems(ctx_, req).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("a"))[2].data.content, "[gone]");
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("b"))[1].data.content, "ok one");
+  // Item 6 exists in the source alone.
+  req.sequences = {6};
+  ASSERT_TRUE(storage_->RedactItems(ctx_, req).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("a")).size(), 4u);
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("a"))[3].data.content, "ok two");
+}
+
+}  // namespace
+}  // namespace convstate
