@@ -231,6 +231,25 @@ TEST_F(ConvstatectlE2eTest, ExportThenImportKeepsEveryItem) {
   EXPECT_EQ(r.code, 66);
 }
 
+TEST_F(ConvstatectlE2eTest, ForkAndListForks) {
+  Outcome r = Cli("fork ops --at 4 --as ops-branch");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("forked ops at item 4 into ops-branch (4 items"));
+  r = Cli("show ops-branch");
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("forked from +ops at item 4"));
+  r = Cli("items ops-branch --limit 1000 --json");
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(r.out, '\n', absl::SkipEmpty())).size(), 4u);
+  r = Cli("forks ops");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("ops-branch +4 +4 +tiny-ops"));
+  r = Cli("fork ops --at -1");
+  EXPECT_EQ(r.code, 64);
+  r = Cli("fork ops --at 100000");
+  EXPECT_EQ(r.code, 11) << r.err;  // OUT_OF_RANGE
+  r = Cli("fork nobody");
+  EXPECT_EQ(r.code, 5) << r.err;
+}
+
 TEST_F(ConvstatectlE2eTest, FailuresExitWithTheirStatus) {
   Outcome r = Cli("show nobody");
   EXPECT_EQ(r.code, 5);

@@ -85,6 +85,8 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "convstate.v1.ConversationState/SearchHistory",
       "convstate.v1.ConversationState/ApplyCompaction",
       "convstate.v1.ConversationState/RevertCompaction",
+      "convstate.v1.ConversationState/ForkConversation",
+      "convstate.v1.ConversationState/ListForks",
   };
   for (const std::string& m : expected) {
     EXPECT_TRUE(methods.count(m)) << "the README's session no longer calls " << m;
@@ -160,6 +162,20 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       EXPECT_EQ(past.version(), 2) << json;
       EXPECT_EQ(past.compaction_version(), 1) << json;
       EXPECT_EQ(past.view_hash().size(), 64u) << json;
+    }
+    if (name == "ForkConversation") {
+      v1::Conversation fork;
+      ASSERT_TRUE(parse(&fork)) << json;
+      EXPECT_EQ(fork.forked_from().conversation_id(), "demo") << json;
+      EXPECT_EQ(fork.forked_from().sequence(), 4) << json;
+      EXPECT_EQ(fork.item_count(), 4) << json;
+      EXPECT_EQ(fork.version(), 1) << json;
+    }
+    if (name == "ListForks") {
+      v1::ListForksResponse forks;
+      ASSERT_TRUE(parse(&forks)) << json;
+      ASSERT_EQ(forks.forks_size(), 1) << json;
+      EXPECT_EQ(forks.forks(0).conversation_id(), "demo-retry") << json;
     }
     if (name == "UpdateConversation") {
       v1::Conversation updated;

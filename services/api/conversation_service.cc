@@ -135,6 +135,30 @@ absl::StatusOr<v1::ListConversationsResponse> ConversationService::ListConversat
   return out;
 }
 
+absl::StatusOr<v1::Conversation> ConversationService::ForkConversation(
+    const CallContext& ctx, const v1::ForkConversationRequest& req) {
+  ASSIGN_OR_RETURN(const ConversationKey key, ValidateForkConversation(req, options_.limits));
+  return setup_.Fork(ctx, key, req);
+}
+
+absl::StatusOr<v1::ListForksResponse> ConversationService::ListForks(
+    const CallContext& ctx, const v1::ListForksRequest& req) {
+  ASSIGN_OR_RETURN(const ConversationKey key, Traced(ValidateListForks(req)));
+  ASSIGN_OR_RETURN(int page_size, PageSize(req.page_size(), kDefaultConversationPage));
+  std::string after;
+  if (!req.page_token().empty()) {
+    ASSIGN_OR_RETURN(after, DecodeIdToken("f", req.page_token()));
+  }
+  ASSIGN_OR_RETURN(Page<Conversation> found,
+                   storage_->ListForks(ctx, key, after, PageOf(page_size, options_.limits)));
+  v1::ListForksResponse out;
+  for (const Conversation& c : found.rows) *out.add_forks() = ToProto(c);
+  if (found.more && !found.rows.empty()) {
+    out.set_next_page_token(EncodePageToken("f", found.rows.back().key.conversation_id));
+  }
+  return out;
+}
+
 absl::StatusOr<v1::DeleteConversationResponse> ConversationService::DeleteConversation(
     const CallContext& ctx, const v1::DeleteConversationRequest& req) {
   ASSIGN_OR_RETURN(ConversationKey key, Traced(ValidateDeleteConversation(req)));
@@ -344,6 +368,8 @@ const absl::flat_hash_map<std::string, UnaryRpc>& ConversationService::UnaryRpcs
   using S = ConversationService;
   static const auto* const rpcs = new absl::flat_hash_map<std::string, UnaryRpc>{
       {"CreateConversation", Bind(&S::CreateConversation)},
+      {"ForkConversation", Bind(&S::ForkConversation)},
+      {"ListForks", Bind(&S::ListForks)},
       {"GetConversation", Bind(&S::GetConversation)},
       {"ListConversations", Bind(&S::ListConversations)},
       {"DeleteConversation", Bind(&S::DeleteConversation)},

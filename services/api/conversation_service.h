@@ -111,6 +111,10 @@ class ConversationService {
                                                         const v1::GetContextAtRequest& req);
   absl::StatusOr<v1::ListConversationsResponse> ListConversations(
       const CallContext& ctx, const v1::ListConversationsRequest& req);
+  absl::StatusOr<v1::Conversation> ForkConversation(const CallContext& ctx,
+                                                    const v1::ForkConversationRequest& req);
+  absl::StatusOr<v1::ListForksResponse> ListForks(const CallContext& ctx,
+                                                  const v1::ListForksRequest& req);
   absl::StatusOr<v1::DeleteConversationResponse> DeleteConversation(
       const CallContext& ctx, const v1::DeleteConversationRequest& req);
   absl::StatusOr<v1::AppendTurnResponse> AppendTurn(const CallContext& ctx,

@@ -124,6 +124,38 @@ absl::StatusOr<v1::Conversation> ConversationSetup::CreateOnce(
   return ToProto(created);
 }
 
+absl::StatusOr<v1::Conversation> ConversationSetup::Fork(const CallContext& ctx,
+                                                        const ConversationKey& key,
+                                                        const v1::ForkConversationRequest& req) {
+  if (!req.model().empty()) RETURN_IF_ERROR(profiles_->ForRequest(req.model()).status());
+  ForkRequest fork;
+  fork.source = ConversationKey{key.tenant_id, req.source_conversation_id()};
+  fork.fork = key;
+  if (fork.fork.conversation_id.empty()) fork.fork.conversation_id = NewConversationId();
+  fork.at_sequence = req.at_sequence();
+  if (!req.metadata().empty()) fork.metadata = ToMetadata(req.metadata());
+  fork.tenant_limits = tenant_limits_(key.tenant_id);
+  absl::StatusOr<Conversation> source = storage_->GetConversation(ctx, fork.source);
+  if (absl::IsNotFound(source.status())) {
+    return absl::NotFoundError(absl::StrCat("source_conversation_id: conversation '",
+                                            req.source_conversation_id(), "' not found"));
+  }
+  RETURN_IF_ERROR(source.status());
+  ASSIGN_OR_RETURN(const Conversation forked, storage_->ForkConversation(ctx, fork));
+  const bool new_model = !req.model().empty() && req.model() != forked.model;
+  if (!new_model && forked.system_prompt == source->system_prompt &&
+      forked.pinned_instructions == source->pinned_instructions) {
+    return ToProto(forked);
+  }
+  v1::UpdateConversationRequest update;
+  update.set_tenant_id(fork.fork.tenant_id);
+  update.set_conversation_id(fork.fork.conversation_id);
+  if (new_model) update.set_model(req.model());
+  update.set_system_prompt(forked.system_prompt);
+  update.set_pinned_instructions(forked.pinned_instructions);
+  return Update(ctx, fork.fork, update);
+}
+
 absl::StatusOr<v1::Conversation> ConversationSetup::Update(
     const CallContext& ctx, const ConversationKey& key, const v1::UpdateConversationRequest& req) {
   // The counts are made for the conversation as read; storage applies the

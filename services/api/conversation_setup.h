@@ -30,6 +30,12 @@ class ConversationSetup {
   // CreateConversation of `key` (its conversation_id empty: a new id).
   absl::StatusOr<v1::Conversation> Create(const CallContext& ctx, const ConversationKey& key,
                                           const v1::CreateConversationRequest& req);
+  // ForkConversation into `key` (its conversation_id empty: a new id). The
+  // fork's prompts are counted again when they are not the source's
+  // current ones (its counts are those), or when the request names
+  // another model.
+  absl::StatusOr<v1::Conversation> Fork(const CallContext& ctx, const ConversationKey& key,
+                                        const v1::ForkConversationRequest& req);
   // UpdateConversation of `key`.
   absl::StatusOr<v1::Conversation> Update(const CallContext& ctx, const ConversationKey& key,
                                           const v1::UpdateConversationRequest& req);

@@ -288,6 +288,27 @@ absl::StatusOr<std::string> ValidateListConversations(const v1::ListConversation
   return NormalizeTenant(req.tenant_id());
 }
 
+absl::StatusOr<ConversationKey> ValidateForkConversation(const v1::ForkConversationRequest& req,
+                                                         const Limits& limits) {
+  ConversationKey key;
+  ASSIGN_OR_RETURN(key.tenant_id, NormalizeTenant(req.tenant_id()));
+  if (!req.conversation_id().empty()) {
+    RETURN_IF_ERROR(ValidateId("conversation_id", req.conversation_id()));
+  }
+  key.conversation_id = req.conversation_id();
+  RETURN_IF_ERROR(ValidateId("source_conversation_id", req.source_conversation_id()));
+  if (req.at_sequence() < 0) {
+    return absl::InvalidArgumentError("at_sequence: must not be negative (0: the last item)");
+  }
+  if (!req.model().empty()) RETURN_IF_ERROR(ValidateModelName("model", req.model()));
+  RETURN_IF_ERROR(ValidateMetadata("metadata", req.metadata(), limits));
+  return key;
+}
+
+absl::StatusOr<ConversationKey> ValidateListForks(const v1::ListForksRequest& req) {
+  return ValidateKey(req.tenant_id(), req.conversation_id());
+}
+
 absl::StatusOr<ConversationKey> ValidateDeleteConversation(
     const v1::DeleteConversationRequest& req) {
   return ValidateKey(req.tenant_id(), req.conversation_id());

@@ -102,6 +102,10 @@ absl::StatusOr<ConversationKey> ValidateUpdateConversation(
 absl::StatusOr<ConversationKey> ValidateGetContextAt(const v1::GetContextAtRequest& req);
 // ListConversations names a tenant, not a conversation: returns the tenant.
 absl::StatusOr<std::string> ValidateListConversations(const v1::ListConversationsRequest& req);
+// The fork's key (its conversation_id may be empty: the server names it).
+absl::StatusOr<ConversationKey> ValidateForkConversation(const v1::ForkConversationRequest& req,
+                                                         const Limits& limits);
+absl::StatusOr<ConversationKey> ValidateListForks(const v1::ListForksRequest& req);
 absl::StatusOr<ConversationKey> ValidateDeleteConversation(
     const v1::DeleteConversationRequest& req);
 absl::StatusOr<ConversationKey> ValidateAppendTurn(const v1::AppendTurnRequest& req,

@@ -100,6 +100,12 @@ v1::Conversation ToProto(const Conversation& c) {
   out.set_pinned_instructions(c.pinned_instructions);
   FromMetadata(c.metadata, out.mutable_metadata());
   out.set_continued_from(c.continued_from);
+  if (!c.forked_from.empty()) {
+    v1::ForkOrigin* origin = out.mutable_forked_from();
+    origin->set_conversation_id(c.forked_from);
+    origin->set_incarnation(c.forked_from_key);
+    origin->set_sequence(c.forked_at);
+  }
   FromOverrides(c.overrides, out.mutable_profile_overrides());
   if (c.overrides.policy) FromPolicy(*c.overrides.policy, out.mutable_compaction_policy());
   out.set_version(c.version);

@@ -7,7 +7,8 @@
 // [--dry-run], apply CONV PROPOSAL [--text TEXT], revert CONV CHUNK,
 // policy CONV [--instructions TEXT] [--keep PATTERN]... [--keep-budget F]
 // [--clear], summaries CONV [--all], expand CONV CHUNK, history CONV,
-// export CONV, import FILE [--as ID], report CONV, health. See kUsageText.
+// export CONV, import FILE [--as ID], fork CONV [--at N] [--as ID],
+// forks CONV, report CONV, health. See kUsageText.
 //
 // Exit codes: 0 success; a gRPC status code (1 to 16, e.g. 5 NOT_FOUND,
 // 7 PERMISSION_DENIED, 14 UNAVAILABLE, 16 UNAUTHENTICATED) when the
@@ -70,6 +71,9 @@ commands:
   export CONV                   the conversation and its items as JSON lines, on stdout
   import FILE [--as ID]         create a conversation from an export (under ID if given) and
                                 append its items turn by turn
+  fork CONV [--at N] [--as ID]  a new conversation from CONV's items 1..N (default: all) and the
+                                window CONV had when N was its last item (under ID if given)
+  forks CONV                    the conversations forked from CONV
   report CONV                   a self-contained HTML report, on stdout
   health                        the service's health (grpc.health.v1)
 
@@ -115,7 +119,7 @@ bool Parse(int argc, char** argv, Args* args, std::string* error) {
       {"from", true},    {"limit", true},        {"mode", true},   {"instructions", true},
       {"all", false},    {"as", true},           {"help", false},  {"through", true},
       {"dry-run", false}, {"text", true},        {"keep", true},   {"keep-budget", true},
-      {"clear", false}};
+      {"clear", false},  {"at", true}};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (!absl::StartsWith(a, "--")) {
@@ -201,6 +205,8 @@ class Commands {
     if (command == "history") return History();
     if (command == "export") return Export();
     if (command == "report") return Report();
+    if (command == "fork") return Fork();
+    if (command == "forks") return Forks();
     return UsageError(absl::StrCat("unknown command '", command, "'"));
   }
 
@@ -268,6 +274,10 @@ class Commands {
         {"system prompt", Preview(c.system_prompt(), 80)},
         {"pinned instructions", Preview(c.pinned_instructions(), 80)}};
     if (!c.continued_from().empty()) rows.push_back({"continued from", c.continued_from()});
+    if (c.has_forked_from()) {
+      rows.push_back({"forked from", absl::StrCat(c.forked_from().conversation_id(), " at item ",
+                                                  c.forked_from().sequence())});
+    }
     for (const auto& [k, v] : c.metadata()) rows.push_back({"metadata " + k, Preview(v, 80)});
     std::cout << Table(rows);
     return 0;
@@ -446,6 +456,53 @@ class Commands {
               << out.tokens_before() << " -> " << out.tokens_after() << " tokens, recall "
               << absl::StrFormat("%.2f", out.recall()) << ", " << out.lost_facts_size()
               << " facts lost, compaction version " << out.compaction_version() << "\n";
+    return 0;
+  }
+
+  int Fork() {
+    v1::ForkConversationRequest req;
+    req.set_tenant_id(tenant_);
+    req.set_source_conversation_id(conv_);
+    req.set_conversation_id(Flag(args_, "as"));
+    int64_t at = 0;
+    if (!absl::SimpleAtoi(Flag(args_, "at", "0"), &at) || at < 0) {
+      return UsageError("--at takes an item's sequence (a whole number; 0: the last item)");
+    }
+    req.set_at_sequence(at);
+    v1::Conversation fork;
+    auto ctx = client_->Context();
+    grpc::Status s = client_->service().ForkConversation(ctx.get(), req, &fork);
+    if (!s.ok()) return Failed("fork", s);
+    if (args_.json) {
+      std::cout << Json(fork) << "\n";
+      return 0;
+    }
+    std::cout << "forked " << conv_ << " at item " << fork.forked_from().sequence() << " into "
+              << fork.conversation_id() << " (" << fork.item_count() << " items, version "
+              << fork.version() << ")\n";
+    return 0;
+  }
+
+  int Forks() {
+    v1::ListForksRequest req = Named<v1::ListForksRequest>();
+    req.set_page_size(100);
+    std::vector<std::vector<std::string>> rows = {{"fork", "at item", "items", "model", "updated"}};
+    do {
+      v1::ListForksResponse resp;
+      auto ctx = client_->Context();
+      grpc::Status s = client_->service().ListForks(ctx.get(), req, &resp);
+      if (!s.ok()) return Failed("forks", s);
+      for (const v1::Conversation& c : resp.forks()) {
+        if (args_.json) {
+          std::cout << Json(c) << "\n";
+          continue;
+        }
+        rows.push_back({c.conversation_id(), absl::StrCat(c.forked_from().sequence()),
+                        absl::StrCat(c.item_count()), c.model(), Time(c.update_time())});
+      }
+      req.set_page_token(resp.next_page_token());
+    } while (!req.page_token().empty());
+    if (!args_.json) std::cout << Table(rows);
     return 0;
   }
 
