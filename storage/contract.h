@@ -68,6 +68,28 @@ struct ForkRequest {
   TenantLimits tenant_limits;
 };
 
+// RewindConversation: `key` continues from its item `to_sequence` with the
+// compaction state a fork there would start from; what came after lives on
+// in `abandoned`, a fork of the conversation as it was (every item, its
+// state then) that shares items 1..to_sequence with it. Forks of `key` made
+// past to_sequence are forks of `abandoned` afterwards (they share those
+// items with it, not with what `key` appends next).
+struct RewindRequest {
+  ConversationKey key;
+  int64_t to_sequence = 0;
+  ConversationKey abandoned;
+  // With a key: a rewind sent again answers as the first did (`replayed`);
+  // the key used by another request is ALREADY_EXISTS.
+  std::string idempotency_key;
+  TenantLimits tenant_limits;
+};
+
+struct RewindResult {
+  Conversation conversation;
+  Conversation abandoned;
+  bool replayed = false;
+};
+
 // What a view was built from after a change that was not an append
 // (GetContextAt): recorded at every compaction_version.
 struct ViewState {

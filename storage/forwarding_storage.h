@@ -62,6 +62,10 @@ class ForwardingStorage : public Storage {
                                                 const ForkRequest& r) override {
     return base_->ForkConversation(c, r);
   }
+  absl::StatusOr<RewindResult> RewindConversation(const CallContext& c,
+                                                  const RewindRequest& r) override {
+    return base_->RewindConversation(c, r);
+  }
   absl::StatusOr<Page<Conversation>> ListForks(const CallContext& c, const ConversationKey& k,
                                                const std::string& a,
                                                const PageLimit& l) override {

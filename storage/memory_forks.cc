@@ -16,106 +16,212 @@
 
 namespace convstate::in_memory {
 
+absl::StatusOr<MemoryStorage::ForkPlan> MemoryStorage::PlanFork(const ConversationState& source,
+                                                                 const ConversationKey& key,
+                                                                 int64_t at) {
+  ForkPlan point;
+  point.at = at;
+  if (at > 0) {
+    const Item& last = source.items[at - 1];
+    std::vector<Item> turn;
+    bool went_on = false;
+    for (const Item& item : source.items) {
+      if (item.turn_index == last.turn_index) turn.push_back(item);
+      went_on |= item.sequence > at && item.appended_version == last.appended_version &&
+                 item.data.kind != ItemKind::kSummaryMarker;
+    }
+    RETURN_IF_ERROR(CheckForkSplit(key, at, turn));
+    point.version = ForkStateVersion(last.appended_version, went_on);
+  }
+  for (const ViewState& s : source.states) {
+    if (s.version <= point.version &&
+        (point.state == nullptr || s.compaction_version > point.state->compaction_version)) {
+      point.state = &s;
+    }
+  }
+  if (point.state == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "conversation '", key.conversation_id, "' has no view state recorded at version ",
+        point.version, " to fork from"));
+  }
+  // Chunk ids only grow: those the states kept name are the ones the
+  // history through the fork point can show.
+  for (const ViewState& s : source.states) {
+    if (s.version > point.version || s.compaction_version > point.state->compaction_version) {
+      continue;
+    }
+    for (int64_t id : s.chunk_ids) point.last_chunk = std::max(point.last_chunk, id);
+  }
+  return point;
+}
+
+void MemoryStorage::ApplyForkState(ConversationState& state, const ForkPlan& point) {
+  const ViewState s = *point.state;  // A copy: it may be one of state.states.
+  Conversation& c = state.conversation;
+  c.model = s.model;
+  c.system_prompt = s.system_prompt;
+  c.pinned_instructions = s.pinned_instructions;
+  // The profile's overrides as they were; the compaction policy as it is.
+  const std::optional<CompactionPolicy> policy = c.overrides.policy;
+  c.overrides = s.overrides;
+  c.overrides.policy = policy;
+  c.summarized_through = s.summarized_through;
+  c.prune_boundary = s.prune_boundary;
+  c.token_correction = s.token_correction;
+  c.overflow_correction = s.overflow_correction;
+  c.prompt_limit = s.prompt_limit;
+  state.items.resize(point.at);
+  for (const auto& [sequence, pinned] : s.pins) {
+    if (sequence >= 1 && sequence <= point.at) state.items[sequence - 1].data.pinned = pinned;
+  }
+  c.item_count = point.at;
+  c.last_sequence = point.at;
+  c.last_turn_index = point.at > 0 ? state.items.back().turn_index : 0;
+  c.item_tokens = 0;
+  for (const Item& item : state.items) c.item_tokens += item.data.token_count;
+  for (SummaryChunk& chunk : state.chunks) {
+    chunk.superseded_by = chunk.chunk_id > point.last_chunk
+                              ? chunk.chunk_id
+                              : ForkedSupersededBy(chunk, s.chunk_ids, point.last_chunk);
+  }
+  std::erase_if(state.states, [&](const ViewState& v) {
+    return v.version > point.version || v.compaction_version > s.compaction_version;
+  });
+  state.index = nullptr;
+}
+
+absl::StatusOr<ConversationState> MemoryStorage::ForkOf(const ConversationState& source,
+                                                        const ForkRequest& request) {
+  ASSIGN_OR_RETURN(const int64_t at, ForkPoint(source.conversation,
+                                                            request.at_sequence));
+  ASSIGN_OR_RETURN(const ForkPlan point, PlanFork(source, request.source, at));
+  ConversationState fork;
+  fork.conversation = source.conversation;
+  fork.items = source.items;
+  fork.chunks = source.chunks;
+  fork.states = source.states;
+  fork.continued_from_key = source.continued_from_key;
+  // Chunks written after the state are not the fork's.
+  std::erase_if(fork.chunks,
+                [&](const SummaryChunk& c) { return c.chunk_id > point.last_chunk; });
+  ApplyForkState(fork, point);
+  Conversation& c = fork.conversation;
+  c.key = request.fork;
+  c.storage_key = ++last_storage_key_;
+  if (request.metadata.has_value()) c.metadata = *request.metadata;
+  c.version = point.version;
+  c.compaction_version = point.state->compaction_version;
+  c.forked_from = request.source.conversation_id;
+  c.forked_from_key = source.conversation.storage_key;
+  c.forked_at = at;
+  c.lease_token = 0;
+  c.lease_active = false;
+  c.create_time = c.update_time = Now();
+  std::vector<ItemData> copied;
+  for (const Item& item : fork.items) copied.push_back(item.data);
+  fork.stored_bytes =
+      StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata, c.overrides) +
+      StoredBytes(copied);
+  for (const SummaryChunk& chunk : fork.chunks) fork.stored_bytes += ChunkBytes(chunk);
+  RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, UsageOf(request.fork.tenant_id),
+                                    fork.stored_bytes, 1, request.tenant_limits));
+  AddEvents(fork, {ForkedEvent(request, at)}, c.create_time);
+  return fork;
+}
+
 absl::StatusOr<Conversation> MemoryStorage::ForkConversation(const CallContext& ctx,
                                                              const ForkRequest& request) {
   RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(ConversationState * source, Find(request.source));
-  if (tenants_[request.fork.tenant_id].contains(request.fork.conversation_id)) {
+  auto& tenant = tenants_[request.fork.tenant_id];
+  if (tenant.contains(request.fork.conversation_id)) {
     return absl::AlreadyExistsError(
         absl::StrCat("conversation '", request.fork.conversation_id, "' already exists"));
   }
-  const Conversation& from = source->conversation;
-  ASSIGN_OR_RETURN(const int64_t at, ForkPoint(from, request.at_sequence));
-  // The state the fork starts from: the last one recorded at the version
-  // its last item was appended at (or before, see ForkStateVersion).
-  int64_t version = 0;
-  if (at > 0) {
-    const Item& last = source->items[at - 1];
-    std::vector<Item> turn;
-    bool went_on = false;
-    for (const Item& item : source->items) {
-      if (item.turn_index == last.turn_index) turn.push_back(item);
-      went_on |= item.sequence > at && item.appended_version == last.appended_version &&
-                 item.data.kind != ItemKind::kSummaryMarker;
+  ASSIGN_OR_RETURN(ConversationState fork, ForkOf(*source, request));
+  return tenant.emplace(request.fork.conversation_id, std::move(fork)).first->second.conversation;
+}
+
+absl::StatusOr<RewindResult> MemoryStorage::RewindConversation(const CallContext& ctx,
+                                                               const RewindRequest& request) {
+  RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(ConversationState * state, Find(request.key));
+  auto& tenant = tenants_[request.key.tenant_id];
+  if (!request.idempotency_key.empty()) {
+    auto seen = state->idempotency.find(request.idempotency_key);
+    if (seen != state->idempotency.end()) {
+      if (seen->second.fingerprint != RewindFingerprint(request)) {
+        return absl::AlreadyExistsError("idempotency_key: already used for a different request");
+      }
+      RewindResult replay;
+      replay.conversation = state->conversation;
+      ASSIGN_OR_RETURN(ConversationState * abandoned, Find(request.abandoned));
+      replay.abandoned = abandoned->conversation;
+      replay.replayed = true;
+      return replay;
     }
-    RETURN_IF_ERROR(CheckForkSplit(request.source, at, turn));
-    version = ForkStateVersion(last.appended_version, went_on);
   }
-  const ViewState* state = nullptr;
-  for (const ViewState& s : source->states) {
-    if (s.version <= version && (state == nullptr || s.compaction_version > state->compaction_version)) {
-      state = &s;
+  RETURN_IF_ERROR(CheckRewindPoint(state->conversation, request.to_sequence));
+  if (tenant.contains(request.abandoned.conversation_id)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("conversation '", request.abandoned.conversation_id, "' already exists"));
+  }
+  ASSIGN_OR_RETURN(const ForkPlan point, PlanFork(*state, request.key, request.to_sequence));
+  ForkRequest whole;
+  whole.source = request.key;
+  whole.fork = request.abandoned;
+  whole.tenant_limits = request.tenant_limits;
+  ASSIGN_OR_RETURN(ConversationState abandoned, ForkOf(*state, whole));
+  abandoned.conversation.forked_at = request.to_sequence;
+  // Forks past the point share those items with the abandoned branch now.
+  Conversation& c = state->conversation;
+  for (auto& [id, other] : tenant) {
+    Conversation& o = other.conversation;
+    if (o.forked_from == request.key.conversation_id && o.forked_from_key == c.storage_key &&
+        o.forked_at > request.to_sequence) {
+      o.forked_from = request.abandoned.conversation_id;
+      o.forked_from_key = abandoned.conversation.storage_key;
     }
   }
-  if (state == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "conversation '", request.source.conversation_id, "' has no view state recorded at version ",
-        version, " to fork from"));
+  const int64_t moved = c.last_sequence - request.to_sequence;
+  std::vector<ItemData> removed;
+  for (size_t i = request.to_sequence; i < state->items.size(); ++i) {
+    removed.push_back(state->items[i].data);
   }
-  ConversationState fork;
-  Conversation& c = fork.conversation;
-  c = from;
-  c.key = request.fork;
-  c.storage_key = ++last_storage_key_;
-  if (request.metadata.has_value()) c.metadata = *request.metadata;
-  c.model = state->model;
-  c.system_prompt = state->system_prompt;
-  c.pinned_instructions = state->pinned_instructions;
-  // The profile's overrides as they were; the compaction policy as it is.
-  c.overrides = state->overrides;
-  c.overrides.policy = from.overrides.policy;
-  c.summarized_through = state->summarized_through;
-  c.prune_boundary = state->prune_boundary;
-  c.token_correction = state->token_correction;
-  c.overflow_correction = state->overflow_correction;
-  c.prompt_limit = state->prompt_limit;
-  c.version = version;
-  c.compaction_version = state->compaction_version;
-  c.forked_from = request.source.conversation_id;
-  c.forked_from_key = from.storage_key;
-  c.forked_at = at;
-  c.lease_token = 0;
+  state->stored_bytes -= StoredBytes(removed);
+  ApplyForkState(*state, point);
+  std::erase_if(state->idempotency, [&](const auto& record) {
+    return record.second.last_sequence > request.to_sequence;
+  });
+  for (const auto& [id, proposal] : state->proposals) {
+    state->stored_bytes -=
+        static_cast<int64_t>(proposal.body.size() + proposal.applied_answer.size()) +
+        kProposalRowBytes;
+  }
+  state->proposals.clear();
+  c.version += 1;
+  c.compaction_version += 1;
+  // Replicas' copies of the history are read again (items left it).
+  c.redactions += 1;
+  c.lease_token += 1;
   c.lease_active = false;
-  c.create_time = c.update_time = Now();
-  fork.continued_from_key = source->continued_from_key;
-  fork.items.assign(source->items.begin(), source->items.begin() + at);
-  for (const auto& [sequence, pinned] : state->pins) {
-    if (sequence >= 1 && sequence <= at) fork.items[sequence - 1].data.pinned = pinned;
+  state->lease_expires = absl::InfinitePast();
+  state->lease_holder.clear();
+  c.update_time = Now();
+  RecordState(*state);
+  AddEvents(*state, {RewoundEvent(request, moved)}, c.update_time);
+  if (!request.idempotency_key.empty()) {
+    state->idempotency[request.idempotency_key] = IdempotencyRecord{
+        RewindFingerprint(request), request.to_sequence, request.to_sequence, c.version};
   }
-  c.item_count = at;
-  c.last_sequence = at;
-  c.last_turn_index = at > 0 ? fork.items.back().turn_index : 0;
-  c.item_tokens = 0;
-  std::vector<ItemData> copied;
-  for (const Item& item : fork.items) {
-    c.item_tokens += item.data.token_count;
-    copied.push_back(item.data);
-  }
-  // Chunks ids only grow: those the states kept name are the ones the
-  // fork's history can show.
-  int64_t last_chunk = 0;
-  for (const ViewState& s : source->states) {
-    if (s.version > version || s.compaction_version > state->compaction_version) continue;
-    for (int64_t id : s.chunk_ids) last_chunk = std::max(last_chunk, id);
-    fork.states.push_back(s);
-  }
-  fork.stored_bytes =
-      StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata, c.overrides) +
-      StoredBytes(copied);
-  for (const SummaryChunk& chunk : source->chunks) {
-    if (chunk.chunk_id > last_chunk) continue;
-    SummaryChunk kept = chunk;
-    kept.superseded_by = ForkedSupersededBy(chunk, state->chunk_ids, last_chunk);
-    fork.stored_bytes += ChunkBytes(kept);
-    fork.chunks.push_back(std::move(kept));
-  }
-  RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, UsageOf(request.fork.tenant_id),
-                                    fork.stored_bytes, 1, request.tenant_limits));
-  AddEvents(fork, {ForkedEvent(request, at)}, c.create_time);
-  return tenants_[request.fork.tenant_id]
-      .emplace(request.fork.conversation_id, std::move(fork))
-      .first->second.conversation;
+  RewindResult result;
+  result.conversation = c;
+  result.abandoned =
+      tenant.emplace(request.abandoned.conversation_id, std::move(abandoned)).first->second
+          .conversation;
+  return result;
 }
 
 absl::StatusOr<Page<Conversation>> MemoryStorage::ListForks(const CallContext& ctx,

@@ -166,6 +166,9 @@ class MemoryStorage final : public Storage {
                                                const std::string& after_id,
                                                const PageLimit& limit) override;
 
+  absl::StatusOr<RewindResult> RewindConversation(const CallContext& ctx,
+                                                  const RewindRequest& request) override;
+
   // Erasure (memory_redaction.cc).
 
   absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,
@@ -199,6 +202,27 @@ class MemoryStorage final : public Storage {
   absl::Time Now() const;
 
   absl::StatusOr<ConversationState*> Find(const ConversationKey& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Forks (memory_forks.cc).
+
+  // Where a fork at `at` starts: the version whose last state it takes,
+  // that state (one of the source's), and the last chunk id it can show.
+  struct ForkPlan {
+    int64_t at = 0;
+    int64_t version = 0;
+    const ViewState* state = nullptr;
+    int64_t last_chunk = 0;
+  };
+  static absl::StatusOr<ForkPlan> PlanFork(const ConversationState& source,
+                                           const ConversationKey& key, int64_t at);
+  // Makes `state` (the source's data, or a copy) what the plan says: items
+  // through `at`, the state's fields and pins, chunks past it retired,
+  // later view states gone.
+  static void ApplyForkState(ConversationState& state, const ForkPlan& point);
+  // The fork `request` asks of `source`, not yet stored.
+  absl::StatusOr<ConversationState> ForkOf(const ConversationState& source,
+                                           const ForkRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Erasure (memory_redaction.cc).

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "services/common/status_macros.h"
 #include "storage/postgres_rows.h"
@@ -18,104 +19,227 @@
 
 namespace convstate::pg {
 
-// A fork is copied inside the database, statement by statement, in one
-// transaction: the items through the fork point, the chunks and view
-// states of the state it starts from, that state's pins, recounts and the
-// word index. Nothing of the items' content passes through the server.
+absl::StatusOr<PostgresStorage::ForkPlan> PostgresStorage::PlanFork(
+    pqxx::transaction_base& tx, int64_t conv_key, const ConversationKey& key, int64_t at) {
+  ForkPlan plan;
+  plan.at = at;
+  if (at > 0) {
+    std::vector<Item> turn;
+    for (const auto& r : Exec(tx, "fork_turn", conv_key, at)) {
+      Item item;
+      item.sequence = r[0].as<int64_t>();
+      item.data.kind = ItemKindFromName(r[1].as<std::string>()).value_or(ItemKind::kMessage);
+      item.data.tool_call_id = r[2].as<std::string>();
+      turn.push_back(std::move(item));
+    }
+    RETURN_IF_ERROR(CheckForkSplit(key, at, turn));
+    const pqxx::row v = Exec1(tx, "fork_version", conv_key, at);
+    plan.version = ForkStateVersion(v[0].as<int64_t>(), v[1].as<bool>());
+  }
+  const pqxx::result state_row = Exec(tx, "view_state_at", conv_key, plan.version, int64_t{-1});
+  if (state_row.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("conversation '", key.conversation_id,
+                     "' has no view state recorded at version ", plan.version, " to fork from"));
+  }
+  plan.state = ViewStateFromJson(state_row[0][2].as<std::string>());
+  plan.state.compaction_version = state_row[0][0].as<int64_t>();
+  plan.last_chunk = Exec1(tx, "fork_last_chunk", conv_key, plan.version,
+                          plan.state.compaction_version)[0]
+                        .as<int64_t>();
+  return plan;
+}
+
+// A fork is copied inside the database, statement by statement, in the
+// caller's transaction: the items through the fork point, the chunks and
+// view states of the state it starts from, that state's pins, recounts and
+// the word index. Nothing of the items' content passes through the server.
+absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& tx,
+                                                       const ConversationRow& source,
+                                                       const ForkRequest& request,
+                                                       const ForkPlan& plan,
+                                                       const std::optional<TenantUsage>& usage) {
+  const int64_t from = source.conv_key;
+  ViewState state = plan.state;
+  // The profile's overrides as they were; the compaction policy as it is.
+  state.overrides.policy = source.conversation.overrides.policy;
+  const Metadata metadata = request.metadata.value_or(source.conversation.metadata);
+  const int64_t bytes =
+      StoredBytes(state.system_prompt, state.pinned_instructions, metadata, state.overrides) +
+      Exec1(tx, "fork_item_bytes", from, plan.at)[0].as<int64_t>();
+  if (usage.has_value()) {
+    RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, *usage, bytes, 1,
+                                      request.tenant_limits));
+  }
+  const pqxx::result inserted = ExecNamed(
+      tx, "fork_conversation", request.fork, from, plan.at, state.model, state.system_prompt,
+      state.pinned_instructions, MetadataToJson(metadata), OverridesToJson(state.overrides),
+      plan.version, state.summarized_through, state.token_correction, state.prune_boundary,
+      state.compaction_version, state.overflow_correction, state.prompt_limit, bytes,
+      request.metadata.has_value());
+  const int64_t to = ParseConversation(inserted[0]).conv_key;
+  if (usage.has_value()) Exec(tx, "add_to_tenant", request.fork.tenant_id, bytes, int64_t{1});
+  Exec(tx, "fork_items", from, to, plan.at);
+  std::vector<int64_t> ids, superseded_by;
+  for (const auto& r : Exec(tx, "fork_chunk_links", from, plan.last_chunk)) {
+    SummaryChunk chunk;
+    chunk.chunk_id = r[0].as<int64_t>();
+    chunk.superseded_by = r[1].as<int64_t>();
+    ids.push_back(chunk.chunk_id);
+    superseded_by.push_back(ForkedSupersededBy(chunk, state.chunk_ids, plan.last_chunk));
+  }
+  if (!ids.empty()) Exec(tx, "fork_chunks", from, to, IdArray(ids), IdArray(superseded_by));
+  Exec(tx, "fork_view_states", from, to, plan.version, state.compaction_version);
+  InsertPins(tx, to, state, plan.at);
+  Exec(tx, "fork_token_counts", from, to, plan.at);
+  if (Exec1(tx, "words_indexed", to)[0].as<int64_t>() > 0) Exec(tx, "fork_words", from, to, plan.at);
+  InsertEvents(tx, to, {ForkedEvent(request, plan.at)});
+  return ParseConversation(ExecNamed(tx, "get_conversation", request.fork)[0]);
+}
+
+void PostgresStorage::InsertPins(pqxx::transaction_base& tx, int64_t conv_key,
+                                 const ViewState& state, int64_t through) {
+  std::vector<int64_t> sequences;
+  std::vector<std::string> flags;
+  for (const auto& [sequence, pinned] : state.pins) {
+    sequences.push_back(sequence);
+    flags.push_back(pinned ? "t" : "f");
+  }
+  if (sequences.empty()) return;
+  Exec(tx, "fork_pins", conv_key, IdArray(sequences),
+       absl::StrCat("{", absl::StrJoin(flags, ","), "}"), through);
+}
+
 absl::StatusOr<Conversation> PostgresStorage::ForkConversation(const CallContext& ctx,
                                                                const ForkRequest& request) {
   auto result = Run<Conversation>(ctx, "fork conversation",
                                   [&](pqxx::transaction_base& tx) -> absl::StatusOr<Conversation> {
-    const bool limited = Limited(request.tenant_limits);
     std::optional<TenantUsage> usage;
-    if (limited) {
+    if (Limited(request.tenant_limits)) {
       ASSIGN_OR_RETURN(usage, LockTenant(tx, request.fork.tenant_id));
     }
+    // The source is held while the fork is copied from it (an erasure of
+    // it waits, then reaches the fork).
     const pqxx::result found = ExecNamed(tx, "lock_fork_source", request.source);
     if (found.empty()) {
       return absl::NotFoundError(
           absl::StrCat("conversation '", request.source.conversation_id, "' not found"));
     }
     const ConversationRow source = ParseConversation(found[0]);
-    const int64_t from = source.conv_key;
     ASSIGN_OR_RETURN(const int64_t at, ForkPoint(source.conversation, request.at_sequence));
-    int64_t version = 0;
-    if (at > 0) {
-      std::vector<Item> turn;
-      for (const auto& r : Exec(tx, "fork_turn", from, at)) {
-        Item item;
-        item.sequence = r[0].as<int64_t>();
-        item.data.kind = ItemKindFromName(r[1].as<std::string>()).value_or(ItemKind::kMessage);
-        item.data.tool_call_id = r[2].as<std::string>();
-        turn.push_back(std::move(item));
-      }
-      RETURN_IF_ERROR(CheckForkSplit(request.source, at, turn));
-      const pqxx::row v = Exec1(tx, "fork_version", from, at);
-      version = ForkStateVersion(v[0].as<int64_t>(), v[1].as<bool>());
-    }
-    const pqxx::result state_row = Exec(tx, "view_state_at", from, version, int64_t{-1});
-    if (state_row.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("conversation '", request.source.conversation_id,
-                       "' has no view state recorded at version ", version, " to fork from"));
-    }
-    ViewState state = ViewStateFromJson(state_row[0][2].as<std::string>());
-    state.compaction_version = state_row[0][0].as<int64_t>();
-    // The profile's overrides as they were; the compaction policy as it is.
-    state.overrides.policy = source.conversation.overrides.policy;
-    const Metadata& metadata = request.metadata.value_or(source.conversation.metadata);
-    const int64_t bytes =
-        StoredBytes(state.system_prompt, state.pinned_instructions, metadata, state.overrides) +
-        Exec1(tx, "fork_item_bytes", from, at)[0].as<int64_t>();
-    if (limited) {
-      RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, *usage, bytes, 1,
-                                        request.tenant_limits));
-    }
-    const pqxx::result inserted = ExecNamed(
-        tx, "fork_conversation", request.fork, from, at, state.model, state.system_prompt,
-        state.pinned_instructions, MetadataToJson(metadata), OverridesToJson(state.overrides),
-        version, state.summarized_through, state.token_correction, state.prune_boundary,
-        state.compaction_version, state.overflow_correction, state.prompt_limit, bytes,
-        request.metadata.has_value());
-    ConversationRow row = ParseConversation(inserted[0]);
-    const int64_t to = row.conv_key;
-    if (limited) Exec(tx, "add_to_tenant", request.fork.tenant_id, bytes, int64_t{1});
-    Exec(tx, "fork_items", from, to, at);
-    const int64_t last_chunk =
-        Exec1(tx, "fork_last_chunk", from, version, state.compaction_version)[0].as<int64_t>();
-    std::vector<int64_t> ids, superseded_by;
-    for (const auto& r : Exec(tx, "fork_chunk_links", from, last_chunk)) {
-      SummaryChunk chunk;
-      chunk.chunk_id = r[0].as<int64_t>();
-      chunk.superseded_by = r[1].as<int64_t>();
-      ids.push_back(chunk.chunk_id);
-      superseded_by.push_back(ForkedSupersededBy(chunk, state.chunk_ids, last_chunk));
-    }
-    if (!ids.empty()) Exec(tx, "fork_chunks", from, to, IdArray(ids), IdArray(superseded_by));
-    Exec(tx, "fork_view_states", from, to, version, state.compaction_version);
-    std::vector<int64_t> pinned_at;
-    std::vector<std::string> flags;
-    for (const auto& [sequence, pinned] : state.pins) {
-      pinned_at.push_back(sequence);
-      flags.push_back(pinned ? "t" : "f");
-    }
-    if (!pinned_at.empty()) {
-      Exec(tx, "fork_pins", to, IdArray(pinned_at),
-           absl::StrCat("{", absl::StrJoin(flags, ","), "}"), at);
-    }
-    Exec(tx, "fork_token_counts", from, to, at);
-    if (row.conversation.item_count > 0 && source.conversation.item_count > 0 &&
-        Exec1(tx, "words_indexed", to)[0].as<int64_t>() > 0) {
-      Exec(tx, "fork_words", from, to, at);
-    }
-    InsertEvents(tx, to, {ForkedEvent(request, at)});
-    row = ParseConversation(ExecNamed(tx, "get_conversation", request.fork)[0]);
+    ASSIGN_OR_RETURN(const ForkPlan plan, PlanFork(tx, source.conv_key, request.source, at));
+    ASSIGN_OR_RETURN(const ConversationRow fork, ForkIn(tx, source, request, plan, usage));
     tx.commit();
-    return row.conversation;
+    return fork.conversation;
   });
   if (absl::IsAlreadyExists(result.status())) {
     return absl::AlreadyExistsError(absl::StrCat(
         "conversation '", request.fork.conversation_id, "' already exists"));
+  }
+  return result;
+}
+
+absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallContext& ctx,
+                                                                 const RewindRequest& request) {
+  auto result = Run<RewindResult>(ctx, "rewind conversation",
+                                  [&](pqxx::transaction_base& tx) -> absl::StatusOr<RewindResult> {
+    std::optional<TenantUsage> usage;
+    if (Limited(request.tenant_limits)) {
+      ASSIGN_OR_RETURN(usage, LockTenant(tx, request.key.tenant_id));
+    }
+    const pqxx::result locked = ExecNamed(tx, "lock_conversation", request.key);
+    if (locked.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("conversation '", request.key.conversation_id, "' not found"));
+    }
+    const ConversationRow row = ParseConversation(locked[0]);
+    const int64_t conv_key = row.conv_key;
+    RewindResult out;
+    if (!request.idempotency_key.empty()) {
+      const pqxx::result seen = Exec(tx, "rewind_record_of", conv_key, request.idempotency_key);
+      if (!seen.empty()) {
+        if (seen[0][0].as<std::string>() != RewindFingerprint(request)) {
+          return absl::AlreadyExistsError(
+              "idempotency_key: already used for a different request");
+        }
+        const pqxx::result abandoned = ExecNamed(tx, "get_conversation", request.abandoned);
+        if (abandoned.empty()) {
+          return absl::NotFoundError(absl::StrCat(
+              "the rewind was made; its abandoned conversation '",
+              request.abandoned.conversation_id, "' is gone since"));
+        }
+        out.conversation = row.conversation;
+        out.abandoned = ParseConversation(abandoned[0]).conversation;
+        out.replayed = true;
+        return out;
+      }
+    }
+    RETURN_IF_ERROR(CheckRewindPoint(row.conversation, request.to_sequence));
+    const int64_t to = request.to_sequence;
+    ASSIGN_OR_RETURN(const ForkPlan back, PlanFork(tx, conv_key, request.key, to));
+    ASSIGN_OR_RETURN(const ForkPlan whole,
+                     PlanFork(tx, conv_key, request.key, row.conversation.last_sequence));
+    ForkRequest rest;
+    rest.source = request.key;
+    rest.fork = request.abandoned;
+    rest.tenant_limits = request.tenant_limits;
+    ASSIGN_OR_RETURN(const ConversationRow abandoned, ForkIn(tx, row, rest, whole, usage));
+    Exec(tx, "rewind_reparent", request.key.tenant_id, to, request.key.conversation_id,
+         row.conversation.storage_key, request.abandoned.conversation_id,
+         abandoned.conversation.storage_key, abandoned.conv_key);
+    // The conversation as it stood at `to`.
+    Exec(tx, "rewind_words", conv_key, to);
+    const pqxx::row removed = Exec1(tx, "rewind_items", conv_key, to);
+    const int64_t removed_bytes = removed[0].as<int64_t>();
+    Exec(tx, "rewind_usage", conv_key, to);
+    Exec(tx, "rewind_idempotency", conv_key, to);
+    Exec(tx, "rewind_proposals", conv_key);
+    Exec(tx, "rewind_view_states", conv_key, back.version);
+    Exec(tx, "rewind_pins", conv_key);
+    InsertPins(tx, conv_key, back.state, to);
+    std::vector<int64_t> ids, superseded_by;
+    for (const auto& r : Exec(tx, "all_chunk_links", conv_key)) {
+      SummaryChunk chunk;
+      chunk.chunk_id = r[0].as<int64_t>();
+      chunk.superseded_by = r[1].as<int64_t>();
+      ids.push_back(chunk.chunk_id);
+      superseded_by.push_back(chunk.chunk_id > back.last_chunk
+                                  ? chunk.chunk_id
+                                  : ForkedSupersededBy(chunk, back.state.chunk_ids,
+                                                       back.last_chunk));
+    }
+    if (!ids.empty()) Exec(tx, "rewind_chunks", conv_key, IdArray(ids), IdArray(superseded_by));
+    ProfileOverrides overrides = back.state.overrides;
+    overrides.policy = row.conversation.overrides.policy;
+    const int64_t version =
+        Exec1(tx, "rewind_conversation", conv_key, to, back.state.model,
+              back.state.system_prompt, back.state.pinned_instructions,
+              OverridesToJson(overrides), back.state.summarized_through,
+              back.state.prune_boundary, back.state.token_correction,
+              back.state.overflow_correction, back.state.prompt_limit, removed_bytes)[0]
+            .as<int64_t>();
+    if (usage.has_value()) {
+      Exec(tx, "add_to_tenant", request.key.tenant_id, -removed_bytes, int64_t{0});
+    }
+    Exec(tx, "record_view_state", conv_key);
+    InsertEvents(tx, conv_key,
+                 {RewoundEvent(request, row.conversation.last_sequence - to)});
+    if (!request.idempotency_key.empty()) {
+      Exec(tx, "rewind_record", conv_key, to, request.idempotency_key,
+           RewindFingerprint(request), version);
+    }
+    out.conversation = ParseConversation(ExecNamed(tx, "get_conversation", request.key)[0])
+                           .conversation;
+    out.abandoned = ParseConversation(
+                        ExecNamed(tx, "get_conversation", request.abandoned)[0])
+                        .conversation;
+    tx.commit();
+    return out;
+  });
+  if (absl::IsAlreadyExists(result.status()) &&
+      !absl::StrContains(result.status().message(), "idempotency_key")) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "conversation '", request.abandoned.conversation_id, "' already exists"));
   }
   return result;
 }

@@ -187,6 +187,71 @@ const std::vector<Statement>& Statements() {
                    "FROM conversations WHERE tenant_id = $1 AND forked_from = $2 "
                    "AND forked_from_incarnation = $5 AND conversation_id > $6",
                    "conversation_id", kConversationBytes, 3, 4)},
+      // Rewinds (postgres_forks.cc): the conversation is $1 (its conv_key),
+      // the sequence it goes back to $2.
+      {"rewind_record_of",
+       "SELECT request_fingerprint FROM idempotency_keys WHERE conv_key = $1 "
+       "AND idempotency_key = $2"},
+      {"rewind_record",
+       "INSERT INTO idempotency_keys (conv_key, idempotency_key, request_fingerprint, "
+       "first_sequence, last_sequence, version) VALUES ($1, $3, $4, $2, $2, $5)"},
+      // Forks of the conversation ($3 its id, $4 its incarnation) made past
+      // $2 become forks of the abandoned branch ($5 id, $6 incarnation),
+      // which is left out ($7 its key); the abandoned branch shares 1..$2.
+      {"rewind_reparent",
+       "WITH moved AS (UPDATE conversations SET forked_from = $5, forked_from_incarnation = $6 "
+       "WHERE tenant_id = $1 AND forked_from = $3 AND forked_from_incarnation = $4 "
+       "AND forked_at > $2 AND conv_key <> $7) "
+       "UPDATE conversations SET forked_at = $2 WHERE conv_key = $7"},
+      // The word counts of the items after $2 go down with them.
+      {"rewind_words",
+       absl::StrCat("WITH gone AS (SELECT ", kLexemeWord, " AS word, count(*) AS n "
+                    "FROM item_words w, unnest(w.search) u WHERE w.conv_key = $1 "
+                    "AND w.sequence > $2 GROUP BY 1), "
+                    "dropped AS (DELETE FROM word_counts c USING gone g WHERE c.conv_key = $1 "
+                    "AND c.word = g.word AND c.items <= g.n) "
+                    "UPDATE word_counts c SET items = c.items - g.n FROM gone g "
+                    "WHERE c.conv_key = $1 AND c.word = g.word AND c.items > g.n")},
+      // The items after $2 (their pins, recounts and words with them): what
+      // they stored and how many.
+      {"rewind_items",
+       "WITH d AS (DELETE FROM items i WHERE i.conv_key = $1 AND i.sequence > $2 RETURNING "
+       "octet_length(i.content) + octet_length(i.tool_name) + octet_length(i.tool_call_id) + 64 + "
+       "(SELECT coalesce(sum(octet_length(m.key) + octet_length(m.value)), 0) "
+       "FROM jsonb_each_text(i.metadata) m) AS b) "
+       "SELECT coalesce(sum(b), 0)::bigint, count(*) FROM d"},
+      {"rewind_usage", "DELETE FROM provider_usage WHERE conv_key = $1 AND sequence > $2"},
+      {"rewind_idempotency",
+       "DELETE FROM idempotency_keys WHERE conv_key = $1 AND last_sequence > $2"},
+      {"rewind_proposals", "DELETE FROM compaction_proposals WHERE conv_key = $1"},
+      // View states of versions after $2 (the state the rewind goes back to
+      // is recorded again, at the new versions).
+      {"rewind_view_states", "DELETE FROM view_states WHERE conv_key = $1 AND version > $2"},
+      {"rewind_pins", "DELETE FROM item_pins WHERE conv_key = $1"},
+      {"all_chunk_links",
+       "SELECT chunk_id, coalesce(superseded_by, 0) FROM summary_chunks WHERE conv_key = $1 "
+       "ORDER BY chunk_id"},
+      // $2 chunk ids, $3 what supersedes each (0: active).
+      {"rewind_chunks",
+       "UPDATE summary_chunks s SET superseded_by = nullif(l.sup, 0) "
+       "FROM unnest($2::bigint[], $3::bigint[]) l(id, sup) WHERE s.conv_key = $1 "
+       "AND s.chunk_id = l.id AND s.superseded_by IS DISTINCT FROM nullif(l.sup, 0)"},
+      // The row at the state $3..$11 (model, prompts, overrides, summarized
+      // through, prune boundary, corrections, prompt limit) with items
+      // through $2, $12 bytes fewer, its versions moved on, any lease ended,
+      // and its history's copies on replicas read again (redactions).
+      {"rewind_conversation",
+       "UPDATE conversations SET model = $3, system_prompt = $4, pinned_instructions = $5, "
+       "profile_overrides = $6::jsonb, summarized_through = $7, prune_boundary = $8, "
+       "token_correction = $9, overflow_correction = $10, prompt_limit = $11, "
+       "item_count = (SELECT count(*) FROM items WHERE conv_key = $1), last_sequence = $2, "
+       "last_turn_index = coalesce((SELECT turn_index FROM items WHERE conv_key = $1 "
+       "AND sequence = $2), 0), item_tokens = (SELECT coalesce(sum(token_count), 0) FROM items "
+       "WHERE conv_key = $1), version = version + 1, compaction_version = compaction_version + 1, "
+       "redactions = redactions + 1, words_indexed_through = least(words_indexed_through, $2), "
+       "stored_bytes = greatest(0, stored_bytes - $12), lease_token = lease_token + 1, "
+       "lease_holder = NULL, lease_expires_at = NULL, updated_at = now() "
+       "WHERE conv_key = $1 RETURNING version"},
       // The tenant's forks and the conversations they were forked from:
       // id, incarnation, the incarnation forked from, the fork point, key.
       {"fork_family",

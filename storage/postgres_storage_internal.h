@@ -30,6 +30,7 @@
 #include "storage/distribution_key.h"
 #include "storage/pg_util.h"
 #include "storage/postgres_connection_pool.h"
+#include "storage/postgres_rows.h"
 #include "storage/postgres_statements.h"
 #include "storage/postgres_storage.h"
 #include "storage/storage.h"
@@ -172,6 +173,9 @@ class PostgresStorage final : public Storage {
                                                const std::string& after_id,
                                                const PageLimit& limit) override;
 
+  absl::StatusOr<RewindResult> RewindConversation(const CallContext& ctx,
+                                                  const RewindRequest& request) override;
+
   // Erasure (postgres_redaction.cc).
 
   absl::StatusOr<RedactResult> RedactItems(const CallContext& ctx,
@@ -269,6 +273,28 @@ class PostgresStorage final : public Storage {
                                                                const CompactionCommit& commit,
                                                                bool locked, int64_t& conv_key,
                                                                int64_t& out_of_view);
+
+  // Forks and rewinds (postgres_forks.cc).
+
+  // Where a fork at `at` of the conversation `conv_key` starts: the version
+  // whose last view state it takes, that state, and the last chunk id it
+  // can show. FAILED_PRECONDITION where it cannot start.
+  struct ForkPlan {
+    int64_t at = 0;
+    int64_t version = 0;
+    ViewState state;
+    int64_t last_chunk = 0;
+  };
+  absl::StatusOr<ForkPlan> PlanFork(pqxx::transaction_base& tx, int64_t conv_key,
+                                    const ConversationKey& key, int64_t at);
+  // The fork `request` asks of `source` (its row, held), as `plan` says, in
+  // `tx`; with `usage`, checked against and counted in the tenant's limits.
+  absl::StatusOr<ConversationRow> ForkIn(pqxx::transaction_base& tx, const ConversationRow& source,
+                                         const ForkRequest& request, const ForkPlan& plan,
+                                         const std::optional<TenantUsage>& usage);
+  // The state's pins through `through` on `conv_key`.
+  void InsertPins(pqxx::transaction_base& tx, int64_t conv_key, const ViewState& state,
+                  int64_t through);
 
   // History search and the word index (postgres_search.cc).
 

@@ -284,6 +284,29 @@ CompactionEvent ForkedEvent(const ForkRequest& request, int64_t at) {
   return e;
 }
 
+std::string RewindFingerprint(const RewindRequest& request) {
+  return absl::StrCat("rewind:", request.to_sequence, ":", request.abandoned.conversation_id);
+}
+
+absl::Status CheckRewindPoint(const Conversation& c, int64_t to) {
+  if (to < 0 || to >= c.last_sequence) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "to_sequence: conversation '", c.key.conversation_id, "' has items 1 to ",
+        c.last_sequence, "; a rewind goes back to one before the last (0: before the first)"));
+  }
+  return absl::OkStatus();
+}
+
+CompactionEvent RewoundEvent(const RewindRequest& request, int64_t items_after) {
+  CompactionEvent e;
+  e.event = "rewound";
+  e.detail = nlohmann::json{{"to_sequence", request.to_sequence},
+                            {"abandoned", request.abandoned.conversation_id},
+                            {"items_moved", items_after}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return e;
+}
+
 absl::StatusOr<std::vector<std::pair<ForkLink, std::vector<int64_t>>>> ForkFamilyErasure(
     const std::vector<ForkLink>& family, const ForkLink& start,
     const std::vector<int64_t>& sequences) {

@@ -127,6 +127,15 @@ int64_t ForkedSupersededBy(const SummaryChunk& chunk, const std::vector<int64_t>
 // The `forked` audit row of a fork: from where, at which sequence.
 CompactionEvent ForkedEvent(const ForkRequest& request, int64_t at);
 
+// What a rewind's idempotency record holds as its fingerprint.
+std::string RewindFingerprint(const RewindRequest& request);
+
+// OUT_OF_RANGE unless `to` is below the conversation's last sequence.
+absl::Status CheckRewindPoint(const Conversation& c, int64_t to);
+
+// The `rewound` audit row: to which sequence, where the rest went.
+CompactionEvent RewoundEvent(const RewindRequest& request, int64_t items_after);
+
 // A conversation's place among forks: its id and incarnation, the
 // incarnation it was forked from (0: none) and the last sequence it shares
 // with that one.

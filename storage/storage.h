@@ -106,6 +106,16 @@ class Storage {
   virtual absl::StatusOr<Conversation> ForkConversation(const CallContext& ctx,
                                                         const ForkRequest& request) = 0;
 
+  // RewindRequest, in one transaction. NOT_FOUND for an unknown
+  // conversation, ALREADY_EXISTS if the abandoned id is taken (or the
+  // idempotency key was used otherwise), OUT_OF_RANGE unless to_sequence is
+  // below the last sequence, FAILED_PRECONDITION as ForkConversation.
+  // Items after to_sequence leave the conversation (their copies stay in
+  // the abandoned fork); its version and compaction_version move on; chunks
+  // the state at to_sequence does not show are retired.
+  virtual absl::StatusOr<RewindResult> RewindConversation(const CallContext& ctx,
+                                                          const RewindRequest& request) = 0;
+
   // The conversations forked from this incarnation of `key` with ids greater
   // than `after_id`, ordered by id, one page. NOT_FOUND if `key` does not
   // exist.

@@ -264,5 +264,111 @@ TEST_P(StorageConformanceTest, AnErasureReachesEveryCopyOfAnItemAndNoOtherItem) 
   EXPECT_EQ(AllItems(*storage_, ctx_, Key("a"))[3].data.content, "ok two");
 }
 
+TEST_P(StorageConformanceTest, ARewindGoesBackAndKeepsTheRestInAFork) {
+  History(*storage_, ctx_, Key("source"));  // Items 1-7 (marker 5), version 3.
+  ForkRequest side;
+  side.source = Key("source");
+  side.fork = Key("side");
+  side.at_sequence = 6;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, side).ok());
+  RewindRequest rewind;
+  rewind.key = Key("source");
+  rewind.to_sequence = 4;
+  rewind.abandoned = Key("rest");
+  rewind.idempotency_key = "r1";
+  auto rewound = storage_->RewindConversation(ctx_, rewind);
+  ASSERT_TRUE(rewound.ok()) << rewound.status();
+  EXPECT_FALSE(rewound->replayed);
+  EXPECT_EQ(rewound->conversation.last_sequence, 4);
+  EXPECT_EQ(rewound->conversation.item_count, 4);
+  EXPECT_EQ(rewound->conversation.version, 4);
+  EXPECT_EQ(rewound->abandoned.key.conversation_id, "rest");
+  EXPECT_EQ(rewound->abandoned.forked_from, "source");
+  EXPECT_EQ(rewound->abandoned.forked_at, 4);
+  EXPECT_EQ(rewound->abandoned.last_sequence, 7);
+
+  // The state at item 4 (the summary of 1-2 active), every later item gone
+  // from it and kept in the abandoned branch.
+  auto snap = storage_->LoadContext(ctx_, Key("source"));
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->conversation.summarized_through, 2);
+  ASSERT_EQ(snap->active_chunks.size(), 1u);
+  EXPECT_EQ(Sequences(snap->live_items), (std::vector<int64_t>{3, 4}));
+  EXPECT_THAT(Contents(AllItems(*storage_, ctx_, Key("source"))),
+              ElementsAre("one", "ok one", "two", "ok two"));
+  EXPECT_THAT(Contents(Content(AllItems(*storage_, ctx_, Key("rest")))),
+              ElementsAre("one", "ok one", "two", "ok two", "three", "ok three"));
+
+  // It goes on from there.
+  AppendRequest append;
+  append.key = Key("source");
+  append.items = {Message(Role::kUser, "another way")};
+  auto appended = storage_->AppendItems(ctx_, append);
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(appended->items[0].sequence, 5);
+
+  // Sent again: the same answer; the key for another rewind: refused.
+  auto again = storage_->RewindConversation(ctx_, rewind);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(again->abandoned.key.conversation_id, "rest");
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("source")).size(), 5u);
+  rewind.to_sequence = 2;
+  EXPECT_EQ(storage_->RewindConversation(ctx_, rewind).status().code(),
+            absl::StatusCode::kAlreadyExists);
+
+  // The fork made past the point is the abandoned branch's now.
+  auto forks = storage_->ListForks(ctx_, Key("source"), "", PageLimit{10, 1 << 30});
+  ASSERT_TRUE(forks.ok());
+  ASSERT_EQ(forks->rows.size(), 1u);
+  EXPECT_EQ(forks->rows[0].key.conversation_id, "rest");
+  forks = storage_->ListForks(ctx_, Key("rest"), "", PageLimit{10, 1 << 30});
+  ASSERT_TRUE(forks.ok());
+  ASSERT_EQ(forks->rows.size(), 1u);
+  EXPECT_EQ(forks->rows[0].key.conversation_id, "side");
+
+  // Erasures follow what is shared: the new item 5 is the source's alone;
+  // item 3 is in all three.
+  RedactRequest redact;
+  redact.key = Key("source");
+  redact.sequences = {5};
+  redact.tombstone = "[gone]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("rest"))[5].data.content, "three");
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("side"))[5].data.content, "three");
+  redact.sequences = {3};
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  for (const char* id : {"source", "rest", "side"}) {
+    EXPECT_EQ(AllItems(*storage_, ctx_, Key(id))[2].data.content, "[gone]") << id;
+  }
+}
+
+TEST_P(StorageConformanceTest, ARewindIsRefusedWhereItCannotGo) {
+  History(*storage_, ctx_, Key("source"));
+  RewindRequest rewind;
+  rewind.key = Key("source");
+  rewind.abandoned = Key("rest");
+  rewind.to_sequence = 7;
+  EXPECT_EQ(storage_->RewindConversation(ctx_, rewind).status().code(),
+            absl::StatusCode::kOutOfRange);
+  rewind.to_sequence = 3;  // Inside an append: the state before it.
+  rewind.key = Key("none");
+  EXPECT_EQ(storage_->RewindConversation(ctx_, rewind).status().code(),
+            absl::StatusCode::kNotFound);
+  rewind.key = Key("source");
+  rewind.abandoned = Key("source");
+  EXPECT_EQ(storage_->RewindConversation(ctx_, rewind).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  rewind.abandoned = Key("rest");
+  auto rewound = storage_->RewindConversation(ctx_, rewind);
+  ASSERT_TRUE(rewound.ok()) << rewound.status();
+  auto snap = storage_->LoadContext(ctx_, Key("source"));
+  ASSERT_TRUE(snap.ok());
+  EXPECT_TRUE(snap->active_chunks.empty());
+  EXPECT_EQ(Sequences(snap->live_items), (std::vector<int64_t>{1, 2, 3}));
+  // Nothing of the source's was lost: the abandoned branch holds it all.
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("rest")).size(), 7u);
+}
+
 }  // namespace
 }  // namespace convstate
