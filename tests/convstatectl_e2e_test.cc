@@ -242,6 +242,15 @@ TEST_F(ConvstatectlE2eTest, ForkAndListForks) {
   r = Cli("forks ops");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, ::testing::ContainsRegex("ops-branch +4 +4 +tiny-ops"));
+  // A rewind of the branch: items 3 and 4 go to a fork of their own.
+  r = Cli("rewind ops-branch 2 --as ops-branch-rest");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "rewound ops-branch to item 2 (version 3); items 3-4 live on in "
+                   "ops-branch-rest\n");
+  r = Cli("forks ops-branch --json");
+  EXPECT_THAT(r.out, HasSubstr("\"conversationId\":\"ops-branch-rest\""));
+  r = Cli("rewind ops-branch 2");
+  EXPECT_EQ(r.code, 11) << r.err;  // Nothing after item 2 now: OUT_OF_RANGE.
   r = Cli("fork ops --at -1");
   EXPECT_EQ(r.code, 64);
   r = Cli("fork ops --at 100000");

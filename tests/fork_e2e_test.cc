@@ -144,11 +144,29 @@ TEST_F(ForkE2eTest, AForkServesItsSourcesPastViewGoesOnApartAndShareErasures) {
   ASSERT_EQ(forks.forks_size(), 1);
   EXPECT_EQ(forks.forks(0).conversation_id(), "branch");
 
-  // Erasing the shared tool result in the source erases the fork's copy.
+  // A rewind of the fork to where it began: its own turn lives on in the
+  // fork the rewind names, and its view is its source's past one again.
+  v1::RewindConversationResponse rewound;
+  const std::string rewind = R"({"conversation_id": "branch", "to_sequence": 6,
+       "abandoned_conversation_id": "branch-rest", "idempotency_key": "rw-1"})";
+  Call("RewindConversation", rewind, &rewound);
+  EXPECT_FALSE(rewound.replayed());
+  EXPECT_EQ(rewound.conversation().last_sequence(), 6);
+  EXPECT_EQ(rewound.abandoned().conversation_id(), "branch-rest");
+  EXPECT_EQ(rewound.abandoned().forked_from().conversation_id(), "branch");
+  EXPECT_EQ(Contents("branch").size(), 6u);
+  EXPECT_EQ(Contents("branch-rest").back(), "branch only: try v2.4");
+  Call("BuildContext", R"({"conversation_id": "branch"})", &first);
+  EXPECT_EQ(first.view_hash(), then.view_hash());
+  Call("RewindConversation", rewind, &rewound);
+  EXPECT_TRUE(rewound.replayed());
+  EXPECT_EQ(Contents("branch").size(), 6u);
+
+  // Erasing the shared tool result in the source erases every copy.
   v1::RedactItemsResponse redacted;
   Call("RedactItems", R"({"conversation_id": "src", "sequences": [3], "reason": "leaked key"})",
        &redacted);
-  for (const char* conversation : {"src", "branch"}) {
+  for (const char* conversation : {"src", "branch", "branch-rest"}) {
     SCOPED_TRACE(conversation);
     for (const std::string& c : Contents(conversation)) {
       EXPECT_EQ(c.find(kSecret), std::string::npos) << c;

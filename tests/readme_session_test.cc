@@ -87,6 +87,7 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       "convstate.v1.ConversationState/RevertCompaction",
       "convstate.v1.ConversationState/ForkConversation",
       "convstate.v1.ConversationState/ListForks",
+      "convstate.v1.ConversationState/RewindConversation",
   };
   for (const std::string& m : expected) {
     EXPECT_TRUE(methods.count(m)) << "the README's session no longer calls " << m;
@@ -170,6 +171,13 @@ TEST(ReadmeSessionTest, EveryGrpcurlCallSucceedsAgainstAFreshServer) {
       EXPECT_EQ(fork.forked_from().sequence(), 4) << json;
       EXPECT_EQ(fork.item_count(), 4) << json;
       EXPECT_EQ(fork.version(), 1) << json;
+    }
+    if (name == "RewindConversation") {
+      v1::RewindConversationResponse rewound;
+      ASSERT_TRUE(parse(&rewound)) << json;
+      EXPECT_EQ(rewound.conversation().last_sequence(), 1) << json;
+      EXPECT_EQ(rewound.abandoned().conversation_id(), "demo-retry-old") << json;
+      EXPECT_EQ(rewound.abandoned().last_sequence(), 4) << json;
     }
     if (name == "ListForks") {
       v1::ListForksResponse forks;

@@ -141,6 +141,12 @@ absl::StatusOr<v1::Conversation> ConversationService::ForkConversation(
   return setup_.Fork(ctx, key, req);
 }
 
+absl::StatusOr<v1::RewindConversationResponse> ConversationService::RewindConversation(
+    const CallContext& ctx, const v1::RewindConversationRequest& req) {
+  ASSIGN_OR_RETURN(const ConversationKey key, Traced(ValidateRewindConversation(req)));
+  return setup_.Rewind(ctx, key, req);
+}
+
 absl::StatusOr<v1::ListForksResponse> ConversationService::ListForks(
     const CallContext& ctx, const v1::ListForksRequest& req) {
   ASSIGN_OR_RETURN(const ConversationKey key, Traced(ValidateListForks(req)));
@@ -370,6 +376,7 @@ const absl::flat_hash_map<std::string, UnaryRpc>& ConversationService::UnaryRpcs
       {"CreateConversation", Bind(&S::CreateConversation)},
       {"ForkConversation", Bind(&S::ForkConversation)},
       {"ListForks", Bind(&S::ListForks)},
+      {"RewindConversation", Bind(&S::RewindConversation)},
       {"GetConversation", Bind(&S::GetConversation)},
       {"ListConversations", Bind(&S::ListConversations)},
       {"DeleteConversation", Bind(&S::DeleteConversation)},

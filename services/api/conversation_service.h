@@ -113,6 +113,8 @@ class ConversationService {
       const CallContext& ctx, const v1::ListConversationsRequest& req);
   absl::StatusOr<v1::Conversation> ForkConversation(const CallContext& ctx,
                                                     const v1::ForkConversationRequest& req);
+  absl::StatusOr<v1::RewindConversationResponse> RewindConversation(
+      const CallContext& ctx, const v1::RewindConversationRequest& req);
   absl::StatusOr<v1::ListForksResponse> ListForks(const CallContext& ctx,
                                                   const v1::ListForksRequest& req);
   absl::StatusOr<v1::DeleteConversationResponse> DeleteConversation(

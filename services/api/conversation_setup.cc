@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "services/api/wire.h"
+#include "services/common/sha256.h"
 #include "services/common/status_macros.h"
 #include "services/compaction/engine/continuation.h"
 #include "services/compaction/engine/summaries.h"
@@ -142,18 +143,59 @@ absl::StatusOr<v1::Conversation> ConversationSetup::Fork(const CallContext& ctx,
   }
   RETURN_IF_ERROR(source.status());
   ASSIGN_OR_RETURN(const Conversation forked, storage_->ForkConversation(ctx, fork));
-  const bool new_model = !req.model().empty() && req.model() != forked.model;
-  if (!new_model && forked.system_prompt == source->system_prompt &&
-      forked.pinned_instructions == source->pinned_instructions) {
+  return Recounted(ctx, forked, *source, req.model());
+}
+
+absl::StatusOr<v1::Conversation> ConversationSetup::Recounted(const CallContext& ctx,
+                                                              const Conversation& forked,
+                                                              const Conversation& counted_for,
+                                                              const std::string& model) {
+  const bool new_model = !model.empty() && model != forked.model;
+  if (!new_model && forked.system_prompt == counted_for.system_prompt &&
+      forked.pinned_instructions == counted_for.pinned_instructions &&
+      forked.model == counted_for.model) {
     return ToProto(forked);
   }
   v1::UpdateConversationRequest update;
-  update.set_tenant_id(fork.fork.tenant_id);
-  update.set_conversation_id(fork.fork.conversation_id);
-  if (new_model) update.set_model(req.model());
+  update.set_tenant_id(forked.key.tenant_id);
+  update.set_conversation_id(forked.key.conversation_id);
+  if (new_model) update.set_model(model);
   update.set_system_prompt(forked.system_prompt);
   update.set_pinned_instructions(forked.pinned_instructions);
-  return Update(ctx, fork.fork, update);
+  return Update(ctx, forked.key, update);
+}
+
+absl::StatusOr<v1::RewindConversationResponse> ConversationSetup::Rewind(
+    const CallContext& ctx, const ConversationKey& key, const v1::RewindConversationRequest& req) {
+  RewindRequest rewind;
+  rewind.key = key;
+  rewind.to_sequence = req.to_sequence();
+  rewind.abandoned = ConversationKey{key.tenant_id, req.abandoned_conversation_id()};
+  if (rewind.abandoned.conversation_id.empty()) {
+    // Named by the idempotency key when there is one: the same request sent
+    // again names the same fork.
+    rewind.abandoned.conversation_id =
+        req.idempotency_key().empty()
+            ? NewConversationId()
+            : absl::StrCat("conv_", Sha256::Hex(absl::StrCat(key.conversation_id,
+                                                               std::string(1, '\0'),
+                                                               req.idempotency_key()))
+                                        .substr(0, 32));
+  }
+  rewind.idempotency_key = req.idempotency_key();
+  rewind.tenant_limits = tenant_limits_(key.tenant_id);
+  ASSIGN_OR_RETURN(const Conversation before, storage_->GetConversation(ctx, key));
+  ASSIGN_OR_RETURN(RewindResult rewound, storage_->RewindConversation(ctx, rewind));
+  v1::RewindConversationResponse out;
+  out.set_replayed(rewound.replayed);
+  if (rewound.replayed) {
+    *out.mutable_conversation() = ToProto(rewound.conversation);
+  } else {
+    ASSIGN_OR_RETURN(*out.mutable_conversation(),
+                     Recounted(ctx, rewound.conversation, before, ""));
+  }
+  *out.mutable_abandoned() = ToProto(rewound.abandoned);
+  return out;
 }
 
 absl::StatusOr<v1::Conversation> ConversationSetup::Update(

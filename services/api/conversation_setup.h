@@ -36,6 +36,11 @@ class ConversationSetup {
   // another model.
   absl::StatusOr<v1::Conversation> Fork(const CallContext& ctx, const ConversationKey& key,
                                         const v1::ForkConversationRequest& req);
+  // RewindConversation of `key`; its prompts are counted again when the
+  // state it goes back to had others.
+  absl::StatusOr<v1::RewindConversationResponse> Rewind(
+      const CallContext& ctx, const ConversationKey& key,
+      const v1::RewindConversationRequest& req);
   // UpdateConversation of `key`.
   absl::StatusOr<v1::Conversation> Update(const CallContext& ctx, const ConversationKey& key,
                                           const v1::UpdateConversationRequest& req);
@@ -45,6 +50,12 @@ class ConversationSetup {
   // deleted while it was handed off.
   absl::StatusOr<v1::Conversation> CreateOnce(const CallContext& ctx, const ConversationKey& key,
                                               const v1::CreateConversationRequest& req);
+  // The conversation after a fork or rewind that gave it `forked`'s prompts
+  // while its counts are those of `counted_for`'s (and `model`, when not
+  // empty, as its new model): updated so that the counts are its own.
+  absl::StatusOr<v1::Conversation> Recounted(const CallContext& ctx, const Conversation& forked,
+                                             const Conversation& counted_for,
+                                             const std::string& model);
   // The storage update `req` asks of `current`, with its prompts counted
   // for the model and profile it will have.
   absl::StatusOr<ConversationUpdate> UpdateFor(const Conversation& current,

@@ -305,6 +305,20 @@ absl::StatusOr<ConversationKey> ValidateForkConversation(const v1::ForkConversat
   return key;
 }
 
+absl::StatusOr<ConversationKey> ValidateRewindConversation(
+    const v1::RewindConversationRequest& req) {
+  ASSIGN_OR_RETURN(ConversationKey key, ValidateKey(req.tenant_id(), req.conversation_id()));
+  if (req.to_sequence() < 0) {
+    return absl::InvalidArgumentError("to_sequence: must not be negative");
+  }
+  if (!req.abandoned_conversation_id().empty()) {
+    RETURN_IF_ERROR(ValidateId("abandoned_conversation_id", req.abandoned_conversation_id()));
+  }
+  RETURN_IF_ERROR(
+      ValidateText("idempotency_key", req.idempotency_key(), kMaxIdempotencyKeyBytes));
+  return key;
+}
+
 absl::StatusOr<ConversationKey> ValidateListForks(const v1::ListForksRequest& req) {
   return ValidateKey(req.tenant_id(), req.conversation_id());
 }

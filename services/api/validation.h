@@ -106,6 +106,8 @@ absl::StatusOr<std::string> ValidateListConversations(const v1::ListConversation
 absl::StatusOr<ConversationKey> ValidateForkConversation(const v1::ForkConversationRequest& req,
                                                          const Limits& limits);
 absl::StatusOr<ConversationKey> ValidateListForks(const v1::ListForksRequest& req);
+absl::StatusOr<ConversationKey> ValidateRewindConversation(
+    const v1::RewindConversationRequest& req);
 absl::StatusOr<ConversationKey> ValidateDeleteConversation(
     const v1::DeleteConversationRequest& req);
 absl::StatusOr<ConversationKey> ValidateAppendTurn(const v1::AppendTurnRequest& req,

@@ -8,7 +8,7 @@
 // policy CONV [--instructions TEXT] [--keep PATTERN]... [--keep-budget F]
 // [--clear], summaries CONV [--all], expand CONV CHUNK, history CONV,
 // export CONV, import FILE [--as ID], fork CONV [--at N] [--as ID],
-// forks CONV, report CONV, health. See kUsageText.
+// forks CONV, rewind CONV N [--as ID], report CONV, health. See kUsageText.
 //
 // Exit codes: 0 success; a gRPC status code (1 to 16, e.g. 5 NOT_FOUND,
 // 7 PERMISSION_DENIED, 14 UNAVAILABLE, 16 UNAUTHENTICATED) when the
@@ -74,6 +74,8 @@ commands:
   fork CONV [--at N] [--as ID]  a new conversation from CONV's items 1..N (default: all) and the
                                 window CONV had when N was its last item (under ID if given)
   forks CONV                    the conversations forked from CONV
+  rewind CONV N [--as ID]       take CONV back to its item N, with the window it had there; what
+                                came after lives on in a fork (named ID if given)
   report CONV                   a self-contained HTML report, on stdout
   health                        the service's health (grpc.health.v1)
 
@@ -207,6 +209,7 @@ class Commands {
     if (command == "report") return Report();
     if (command == "fork") return Fork();
     if (command == "forks") return Forks();
+    if (command == "rewind") return Rewind();
     return UsageError(absl::StrCat("unknown command '", command, "'"));
   }
 
@@ -480,6 +483,31 @@ class Commands {
     std::cout << "forked " << conv_ << " at item " << fork.forked_from().sequence() << " into "
               << fork.conversation_id() << " (" << fork.item_count() << " items, version "
               << fork.version() << ")\n";
+    return 0;
+  }
+
+  int Rewind() {
+    if (args_.positional.size() < 3) return UsageError("rewind needs CONV and N");
+    int64_t to = 0;
+    if (!absl::SimpleAtoi(args_.positional[2], &to) || to < 0) {
+      return UsageError("N is an item's sequence (a whole number; 0: before the first)");
+    }
+    v1::RewindConversationRequest req = Named<v1::RewindConversationRequest>();
+    req.set_to_sequence(to);
+    req.set_abandoned_conversation_id(Flag(args_, "as"));
+    v1::RewindConversationResponse out;
+    auto ctx = client_->Context();
+    grpc::Status s = client_->service().RewindConversation(ctx.get(), req, &out);
+    if (!s.ok()) return Failed("rewind", s);
+    if (args_.json) {
+      std::cout << Json(out) << "\n";
+      return 0;
+    }
+    std::cout << "rewound " << conv_ << " to item " << out.conversation().last_sequence()
+              << " (version " << out.conversation().version() << "); items "
+              << out.conversation().last_sequence() + 1 << "-"
+              << out.abandoned().last_sequence() << " live on in "
+              << out.abandoned().conversation_id() << "\n";
     return 0;
   }
 
