@@ -3,6 +3,14 @@
 // interleaved call by call so both see the same machine load.
 //
 //   bench_build_context --target=127.0.0.1:50051 [--items=200] [--calls=2000]
+//   bench_build_context --target=... --items=10000 --fork_rounds=10
+//
+// With --fork_rounds: the conversation is written turn by turn with a
+// BuildContext every 50 items (compacting as a gateway's calls would), then
+// each round times a ForkConversation of it at its last item, the fork's
+// first BuildContext (nothing of it cached), and a BuildContext of the
+// source after a pin change (which makes the server read its whole context
+// again, as for a conversation it has not cached), interleaved.
 //
 // Creates its own conversation, deletes it at the end. Loopback only by
 // intent: it is bounded by --calls and sends nothing else.
@@ -31,6 +39,7 @@ struct Args {
   int calls = 2000;
   int warmup = 200;
   int item_bytes = 400;
+  int fork_rounds = 0;
 };
 
 bool ParseArgs(int argc, char** argv, Args* args) {
@@ -48,6 +57,8 @@ bool ParseArgs(int argc, char** argv, Args* args) {
       if (!absl::SimpleAtoi(v, &args->calls) || args->calls < 1) return false;
     } else if (const char* v = value("warmup")) {
       if (!absl::SimpleAtoi(v, &args->warmup) || args->warmup < 0) return false;
+    } else if (const char* v = value("fork_rounds")) {
+      if (!absl::SimpleAtoi(v, &args->fork_rounds) || args->fork_rounds < 0) return false;
     } else if (const char* v = value("item_bytes")) {
       if (!absl::SimpleAtoi(v, &args->item_bytes) || args->item_bytes < 1) return false;
     } else {
@@ -85,6 +96,80 @@ int Fail(const std::string& what, const grpc::Status& s) {
   return 1;
 }
 
+// What --fork_rounds measures (see the top of the file).
+int ForkRounds(convstate::v1::ConversationState::Stub& stub, const std::string& id,
+               const Args& args) {
+  std::vector<double> fork_us, fork_build_us, source_build_us;
+  std::vector<std::string> forks;
+  int64_t items = 0, entries = 0;
+  for (int round = 0; round < args.fork_rounds; ++round) {
+    grpc::Status s;
+    {
+      convstate::v1::PinItemRequest pin;
+      pin.set_tenant_id("bench");
+      pin.set_conversation_id(id);
+      pin.set_sequence(1);
+      convstate::v1::Item out;
+      grpc::ClientContext ctx;
+      s = round % 2 == 0 ? stub.PinItem(&ctx, pin, &out) : [&] {
+        convstate::v1::UnpinItemRequest unpin;
+        unpin.set_tenant_id("bench");
+        unpin.set_conversation_id(id);
+        unpin.set_sequence(1);
+        return stub.UnpinItem(&ctx, unpin, &out);
+      }();
+      if (!s.ok()) return Fail("pin", s);
+    }
+    convstate::v1::BuildContextRequest build;
+    build.set_tenant_id("bench");
+    build.set_conversation_id(id);
+    convstate::v1::BuildContextResponse view;
+    source_build_us.push_back(TimeMicros([&] {
+      grpc::ClientContext ctx;
+      s = stub.BuildContext(&ctx, build, &view);
+    }));
+    if (!s.ok()) return Fail("build context", s);
+    entries = view.entries_size();
+    convstate::v1::ForkConversationRequest fork;
+    fork.set_tenant_id("bench");
+    fork.set_source_conversation_id(id);
+    fork.set_conversation_id(absl::StrCat(id, "-fork-", round));
+    convstate::v1::Conversation forked;
+    fork_us.push_back(TimeMicros([&] {
+      grpc::ClientContext ctx;
+      s = stub.ForkConversation(&ctx, fork, &forked);
+    }));
+    if (!s.ok()) return Fail("fork", s);
+    items = forked.item_count();
+    forks.push_back(forked.conversation_id());
+    build.set_conversation_id(forked.conversation_id());
+    fork_build_us.push_back(TimeMicros([&] {
+      grpc::ClientContext ctx;
+      s = stub.BuildContext(&ctx, build, &view);
+    }));
+    if (!s.ok()) return Fail("build context of the fork", s);
+  }
+  forks.push_back(id);
+  for (const std::string& conversation : forks) {
+    convstate::v1::DeleteConversationRequest req;
+    req.set_tenant_id("bench");
+    req.set_conversation_id(conversation);
+    convstate::v1::DeleteConversationResponse out;
+    grpc::ClientContext ctx;
+    stub.DeleteConversation(&ctx, req, &out);
+  }
+  std::printf("target %s, a conversation of %lld items of ~%d bytes (view of %lld entries), "
+              "%d rounds\n",
+              args.target.c_str(), static_cast<long long>(items), args.item_bytes,
+              static_cast<long long>(entries), args.fork_rounds);
+  Report("ForkConversation", fork_us);
+  Report("fork's first BuildContext", fork_build_us);
+  Report("source's BuildContext, reread", source_build_us);
+  std::printf("fork's first BuildContext / source's: p50 %.2fx\n",
+              Percentile(fork_build_us, 0.5) / Percentile(source_build_us, 0.5));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,7 +177,7 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, &args)) {
     std::fprintf(stderr,
                  "usage: bench_build_context --target=HOST:PORT [--items=200] [--calls=2000] "
-                 "[--warmup=200] [--item_bytes=400]\n");
+                 "[--warmup=200] [--item_bytes=400] [--fork_rounds=N]\n");
     return 2;
   }
   auto channel = grpc::CreateChannel(args.target, grpc::InsecureChannelCredentials());
@@ -125,7 +210,18 @@ int main(int argc, char** argv) {
     convstate::v1::AppendTurnResponse out;
     grpc::ClientContext ctx;
     if (auto s = stub->AppendTurn(&ctx, req, &out); !s.ok()) return Fail("append", s);
+    if (args.fork_rounds > 0 && done % 50 == 0) {
+      convstate::v1::BuildContextRequest build;
+      build.set_tenant_id("bench");
+      build.set_conversation_id(id);
+      convstate::v1::BuildContextResponse view;
+      grpc::ClientContext build_ctx;
+      if (auto s = stub->BuildContext(&build_ctx, build, &view); !s.ok()) {
+        return Fail("build context", s);
+      }
+    }
   }
+  if (args.fork_rounds > 0) return ForkRounds(*stub, id, args);
 
   convstate::v1::BuildContextRequest build;
   build.set_tenant_id("bench");
