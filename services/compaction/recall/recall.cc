@@ -209,7 +209,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
       compound = term.find_first_of("-./:_@") != std::string::npos ? term : "";
       if (IsStopword(term)) continue;
       ++q.words;
-    } else if (IsStopword(term) || term.size() < 2) {
+    } else if (IsStopword(term) || (term.size() < 2 && !absl::ascii_isdigit(term[0]))) {
       continue;
     }
     if (q.words == 0) continue;

@@ -106,6 +106,30 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
   EXPECT_EQ(long_one.terms.front(), "word0");
 }
 
+TEST_F(RecallTest, ADigitOfACompoundIsAWordOfTheQuestion) {
+  // "8-CPU": the digit says which of otherwise alike lines is meant (a Go
+  // benchmark's "-8" suffix); a lone letter of a compound says nothing.
+  const RecallQuery q = ParseRecallQuery("What did the parallel append benchmark take on the 8-CPU run?");
+  EXPECT_THAT(q.terms, ::testing::Contains("8"));
+  EXPECT_THAT(ParseRecallQuery("the x-ray report").terms, Not(::testing::Contains("x")));
+
+  std::string output = "goos: linux\n";
+  for (const char* cpus : {"", "-4", "-8"}) {
+    absl::StrAppend(&output, "BenchmarkAppendParallel", cpus, "   \t  237348\t  ",
+                    cpus[0] == 0 ? "3932.6" : cpus[1] == '4' ? "1101.2" : "643.5", " ns/op\n");
+  }
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Run the batcher benchmarks, please."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, output, "bash")};
+  RecallLimits limits;
+  limits.max_tokens = 400;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> passages =
+      RankPassages(q, HitsFor(items, q), *tokenizer_, limits);
+  ASSERT_EQ(passages.size(), 1u);
+  EXPECT_THAT(passages[0].text, HasSubstr("643.5"));
+}
+
 TEST_F(RecallTest, BringsBackTheAskedServicesGuardAndChecksumFirst) {
   const std::vector<Item> items = History();
   const RecallQuery q = ParseRecallQuery(
