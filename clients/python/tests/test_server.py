@@ -165,6 +165,42 @@ class GatewayLoopTest(ServerTestCase):
         self.assertEqual(anthropic.messages[2]["content"],
                          [{"type": "tool_result", "tool_use_id": "call_oslo", "content": "3 C, snow"}])
 
+    def test_after_inference_takes_whole_responses(self):
+        """A ChatCompletion dict, an SDK object (model_dump), an Anthropic response."""
+        class Message:  # as the provider SDKs' pydantic models
+            def model_dump(self):
+                return {"role": "assistant", "content": None, "refusal": None, "tool_calls": [
+                    {"id": "c9", "type": "function",
+                     "function": {"name": "lookup", "arguments": '{"k":1}'}}]}
+
+        conv = new_id("shapes")
+        c = self.client
+        c.before_inference(conv, [{"role": "user", "content": "go"}], model="gpt-4o")
+        completion = {"id": "chatcmpl-1", "object": "chat.completion",
+                      "choices": [{"index": 0, "finish_reason": "stop",
+                                   "message": {"role": "assistant", "content": "first"}}],
+                      "usage": {"prompt_tokens": 12, "completion_tokens": 1}}
+        c.after_inference(conv, completion)
+        c.after_inference(conv, Message())
+        c.before_inference(conv, [{"role": "tool", "tool_call_id": "c9", "name": "lookup",
+                                   "content": "v"}])
+        c.after_inference(conv, {"id": "msg_1", "type": "message", "role": "assistant",
+                                 "content": [{"type": "thinking", "thinking": "so", "signature": "s"},
+                                             {"type": "text", "text": "done"}],
+                                 "usage": {"input_tokens": 30, "output_tokens": 3}})
+        self.assertEqual(stored(c.list_items(conv)), [
+            (U, MSG, "go", "", ""),
+            (A, MSG, "first", "", ""),
+            (A, CALL, '{"k":1}', "lookup", "c9"),
+            (T, RESULT, "v", "lookup", "c9"),
+            (A, pb.ITEM_KIND_REASONING, "so", "", ""),
+            (A, MSG, "done", "", ""),
+        ])
+        # The reasoning is stored, not sent back.
+        self.assertEqual(c.build_context(conv).messages[-1], {"role": "assistant", "content": "done"})
+        with self.assertRaisesRegex(ValueError, "assistant_message.role"):
+            c.after_inference(conv, {"role": "user", "content": "not an answer"})
+
     def test_same_key_for_other_messages_is_an_error(self):
         conv = new_id("key")
         self.client.before_inference(conv, [{"role": "user", "content": "one"}], model="gpt-4o",
