@@ -1,5 +1,6 @@
 #include "storage/postgres_storage_internal.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,22 +65,23 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
   // The profile's overrides as they were; the compaction policy as it is.
   state.overrides.policy = source.conversation.overrides.policy;
   const Metadata metadata = request.metadata.value_or(source.conversation.metadata);
-  const int64_t bytes =
-      StoredBytes(state.system_prompt, state.pinned_instructions, metadata, state.overrides) +
-      Exec1(tx, "fork_item_bytes", from, plan.at)[0].as<int64_t>();
-  if (usage.has_value()) {
-    RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, *usage, bytes, 1,
-                                      request.tenant_limits));
-  }
+  const int64_t own_bytes =
+      StoredBytes(state.system_prompt, state.pinned_instructions, metadata, state.overrides);
   const pqxx::result inserted = ExecNamed(
       tx, "fork_conversation", request.fork, from, plan.at, state.model, state.system_prompt,
       state.pinned_instructions, MetadataToJson(metadata), OverridesToJson(state.overrides),
       plan.version, state.summarized_through, state.token_correction, state.prune_boundary,
-      state.compaction_version, state.overflow_correction, state.prompt_limit, bytes,
+      state.compaction_version, state.overflow_correction, state.prompt_limit, own_bytes,
       request.metadata.has_value());
   const int64_t to = ParseConversation(inserted[0]).conv_key;
-  if (usage.has_value()) Exec(tx, "add_to_tenant", request.fork.tenant_id, bytes, int64_t{1});
-  Exec(tx, "fork_items", from, to, plan.at);
+  // Checked once the items are copied (and what they store is known): a
+  // fork past the tenant's limits is not committed.
+  const int64_t bytes = own_bytes + Exec1(tx, "fork_items", from, to, plan.at)[0].as<int64_t>();
+  if (usage.has_value()) {
+    RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, *usage, bytes, 1,
+                                      request.tenant_limits));
+    Exec(tx, "add_to_tenant", request.fork.tenant_id, bytes, int64_t{1});
+  }
   std::vector<int64_t> ids, superseded_by;
   for (const auto& r : Exec(tx, "fork_chunk_links", from, plan.last_chunk)) {
     SummaryChunk chunk;
@@ -92,7 +94,6 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
   Exec(tx, "fork_view_states", from, to, plan.version, state.compaction_version);
   InsertPins(tx, to, state, plan.at);
   Exec(tx, "fork_token_counts", from, to, plan.at);
-  if (Exec1(tx, "words_indexed", to)[0].as<int64_t>() > 0) Exec(tx, "fork_words", from, to, plan.at);
   InsertEvents(tx, to, {ForkedEvent(request, plan.at)});
   return ParseConversation(ExecNamed(tx, "get_conversation", request.fork)[0]);
 }
@@ -130,6 +131,8 @@ absl::StatusOr<Conversation> PostgresStorage::ForkConversation(const CallContext
     ASSIGN_OR_RETURN(const ForkPlan plan, PlanFork(tx, source.conv_key, request.source, at));
     ASSIGN_OR_RETURN(const ConversationRow fork, ForkIn(tx, source, request, plan, usage));
     tx.commit();
+    QueueWordIndexing(fork.conv_key, std::max(fork.conversation.summarized_through,
+                                              fork.conversation.prune_boundary));
     return fork.conversation;
   });
   if (absl::IsAlreadyExists(result.status())) {
@@ -234,6 +237,8 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
                         ExecNamed(tx, "get_conversation", request.abandoned)[0])
                         .conversation;
     tx.commit();
+    QueueWordIndexing(abandoned.conv_key, std::max(out.abandoned.summarized_through,
+                                                   out.abandoned.prune_boundary));
     return out;
   });
   if (absl::IsAlreadyExists(result.status()) &&

@@ -114,19 +114,14 @@ const std::vector<Statement>& Statements() {
       {"fork_chunk_links",
        "SELECT chunk_id, coalesce(superseded_by, 0) FROM summary_chunks "
        "WHERE conv_key = $1 AND chunk_id <= $2 ORDER BY chunk_id"},
-      // What the copied items store (StoredBytes of their data).
-      {"fork_item_bytes",
-       "SELECT coalesce(sum(octet_length(i.content) + octet_length(i.tool_name) + "
-       "octet_length(i.tool_call_id) + 64 + (SELECT coalesce(sum(octet_length(m.key) + "
-       "octet_length(m.value)), 0) FROM jsonb_each_text(i.metadata) m)), 0)::bigint "
-       "FROM items i WHERE i.conv_key = $1 AND i.sequence <= $2"},
       // The fork's row ($1 tenant, $2 id, $19 its key) from the source's
       // ($3), shared through $4: model $5, prompts $6 and $7, metadata $8
       // (when $18, else the source's), overrides $9, version $10, then the
       // state's summarized_through, token correction, prune boundary,
       // compaction version, overflow correction and prompt limit ($11 to
-      // $16), and the bytes it stores ($17). The word index comes along
-      // when it ends at or before the fork point (else it is built again).
+      // $16), and the bytes its prompts and metadata store ($17; its items'
+      // are added by fork_items). Its word index is built after the fork,
+      // by the background indexer (as a compaction's is).
       {"fork_conversation",
        absl::StrCat(
            "INSERT INTO conversations (tenant_id, conversation_id, conv_key, model, "
@@ -142,17 +137,26 @@ const std::vector<Statement>& Statements() {
            "s.pinned_instructions_tokens, (SELECT coalesce(sum(token_count), 0) FROM items "
            "WHERE conv_key = s.conv_key AND sequence <= $4), $12, $13, $14, $15, $16, "
            "s.continued_from, s.count_encoding, s.recounted, $17, "
-           "CASE WHEN s.words_indexed_through <= $4 THEN s.words_indexed_through ELSE 0 END, "
+           "0, "
            "s.continued_from_incarnation, s.conversation_id, s.incarnation, $4 "
            "FROM conversations s WHERE s.conv_key = $3 RETURNING ",
            ConversationColumns())},
+      // The items, and what they store (StoredBytes of their data) added
+      // to the fork's row and answered.
       {"fork_items",
-       "INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, tool_name, "
-       "tool_call_id, pinned, metadata, token_count, summary_chunk_id, created_at, "
+       "WITH ins AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
+       "tool_name, tool_call_id, pinned, metadata, token_count, summary_chunk_id, created_at, "
        "appended_version, redacted_digest, search) "
        "SELECT $2, sequence, turn_index, role, kind, content, tool_name, tool_call_id, pinned, "
        "metadata, token_count, summary_chunk_id, created_at, appended_version, "
-       "redacted_digest, search FROM items WHERE conv_key = $1 AND sequence <= $3"},
+       "redacted_digest, search FROM items WHERE conv_key = $1 AND sequence <= $3 "
+       "RETURNING octet_length(content) + octet_length(tool_name) + octet_length(tool_call_id) + "
+       "64 + (SELECT coalesce(sum(octet_length(m.key) + octet_length(m.value)), 0) "
+       "FROM jsonb_each_text(metadata) m) AS b), "
+       "total AS (SELECT coalesce(sum(b), 0)::bigint AS n FROM ins), "
+       "counted AS (UPDATE conversations SET stored_bytes = stored_bytes + (SELECT n FROM total) "
+       "WHERE conv_key = $2) "
+       "SELECT n FROM total"},
       // The chunks $3 with how each stands in the fork ($4: superseded by,
       // 0 for active).
       {"fork_chunks",
@@ -177,11 +181,6 @@ const std::vector<Statement>& Statements() {
        "INSERT INTO item_token_counts (conv_key, sequence, encoding, token_count) "
        "SELECT $2, sequence, encoding, token_count FROM item_token_counts "
        "WHERE conv_key = $1 AND sequence <= $3"},
-      {"fork_words",
-       "WITH w AS (INSERT INTO item_words (conv_key, sequence, search) "
-       "SELECT $2, sequence, search FROM item_words WHERE conv_key = $1 AND sequence <= $3) "
-       "INSERT INTO word_counts (conv_key, word, items) "
-       "SELECT $2, word, items FROM word_counts WHERE conv_key = $1 AND items > 0"},
       {"list_forks",
        PagedSelect(Columns(kConversationColumnList),
                    "FROM conversations WHERE tenant_id = $1 AND forked_from = $2 "
