@@ -1,0 +1,616 @@
+// An OpenAI-compatible proxy that keeps every conversation in convstate.
+//
+// POST /v1/chat/completions with the header x-convstate-conversation-id:
+// the request's messages are matched against the conversation's stored
+// history and only what follows it is appended; the upstream receives
+// convstate's view instead of the client's history; its answer (plain JSON
+// or SSE chunks, forwarded as they come) is appended with the usage it
+// reported. A refusal for a prompt too long is reported to convstate, the
+// view built again and the call retried once. Every other request, and a
+// chat completion without the header, passes through untouched.
+
+import { createHash, randomUUID } from "node:crypto";
+import * as http from "node:http";
+import * as https from "node:https";
+import { AddressInfo } from "node:net";
+import { TextDecoder } from "node:util";
+
+import { status as GrpcStatusCode } from "@grpc/grpc-js";
+
+import { ConvstateClient, ConvstateClientOptions } from "../client";
+import { ConvstateError } from "../errors";
+import {
+  OpenAIMessage,
+  OpenAIToolCall,
+  assistantToItems,
+  isContextLengthExceeded,
+  messagesToItems,
+  reportedTokens,
+  splitLeadingSystem,
+  toProviderUsage,
+  toolNamesOf,
+  viewToOpenAI,
+} from "../format";
+import { BuildContextResponse, Item, ItemKind, NewItem } from "../gen/convstate/v1/convstate";
+import { isValidTraceparent, newTraceparent } from "../trace";
+
+export const CONVERSATION_HEADER = "x-convstate-conversation-id";
+
+export interface ProxyOptions {
+  /** The convstate client, or the options to make one (unset fields from the environment). */
+  convstate: ConvstateClient | ConvstateClientOptions;
+  /** The upstream's API root, e.g. http://127.0.0.1:8000/v1: /v1/X goes to <upstream>/X. */
+  upstream: string;
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Largest request body accepted (default 32 MiB). */
+  maxBodyBytes?: number;
+  /** How long an upstream call may take, in ms (default 600000). */
+  upstreamTimeoutMs?: number;
+  /** Where to log (default stderr). */
+  log?: (line: string) => void;
+}
+
+export interface RunningProxy {
+  host: string;
+  port: number;
+  server: http.Server;
+  close(): Promise<void>;
+}
+
+/** Ids the service accepts: 1 to 128 characters of [A-Za-z0-9._:-]. */
+const CONVERSATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "trailers",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "content-length",
+]);
+
+/** An answer to the client in OpenAI's error shape. */
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type = "invalid_request_error",
+    readonly code: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** What the proxy knows of a conversation's stored history. */
+interface Known {
+  version: number;
+  /** The stored items a client's messages can show (no summary markers, no reasoning). */
+  items: Item[];
+}
+
+export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
+  const proxy = new ChatProxy(options);
+  const server = http.createServer((req, res) => {
+    proxy.handle(req, res).catch((err) => {
+      proxy.log(`internal error: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+      if (!res.headersSent) sendError(res, new HttpError(500, "internal proxy error", "server_error"));
+      else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 65000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 8080, options.host ?? "127.0.0.1", () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    host: address.address,
+    port: address.port,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+        proxy.close();
+      }),
+  };
+}
+
+class ChatProxy {
+  readonly log: (line: string) => void;
+  private readonly client: ConvstateClient;
+  private readonly ownsClient: boolean;
+  private readonly upstream: URL;
+  private readonly maxBodyBytes: number;
+  private readonly upstreamTimeoutMs: number;
+  private readonly agent: http.Agent;
+  private readonly known = new Map<string, Known>();
+  private readonly locks = new Map<string, Promise<void>>();
+
+  constructor(options: ProxyOptions) {
+    this.log = options.log ?? ((line) => process.stderr.write(`[proxy] ${line}\n`));
+    if (options.convstate instanceof ConvstateClient) {
+      this.client = options.convstate;
+      this.ownsClient = false;
+    } else {
+      this.client = new ConvstateClient(options.convstate);
+      this.ownsClient = true;
+    }
+    this.upstream = new URL(options.upstream.replace(/\/+$/, ""));
+    if (this.upstream.protocol !== "http:" && this.upstream.protocol !== "https:") {
+      throw new Error(`--upstream must be an http or https URL, got ${options.upstream}`);
+    }
+    this.maxBodyBytes = options.maxBodyBytes ?? 32 << 20;
+    this.upstreamTimeoutMs = options.upstreamTimeoutMs ?? 600000;
+    const Agent = this.upstream.protocol === "https:" ? https.Agent : http.Agent;
+    this.agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  }
+
+  close(): void {
+    this.agent.destroy();
+    if (this.ownsClient) this.client.close();
+  }
+
+  async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const incoming = req.headers.traceparent;
+    const traceparent = typeof incoming === "string" && isValidTraceparent(incoming) ? incoming.trim() : newTraceparent();
+    res.setHeader("traceparent", traceparent);
+    const url = new URL(req.url ?? "/", "http://proxy");
+    if (!url.pathname.startsWith("/v1/")) {
+      sendError(res, new HttpError(404, `no route ${req.method} ${url.pathname}: the proxy serves /v1/...`, "not_found_error"));
+      return;
+    }
+    const conversationId = header(req, CONVERSATION_HEADER);
+    if (req.method === "POST" && url.pathname === "/v1/chat/completions" && conversationId !== undefined) {
+      try {
+        await this.withLock(conversationId, () => this.chat(req, res, conversationId, traceparent));
+      } catch (err) {
+        const e = toHttpError(err);
+        if (e.status >= 500) this.log(`${conversationId}: ${e.message}`);
+        if (!res.headersSent) sendError(res, e);
+        else res.destroy();
+      }
+      return;
+    }
+    await this.passThrough(req, res, url, traceparent);
+  }
+
+  // ---- Pass-through --------------------------------------------------------
+
+  private passThrough(req: http.IncomingMessage, res: http.ServerResponse, url: URL, traceparent: string): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const headers = forwardHeaders(req, traceparent, false);
+      const up = this.send(url, req.method ?? "GET", headers, (upRes) => {
+        res.writeHead(upRes.statusCode ?? 502, responseHeaders(upRes));
+        upRes.pipe(res);
+        upRes.on("end", resolve);
+        upRes.on("error", () => resolve());
+      });
+      up.on("error", (err) => {
+        if (!res.headersSent) sendError(res, new HttpError(502, `upstream: ${err.message}`, "upstream_error"));
+        else res.destroy();
+        resolve();
+      });
+      res.on("close", () => up.destroy());
+      req.pipe(up);
+    });
+  }
+
+  // ---- Chat completions kept in convstate -------------------------------------
+
+  private async chat(req: http.IncomingMessage, res: http.ServerResponse, conversationId: string, traceparent: string): Promise<void> {
+    if (!CONVERSATION_ID.test(conversationId)) {
+      throw new HttpError(400, `${CONVERSATION_HEADER}: 1 to 128 characters of [A-Za-z0-9._:-]`, "invalid_request_error", "invalid_conversation_id");
+    }
+    const body = await this.readJson(req);
+    const model = body.model;
+    if (typeof model !== "string" || model === "") throw new HttpError(400, "model: required", "invalid_request_error", "missing_model");
+    if (!Array.isArray(body.messages)) throw new HttpError(400, "messages: expected an array", "invalid_request_error");
+    const call = { traceparent };
+    const { system, rest } = splitLeadingSystem(body.messages as OpenAIMessage[]);
+
+    // The stored history, and what of the request follows it.
+    const known = await this.history(conversationId, model, system, call);
+    const sent = messagesToItems(rest, (id) => toolNamesOf(known.items).get(id));
+    const fresh = sent.slice(overlap(known.items, sent));
+    if (fresh.length > 0) await this.appendNew(conversationId, known, fresh, call);
+
+    // The upstream sees the view; a refusal for length is reported once.
+    const stream = body.stream === true;
+    const wantsUsage = stream && isObject(body.stream_options) && body.stream_options.include_usage === true;
+    let view = await this.client.buildContext({ conversationId }, call);
+    const headers = forwardHeaders(req, traceparent, true);
+    const url = new URL("http://proxy/v1/chat/completions");
+    let upRes: http.IncomingMessage;
+    for (let attempt = 1; ; attempt++) {
+      const upBody: Record<string, unknown> = { ...body, messages: viewToOpenAI(view) };
+      if (stream) upBody.stream_options = { ...(isObject(body.stream_options) ? body.stream_options : {}), include_usage: true };
+      upRes = await this.post(url, headers, Buffer.from(JSON.stringify(upBody)));
+      const status = upRes.statusCode ?? 502;
+      if (status >= 200 && status < 300) break;
+      const raw = await readAll(upRes);
+      const parsed = parseJson(raw);
+      if (attempt === 1 && isContextLengthExceeded(status, parsed ?? raw.toString("utf8"))) {
+        this.log(`${conversationId}: upstream refused ${view.tokens?.total ?? "?"} tokens as too long; rebuilding`);
+        view = await this.client.buildContext(
+          { conversationId, providerOverflow: true, providerReportedTokens: reportedTokens(parsed ?? raw.toString("utf8")) },
+          call,
+        );
+        continue;
+      }
+      res.writeHead(status, { ...responseHeaders(upRes), ...viewHeaders(conversationId, view) });
+      res.end(raw);
+      return;
+    }
+    if (stream) await this.relayStream(upRes, res, conversationId, view, wantsUsage, call);
+    else await this.relayJson(upRes, res, conversationId, view, call);
+  }
+
+  /** The conversation's stored history; creates the conversation (model, system prompt) if it does not exist. */
+  private async history(conversationId: string, model: string, system: string, call: { traceparent: string }): Promise<Known> {
+    let version: number;
+    try {
+      version = (await this.client.getConversation(conversationId, call)).version;
+    } catch (err) {
+      if (!(err instanceof ConvstateError) || err.code !== GrpcStatusCode.NOT_FOUND) throw err;
+      await this.client.ensureConversation(conversationId, model, system, call);
+      version = (await this.client.getConversation(conversationId, call)).version;
+    }
+    const cached = this.known.get(conversationId);
+    if (cached && cached.version === version) return cached;
+    const items = (await this.client.listAllItems(conversationId, call)).filter(shown);
+    const known = { version, items };
+    this.remember(conversationId, known);
+    return known;
+  }
+
+  /** Appends `fresh` at the version the history was read at; when another writer got there first, reads again and retries. */
+  private async appendNew(conversationId: string, known: Known, fresh: NewItem[], call: { traceparent: string }): Promise<void> {
+    const last = known.items.length ? known.items[known.items.length - 1].sequence : 0;
+    const key = "proxy-" + createHash("sha256").update(JSON.stringify([conversationId, known.version, last, fresh.map((i) => NewItem.toJSON(i))])).digest("hex").slice(0, 40);
+    try {
+      const res = await this.client.appendTurn({ conversationId, items: fresh, idempotencyKey: key, expectedVersion: known.version }, call);
+      this.remember(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown)] });
+    } catch (err) {
+      this.known.delete(conversationId);
+      throw err;
+    }
+  }
+
+  private async appendAnswer(
+    conversationId: string,
+    message: unknown,
+    usage: unknown,
+    call: { traceparent: string },
+  ): Promise<string | null> {
+    try {
+      const items = assistantToItems(message);
+      const res = await this.client.afterInference(conversationId, message, usage as never, { ...call, idempotencyKey: `proxy-answer-${randomUUID()}` });
+      const known = this.known.get(conversationId);
+      if (known && res.items.length === items.length) {
+        this.remember(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown)] });
+      } else {
+        this.known.delete(conversationId);
+      }
+      return null;
+    } catch (err) {
+      // The client still gets the answer; a client that resends its
+      // history appends it with its next request.
+      this.known.delete(conversationId);
+      const why = err instanceof Error ? err.message : String(err);
+      this.log(`${conversationId}: the answer was not stored: ${why}`);
+      return why;
+    }
+  }
+
+  private async relayJson(upRes: http.IncomingMessage, res: http.ServerResponse, conversationId: string, view: BuildContextResponse, call: { traceparent: string }): Promise<void> {
+    const raw = await readAll(upRes);
+    const parsed = parseJson(raw) as { choices?: Array<{ message?: unknown }>; usage?: unknown } | undefined;
+    const message = parsed?.choices?.[0]?.message;
+    const failure = message ? await this.appendAnswer(conversationId, message, parsed?.usage, call) : "the upstream's answer holds no message";
+    const headers: http.OutgoingHttpHeaders = { ...responseHeaders(upRes), ...viewHeaders(conversationId, view) };
+    if (failure) headers["x-convstate-append-error"] = headerSafe(failure);
+    res.writeHead(upRes.statusCode ?? 200, headers);
+    res.end(raw);
+  }
+
+  private relayStream(
+    upRes: http.IncomingMessage,
+    res: http.ServerResponse,
+    conversationId: string,
+    view: BuildContextResponse,
+    wantsUsage: boolean,
+    call: { traceparent: string },
+  ): Promise<void> {
+    res.writeHead(upRes.statusCode ?? 200, { ...responseHeaders(upRes), ...viewHeaders(conversationId, view), "cache-control": "no-cache" });
+    const answer = new StreamedAnswer();
+    const decoder = new TextDecoder("utf-8");
+    let buffer = "";
+    let done = false;
+    let clientGone = false;
+    res.on("close", () => {
+      if (!res.writableEnded) {
+        clientGone = true;
+        upRes.destroy();
+      }
+    });
+    const finish = async () => {
+      if (done) return;
+      done = true;
+      if (clientGone) return; // An answer the client never saw whole is not stored.
+      const failure = await this.appendAnswer(conversationId, answer.message(), answer.usage, call);
+      if (failure) res.write(`: convstate: the answer was not stored: ${failure.replace(/[\r\n]+/g, " ")}\n\n`);
+      res.end("data: [DONE]\n\n");
+    };
+    return new Promise<void>((resolve) => {
+      const events = (text: string) => {
+        buffer += text.replace(/\r\n?/g, "\n");
+        let cut: number;
+        while ((cut = buffer.indexOf("\n\n")) >= 0) {
+          const event = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          const data = event
+            .split("\n")
+            .filter((l) => l.startsWith("data:"))
+            .map((l) => l.slice(5).replace(/^ /, ""))
+            .join("\n");
+          if (data === "[DONE]") {
+            finish().then(resolve, resolve);
+            return;
+          }
+          const chunk = data ? parseJson(Buffer.from(data)) : undefined;
+          if (isObject(chunk)) {
+            answer.add(chunk);
+            // The usage chunk the proxy asked for, kept from a client that did not.
+            if (!wantsUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage) continue;
+          }
+          res.write(event + "\n\n");
+        }
+      };
+      upRes.on("data", (b: Buffer) => {
+        if (!done) events(decoder.decode(b, { stream: true }));
+      });
+      upRes.on("end", () => {
+        if (!done) {
+          const tail = decoder.decode();
+          if ((buffer + tail).trim() !== "") events(tail + "\n\n");
+          finish().then(resolve, resolve);
+        }
+      });
+      upRes.on("error", () => {
+        if (!done) res.destroy();
+        resolve();
+      });
+    });
+  }
+
+  // ---- Helpers -----------------------------------------------------------------
+
+  private remember(conversationId: string, known: Known): void {
+    this.known.delete(conversationId);
+    this.known.set(conversationId, known);
+    while (this.known.size > 1000) this.known.delete(this.known.keys().next().value as string);
+  }
+
+  /** Runs `fn` after every earlier request of the conversation through this proxy. */
+  private async withLock(conversationId: string, fn: () => Promise<void>): Promise<void> {
+    const before = this.locks.get(conversationId) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => (release = r));
+    const tail = before.then(() => mine);
+    this.locks.set(conversationId, tail);
+    await before;
+    try {
+      await fn();
+    } finally {
+      release();
+      if (this.locks.get(conversationId) === tail) this.locks.delete(conversationId);
+    }
+  }
+
+  private async readJson(req: http.IncomingMessage): Promise<Record<string, any>> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > this.maxBodyBytes) throw new HttpError(413, `request body larger than ${this.maxBodyBytes} bytes`);
+      chunks.push(chunk as Buffer);
+    }
+    let text: string;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+    } catch {
+      throw new HttpError(400, "the request body is not valid UTF-8", "invalid_request_error", "invalid_utf8");
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch (err) {
+      throw new HttpError(400, `the request body is not JSON: ${(err as Error).message}`, "invalid_request_error", "invalid_json");
+    }
+    if (!isObject(body)) throw new HttpError(400, "the request body must be a JSON object");
+    return body as Record<string, any>;
+  }
+
+  private send(url: URL, method: string, headers: http.OutgoingHttpHeaders, onResponse: (res: http.IncomingMessage) => void): http.ClientRequest {
+    const target = new URL(this.upstream.pathname.replace(/\/$/, "") + url.pathname.slice(3) + url.search, this.upstream);
+    const lib = target.protocol === "https:" ? https : http;
+    const req = lib.request(target, { method, headers, agent: this.agent, timeout: this.upstreamTimeoutMs }, onResponse);
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${this.upstreamTimeoutMs} ms`)));
+    return req;
+  }
+
+  private post(url: URL, headers: http.OutgoingHttpHeaders, body: Buffer): Promise<http.IncomingMessage> {
+    return new Promise((resolve, reject) => {
+      const req = this.send(url, "POST", { ...headers, "content-type": "application/json", "content-length": body.length }, resolve);
+      req.on("error", (err) => reject(new HttpError(502, `upstream: ${err.message}`, "upstream_error")));
+      req.end(body);
+    });
+  }
+}
+
+/** The assistant message and usage a chat completion stream adds up to (choice 0). */
+class StreamedAnswer {
+  private content = "";
+  private readonly calls: OpenAIToolCall[] = [];
+  usage: unknown = undefined;
+
+  add(chunk: Record<string, any>): void {
+    if (isObject(chunk.usage)) this.usage = chunk.usage;
+    for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
+      if (!isObject(choice) || (choice.index ?? 0) !== 0 || !isObject(choice.delta)) continue;
+      const delta = choice.delta as Record<string, any>;
+      if (typeof delta.content === "string") this.content += delta.content;
+      for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+        if (!isObject(tc)) continue;
+        const i = typeof tc.index === "number" ? tc.index : this.calls.length;
+        const call = (this.calls[i] ??= { id: "", type: "function", function: { name: "", arguments: "" } });
+        if (typeof tc.id === "string") call.id = tc.id;
+        if (isObject(tc.function)) {
+          if (typeof tc.function.name === "string") call.function.name += tc.function.name;
+          if (typeof tc.function.arguments === "string") call.function.arguments += tc.function.arguments;
+        }
+      }
+    }
+  }
+
+  message(): OpenAIMessage {
+    const calls = this.calls.filter(Boolean);
+    return calls.length ? { role: "assistant", content: this.content || null, tool_calls: calls } : { role: "assistant", content: this.content };
+  }
+}
+
+/** Stored items a client's messages can show: not summary markers, not reasoning. */
+function shown(item: Item): boolean {
+  return item.kind !== ItemKind.ITEM_KIND_SUMMARY_MARKER && item.kind !== ItemKind.ITEM_KIND_REASONING;
+}
+
+function sameItem(a: Item | NewItem, b: NewItem): boolean {
+  return a.role === b.role && a.kind === b.kind && a.content === b.content && a.toolName === b.toolName && a.toolCallId === b.toolCallId;
+}
+
+/**
+ * How many of the sent items the stored history already ends with: the
+ * largest k such that the last k stored items are the first k sent. A
+ * client that resends the whole history overlaps all of it; one that sends
+ * only the new turn overlaps nothing (or the turn itself, when a request
+ * whose answer failed is sent again).
+ */
+export function overlap(stored: Array<Item | NewItem>, sent: NewItem[]): number {
+  const m = stored.length;
+  for (let k = Math.min(m, sent.length); k > 0; k--) {
+    let j = 0;
+    while (j < k && sameItem(stored[m - k + j], sent[j])) j++;
+    if (j === k) return k;
+  }
+  return 0;
+}
+
+function header(req: http.IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function forwardHeaders(req: http.IncomingMessage, traceparent: string, rewritingBody: boolean): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || HOP_BY_HOP.has(k) || k.startsWith("x-convstate-") || k === "traceparent") continue;
+    if (rewritingBody && (k === "accept-encoding" || k === "content-type")) continue;
+    out[k] = v;
+  }
+  if (!rewritingBody) {
+    if (req.headers["content-length"] !== undefined) out["content-length"] = req.headers["content-length"];
+    if (req.headers["transfer-encoding"] !== undefined) out["transfer-encoding"] = req.headers["transfer-encoding"];
+  } else {
+    out["accept-encoding"] = "identity";
+  }
+  out.traceparent = traceparent;
+  return out;
+}
+
+function responseHeaders(res: http.IncomingMessage): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(res.headers)) {
+    if (v === undefined || HOP_BY_HOP.has(k)) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+function viewHeaders(conversationId: string, view: BuildContextResponse): http.OutgoingHttpHeaders {
+  return {
+    "x-convstate-conversation-id": conversationId,
+    "x-convstate-view-hash": view.viewHash,
+    "x-convstate-version": String(view.version),
+    "x-convstate-compaction-version": String(view.compactionVersion),
+  };
+}
+
+function headerSafe(s: string): string {
+  return s.replace(/[^\x20-\x7e]+/g, " ").slice(0, 500);
+}
+
+function isObject(v: unknown): v is Record<string, any> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function sendError(res: http.ServerResponse, e: HttpError): void {
+  const body = JSON.stringify({ error: { message: e.message, type: e.type, param: null, code: e.code } });
+  res.writeHead(e.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** convstate's gRPC codes as HTTP answers. */
+function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  if (err instanceof ConvstateError) {
+    const where = err.local ? "" : "convstate: ";
+    const code = err.codeName.toLowerCase();
+    switch (err.code) {
+      case GrpcStatusCode.INVALID_ARGUMENT:
+      case GrpcStatusCode.OUT_OF_RANGE:
+      case GrpcStatusCode.FAILED_PRECONDITION:
+        return new HttpError(400, `${where}${err.details}`, "invalid_request_error", code);
+      case GrpcStatusCode.NOT_FOUND:
+        return new HttpError(404, `${where}${err.details}`, "not_found_error", code);
+      case GrpcStatusCode.ALREADY_EXISTS:
+      case GrpcStatusCode.ABORTED:
+        return new HttpError(409, `${where}${err.details}`, "conflict_error", code);
+      case GrpcStatusCode.RESOURCE_EXHAUSTED:
+        return err.method === "BuildContext"
+          ? new HttpError(400, `${where}${err.details}`, "invalid_request_error", "context_length_exceeded")
+          : new HttpError(429, `${where}${err.details}`, "rate_limit_error", code);
+      case GrpcStatusCode.UNAUTHENTICATED:
+      case GrpcStatusCode.PERMISSION_DENIED:
+        return new HttpError(502, `${where}the proxy's credentials were refused: ${err.details}`, "convstate_error", code);
+      case GrpcStatusCode.DEADLINE_EXCEEDED:
+        return new HttpError(504, `${where}${err.details}`, "convstate_error", code);
+      case GrpcStatusCode.UNAVAILABLE:
+        return new HttpError(503, `${where}${err.details}`, "convstate_error", code);
+      default:
+        return new HttpError(502, `${where}${err.message}`, "convstate_error", code);
+    }
+  }
+  return new HttpError(500, err instanceof Error ? err.message : String(err), "server_error");
+}
