@@ -31,6 +31,7 @@ import {
   ConversationStateClient,
   CreateConversationRequest,
   DeleteConversationRequest,
+  DeepPartial,
   DeleteConversationResponse,
   GetContextAtRequest,
   GetConversationRequest,
@@ -173,30 +174,30 @@ export class ConvstateClient {
 
   // ---- The RPCs --------------------------------------------------------
 
-  createConversation(req: Partial<CreateConversationRequest>, opts?: CallOptions): Promise<Conversation> {
+  createConversation(req: DeepPartial<CreateConversationRequest>, opts?: CallOptions): Promise<Conversation> {
     return this.invoke("createConversation", CreateConversationRequest.fromPartial(this.tenant(req)), opts, false);
   }
 
   getConversation(conversationId: string, opts?: CallOptions): Promise<Conversation> {
-    return this.invoke("getConversation", GetConversationRequest.fromPartial(this.tenant<Partial<GetConversationRequest>>({ conversationId })), opts);
+    return this.invoke("getConversation", GetConversationRequest.fromPartial(this.tenant<DeepPartial<GetConversationRequest>>({ conversationId })), opts);
   }
 
-  updateConversation(req: Partial<UpdateConversationRequest>, opts?: CallOptions): Promise<Conversation> {
+  updateConversation(req: DeepPartial<UpdateConversationRequest>, opts?: CallOptions): Promise<Conversation> {
     return this.invoke("updateConversation", UpdateConversationRequest.fromPartial(this.tenant(req)), opts, false);
   }
 
   deleteConversation(conversationId: string, opts?: CallOptions): Promise<DeleteConversationResponse> {
-    return this.invoke("deleteConversation", DeleteConversationRequest.fromPartial(this.tenant<Partial<DeleteConversationRequest>>({ conversationId })), opts, false);
+    return this.invoke("deleteConversation", DeleteConversationRequest.fromPartial(this.tenant<DeepPartial<DeleteConversationRequest>>({ conversationId })), opts, false);
   }
 
   /** Retried on UNAVAILABLE only when it carries an idempotency key. */
-  appendTurn(req: Partial<AppendTurnRequest>, opts?: CallOptions): Promise<AppendTurnResponse> {
+  async appendTurn(req: DeepPartial<AppendTurnRequest>, opts?: CallOptions): Promise<AppendTurnResponse> {
     const full = AppendTurnRequest.fromPartial(this.tenant(req));
     full.items.forEach((it, i) => checkItem(it, `items[${i}]`));
     return this.invoke("appendTurn", full, opts, full.idempotencyKey !== "");
   }
 
-  listItems(req: Partial<ListItemsRequest>, opts?: CallOptions): Promise<ListItemsResponse> {
+  listItems(req: DeepPartial<ListItemsRequest>, opts?: CallOptions): Promise<ListItemsResponse> {
     return this.invoke("listItems", ListItemsRequest.fromPartial(this.tenant(req)), opts);
   }
 
@@ -213,21 +214,21 @@ export class ConvstateClient {
   }
 
   /** Retried on UNAVAILABLE unless it reports a provider overflow (which compacts each time). */
-  buildContext(req: Partial<BuildContextRequest>, opts?: CallOptions): Promise<BuildContextResponse> {
+  async buildContext(req: DeepPartial<BuildContextRequest>, opts?: CallOptions): Promise<BuildContextResponse> {
     const full = BuildContextRequest.fromPartial(this.tenant(req));
     full.pendingInput.forEach((it, i) => checkItem(it, `pending_input[${i}]`));
     return this.invoke("buildContext", full, opts, !full.providerOverflow);
   }
 
-  inspectContext(req: Partial<InspectContextRequest>, opts?: CallOptions): Promise<InspectContextResponse> {
+  inspectContext(req: DeepPartial<InspectContextRequest>, opts?: CallOptions): Promise<InspectContextResponse> {
     return this.invoke("inspectContext", InspectContextRequest.fromPartial(this.tenant(req)), opts);
   }
 
-  getContextAt(req: Partial<GetContextAtRequest>, opts?: CallOptions): Promise<BuildContextResponse> {
+  getContextAt(req: DeepPartial<GetContextAtRequest>, opts?: CallOptions): Promise<BuildContextResponse> {
     return this.invoke("getContextAt", GetContextAtRequest.fromPartial(this.tenant(req)), opts);
   }
 
-  listCompactionEvents(req: Partial<ListCompactionEventsRequest>, opts?: CallOptions): Promise<ListCompactionEventsResponse> {
+  listCompactionEvents(req: DeepPartial<ListCompactionEventsRequest>, opts?: CallOptions): Promise<ListCompactionEventsResponse> {
     return this.invoke("listCompactionEvents", ListCompactionEventsRequest.fromPartial(this.tenant(req)), opts);
   }
 
@@ -272,7 +273,7 @@ export class ConvstateClient {
    * or an Anthropic Messages one) with an idempotency key and the
    * provider's usage (OpenAI's or Anthropic's usage object).
    */
-  afterInference(
+  async afterInference(
     conversationId: string,
     assistantMessage: unknown,
     usage?: OpenAIUsage | AnthropicUsage | null,
