@@ -5,7 +5,7 @@
 // tool call instead. refuseNext(n) makes the next n chat completions fail
 // as OpenAI does for a prompt too long.
 //
-// Run alone: node dist/test/upstream_fake.js [--port=N]; prints
+// Run alone: node dist/tests/upstream_fake.js [--port=N]; prints
 // "upstream listening on HOST:PORT".
 
 import * as http from "node:http";
