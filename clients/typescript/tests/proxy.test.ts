@@ -158,6 +158,22 @@ test("a client that sends only the new turn gets the history from convstate", as
   assert.equal(last.body.messages[1].content, "api-7 listens on 8007.");
 });
 
+test("what another writer appended meanwhile is read before the proxy appends", async () => {
+  const id = uniqueId("other-writer");
+  await turn(id, [{ role: "user", content: "Through the proxy." }]);
+  // Another gateway appends behind this proxy's back: what it remembers is stale.
+  await convstate.beforeInference(id, [{ role: "user", content: "Through another gateway." }]);
+  await convstate.afterInference(id, { role: "assistant", content: "Answered there." }, null);
+  const r = await turn(id, [{ role: "user", content: "Back through the proxy." }]);
+  assert.deepEqual((await stored(id)).map((s) => s[2]), [
+    "Through the proxy.", replyTo("Through the proxy."),
+    "Through another gateway.", "Answered there.",
+    "Back through the proxy.", replyTo("Back through the proxy."),
+  ]);
+  const last = await assertUpstreamSawView(id, r.version, r.viewHash);
+  assert.ok(last.body.messages.some((m: any) => m.content === "Answered there."));
+});
+
 test("tool calls and results round-trip, streamed and resent", async () => {
   const id = uniqueId("tools");
   const messages: Msg[] = [{ role: "user", content: "CALL_TOOL for the disk usage" }];

@@ -216,11 +216,24 @@ class ChatProxy {
     const call = { traceparent };
     const { system, rest } = splitLeadingSystem(body.messages as OpenAIMessage[]);
 
-    // The stored history, and what of the request follows it.
-    const known = await this.history(conversationId, model, system, call);
-    const sent = messagesToItems(rest, (id) => toolNamesOf(known.items).get(id));
-    const fresh = sent.slice(overlap(known.items, sent));
-    if (fresh.length > 0) await this.appendNew(conversationId, known, fresh, call);
+    // The stored history, and what of the request follows it. What this
+    // proxy last saw of the conversation is tried first: the append names
+    // that version, and fails (ABORTED) when anyone appended since; then
+    // the history is read again.
+    const cached = this.known.get(conversationId);
+    let appended = false;
+    if (cached) {
+      try {
+        appended = await this.appendFollowing(conversationId, cached, rest, call);
+      } catch (err) {
+        const stale = err instanceof ConvstateError && (err.local || err.code === GrpcStatusCode.ABORTED || err.code === GrpcStatusCode.NOT_FOUND);
+        if (!stale) throw err;
+      }
+    }
+    if (!appended) {
+      const known = await this.history(conversationId, model, system, call);
+      await this.appendFollowing(conversationId, known, rest, call);
+    }
 
     // The upstream sees the view; a refusal for length is reported once.
     const stream = body.stream === true;
@@ -271,7 +284,17 @@ class ChatProxy {
     return known;
   }
 
-  /** Appends `fresh` at the version the history was read at; when another writer got there first, reads again and retries. */
+  /** Appends what of `messages` follows the history `known`; false when nothing does. */
+  private async appendFollowing(conversationId: string, known: Known, messages: OpenAIMessage[], call: { traceparent: string }): Promise<boolean> {
+    const names = toolNamesOf(known.items);
+    const sent = messagesToItems(messages, (id) => names.get(id));
+    const fresh = sent.slice(overlap(known.items, sent));
+    if (fresh.length === 0) return false;
+    await this.appendNew(conversationId, known, fresh, call);
+    return true;
+  }
+
+  /** Appends `fresh` at the version the history was read at (ABORTED when another writer got there first). */
   private async appendNew(conversationId: string, known: Known, fresh: NewItem[], call: { traceparent: string }): Promise<void> {
     const last = known.items.length ? known.items[known.items.length - 1].sequence : 0;
     const key = "proxy-" + createHash("sha256").update(JSON.stringify([conversationId, known.version, last, fresh.map((i) => NewItem.toJSON(i))])).digest("hex").slice(0, 40);
