@@ -116,6 +116,42 @@ TEST_F(RecallTest, BuildContextBringsBackWhatTheQuestionAsksFor) {
   EXPECT_EQ(other->tokens().recalled(), 0);
 }
 
+TEST_F(RecallTest, WhatTheCallItselfCompactsAwayCanBeRecalled) {
+  // Nothing is compacted before the question: the call that asks it
+  // passes the hard band and summarizes the early turns itself, so the
+  // answer leaves the view during that very call.
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("c");
+  create.set_model("small-model");
+  ASSERT_TRUE(service_.CreateConversation(ctx_, create).ok());
+  v1::AppendTurnRequest first = Append("c", "Set up the tenant database for fjord-tide please.");
+  std::string out = "# fjord-tide: provisioning report\n";
+  for (int i = 0; i < 12; ++i) absl::StrAppend(&out, "step ", i, ": created table t", i, "\n");
+  out += "primary host: db-41.north.internal (guard_value 7731)\n";
+  *first.add_items() = Message(v1::ROLE_ASSISTANT, out);
+  ASSERT_TRUE(service_.AppendTurn(ctx_, first).ok());
+  for (int i = 0; i < 40; ++i) {
+    v1::AppendTurnRequest req = Append("c", absl::StrCat("What about the queue on shard ", i,
+                                                        "? Is it draining as planned?"));
+    *req.add_items() = Message(v1::ROLE_ASSISTANT, absl::StrCat(
+        "Shard ", i, " drains at its usual pace; nothing there needs attention yet, and the "
+        "backlog should be gone within the hour."));
+    ASSERT_TRUE(service_.AppendTurn(ctx_, req).ok());
+  }
+  auto view = Ask("c", "Which host does the fjord-tide database live on, and its guard value?");
+  ASSERT_TRUE(view.ok()) << view.status();
+  bool summarized = false;
+  for (const v1::ContextEntry& e : view->entries()) {
+    summarized |= e.section() == v1::SECTION_SUMMARY;
+    if (e.section() == v1::SECTION_LIVE) EXPECT_GT(e.sequence(), 2) << "the fact is still live";
+  }
+  ASSERT_TRUE(summarized) << "the call was expected to compact";
+  const v1::ContextEntry* recalled = Recalled(*view);
+  ASSERT_NE(recalled, nullptr);
+  EXPECT_NE(recalled->content().find("db-41.north.internal"), std::string::npos)
+      << recalled->content();
+}
+
 TEST_F(RecallTest, ABudgetOfZeroTurnsRecallOffAndErasedTextNeverComesBack) {
   v1::CreateConversationRequest create;
   create.set_conversation_id("off");

@@ -82,7 +82,17 @@ absl::StatusOr<ViewBuilder::Answer> ViewBuilder::Build(const CallContext& ctx,
     const int64_t idle_ttl_s =
         resolved.profile.compaction_enabled ? resolved.profile.prompt_cache_ttl_s : 0;
     background_->NoteBuilt(key, BandOf(outcome.view.tokens.total, resolved.profile), idle_ttl_s);
-    recall_->AddRecall(recall, held.conversation, resolved, outcome.view);
+    if (!plain && recall == nullptr && !outcome.plan.empty() && outcome.stored != nullptr) {
+      // Nothing was compacted when the call began (so recall had nothing
+      // to search), and the call compacted: what it took out of the view
+      // is searched now, up to where the view starts (a compacting call's
+      // cost is the summarizer's, not this).
+      recall_->AddRecall(recall_->StartRecall(ctx, key, outcome.stored->conversation, resolved,
+                                              RecallQueryOf(req)),
+                         outcome.stored->conversation, resolved, outcome.view);
+    } else {
+      recall_->AddRecall(recall, held.conversation, resolved, outcome.view);
+    }
     if (!outcome.plan.empty() && outcome.stored != nullptr) {
       recall_->NoteCompacted(outcome.stored->conversation);
     }
