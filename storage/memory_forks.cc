@@ -21,17 +21,20 @@ absl::StatusOr<MemoryStorage::ForkPlan> MemoryStorage::PlanFork(const Conversati
                                                                  int64_t at) {
   ForkPlan point;
   point.at = at;
+  point.version = source.conversation.version;
   if (at > 0) {
     const Item& last = source.items[at - 1];
     std::vector<Item> turn;
-    bool went_on = false;
+    int64_t next_version = -1;
     for (const Item& item : source.items) {
       if (item.turn_index == last.turn_index) turn.push_back(item);
-      went_on |= item.sequence > at && item.appended_version == last.appended_version &&
-                 item.data.kind != ItemKind::kSummaryMarker;
+      if (next_version < 0 && item.sequence > at && item.data.kind != ItemKind::kSummaryMarker) {
+        next_version = item.appended_version;
+      }
     }
     RETURN_IF_ERROR(CheckForkSplit(key, at, turn));
-    point.version = ForkStateVersion(last.appended_version, went_on);
+    point.version =
+        ForkStateVersion(last.appended_version, next_version, source.conversation.version);
   }
   for (const ViewState& s : source.states) {
     if (s.version <= point.version &&
@@ -71,6 +74,9 @@ void MemoryStorage::ApplyForkState(ConversationState& state, const ForkPlan& poi
   c.overflow_correction = s.overflow_correction;
   c.prompt_limit = s.prompt_limit;
   state.items.resize(point.at);
+  for (Item& item : state.items) {
+    item.appended_version = std::min(item.appended_version, point.version);
+  }
   for (const auto& [sequence, pinned] : s.pins) {
     if (sequence >= 1 && sequence <= point.at) state.items[sequence - 1].data.pinned = pinned;
   }
@@ -79,11 +85,12 @@ void MemoryStorage::ApplyForkState(ConversationState& state, const ForkPlan& poi
   c.last_turn_index = point.at > 0 ? state.items.back().turn_index : 0;
   c.item_tokens = 0;
   for (const Item& item : state.items) c.item_tokens += item.data.token_count;
-  for (SummaryChunk& chunk : state.chunks) {
-    chunk.superseded_by = chunk.chunk_id > point.last_chunk
-                              ? chunk.chunk_id
-                              : ForkedSupersededBy(chunk, s.chunk_ids, point.last_chunk);
+  const ForkChunks chunks = PlanForkChunks(state.chunks, s, point.last_chunk, point.at);
+  for (size_t i = 0; i < state.chunks.size(); ++i) {
+    state.chunks[i].superseded_by = chunks.superseded_by[i];
   }
+  c.summarized_through = chunks.summarized_through;
+  if (!chunks.emptied.empty()) Retire(state, chunks.emptied, {});
   std::erase_if(state.states, [&](const ViewState& v) {
     return v.version > point.version || v.compaction_version > s.compaction_version;
   });
@@ -185,13 +192,24 @@ absl::StatusOr<RewindResult> MemoryStorage::RewindConversation(const CallContext
       o.forked_from_key = abandoned.conversation.storage_key;
     }
   }
+  if (!c.forked_from.empty() && request.to_sequence < c.forked_at) {
+    // Below its own fork point: the abandoned fork holds what it shared
+    // with its source, and takes its place as that source's fork.
+    abandoned.conversation.forked_from = c.forked_from;
+    abandoned.conversation.forked_from_key = c.forked_from_key;
+    abandoned.conversation.forked_at = c.forked_at;
+    c.forked_at = request.to_sequence;
+  }
   const int64_t moved = c.last_sequence - request.to_sequence;
   std::vector<ItemData> removed;
+  std::vector<int64_t> gone;
   for (size_t i = request.to_sequence; i < state->items.size(); ++i) {
     removed.push_back(state->items[i].data);
+    gone.push_back(state->items[i].sequence);
   }
   state->stored_bytes -= StoredBytes(removed);
   ApplyForkState(*state, point);
+  for (CompactionEvent& e : state->events) e.detail = EraseEventFacts(e.detail, gone, kRewoundText);
   std::erase_if(state->idempotency, [&](const auto& record) {
     return record.second.last_sequence > request.to_sequence;
   });

@@ -21,9 +21,11 @@
 namespace convstate::pg {
 
 absl::StatusOr<PostgresStorage::ForkPlan> PostgresStorage::PlanFork(
-    pqxx::transaction_base& tx, int64_t conv_key, const ConversationKey& key, int64_t at) {
+    pqxx::transaction_base& tx, int64_t conv_key, const ConversationKey& key, int64_t at,
+    int64_t current_version) {
   ForkPlan plan;
   plan.at = at;
+  plan.version = current_version;
   if (at > 0) {
     std::vector<Item> turn;
     for (const auto& r : Exec(tx, "fork_turn", conv_key, at)) {
@@ -35,7 +37,7 @@ absl::StatusOr<PostgresStorage::ForkPlan> PostgresStorage::PlanFork(
     }
     RETURN_IF_ERROR(CheckForkSplit(key, at, turn));
     const pqxx::row v = Exec1(tx, "fork_version", conv_key, at);
-    plan.version = ForkStateVersion(v[0].as<int64_t>(), v[1].as<bool>());
+    plan.version = ForkStateVersion(v[0].as<int64_t>(), v[1].as<int64_t>(), current_version);
   }
   const pqxx::result state_row = Exec(tx, "view_state_at", conv_key, plan.version, int64_t{-1});
   if (state_row.empty()) {
@@ -67,35 +69,45 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
   const Metadata metadata = request.metadata.value_or(source.conversation.metadata);
   const int64_t own_bytes =
       StoredBytes(state.system_prompt, state.pinned_instructions, metadata, state.overrides);
+  const ForkChunks chunks =
+      PlanForkChunks(ChunkLinks(Exec(tx, "fork_chunk_links", from, plan.last_chunk)), state,
+                     plan.last_chunk, plan.at);
   const pqxx::result inserted = ExecNamed(
       tx, "fork_conversation", request.fork, from, plan.at, state.model, state.system_prompt,
       state.pinned_instructions, MetadataToJson(metadata), OverridesToJson(state.overrides),
-      plan.version, state.summarized_through, state.token_correction, state.prune_boundary,
+      plan.version, chunks.summarized_through, state.token_correction, state.prune_boundary,
       state.compaction_version, state.overflow_correction, state.prompt_limit, own_bytes,
       request.metadata.has_value());
   const int64_t to = ParseConversation(inserted[0]).conv_key;
   // Checked once the items are copied (and what they store is known): a
   // fork past the tenant's limits is not committed.
-  const int64_t bytes = own_bytes + Exec1(tx, "fork_items", from, to, plan.at)[0].as<int64_t>();
+  const int64_t bytes = own_bytes + Exec1(tx, "fork_items", from, to, plan.at, plan.version)[0].as<int64_t>();
   if (usage.has_value()) {
     RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, *usage, bytes, 1,
                                       request.tenant_limits));
     Exec(tx, "add_to_tenant", request.fork.tenant_id, bytes, int64_t{1});
   }
-  std::vector<int64_t> ids, superseded_by;
-  for (const auto& r : Exec(tx, "fork_chunk_links", from, plan.last_chunk)) {
-    SummaryChunk chunk;
-    chunk.chunk_id = r[0].as<int64_t>();
-    chunk.superseded_by = r[1].as<int64_t>();
-    ids.push_back(chunk.chunk_id);
-    superseded_by.push_back(ForkedSupersededBy(chunk, state.chunk_ids, plan.last_chunk));
+  if (!chunks.ids.empty()) {
+    Exec(tx, "fork_chunks", from, to, IdArray(chunks.ids), IdArray(chunks.superseded_by));
   }
-  if (!ids.empty()) Exec(tx, "fork_chunks", from, to, IdArray(ids), IdArray(superseded_by));
   Exec(tx, "fork_view_states", from, to, plan.version, state.compaction_version);
   InsertPins(tx, to, state, plan.at);
   Exec(tx, "fork_token_counts", from, to, plan.at);
   InsertEvents(tx, to, {ForkedEvent(request, plan.at)});
   return ParseConversation(ExecNamed(tx, "get_conversation", request.fork)[0]);
+}
+
+std::vector<SummaryChunk> PostgresStorage::ChunkLinks(const pqxx::result& rows) {
+  std::vector<SummaryChunk> chunks;
+  for (const auto& r : rows) {
+    SummaryChunk chunk;
+    chunk.chunk_id = r[0].as<int64_t>();
+    chunk.superseded_by = r[1].as<int64_t>();
+    chunk.summarizer_model = r[2].as<std::string>();
+    chunk.through_sequence = r[3].as<int64_t>();
+    chunks.push_back(std::move(chunk));
+  }
+  return chunks;
 }
 
 void PostgresStorage::InsertPins(pqxx::transaction_base& tx, int64_t conv_key,
@@ -128,7 +140,7 @@ absl::StatusOr<Conversation> PostgresStorage::ForkConversation(const CallContext
     }
     const ConversationRow source = ParseConversation(found[0]);
     ASSIGN_OR_RETURN(const int64_t at, ForkPoint(source.conversation, request.at_sequence));
-    ASSIGN_OR_RETURN(const ForkPlan plan, PlanFork(tx, source.conv_key, request.source, at));
+    ASSIGN_OR_RETURN(const ForkPlan plan, PlanFork(tx, source.conv_key, request.source, at, source.conversation.version));
     ASSIGN_OR_RETURN(const ConversationRow fork, ForkIn(tx, source, request, plan, usage));
     tx.commit();
     QueueWordIndexing(fork.conv_key, std::max(fork.conversation.summarized_through,
@@ -179,9 +191,10 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
     }
     RETURN_IF_ERROR(CheckRewindPoint(row.conversation, request.to_sequence));
     const int64_t to = request.to_sequence;
-    ASSIGN_OR_RETURN(const ForkPlan back, PlanFork(tx, conv_key, request.key, to));
+    ASSIGN_OR_RETURN(const ForkPlan back, PlanFork(tx, conv_key, request.key, to, row.conversation.version));
     ASSIGN_OR_RETURN(const ForkPlan whole,
-                     PlanFork(tx, conv_key, request.key, row.conversation.last_sequence));
+                     PlanFork(tx, conv_key, request.key, row.conversation.last_sequence,
+                              row.conversation.version));
     ForkRequest rest;
     rest.source = request.key;
     rest.fork = request.abandoned;
@@ -190,43 +203,16 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
     Exec(tx, "rewind_reparent", request.key.tenant_id, to, request.key.conversation_id,
          row.conversation.storage_key, request.abandoned.conversation_id,
          abandoned.conversation.storage_key, abandoned.conv_key);
-    // The conversation as it stood at `to`.
-    Exec(tx, "rewind_words", conv_key, to);
-    const pqxx::row removed = Exec1(tx, "rewind_items", conv_key, to);
-    const int64_t removed_bytes = removed[0].as<int64_t>();
-    Exec(tx, "rewind_usage", conv_key, to);
-    Exec(tx, "rewind_idempotency", conv_key, to);
-    Exec(tx, "rewind_proposals", conv_key);
-    Exec(tx, "rewind_view_states", conv_key, back.version);
-    Exec(tx, "rewind_pins", conv_key);
-    InsertPins(tx, conv_key, back.state, to);
-    std::vector<int64_t> ids, superseded_by;
-    for (const auto& r : Exec(tx, "all_chunk_links", conv_key)) {
-      SummaryChunk chunk;
-      chunk.chunk_id = r[0].as<int64_t>();
-      chunk.superseded_by = r[1].as<int64_t>();
-      ids.push_back(chunk.chunk_id);
-      superseded_by.push_back(chunk.chunk_id > back.last_chunk
-                                  ? chunk.chunk_id
-                                  : ForkedSupersededBy(chunk, back.state.chunk_ids,
-                                                       back.last_chunk));
+    const Conversation& c = row.conversation;
+    if (!c.forked_from.empty() && to < c.forked_at) {
+      // Below its own fork point: the abandoned fork holds what it shared
+      // with its source, and takes its place as that source's fork; it
+      // shares only what is left with it now.
+      Exec(tx, "set_fork_link", abandoned.conv_key, c.forked_from, c.forked_from_key,
+           c.forked_at);
+      Exec(tx, "set_fork_link", conv_key, c.forked_from, c.forked_from_key, to);
     }
-    if (!ids.empty()) Exec(tx, "rewind_chunks", conv_key, IdArray(ids), IdArray(superseded_by));
-    ProfileOverrides overrides = back.state.overrides;
-    overrides.policy = row.conversation.overrides.policy;
-    const int64_t version =
-        Exec1(tx, "rewind_conversation", conv_key, to, back.state.model,
-              back.state.system_prompt, back.state.pinned_instructions,
-              OverridesToJson(overrides), back.state.summarized_through,
-              back.state.prune_boundary, back.state.token_correction,
-              back.state.overflow_correction, back.state.prompt_limit, removed_bytes)[0]
-            .as<int64_t>();
-    if (usage.has_value()) {
-      Exec(tx, "add_to_tenant", request.key.tenant_id, -removed_bytes, int64_t{0});
-    }
-    Exec(tx, "record_view_state", conv_key);
-    InsertEvents(tx, conv_key,
-                 {RewoundEvent(request, row.conversation.last_sequence - to)});
+    const int64_t version = RewindIn(tx, row, request, back, usage.has_value());
     if (!request.idempotency_key.empty()) {
       Exec(tx, "rewind_record", conv_key, to, request.idempotency_key,
            RewindFingerprint(request), version);
@@ -247,6 +233,47 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
         "conversation '", request.abandoned.conversation_id, "' already exists"));
   }
   return result;
+}
+
+int64_t PostgresStorage::RewindIn(pqxx::transaction_base& tx, const ConversationRow& row,
+                                  const RewindRequest& request, const ForkPlan& back,
+                                  bool limited) {
+  const int64_t conv_key = row.conv_key;
+  const int64_t to = request.to_sequence;
+  Exec(tx, "rewind_words", conv_key, to);
+  const int64_t removed_bytes = Exec1(tx, "rewind_items", conv_key, to)[0].as<int64_t>();
+  Exec(tx, "rewind_usage", conv_key, to);
+  Exec(tx, "rewind_idempotency", conv_key, to);
+  Exec(tx, "rewind_proposals", conv_key);
+  Exec(tx, "rewind_view_states", conv_key, back.version);
+  Exec(tx, "rewind_pins", conv_key);
+  InsertPins(tx, conv_key, back.state, to);
+  const ForkChunks chunks = PlanForkChunks(ChunkLinks(Exec(tx, "all_chunk_links", conv_key)),
+                                           back.state, back.last_chunk, to);
+  if (!chunks.ids.empty()) {
+    Exec(tx, "rewind_chunks", conv_key, IdArray(chunks.ids), IdArray(chunks.superseded_by));
+  }
+  // What was derived from the items that left (their copies live on in the
+  // abandoned fork): retired summaries of them are emptied, and the audit
+  // rows' texts of them give way to a note.
+  if (!chunks.emptied.empty()) Exec(tx, "retire_chunks", conv_key, IdArray(chunks.emptied));
+  std::vector<int64_t> gone;
+  for (int64_t s = to + 1; s <= row.conversation.last_sequence; ++s) gone.push_back(s);
+  Exec(tx, "redact_event_facts", conv_key, IdArray(gone),
+       std::string(kRewoundText));
+  ProfileOverrides overrides = back.state.overrides;
+  overrides.policy = row.conversation.overrides.policy;
+  const ViewState& s = back.state;
+  const int64_t version =
+      Exec1(tx, "rewind_conversation", conv_key, to, s.model, s.system_prompt,
+            s.pinned_instructions, OverridesToJson(overrides), chunks.summarized_through,
+            s.prune_boundary, s.token_correction, s.overflow_correction, s.prompt_limit,
+            removed_bytes)[0]
+          .as<int64_t>();
+  if (limited) Exec(tx, "add_to_tenant", request.key.tenant_id, -removed_bytes, int64_t{0});
+  Exec(tx, "record_view_state", conv_key);
+  InsertEvents(tx, conv_key, {RewoundEvent(request, row.conversation.last_sequence - to)});
+  return version;
 }
 
 absl::StatusOr<Page<Conversation>> PostgresStorage::ListForks(const CallContext& ctx,

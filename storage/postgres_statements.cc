@@ -97,13 +97,13 @@ const std::vector<Statement>& Statements() {
        "SELECT i.sequence, i.kind, i.tool_call_id FROM items i WHERE i.conv_key = $1 "
        "AND i.turn_index = (SELECT turn_index FROM items WHERE conv_key = $1 AND sequence = $2) "
        "AND i.kind IN ('tool_call', 'tool_result')"},
-      // The version of the append that wrote item $2, and whether that
-      // append wrote more after it (an append's items are contiguous, so
-      // the next item that is not a summary marker tells).
+      // The version of the append that wrote item $2, and that of the next
+      // item that is not a summary marker (-1 if none; an append's items
+      // are contiguous).
       {"fork_version",
        "SELECT coalesce(a.appended_version, 0), coalesce((SELECT coalesce(n.appended_version, 0) "
        "FROM items n WHERE n.conv_key = $1 AND n.sequence > $2 AND n.kind <> 'summary_marker' "
-       "ORDER BY n.sequence LIMIT 1) = coalesce(a.appended_version, 0), false) "
+       "ORDER BY n.sequence LIMIT 1), -1) "
        "FROM items a WHERE a.conv_key = $1 AND a.sequence = $2"},
       // The last chunk id the view states the fork keeps name (at versions
       // up to $2 and compaction versions up to $3).
@@ -112,8 +112,8 @@ const std::vector<Statement>& Statements() {
        "jsonb_array_elements_text(v.state -> 'chunks') x "
        "WHERE v.conv_key = $1 AND v.version <= $2 AND v.compaction_version <= $3"},
       {"fork_chunk_links",
-       "SELECT chunk_id, coalesce(superseded_by, 0) FROM summary_chunks "
-       "WHERE conv_key = $1 AND chunk_id <= $2 ORDER BY chunk_id"},
+       "SELECT chunk_id, coalesce(superseded_by, 0), summarizer_model, through_sequence "
+       "FROM summary_chunks WHERE conv_key = $1 AND chunk_id <= $2 ORDER BY chunk_id"},
       // The fork's row ($1 tenant, $2 id, $19 its key) from the source's
       // ($3), shared through $4: model $5, prompts $6 and $7, metadata $8
       // (when $18, else the source's), overrides $9, version $10, then the
@@ -142,14 +142,20 @@ const std::vector<Statement>& Statements() {
            "FROM conversations s WHERE s.conv_key = $3 RETURNING ",
            ConversationColumns())},
       // The items, and what they store (StoredBytes of their data) added
-      // to the fork's row and answered.
+      // to the fork's row and answered; none appended after the fork's
+      // version ($4: a fork inside an append is at the version before it).
       {"fork_items",
        "WITH ins AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
        "tool_name, tool_call_id, pinned, metadata, token_count, summary_chunk_id, created_at, "
        "appended_version, redacted_digest, search) "
-       "SELECT $2, sequence, turn_index, role, kind, content, tool_name, tool_call_id, pinned, "
-       "metadata, token_count, summary_chunk_id, created_at, appended_version, "
-       "redacted_digest, search FROM items WHERE conv_key = $1 AND sequence <= $3 "
+       "SELECT $2::bigint, sequence, turn_index, role, kind, content, tool_name, tool_call_id, "
+       "pinned, metadata, token_count, summary_chunk_id, created_at, "
+       "least(appended_version, $4::bigint), "
+       "redacted_digest, "
+       // Its words under the fork's key (a lexeme is "<conv_key>#<word>").
+       "(SELECT array_to_tsvector(array_agg($2::bigint::text || "
+       "substr(u.lexeme, strpos(u.lexeme, '#')))) "
+       "FROM unnest(search) u) FROM items WHERE conv_key = $1 AND sequence <= $3 "
        "RETURNING octet_length(content) + octet_length(tool_name) + octet_length(tool_call_id) + "
        "64 + (SELECT coalesce(sum(octet_length(m.key) + octet_length(m.value)), 0) "
        "FROM jsonb_each_text(metadata) m) AS b), "
@@ -228,8 +234,13 @@ const std::vector<Statement>& Statements() {
       {"rewind_view_states", "DELETE FROM view_states WHERE conv_key = $1 AND version > $2"},
       {"rewind_pins", "DELETE FROM item_pins WHERE conv_key = $1"},
       {"all_chunk_links",
-       "SELECT chunk_id, coalesce(superseded_by, 0) FROM summary_chunks WHERE conv_key = $1 "
-       "ORDER BY chunk_id"},
+       "SELECT chunk_id, coalesce(superseded_by, 0), summarizer_model, through_sequence "
+       "FROM summary_chunks WHERE conv_key = $1 ORDER BY chunk_id"},
+      // A rewound conversation's link to its source when the rewind went
+      // below its fork point, and its abandoned fork's in its place.
+      {"set_fork_link",
+       "UPDATE conversations SET forked_from = $2, forked_from_incarnation = nullif($3, 0), "
+       "forked_at = $4 WHERE conv_key = $1"},
       // $2 chunk ids, $3 what supersedes each (0: active).
       {"rewind_chunks",
        "UPDATE summary_chunks s SET superseded_by = nullif(l.sup, 0) "
@@ -401,8 +412,10 @@ const std::vector<Statement>& Statements() {
        "SELECT $1, ", kLexemeWord, ", count(*) "
        "FROM ins, unnest(ins.search) u GROUP BY 2 "
        "ON CONFLICT (conv_key, word) DO UPDATE SET items = word_counts.items + excluded.items) "
-       "UPDATE conversations SET words_indexed_through = greatest(words_indexed_through, $3) "
-       "WHERE conv_key = $1")},
+       // Never past the last item (a rewind takes items away; a job queued
+       // before it must not mark the sequences appended after it indexed).
+       "UPDATE conversations SET words_indexed_through = "
+       "greatest(words_indexed_through, least($3, last_sequence)) WHERE conv_key = $1")},
       // Audit rows, in order: arrays of their events, tiers, tokens before
       // and after, and details.
       {"insert_events", InsertEventsSql("$1", "", 2)},

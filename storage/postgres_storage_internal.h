@@ -286,12 +286,20 @@ class PostgresStorage final : public Storage {
     int64_t last_chunk = 0;
   };
   absl::StatusOr<ForkPlan> PlanFork(pqxx::transaction_base& tx, int64_t conv_key,
-                                    const ConversationKey& key, int64_t at);
+                                    const ConversationKey& key, int64_t at,
+                                    int64_t current_version);
   // The fork `request` asks of `source` (its row, held), as `plan` says, in
   // `tx`; with `usage`, checked against and counted in the tenant's limits.
   absl::StatusOr<ConversationRow> ForkIn(pqxx::transaction_base& tx, const ConversationRow& source,
                                          const ForkRequest& request, const ForkPlan& plan,
                                          const std::optional<TenantUsage>& usage);
+  // The conversation of `row` (locked) as it stood at request.to_sequence
+  // (`back`), in `tx`: its later items, their derived rows and its later
+  // view states gone, its chunks standing as there; returns its version.
+  int64_t RewindIn(pqxx::transaction_base& tx, const ConversationRow& row,
+                   const RewindRequest& request, const ForkPlan& back, bool limited);
+  // The rows of fork_chunk_links or all_chunk_links.
+  static std::vector<SummaryChunk> ChunkLinks(const pqxx::result& rows);
   // The state's pins through `through` on `conv_key`.
   void InsertPins(pqxx::transaction_base& tx, int64_t conv_key, const ViewState& state,
                   int64_t through);

@@ -265,15 +265,39 @@ absl::Status CheckForkSplit(const ConversationKey& source, int64_t at,
   return absl::OkStatus();
 }
 
-int64_t ForkStateVersion(int64_t appended_version, bool append_went_on) {
-  return append_went_on ? std::max<int64_t>(appended_version - 1, 0) : appended_version;
+int64_t ForkStateVersion(int64_t appended_version, int64_t next_version,
+                         int64_t current_version) {
+  if (next_version < 0) return current_version;
+  if (next_version <= appended_version) return std::max<int64_t>(appended_version - 1, 0);
+  return next_version - 1;
 }
 
-int64_t ForkedSupersededBy(const SummaryChunk& chunk, const std::vector<int64_t>& active,
-                           int64_t last_chunk) {
-  if (std::find(active.begin(), active.end(), chunk.chunk_id) != active.end()) return 0;
-  if (chunk.superseded_by != 0 && chunk.superseded_by <= last_chunk) return chunk.superseded_by;
-  return chunk.chunk_id;
+ForkChunks PlanForkChunks(const std::vector<SummaryChunk>& chunks, const ViewState& state,
+                          int64_t last_chunk, int64_t at) {
+  ForkChunks out;
+  out.summarized_through = state.summarized_through;
+  bool erased = false;
+  int64_t through = 0;
+  for (const SummaryChunk& c : chunks) {
+    const bool redacted = c.summarizer_model == kRedactedChunkModel;
+    const bool in_state = std::find(state.chunk_ids.begin(), state.chunk_ids.end(), c.chunk_id) !=
+                          state.chunk_ids.end();
+    int64_t by = c.chunk_id;  // Retired.
+    if (c.chunk_id <= last_chunk && !redacted) {
+      if (in_state) {
+        by = 0;
+      } else if (c.superseded_by != 0 && c.superseded_by <= last_chunk) {
+        by = c.superseded_by;
+      }
+    }
+    erased |= in_state && redacted;
+    if (by == 0) through = std::max(through, c.through_sequence);
+    if (by == c.chunk_id && !redacted && c.through_sequence > at) out.emptied.push_back(c.chunk_id);
+    out.ids.push_back(c.chunk_id);
+    out.superseded_by.push_back(by);
+  }
+  if (erased) out.summarized_through = through;
+  return out;
 }
 
 CompactionEvent ForkedEvent(const ForkRequest& request, int64_t at) {

@@ -113,19 +113,39 @@ absl::Status CheckForkSplit(const ConversationKey& source, int64_t at,
                             const std::vector<Item>& turn);
 
 // The version whose last view state a fork at an item starts from: the
-// version of the append that wrote the item, or the one before when that
-// append wrote items after it (the state at its end covers those too).
-int64_t ForkStateVersion(int64_t appended_version, bool append_went_on);
+// last one before the next append (`next_version`, the version of the next
+// item that is not a summary marker; -1 if none: the conversation's
+// `current_version`), so that what changed after the item's append and
+// before the next one (pins, compactions, a rewind) is in it; the one
+// before the item's own append when that append wrote items after it.
+int64_t ForkStateVersion(int64_t appended_version, int64_t next_version,
+                         int64_t current_version);
 
-// How a fork's chunk stands in it: the source's `chunk` (whatever later
-// became of it) given the fork state's active chunk ids and the last chunk
-// id the fork keeps (`last_chunk`): active, superseded by a kept chunk, or
-// retired (superseded by itself).
-int64_t ForkedSupersededBy(const SummaryChunk& chunk, const std::vector<int64_t>& active,
-                           int64_t last_chunk);
+// How the chunks stand in a fork at `at` (or in a conversation rewound to
+// it), given the source's `chunks` as they are now (id, superseded_by,
+// summarizer_model, through_sequence), the state it starts from and the
+// last chunk id that state's history holds: each chunk active, superseded
+// by a kept chunk, or retired (superseded by itself); a chunk an erasure
+// emptied since is retired, and the summarized range then ends at the
+// last chunk still active (its items are live again, as the erasure made
+// them in the source); a retired chunk that holds text of items after `at`
+// is emptied (those items left the conversation; their copy lives on in
+// the fork a rewind makes).
+struct ForkChunks {
+  std::vector<int64_t> ids;
+  std::vector<int64_t> superseded_by;
+  std::vector<int64_t> emptied;
+  int64_t summarized_through = 0;
+};
+ForkChunks PlanForkChunks(const std::vector<SummaryChunk>& chunks, const ViewState& state,
+                          int64_t last_chunk, int64_t at);
 
 // The `forked` audit row of a fork: from where, at which sequence.
 CompactionEvent ForkedEvent(const ForkRequest& request, int64_t at);
+
+// What a rewind leaves in its conversation's audit rows where they quoted
+// the text of an item that left it.
+inline constexpr char kRewoundText[] = "[rewound: in the abandoned conversation]";
 
 // What a rewind's idempotency record holds as its fingerprint.
 std::string RewindFingerprint(const RewindRequest& request);

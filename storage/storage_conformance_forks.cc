@@ -141,6 +141,10 @@ TEST_P(StorageConformanceTest, AForkInsideAnAppendStartsFromTheStateBeforeIt) {
   EXPECT_TRUE(now->active_chunks.empty());
   EXPECT_EQ(now->conversation.summarized_through, 0);
   EXPECT_EQ(Sequences(now->live_items), (std::vector<int64_t>{1, 2, 3}));
+  // Its own history at its version holds them (no item of a later version).
+  auto at = storage_->LoadContextAt(ctx_, Key("fork"), forked->version, -1);
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_EQ(Sequences(at->live_items), (std::vector<int64_t>{1, 2, 3}));
 }
 
 TEST_P(StorageConformanceTest, AForkIsRefusedWhereItCannotStart) {
@@ -368,6 +372,125 @@ TEST_P(StorageConformanceTest, ARewindIsRefusedWhereItCannotGo) {
   EXPECT_EQ(Sequences(snap->live_items), (std::vector<int64_t>{1, 2, 3}));
   // Nothing of the source's was lost: the abandoned branch holds it all.
   EXPECT_EQ(AllItems(*storage_, ctx_, Key("rest")).size(), 7u);
+}
+
+TEST_P(StorageConformanceTest, AForksSearchFindsTheItemsItHoldsAndNoOtherConversations) {
+  NewConversation nc;
+  nc.key = Key("source");
+  nc.model = "m";
+  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  AppendRequest req;
+  req.key = nc.key;
+  req.items = {Message(Role::kUser, "Which host runs the ledger?"),
+               Message(Role::kAssistant, "The ledger runs on zq-491.")};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  ForkRequest fork;
+  fork.source = nc.key;
+  fork.fork = Key("fork");
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  HistorySearch search;
+  search.terms = {"zq-491"};
+  for (const char* id : {"source", "fork"}) {
+    search.key = Key(id);
+    auto hits = storage_->SearchHistory(ctx_, search);
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    EXPECT_EQ(hits->document_frequency["zq-491"], 1) << id;
+    ASSERT_EQ(hits->found.size(), 1u) << id;
+    EXPECT_EQ(hits->found[0].sequence, 2) << id;
+  }
+}
+
+TEST_P(StorageConformanceTest, ARewindBelowItsForkPointKeepsErasuresToTheCopies) {
+  History(*storage_, ctx_, Key("p"));  // Items 1-7 (marker 5).
+  ForkRequest fork;
+  fork.source = Key("p");
+  fork.fork = Key("f");
+  fork.at_sequence = 6;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  RewindRequest rewind;
+  rewind.key = Key("f");
+  rewind.to_sequence = 4;
+  rewind.abandoned = Key("a");
+  auto rewound = storage_->RewindConversation(ctx_, rewind);
+  ASSERT_TRUE(rewound.ok()) << rewound.status();
+  EXPECT_EQ(rewound->conversation.forked_at, 4);
+  EXPECT_EQ(rewound->abandoned.forked_from, "p");
+  EXPECT_EQ(rewound->abandoned.forked_at, 6);
+  AppendRequest append;
+  append.key = Key("f");
+  append.items = {Message(Role::kUser, "f five"), Message(Role::kAssistant, "f six")};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, append).ok());  // f's own 5 and 6.
+  RedactRequest redact;
+  redact.tombstone = "[gone]";
+  redact.key = Key("f");
+  redact.sequences = {6};
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("p"))[5].data.content, "three");
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("a"))[5].data.content, "three");
+  redact.key = Key("p");
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("a"))[5].data.content, "[gone]");
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("f"))[4].data.content, "f five");
+  redact.sequences = {3};
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  for (const char* id : {"p", "f", "a"}) {
+    EXPECT_EQ(AllItems(*storage_, ctx_, Key(id))[2].data.content, "[gone]") << id;
+  }
+}
+
+TEST_P(StorageConformanceTest, AForkAfterARewindStartsFromWhatWasDoneSince) {
+  History(*storage_, ctx_, Key("s"));
+  RewindRequest rewind;
+  rewind.key = Key("s");
+  rewind.to_sequence = 4;
+  rewind.abandoned = Key("rest");
+  ASSERT_TRUE(storage_->RewindConversation(ctx_, rewind).ok());
+  ASSERT_TRUE(storage_->SetPinned(ctx_, Key("s"), 3, true).ok());
+  ForkRequest fork;
+  fork.source = Key("s");
+  fork.fork = Key("after");
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  auto snap = storage_->LoadContext(ctx_, Key("after"));
+  ASSERT_TRUE(snap.ok());
+  bool pinned = false;
+  for (const Item& item : snap->live_items) pinned |= item.sequence == 3 && item.data.pinned;
+  EXPECT_TRUE(pinned) << "the pin set after the rewind is not in the fork";
+}
+
+TEST_P(StorageConformanceTest, ASummaryAnErasureEmptiedIsNotActiveInAForkOrARewind) {
+  History(*storage_, ctx_, Key("s"));  // Chunk 1 (items 1-2) at version 2.
+  RedactRequest redact;
+  redact.key = Key("s");
+  redact.sequences = {1};
+  redact.tombstone = "[gone]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  ForkRequest fork;
+  fork.source = Key("s");
+  fork.fork = Key("f");
+  fork.at_sequence = 4;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  auto snap = storage_->LoadContext(ctx_, Key("f"));
+  ASSERT_TRUE(snap.ok());
+  EXPECT_TRUE(snap->active_chunks.empty());
+  EXPECT_EQ(snap->conversation.summarized_through, 0);
+  EXPECT_EQ(Sequences(snap->live_items), (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+TEST_P(StorageConformanceTest, ARewindEmptiesTheSummariesOfWhatLeftIt) {
+  History(*storage_, ctx_, Key("s"));  // Chunk 1: "the first turn", items 1-2.
+  RewindRequest rewind;
+  rewind.key = Key("s");
+  rewind.to_sequence = 1;
+  rewind.abandoned = Key("rest");
+  ASSERT_TRUE(storage_->RewindConversation(ctx_, rewind).ok());
+  auto chunks = storage_->ListSummaries(ctx_, Key("s"), /*include_superseded=*/true, 0,
+                                        PageLimit{10, 1 << 30});
+  ASSERT_TRUE(chunks.ok());
+  for (const SummaryChunk& c : chunks->rows) EXPECT_EQ(c.text, "") << c.chunk_id;
+  auto kept = storage_->LoadContext(ctx_, Key("rest"));
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->active_chunks.size(), 1u);
+  EXPECT_EQ(kept->active_chunks[0].text, "the first turn");
 }
 
 }  // namespace

@@ -247,8 +247,12 @@ TEST_F(ConvstatectlE2eTest, ForkAndListForks) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "rewound ops-branch to item 2 (version 3); items 3-4 live on in "
                    "ops-branch-rest\n");
-  r = Cli("forks ops-branch --json");
+  // Below its fork point (4): what it shared with ops is the abandoned
+  // fork's, which is ops's fork now; ops-branch shares items 1-2 with it.
+  r = Cli("forks ops --json");
   EXPECT_THAT(r.out, HasSubstr("\"conversationId\":\"ops-branch-rest\""));
+  r = Cli("show ops-branch");
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("forked from +ops at item 2"));
   r = Cli("rewind ops-branch 2");
   EXPECT_EQ(r.code, 11) << r.err;  // Nothing after item 2 now: OUT_OF_RANGE.
   r = Cli("fork ops --at -1");

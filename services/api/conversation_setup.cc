@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "services/api/wire.h"
+#include "services/common/log.h"
 #include "services/common/sha256.h"
 #include "services/common/status_macros.h"
 #include "services/compaction/engine/continuation.h"
@@ -162,7 +163,16 @@ absl::StatusOr<v1::Conversation> ConversationSetup::Recounted(const CallContext&
   if (new_model) update.set_model(model);
   update.set_system_prompt(forked.system_prompt);
   update.set_pinned_instructions(forked.pinned_instructions);
-  return Update(ctx, forked.key, update);
+  absl::StatusOr<v1::Conversation> updated = Update(ctx, forked.key, update);
+  if (updated.ok() || new_model) return updated;
+  // The fork or rewind is committed: a recount that fails (the model's
+  // profile gone, the conversation changed meanwhile) leaves the counts of
+  // the source's prompts, which the next UpdateConversation makes again.
+  LogThrottled(LogLevel::kWarning, "recount after fork",
+               absl::StrCat("counting the prompts of conversation '",
+                            forked.key.conversation_id, "' again failed: ",
+                            updated.status().message()));
+  return ToProto(forked);
 }
 
 absl::StatusOr<v1::RewindConversationResponse> ConversationSetup::Rewind(
