@@ -129,8 +129,27 @@ absl::StatusOr<int64_t> MemoryStorage::DeleteConversation(const CallContext& ctx
   RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(ConversationState * state, Find(key));
-  int64_t items = state->conversation.item_count;
-  tenants_[key.tenant_id].erase(key.conversation_id);
+  const Conversation& c = state->conversation;
+  // Its forks keep reaching the copies they share (RelinkForks).
+  auto& tenant = tenants_[key.tenant_id];
+  std::vector<ForkLink> children;
+  for (const auto& [id, other] : tenant) {
+    const Conversation& o = other.conversation;
+    if (o.forked_from == key.conversation_id && o.forked_from_key == c.storage_key) {
+      children.push_back(ForkLink{id, o.storage_key, o.forked_from_key, o.forked_at, key.conversation_id});
+    }
+  }
+  for (const ForkLink& link : RelinkForks(
+           ForkLink{key.conversation_id, c.storage_key, c.forked_from_key, c.forked_at,
+                    c.forked_from},
+           children)) {
+    Conversation& o = tenant.at(link.id).conversation;
+    o.forked_from = link.parent_id;
+    o.forked_from_key = link.parent_key;
+    o.forked_at = link.at;
+  }
+  int64_t items = c.item_count;
+  tenant.erase(key.conversation_id);
   return items;
 }
 

@@ -113,6 +113,27 @@ absl::StatusOr<int64_t> PostgresStorage::DeleteConversation(const CallContext& c
                       [&](pqxx::transaction_base& tx) -> absl::StatusOr<int64_t> {
     // A limited tenant's total gives back what the conversation held.
     const bool limited = !Exec(tx, "lock_tenant_if_limited", key.tenant_id).empty();
+    const pqxx::result locked = ExecNamed(tx, "lock_conversation", key);
+    if (locked.empty()) return NotFound(key);
+    // Its forks keep reaching the copies they share (RelinkForks).
+    const ConversationRow deleted = ParseConversation(locked[0]);
+    const Conversation& c = deleted.conversation;
+    std::vector<ForkLink> children;
+    std::vector<int64_t> child_keys;
+    for (const auto& f : Exec(tx, "fork_children", key.tenant_id, key.conversation_id,
+                              c.storage_key)) {
+      children.push_back(ForkLink{f[0].as<std::string>(), f[1].as<int64_t>(), c.storage_key,
+                                  f[2].as<int64_t>(), key.conversation_id});
+      child_keys.push_back(f[3].as<int64_t>());
+    }
+    const std::vector<ForkLink> relinked = RelinkForks(
+        ForkLink{key.conversation_id, c.storage_key, c.forked_from_key, c.forked_at,
+                 c.forked_from},
+        children);
+    for (size_t i = 0; i < relinked.size(); ++i) {
+      Exec(tx, "set_fork_link", child_keys[i], relinked[i].parent_id, relinked[i].parent_key,
+           relinked[i].at);
+    }
     pqxx::result r = ExecNamed(tx, "delete_conversation", key);
     if (r.empty()) return NotFound(key);
     if (limited) Exec(tx, "add_to_tenant", key.tenant_id, -r[0][1].as<int64_t>(), int64_t{-1});

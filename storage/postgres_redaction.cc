@@ -21,6 +21,13 @@
 #include "storage/rules.h"
 
 namespace convstate::pg {
+namespace {
+
+// How many times an erasure reads the forks sharing its items again while
+// forks are being made of them.
+constexpr int kMaxFamilyReads = 5;
+
+}  // namespace
 
 absl::StatusOr<RedactResult> PostgresStorage::RedactItems(const CallContext& ctx,
                                                           const RedactRequest& request) {
@@ -66,13 +73,28 @@ absl::StatusOr<RedactResult> PostgresStorage::RedactItems(const CallContext& ctx
     }
     RETURN_IF_ERROR(
         EraseContinuations(tx, request, row.conversation.storage_key, erased.retired, result));
-    // The forks and sources that hold copies of the items.
+    // The forks and sources that hold copies of the items, held: a fork
+    // being made of one of them (which holds its source FOR SHARE) commits
+    // first and is read again here, and one made later copies the items as
+    // this erasure leaves them.
     std::vector<ForkLink> family;
     std::map<std::string, int64_t> conv_keys;
-    for (const auto& r : Exec(tx, "fork_family", request.key.tenant_id)) {
-      family.push_back(ForkLink{r[0].as<std::string>(), r[1].as<int64_t>(),
+    for (int round = 0; round < kMaxFamilyReads; ++round) {
+      std::vector<ForkLink> read;
+      std::map<std::string, int64_t> keys;
+      for (const auto& r : Exec(tx, "fork_family", request.key.tenant_id)) {
+        read.push_back(ForkLink{r[0].as<std::string>(), r[1].as<int64_t>(),
                                 r[2].as<int64_t>(), r[3].as<int64_t>()});
-      conv_keys[family.back().id] = r[4].as<int64_t>();
+        keys[read.back().id] = r[4].as<int64_t>();
+      }
+      const bool settled = round > 0 && keys == conv_keys;
+      family = std::move(read);
+      conv_keys = std::move(keys);
+      if (family.empty() || settled) break;
+      std::vector<int64_t> members;
+      for (const auto& [id, key] : conv_keys) members.push_back(key);
+      std::sort(members.begin(), members.end());
+      Exec(tx, "lock_members", IdArray(members));
     }
     if (!family.empty()) {
       const Conversation& c = row.conversation;

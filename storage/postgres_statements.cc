@@ -269,6 +269,15 @@ const std::vector<Statement>& Statements() {
        "conv_key FROM conversations WHERE tenant_id = $1 AND (forked_from <> '' OR "
        "incarnation IN (SELECT forked_from_incarnation FROM conversations "
        "WHERE tenant_id = $1 AND forked_from <> ''))"},
+      // Conversations held against forks and erasures, in key order.
+      {"lock_members",
+       "SELECT conv_key FROM conversations WHERE conv_key = ANY($1::bigint[]) "
+       "ORDER BY conv_key FOR UPDATE"},
+      // The forks of a conversation ($2 its id, $3 its incarnation).
+      {"fork_children",
+       "SELECT conversation_id, incarnation, forked_at, conv_key FROM conversations "
+       "WHERE tenant_id = $1 AND forked_from = $2 AND forked_from_incarnation = $3 "
+       "ORDER BY conv_key FOR UPDATE"},
       {"delete_conversation",
        absl::StrCat("DELETE FROM conversations WHERE ", Named(3),
                     " RETURNING item_count, stored_bytes")},

@@ -331,6 +331,35 @@ CompactionEvent RewoundEvent(const RewindRequest& request, int64_t items_after) 
   return e;
 }
 
+std::vector<ForkLink> RelinkForks(const ForkLink& deleted, std::vector<ForkLink> children) {
+  if (children.empty()) return children;
+  ForkLink parent = deleted;
+  if (deleted.parent_key == 0) {
+    // The fork sharing the most becomes the others' source.
+    auto root = std::max_element(children.begin(), children.end(),
+                                 [](const ForkLink& a, const ForkLink& b) {
+                                   return a.at != b.at ? a.at < b.at : a.id > b.id;
+                                 });
+    parent = ForkLink{root->id, root->key, 0, root->at, ""};
+    root->parent_key = 0;
+    root->parent_id.clear();
+    root->at = 0;
+    for (ForkLink& c : children) {
+      if (c.key == parent.key) continue;
+      c.parent_key = parent.key;
+      c.parent_id = parent.id;
+      c.at = std::min(c.at, parent.at);
+    }
+    return children;
+  }
+  for (ForkLink& c : children) {
+    c.parent_key = deleted.parent_key;
+    c.parent_id = deleted.parent_id;
+    c.at = std::min(c.at, deleted.at);
+  }
+  return children;
+}
+
 absl::StatusOr<std::vector<std::pair<ForkLink, std::vector<int64_t>>>> ForkFamilyErasure(
     const std::vector<ForkLink>& family, const ForkLink& start,
     const std::vector<int64_t>& sequences) {

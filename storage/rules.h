@@ -164,7 +164,16 @@ struct ForkLink {
   int64_t key = 0;
   int64_t parent_key = 0;
   int64_t at = 0;
+  // The id of the conversation it was forked from (when known).
+  std::string parent_id;
 };
+
+// The links of `children` (the forks of `deleted`) once `deleted` is gone,
+// so that each still reaches every copy it shares: forks of a fork go to
+// that fork's source, sharing what they shared with both; forks of a
+// conversation that was no fork go to the one of them that shares the most
+// with it, which becomes a conversation of its own.
+std::vector<ForkLink> RelinkForks(const ForkLink& deleted, std::vector<ForkLink> children);
 
 // An erasure of `sequences` of `start` reaches every conversation of
 // `family` that holds a copy of one of those items: its source while the

@@ -493,5 +493,36 @@ TEST_P(StorageConformanceTest, ARewindEmptiesTheSummariesOfWhatLeftIt) {
   EXPECT_EQ(kept->active_chunks[0].text, "the first turn");
 }
 
+TEST_P(StorageConformanceTest, ForksOfADeletedConversationStillReachEachOthersCopies) {
+  History(*storage_, ctx_, Key("r"));  // Items 1-7 (marker 5).
+  ForkRequest fork;
+  fork.source = Key("r");
+  for (const auto& [id, at] : std::vector<std::pair<const char*, int64_t>>{{"c1", 4}, {"c2", 6}}) {
+    fork.fork = Key(id);
+    fork.at_sequence = at;
+    ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  }
+  fork.source = Key("c2");
+  fork.fork = Key("g");
+  fork.at_sequence = 6;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("r")).ok());
+  RedactRequest redact;
+  redact.tombstone = "[gone]";
+  redact.key = Key("c1");
+  redact.sequences = {3};
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  for (const char* id : {"c2", "g"}) {
+    EXPECT_EQ(AllItems(*storage_, ctx_, Key(id))[2].data.content, "[gone]") << id;
+  }
+  // A fork in the middle goes: its fork reaches its source's copies.
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("c2")).ok());
+  redact.key = Key("c1");
+  redact.sequences = {4};
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("g"))[3].data.content, "[gone]");
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("g"))[5].data.content, "three");
+}
+
 }  // namespace
 }  // namespace convstate
