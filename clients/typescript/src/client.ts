@@ -27,6 +27,8 @@ import {
   AppendTurnResponse,
   BuildContextRequest,
   BuildContextResponse,
+  CompactRequest,
+  CompactResponse,
   Conversation,
   ConversationStateClient,
   CreateConversationRequest,
@@ -45,6 +47,8 @@ import {
   ListItemsResponse,
   NewItem,
   ProfileOverrides,
+  RewindConversationRequest,
+  RewindConversationResponse,
   UpdateConversationRequest,
 } from "./gen/convstate/v1/convstate";
 
@@ -230,6 +234,21 @@ export class ConvstateClient {
 
   listCompactionEvents(req: DeepPartial<ListCompactionEventsRequest>, opts?: CallOptions): Promise<ListCompactionEventsResponse> {
     return this.invoke("listCompactionEvents", ListCompactionEventsRequest.fromPartial(this.tenant(req)), opts);
+  }
+
+  /** Never repeated (a compaction each time). */
+  compact(req: DeepPartial<CompactRequest>, opts?: CallOptions): Promise<CompactResponse> {
+    return this.invoke("compact", CompactRequest.fromPartial(this.tenant(req)), opts, false);
+  }
+
+  /**
+   * Takes the conversation back to `toSequence` (what followed becomes the
+   * fork `abandonedConversationId`, named by the server when empty).
+   * Retried on UNAVAILABLE only when it carries an idempotency key.
+   */
+  rewindConversation(req: DeepPartial<RewindConversationRequest>, opts?: CallOptions): Promise<RewindConversationResponse> {
+    const full = RewindConversationRequest.fromPartial(this.tenant(req));
+    return this.invoke("rewindConversation", full, opts, full.idempotencyKey !== "");
   }
 
   // ---- The inference helper ---------------------------------------------

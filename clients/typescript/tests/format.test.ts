@@ -19,7 +19,7 @@ import {
   viewToAnthropic,
   viewToOpenAI,
 } from "../src";
-import { overlap } from "../src/proxy/proxy";
+import { SeenItem, align, itemKey, overlap } from "../src/proxy/proxy";
 
 const { Role, ItemKind, Section } = v1;
 
@@ -205,15 +205,40 @@ test("refusals for a prompt too long are told from other errors", () => {
   assert.equal(reportedTokens({ error: { message: "too long" } }), 0);
 });
 
-test("the proxy appends what follows the stored history, however much of it is resent", () => {
-  const it = (role: number, content: string) => v1.NewItem.fromPartial({ role, kind: ItemKind.ITEM_KIND_MESSAGE, content });
-  const u1 = it(Role.ROLE_USER, "u1"), a1 = it(Role.ROLE_ASSISTANT, "a1"), u2 = it(Role.ROLE_USER, "u2"), a2 = it(Role.ROLE_ASSISTANT, "a2"), u3 = it(Role.ROLE_USER, "u3");
-  assert.equal(overlap([u1, a1, u2, a2], [u1, a1, u2, a2, u3]), 4); // The whole history resent.
-  assert.equal(overlap([u1, a1, u2, a2], [u3]), 0); // Only the new turn.
-  assert.equal(overlap([u1, a1, u2, a2], [u2, a2, u3]), 2); // A sliding window.
-  assert.equal(overlap([u1, a1, u2, a2, u3], [u3]), 1); // A request sent again after its answer failed.
-  assert.equal(overlap([], [u1]), 0);
-  assert.equal(overlap([u1, a1], [u1, a2, u3]), 0); // An edited history is appended as new.
+test("the proxy lines a request up against the stored history: appends what is new, takes back what the client changed", () => {
+  const msg = (role: number, content: string) => v1.NewItem.fromPartial({ role, kind: ItemKind.ITEM_KIND_MESSAGE, content });
+  const u = (s: string) => msg(Role.ROLE_USER, s), a = (s: string) => msg(Role.ROLE_ASSISTANT, s);
+  let seq = 0;
+  const stored = (...items: v1.NewItem[]): SeenItem[] => {
+    seq = 0;
+    return items.map((i) => ({ sequence: ++seq, kind: i.kind, toolName: i.toolName, toolCallId: i.toolCallId, key: itemKey(i) }));
+  };
+  const sent = (...items: v1.NewItem[]) => items.map(itemKey);
+  const history = stored(u("u1"), a("a1"), u("u2"), a("a2"));
+  // The whole history resent with a new question: it alone is appended.
+  assert.deepEqual(align(history, sent(u("u1"), a("a1"), u("u2"), a("a2"), u("u3"))), { keep: 4, from: 4 });
+  // Only the new turn, or a window of the history ending with it.
+  assert.deepEqual(align(history, sent(u("u3"))), { keep: 4, from: 0 });
+  assert.deepEqual(align(history, sent(u("u2"), a("a2"), u("u3"))), { keep: 4, from: 2 });
+  // A new-turn request sent again after its answer failed: stored once.
+  assert.deepEqual(align(stored(u("u1"), a("a1"), u("u3")), sent(u("u3"))), { keep: 3, from: 1 });
+  assert.deepEqual(align([], sent(u("u1"))), { keep: 0, from: 0 });
+  // An earlier message edited: taken back to the last item that matches, the edit and what follows appended.
+  assert.deepEqual(align(history, sent(u("u1"), a("a1"), u("u2 edited"))), { keep: 2, from: 2 });
+  assert.deepEqual(align(history, sent(u("u1 edited"), a("a1"), u("u2"))), { keep: 0, from: 0 });
+  assert.deepEqual(align(history, sent(u("u1"), a("a1 edited"), u("u2"), a("a2"), u("u3"))), { keep: 1, from: 1 });
+  // A question dropped after its call failed, and another asked instead.
+  assert.deepEqual(align(stored(u("u1"), a("a1"), u("failed")), sent(u("u1"), a("a1"), u("u3"))), { keep: 2, from: 2 });
+  // Regenerate, or a retry of a request whose answer was stored: the history up to the question; its answer is taken back.
+  assert.deepEqual(align(history, sent(u("u1"), a("a1"), u("u2"))), { keep: 3, from: 3 });
+  // With leading system messages even a lone question is the whole history; without, it is a new turn.
+  assert.deepEqual(align(history, sent(u("u1")), true), { keep: 1, from: 1 });
+  assert.deepEqual(align(history, sent(u("u1")), false), { keep: 4, from: 0 });
+  // A cut never parts a kept tool call from its stored result.
+  const call = v1.NewItem.fromPartial({ role: Role.ROLE_ASSISTANT, kind: ItemKind.ITEM_KIND_TOOL_CALL, content: "{}", toolName: "f", toolCallId: "c1" });
+  const result = (s: string) => v1.NewItem.fromPartial({ role: Role.ROLE_TOOL, kind: ItemKind.ITEM_KIND_TOOL_RESULT, content: s, toolName: "f", toolCallId: "c1" });
+  assert.deepEqual(align(stored(u("u1"), call, result("r1"), a("a1")), sent(u("u1"), call, result("r2"))), { keep: 1, from: 1 });
+  assert.deepEqual(overlap(["x", "y"], ["y", "z"]), 1);
 });
 
 test("traceparent values", () => {

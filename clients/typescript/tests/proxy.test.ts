@@ -286,3 +286,79 @@ test("invalid UTF-8 and unusable requests get OpenAI-style errors and store noth
   assert.equal(fake.chats().length, chatsBefore);
   assert.deepEqual((await stored(id)).map((s) => s[2]), ["a good start", replyTo("a good start")]);
 });
+
+/** One non-streamed turn, with the rewind headers. */
+async function turnWithHeaders(id: string, messages: Msg[]) {
+  const { data, response } = await sdk.chat.completions.create({ model: MODEL, messages }, { headers: { "x-convstate-conversation-id": id } }).withResponse();
+  return {
+    answer: data.choices[0].message,
+    version: Number(response.headers.get("x-convstate-version")),
+    viewHash: response.headers.get("x-convstate-view-hash") ?? "",
+    rewoundTo: response.headers.get("x-convstate-rewound-to"),
+    abandoned: response.headers.get("x-convstate-abandoned-conversation-id"),
+  };
+}
+
+/** Two turns through the SDK; returns the messages as the client holds them. */
+async function twoTurns(id: string): Promise<Msg[]> {
+  const messages: Msg[] = [{ role: "system", content: "You answer about hosts." }, { role: "user", content: "Where does api-3 run?" }];
+  messages.push((await turn(id, messages)).answer);
+  messages.push({ role: "user", content: "And db-3?" });
+  messages.push((await turn(id, messages)).answer);
+  return messages;
+}
+
+test("an earlier message edited: the conversation is taken back and holds what the client sent; the old branch lives on in a fork", async () => {
+  const id = uniqueId("edit");
+  const messages = await twoTurns(id);
+  const edited: Msg[] = [...messages.slice(0, 3), { role: "user", content: "And db-4?" }];
+  const r = await turnWithHeaders(id, edited);
+  assert.equal(r.answer.content, replyTo("And db-4?"));
+  assert.deepEqual((await stored(id)).map((s) => s[2]), ["Where does api-3 run?", replyTo("Where does api-3 run?"), "And db-4?", replyTo("And db-4?")]);
+  assert.equal(r.rewoundTo, "2");
+  assert.ok(r.abandoned);
+  assert.deepEqual((await stored(r.abandoned!)).map((s) => s[2]), ["Where does api-3 run?", replyTo("Where does api-3 run?"), "And db-3?", replyTo("And db-3?")]);
+  const last = await assertUpstreamSawView(id, r.version, r.viewHash);
+  assert.ok(!last.body.messages.some((m: any) => m.content === "And db-3?"));
+
+  // The first message edited too: taken back to nothing.
+  const first: Msg[] = [messages[0], { role: "user", content: "Where does api-9 run?" }, messages[2], { role: "user", content: "And db-4?" }];
+  const r2 = await turnWithHeaders(id, first);
+  assert.equal(r2.rewoundTo, "0");
+  assert.deepEqual((await stored(id)).map((s) => s[2]), ["Where does api-9 run?", replyTo("Where does api-3 run?"), "And db-4?", replyTo("And db-4?")]);
+});
+
+test("regenerate: the history up to the last question sent again stores the question once and the new answer in place of the old", async () => {
+  const id = uniqueId("regen");
+  const messages = await twoTurns(id);
+  const r = await turnWithHeaders(id, messages.slice(0, 4));
+  assert.equal(r.answer.content, replyTo("And db-3?"));
+  assert.equal(r.rewoundTo, "3");
+  assert.deepEqual((await stored(id)).map((s) => s[2]), ["Where does api-3 run?", replyTo("Where does api-3 run?"), "And db-3?", replyTo("And db-3?")]);
+  const last = await assertUpstreamSawView(id, r.version, r.viewHash);
+  assert.equal(last.body.messages.at(-1).content, "And db-3?"); // The old answer is not in the view.
+  assert.deepEqual((await stored(r.abandoned!)).map((s) => s[2]).at(-1), replyTo("And db-3?"));
+});
+
+test("a request sent again whose answer was stored, and a failed question dropped: nothing is stored twice", async () => {
+  const id = uniqueId("retry");
+  const messages = await twoTurns(id);
+  messages.push({ role: "user", content: "And cache-3?" });
+  await turn(id, messages); // The answer is stored, but the client never saw it ...
+  const again = await turnWithHeaders(id, messages); // ... and sends the request again.
+  assert.equal(again.answer.content, replyTo("And cache-3?"));
+  const six = ["Where does api-3 run?", replyTo("Where does api-3 run?"), "And db-3?", replyTo("And db-3?"), "And cache-3?", replyTo("And cache-3?")];
+  assert.deepEqual((await stored(id)).map((s) => s[2]), six);
+  messages.push(again.answer);
+
+  // A question whose call failed, dropped by the client, and another asked instead.
+  fake.refuseNext(2);
+  await assert.rejects(turn(id, [...messages, { role: "user", content: "A question that fails." }]));
+  fake.refuseNext(0);
+  assert.equal((await stored(id)).length, 7);
+  const sixth = (await convstate.listAllItems(id)).filter((i) => i.kind === ItemKind.ITEM_KIND_MESSAGE)[5].sequence;
+  const r = await turnWithHeaders(id, [...messages, { role: "user", content: "And queue-3?" }]);
+  assert.equal(r.rewoundTo, String(sixth));
+  assert.deepEqual((await stored(id)).map((s) => s[2]), [...six, "And queue-3?", replyTo("And queue-3?")]);
+  assert.deepEqual((await stored(r.abandoned!)).map((s) => s[2]).at(-1), "A question that fails.");
+});

@@ -88,11 +88,31 @@ class HttpError extends Error {
   }
 }
 
+/**
+ * A stored item as the proxy remembers it: enough to line a request's
+ * messages up against it (a digest of what a client's message shows) and to
+ * name tool results after their calls, without the item's text.
+ */
+export interface SeenItem {
+  sequence: number;
+  kind: ItemKind;
+  toolName: string;
+  toolCallId: string;
+  /** itemKey of the item: role, kind, content, tool name and call id. */
+  key: string;
+}
+
 /** What the proxy knows of a conversation's stored history. */
 interface Known {
   version: number;
   /** The stored items a client's messages can show (no summary markers, no reasoning). */
-  items: Item[];
+  items: SeenItem[];
+}
+
+/** What storing a request did: the sequence the conversation was taken back to, and the fork that keeps what followed. */
+interface Stored {
+  rewoundTo?: number;
+  abandoned?: string;
 }
 
 export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
@@ -216,23 +236,11 @@ class ChatProxy {
     const call = { traceparent };
     const { system, rest } = splitLeadingSystem(body.messages as OpenAIMessage[]);
 
-    // The stored history, and what of the request follows it. What this
-    // proxy last saw of the conversation is tried first: the append names
-    // that version, and fails (ABORTED) when anyone appended since; then
-    // the history is read again.
-    const cached = this.known.get(conversationId);
-    let appended = false;
-    if (cached) {
-      try {
-        appended = await this.appendFollowing(conversationId, cached, rest, call);
-      } catch (err) {
-        const stale = err instanceof ConvstateError && (err.local || err.code === GrpcStatusCode.ABORTED || err.code === GrpcStatusCode.NOT_FOUND);
-        if (!stale) throw err;
-      }
-    }
-    if (!appended) {
-      const known = await this.history(conversationId, model, system, call);
-      await this.appendFollowing(conversationId, known, rest, call);
+    // The stored history, and what of the request it does not hold yet.
+    const stored = await this.store(conversationId, model, system, rest.length < body.messages.length, rest, call);
+    if (stored.rewoundTo !== undefined) {
+      res.setHeader("x-convstate-rewound-to", String(stored.rewoundTo));
+      res.setHeader("x-convstate-abandoned-conversation-id", stored.abandoned ?? "");
     }
 
     // The upstream sees the view; a refusal for length is reported once.
@@ -266,6 +274,52 @@ class ChatProxy {
     else await this.relayJson(upRes, res, conversationId, view, call);
   }
 
+  /**
+   * Makes the stored conversation what the request's messages say it is:
+   * lines them up against the stored history (align), takes the
+   * conversation back where they part from it (RewindConversation, what
+   * followed kept in a fork) and appends what the history does not hold.
+   * What this proxy last saw of the conversation is tried first: the append
+   * names that version, and fails (ABORTED) when anyone appended since;
+   * then the history is read again, as it is before any rewind.
+   */
+  private async store(
+    conversationId: string,
+    model: string,
+    system: string,
+    sentSystem: boolean,
+    messages: OpenAIMessage[],
+    call: { traceparent: string },
+  ): Promise<Stored> {
+    let known = this.known.get(conversationId);
+    let fresh = false;
+    if (!known) {
+      known = await this.history(conversationId, model, system, call);
+      fresh = true;
+    }
+    for (;;) {
+      try {
+        const names = toolNamesOf(known.items);
+        const sent = messagesToItems(messages, (id) => names.get(id));
+        const { keep, from } = align(known.items, sent.map(itemKey), sentSystem);
+        const out: Stored = {};
+        if (keep < known.items.length) {
+          if (!fresh) throw new StaleHistory();
+          known = await this.rewind(conversationId, known, keep, out, call);
+        }
+        if (from < sent.length) await this.appendNew(conversationId, known, sent.slice(from), call);
+        return out;
+      } catch (err) {
+        const stale =
+          err instanceof StaleHistory ||
+          (err instanceof ConvstateError && (err.local || err.code === GrpcStatusCode.ABORTED || err.code === GrpcStatusCode.NOT_FOUND));
+        if (fresh || !stale) throw err;
+        known = await this.history(conversationId, model, system, call);
+        fresh = true;
+      }
+    }
+  }
+
   /** The conversation's stored history; creates the conversation (model, system prompt) if it does not exist. */
   private async history(conversationId: string, model: string, system: string, call: { traceparent: string }): Promise<Known> {
     let version: number;
@@ -278,20 +332,30 @@ class ChatProxy {
     }
     const cached = this.known.get(conversationId);
     if (cached && cached.version === version) return cached;
-    const items = (await this.client.listAllItems(conversationId, call)).filter(shown);
+    const items = (await this.client.listAllItems(conversationId, call)).filter(shown).map(seen);
     const known = { version, items };
     this.remember(conversationId, known);
     return known;
   }
 
-  /** Appends what of `messages` follows the history `known`; false when nothing does. */
-  private async appendFollowing(conversationId: string, known: Known, messages: OpenAIMessage[], call: { traceparent: string }): Promise<boolean> {
-    const names = toolNamesOf(known.items);
-    const sent = messagesToItems(messages, (id) => names.get(id));
-    const fresh = sent.slice(overlap(known.items, sent));
-    if (fresh.length === 0) return false;
-    await this.appendNew(conversationId, known, fresh, call);
-    return true;
+  /** Takes the conversation back to its first `keep` items; what followed lives on in a fork. */
+  private async rewind(conversationId: string, known: Known, keep: number, out: Stored, call: { traceparent: string }): Promise<Known> {
+    const toSequence = keep > 0 ? known.items[keep - 1].sequence : 0;
+    try {
+      const res = await this.client.rewindConversation(
+        { conversationId, toSequence, idempotencyKey: `proxy-rewind-${randomUUID()}`, abandonedConversationId: "" },
+        call,
+      );
+      out.rewoundTo = toSequence;
+      out.abandoned = res.abandoned?.conversationId ?? "";
+      this.log(`${conversationId}: the request parts from the stored history after item ${toSequence}: rewound, the rest kept in ${out.abandoned}`);
+      const rewound = { version: res.conversation?.version ?? 0, items: known.items.slice(0, keep) };
+      this.remember(conversationId, rewound);
+      return rewound;
+    } catch (err) {
+      this.known.delete(conversationId);
+      throw err;
+    }
   }
 
   /** Appends `fresh` at the version the history was read at (ABORTED when another writer got there first). */
@@ -300,7 +364,7 @@ class ChatProxy {
     const key = "proxy-" + createHash("sha256").update(JSON.stringify([conversationId, known.version, last, fresh.map((i) => NewItem.toJSON(i))])).digest("hex").slice(0, 40);
     try {
       const res = await this.client.appendTurn({ conversationId, items: fresh, idempotencyKey: key, expectedVersion: known.version }, call);
-      this.remember(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown)] });
+      this.remember(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown).map(seen)] });
     } catch (err) {
       this.known.delete(conversationId);
       throw err;
@@ -318,7 +382,7 @@ class ChatProxy {
       const res = await this.client.afterInference(conversationId, message, usage as never, { ...call, idempotencyKey: `proxy-answer-${randomUUID()}` });
       const known = this.known.get(conversationId);
       if (known && res.items.length === items.length) {
-        this.remember(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown)] });
+        this.remember(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown).map(seen)] });
       } else {
         this.known.delete(conversationId);
       }
@@ -515,22 +579,81 @@ function shown(item: Item): boolean {
   return item.kind !== ItemKind.ITEM_KIND_SUMMARY_MARKER && item.kind !== ItemKind.ITEM_KIND_REASONING;
 }
 
-function sameItem(a: Item | NewItem, b: NewItem): boolean {
-  return a.role === b.role && a.kind === b.kind && a.content === b.content && a.toolName === b.toolName && a.toolCallId === b.toolCallId;
+/** The stored item as the proxy remembers it. */
+function seen(item: Item): SeenItem {
+  const tool = item.kind === ItemKind.ITEM_KIND_TOOL_CALL || item.kind === ItemKind.ITEM_KIND_TOOL_RESULT;
+  return { sequence: item.sequence, kind: item.kind, toolName: tool ? item.toolName : "", toolCallId: tool ? item.toolCallId : "", key: itemKey(item) };
+}
+
+/** What identifies an item a client's message shows: a digest of its role, kind, content, tool name and call id. */
+export function itemKey(item: Pick<NewItem, "role" | "kind" | "content" | "toolName" | "toolCallId">): string {
+  return createHash("sha256").update(JSON.stringify([item.role, item.kind, item.content, item.toolName, item.toolCallId])).digest("base64").slice(0, 24);
+}
+
+/** Thrown to read the stored history again before taking a conversation back. */
+class StaleHistory extends Error {}
+
+/**
+ * Lines a request's items (`sent`, as itemKey) up against the stored ones:
+ * `keep` of the stored items stay (fewer than there are: the conversation is
+ * taken back to them), and the sent items from `from` on are appended.
+ *
+ * A request that starts where the stored history starts (its first item
+ * matches the first stored one, and it holds two items or more, or leading
+ * system messages) is the whole history, resent: it is compared item by
+ * item from the start. Where it parts from the stored history (an edited
+ * earlier message, a question dropped after its call failed), or where it
+ * ends before it (a regenerated answer, a request sent again whose answer
+ * was stored), the stored history is taken back to the last item that
+ * still matches, and the rest of the request appended. A cut that would
+ * part a kept tool call from its stored result moves back before the call.
+ *
+ * So is a request of two items or more whose first item differs from the
+ * stored one but whose later items match where they stand, and that does
+ * not start with a tail of the stored history (the first message edited):
+ * the conversation is taken back to nothing, the request appended.
+ *
+ * Any other request is a window of the history or only the new turn: what
+ * follows the longest tail of the stored history it starts with is
+ * appended (all of it when nothing matches), and nothing is taken back.
+ */
+export function align(stored: SeenItem[], sent: string[], sentSystem = false): { keep: number; from: number } {
+  const m = stored.length;
+  const n = sent.length;
+  const keys = stored.map((s) => s.key);
+  const resent = m > 0 && n > 0 && keys[0] === sent[0] && (n >= 2 || sentSystem);
+  const tail = resent ? 0 : overlap(keys, sent);
+  // No tail matches, but later items match where they stand: the whole history with its first message edited.
+  const firstEdited = !resent && tail === 0 && n >= 2 && sent.some((k, i) => i > 0 && i < m && keys[i] === k);
+  if (!resent && !firstEdited) return { keep: m, from: tail };
+  let p = 0;
+  while (p < m && p < n && keys[p] === sent[p]) p++;
+  if (p < m) p = beforeOpenCalls(stored, p);
+  return { keep: p, from: p };
+}
+
+/** The largest cut at or before `p` that keeps no tool call whose result comes after the cut. */
+function beforeOpenCalls(stored: SeenItem[], p: number): number {
+  for (;;) {
+    const later = new Set(stored.slice(p).filter((s) => s.kind === ItemKind.ITEM_KIND_TOOL_RESULT).map((s) => s.toolCallId));
+    const open = stored.findIndex((s, i) => i < p && s.kind === ItemKind.ITEM_KIND_TOOL_CALL && later.has(s.toolCallId));
+    if (open < 0) return p;
+    p = open;
+  }
 }
 
 /**
  * How many of the sent items the stored history already ends with: the
  * largest k such that the last k stored items are the first k sent. A
- * client that resends the whole history overlaps all of it; one that sends
- * only the new turn overlaps nothing (or the turn itself, when a request
- * whose answer failed is sent again).
+ * client that sends only the new turn overlaps nothing (or the turn
+ * itself, when a request whose answer failed is sent again); a window of
+ * the history overlaps what it repeats.
  */
-export function overlap(stored: Array<Item | NewItem>, sent: NewItem[]): number {
+export function overlap(stored: string[], sent: string[]): number {
   const m = stored.length;
   for (let k = Math.min(m, sent.length); k > 0; k--) {
     let j = 0;
-    while (j < k && sameItem(stored[m - k + j], sent[j])) j++;
+    while (j < k && stored[m - k + j] === sent[j]) j++;
     if (j === k) return k;
   }
   return 0;
