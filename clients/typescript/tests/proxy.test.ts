@@ -362,3 +362,29 @@ test("a request sent again whose answer was stored, and a failed question droppe
   assert.deepEqual((await stored(id)).map((s) => s[2]), [...six, "And queue-3?", replyTo("And queue-3?")]);
   assert.deepEqual((await stored(r.abandoned!)).map((s) => s[2]).at(-1), "A question that fails.");
 });
+
+/** `p`, or a failure after `ms`. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+}
+
+test("a client that disconnects mid-stream does not hold the conversation up", async () => {
+  const id = uniqueId("gone");
+  const ctl = new AbortController();
+  const res = await fetch(`${proxy.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-convstate-conversation-id": id },
+    body: JSON.stringify({ model: MODEL, stream: true, messages: [{ role: "user", content: "SLOW_STREAM please" }] }),
+    signal: ctl.signal,
+  });
+  assert.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  await reader.read();
+  ctl.abort(); // Gone mid-stream.
+  await reader.read().catch(() => undefined);
+  const r = await within(turn(id, [{ role: "user", content: "Still there?" }]), 5000, "the next request of the conversation");
+  assert.equal(r.answer.content, replyTo("Still there?"));
+  // The answer the client never saw whole is not stored.
+  assert.deepEqual((await stored(id)).map((s) => s[2]), ["SLOW_STREAM please", "Still there?", replyTo("Still there?")]);
+});

@@ -2,7 +2,8 @@
 // proxy benchmark: records every request it receives and answers chat
 // completions plain or streamed (SSE, with usage when asked), with a
 // reply derived from the last user message; "CALL_TOOL" in it asks for a
-// tool call instead. refuseNext(n) makes the next n chat completions fail
+// tool call instead, and "SLOW_STREAM" a stream that takes ten seconds.
+// refuseNext(n) makes the next n chat completions fail
 // as OpenAI does for a prompt too long.
 //
 // Run alone: node dist/tests/upstream_fake.js [--port=N]; prints
@@ -130,6 +131,20 @@ export class UpstreamFake {
       const a = c.function.arguments;
       res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: a.slice(0, 5) } }] }, null));
       res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: a.slice(5) } }] }, null));
+    } else if (question.includes("SLOW_STREAM")) {
+      // A piece every 50 ms for ten seconds, unless the client goes away first.
+      let n = 0;
+      const timer = setInterval(() => {
+        if (++n > 200) {
+          clearInterval(timer);
+          res.write(chunk({}, finish));
+          res.end("data: [DONE]\n\n");
+        } else {
+          res.write(chunk({ content: `piece ${n} ` }, null));
+        }
+      }, 50);
+      res.on("close", () => clearInterval(timer));
+      return;
     } else {
       for (const piece of content!.match(/.{1,7}/gs) ?? []) res.write(chunk({ content: piece }, null));
     }

@@ -212,13 +212,20 @@ class ChatProxy {
         upRes.pipe(res);
         upRes.on("end", resolve);
         upRes.on("error", () => resolve());
+        upRes.on("close", () => {
+          if (!upRes.complete) res.destroy();
+          resolve();
+        });
       });
       up.on("error", (err) => {
         if (!res.headersSent) sendError(res, new HttpError(502, `upstream: ${err.message}`, "upstream_error"));
         else res.destroy();
         resolve();
       });
-      res.on("close", () => up.destroy());
+      res.on("close", () => {
+        up.destroy();
+        resolve();
+      });
       req.pipe(up);
     });
   }
@@ -247,13 +254,18 @@ class ChatProxy {
     const stream = body.stream === true;
     const wantsUsage = stream && isObject(body.stream_options) && body.stream_options.include_usage === true;
     let view = await this.client.buildContext({ conversationId }, call);
+    // A client that goes away takes the upstream call with it.
+    const gone = new AbortController();
+    res.on("close", () => {
+      if (!res.writableEnded) gone.abort();
+    });
     const headers = forwardHeaders(req, traceparent, true);
     const url = new URL("http://proxy/v1/chat/completions");
     let upRes: http.IncomingMessage;
     for (let attempt = 1; ; attempt++) {
       const upBody: Record<string, unknown> = { ...body, messages: viewToOpenAI(view) };
       if (stream) upBody.stream_options = { ...(isObject(body.stream_options) ? body.stream_options : {}), include_usage: true };
-      upRes = await this.post(url, headers, Buffer.from(JSON.stringify(upBody)));
+      upRes = await this.post(url, headers, Buffer.from(JSON.stringify(upBody)), gone.signal);
       const status = upRes.statusCode ?? 502;
       if (status >= 200 && status < 300) break;
       const raw = await readAll(upRes);
@@ -416,27 +428,43 @@ class ChatProxy {
     wantsUsage: boolean,
     call: { traceparent: string },
   ): Promise<void> {
+    if (res.destroyed) {
+      upRes.destroy(); // The client went away already.
+      return Promise.resolve();
+    }
     res.writeHead(upRes.statusCode ?? 200, { ...responseHeaders(upRes), ...viewHeaders(conversationId, view), "cache-control": "no-cache" });
     const answer = new StreamedAnswer();
     const decoder = new TextDecoder("utf-8");
     let buffer = "";
     let done = false;
     let clientGone = false;
-    res.on("close", () => {
-      if (!res.writableEnded) {
-        clientGone = true;
-        upRes.destroy();
-      }
-    });
-    const finish = async () => {
-      if (done) return;
-      done = true;
-      if (clientGone) return; // An answer the client never saw whole is not stored.
-      const failure = await this.appendAnswer(conversationId, answer.message(), answer.usage, call);
-      if (failure) res.write(`: convstate: the answer was not stored: ${failure.replace(/[\r\n]+/g, " ")}\n\n`);
-      res.end("data: [DONE]\n\n");
-    };
     return new Promise<void>((resolve) => {
+      // Settled once the answer is stored (or not), or once either side is
+      // gone: the conversation's next request waits for nothing more.
+      let finishing: Promise<void> | null = null;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        if (clientGone) return resolve(); // An answer the client never saw whole is not stored.
+        finishing = (async () => {
+          const failure = await this.appendAnswer(conversationId, answer.message(), answer.usage, call);
+          if (failure) res.write(`: convstate: the answer was not stored: ${failure.replace(/[\r\n]+/g, " ")}\n\n`);
+          res.end("data: [DONE]\n\n");
+        })().then(resolve, resolve);
+      };
+      const abandon = () => {
+        if (finishing) return; // Resolves once stored.
+        done = true;
+        if (!res.writableEnded) res.destroy();
+        upRes.destroy();
+        resolve();
+      };
+      res.on("close", () => {
+        if (!res.writableEnded) {
+          clientGone = true;
+          abandon();
+        }
+      });
       const events = (text: string) => {
         buffer += text.replace(/\r\n?/g, "\n");
         let cut: number;
@@ -449,7 +477,7 @@ class ChatProxy {
             .map((l) => l.slice(5).replace(/^ /, ""))
             .join("\n");
           if (data === "[DONE]") {
-            finish().then(resolve, resolve);
+            finish();
             return;
           }
           const chunk = data ? parseJson(Buffer.from(data)) : undefined;
@@ -468,12 +496,13 @@ class ChatProxy {
         if (!done) {
           const tail = decoder.decode();
           if ((buffer + tail).trim() !== "") events(tail + "\n\n");
-          finish().then(resolve, resolve);
+          finish();
         }
       });
-      upRes.on("error", () => {
-        if (!done) res.destroy();
-        resolve();
+      upRes.on("error", abandon);
+      // Closed before its end (the upstream went away, or was cut off): nothing more comes.
+      upRes.on("close", () => {
+        if (!done && !upRes.complete) abandon();
       });
     });
   }
@@ -526,17 +555,17 @@ class ChatProxy {
     return body as Record<string, any>;
   }
 
-  private send(url: URL, method: string, headers: http.OutgoingHttpHeaders, onResponse: (res: http.IncomingMessage) => void): http.ClientRequest {
+  private send(url: URL, method: string, headers: http.OutgoingHttpHeaders, onResponse: (res: http.IncomingMessage) => void, signal?: AbortSignal): http.ClientRequest {
     const target = new URL(this.upstream.pathname.replace(/\/$/, "") + url.pathname.slice(3) + url.search, this.upstream);
     const lib = target.protocol === "https:" ? https : http;
-    const req = lib.request(target, { method, headers, agent: this.agent, timeout: this.upstreamTimeoutMs }, onResponse);
+    const req = lib.request(target, { method, headers, agent: this.agent, timeout: this.upstreamTimeoutMs, signal }, onResponse);
     req.on("timeout", () => req.destroy(new Error(`no answer within ${this.upstreamTimeoutMs} ms`)));
     return req;
   }
 
-  private post(url: URL, headers: http.OutgoingHttpHeaders, body: Buffer): Promise<http.IncomingMessage> {
+  private post(url: URL, headers: http.OutgoingHttpHeaders, body: Buffer, signal?: AbortSignal): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const req = this.send(url, "POST", { ...headers, "content-type": "application/json", "content-length": body.length }, resolve);
+      const req = this.send(url, "POST", { ...headers, "content-type": "application/json", "content-length": body.length }, resolve, signal);
       req.on("error", (err) => reject(new HttpError(502, `upstream: ${err.message}`, "upstream_error")));
       req.end(body);
     });
