@@ -15,7 +15,10 @@ import {
   OpenAIMessage,
   OpenAIUsage,
   assistantToItems,
+  MAX_RECALL_QUERY_BYTES,
   messagesToItems,
+  recallQueryOf,
+  truncateUtf8,
   splitLeadingSystem,
   toProviderUsage,
   toolNamesOf,
@@ -98,6 +101,12 @@ export interface BeforeInferenceOptions extends CallOptions {
   idempotencyKey?: string;
   /** The last of the new messages ends a task. */
   taskBoundary?: boolean;
+  /**
+   * Recall (default true): the text of the last user message among the new
+   * ones is BuildContext's recall_query, so passages of the history the view
+   * no longer shows verbatim that match it come back (RECALLED section).
+   */
+  recall?: boolean;
 }
 
 export interface AfterInferenceOptions extends CallOptions {
@@ -107,6 +116,8 @@ export interface AfterInferenceOptions extends CallOptions {
 export interface OverflowOptions extends CallOptions {
   /** The prompt size the provider reported in its refusal; 0 or unset if unknown. */
   reportedTokens?: number;
+  /** BuildContext's recall_query (the last user message's text, as beforeInference sends it). */
+  recallQuery?: string;
 }
 
 /** What to send to the model. */
@@ -284,7 +295,8 @@ export class ConvstateClient {
       await this.ensureConversation(conversationId, opts.model, opts.systemPrompt ?? system, opts);
       await append();
     }
-    return this.prepare(await this.buildContext({ conversationId }, opts), appended);
+    const recallQuery = opts.recall === false ? "" : recallQueryOf(items);
+    return this.prepare(await this.buildContext({ conversationId, recallQuery }, opts), appended);
   }
 
   /**
@@ -311,7 +323,12 @@ export class ConvstateClient {
    */
   async rebuildAfterOverflow(conversationId: string, opts: OverflowOptions = {}): Promise<PreparedContext> {
     const view = await this.buildContext(
-      { conversationId, providerOverflow: true, providerReportedTokens: Math.max(0, Math.floor(opts.reportedTokens ?? 0)) },
+      {
+        conversationId,
+        providerOverflow: true,
+        providerReportedTokens: Math.max(0, Math.floor(opts.reportedTokens ?? 0)),
+        recallQuery: truncateUtf8(opts.recallQuery ?? "", MAX_RECALL_QUERY_BYTES),
+      },
       opts,
     );
     return this.prepare(view, []);

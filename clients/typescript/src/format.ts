@@ -131,6 +131,26 @@ export function contentText(content: OpenAIMessage["content"], where: string): s
   return texts.join("\n");
 }
 
+/** The service refuses longer recall queries (bytes of UTF-8). */
+export const MAX_RECALL_QUERY_BYTES = 8192;
+
+/** `s` cut to at most `maxBytes` of UTF-8, on a character boundary. */
+export function truncateUtf8(s: string, maxBytes: number): string {
+  const bytes = Buffer.from(s, "utf8");
+  if (bytes.length <= maxBytes) return s;
+  let end = maxBytes;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--; // Not inside a character.
+  return bytes.subarray(0, end).toString("utf8");
+}
+
+/** The recall query for a request: the text of its last user message (capped at MAX_RECALL_QUERY_BYTES), or "". */
+export function recallQueryOf(items: Array<Pick<NewItem, "role" | "kind" | "content">>): string {
+  for (let i = items.length - 1; i >= 0; i--) {
+    if (items[i].role === Role.ROLE_USER && items[i].kind === ItemKind.ITEM_KIND_MESSAGE) return truncateUtf8(items[i].content, MAX_RECALL_QUERY_BYTES);
+  }
+  return "";
+}
+
 function newItem(role: Role, kind: ItemKind, content: string, toolName = "", toolCallId = ""): NewItem {
   return NewItem.fromPartial({ role, kind, content, toolName, toolCallId });
 }

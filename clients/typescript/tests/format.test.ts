@@ -12,6 +12,8 @@ import {
   isValidTraceparent,
   messagesToItems,
   newTraceparent,
+  recallQueryOf,
+  truncateUtf8,
   reportedTokens,
   splitLeadingSystem,
   toProviderUsage,
@@ -239,6 +241,18 @@ test("the proxy lines a request up against the stored history: appends what is n
   const result = (s: string) => v1.NewItem.fromPartial({ role: Role.ROLE_TOOL, kind: ItemKind.ITEM_KIND_TOOL_RESULT, content: s, toolName: "f", toolCallId: "c1" });
   assert.deepEqual(align(stored(u("u1"), call, result("r1"), a("a1")), sent(u("u1"), call, result("r2"))), { keep: 1, from: 1 });
   assert.deepEqual(overlap(["x", "y"], ["y", "z"]), 1);
+});
+
+test("the recall query is the last user message, cut to 8192 bytes on a character boundary", () => {
+  assert.equal(truncateUtf8("héllo", 2), "h"); // "é" is two bytes: not cut in half.
+  assert.equal(truncateUtf8("héllo", 3), "hé");
+  assert.equal(truncateUtf8("a😀b", 4), "a"); // Nor a four-byte character.
+  assert.equal(truncateUtf8("short", 8192), "short");
+  const items = messagesToItems([{ role: "user", content: "first" }, { role: "assistant", content: "answer" }, { role: "user", content: "€".repeat(3000) }]);
+  const q = recallQueryOf(items);
+  assert.equal(Buffer.byteLength(q), 8190); // 2730 three-byte characters.
+  assert.equal(q, "€".repeat(2730));
+  assert.equal(recallQueryOf(messagesToItems([{ role: "assistant", content: "no question" }])), "");
 });
 
 test("traceparent values", () => {

@@ -388,3 +388,34 @@ test("a client that disconnects mid-stream does not hold the conversation up", a
   // The answer the client never saw whole is not stored.
   assert.deepEqual((await stored(id)).map((s) => s[2]), ["SLOW_STREAM please", "Still there?", replyTo("Still there?")]);
 });
+
+test("the last question is the recall query: what compaction took out of the view comes back to the upstream", async () => {
+  const id = uniqueId("recall");
+  const report = ["# fjord-tide: provisioning report"];
+  for (let i = 0; i < 30; i++) report.push(`step ${i}: created table t${i}`);
+  report.push("primary host: db-41.north.internal (guard_value 7731)");
+  // A tool's long report, then turns about other things.
+  const messages: Msg[] = [{ role: "system", content: "You help with databases." }, { role: "user", content: "CALL_TOOL: set up the tenant database for fjord-tide." }];
+  const call = (await turn(id, messages)).answer;
+  messages.push(call, { role: "tool", tool_call_id: call.tool_calls![0].id, content: report.join("\n") });
+  messages.push((await turn(id, messages)).answer);
+  for (let i = 0; i < 8; i++) {
+    messages.push({ role: "user", content: `Status of step ${i}?` });
+    messages.push((await turn(id, messages)).answer);
+  }
+  const compacted = await convstate.compact({ conversationId: id, mode: v1.CompactRequest_Mode.MODE_SUMMARIZE });
+  assert.equal(compacted.contextStatus, v1.ContextStatus.CONTEXT_STATUS_SUMMARIZED);
+  messages.push({ role: "user", content: "Which host does the fjord-tide database live on, and its guard value?" });
+  const r = await turn(id, messages);
+  const sent = fake.chats().at(-1)!.body.messages as Array<{ role: string; content: string }>;
+  // The first message is no longer in the view verbatim ...
+  assert.ok(!sent.some((m) => m.content === report.join("\n")), JSON.stringify(sent));
+  // ... but the passage that answers the question is, recalled.
+  const recalled = sent.find((m) => m.role === "system" && /\[#\d+, turn \d+/.test(m.content));
+  assert.ok(recalled, JSON.stringify(sent, null, 1));
+  assert.match(recalled!.content, /primary host: db-41\.north\.internal \(guard_value 7731\)/);
+  // After the live items, the question among them.
+  assert.equal(sent.at(-1), recalled);
+  assert.equal(sent.at(-2)!.content, "Which host does the fjord-tide database live on, and its guard value?");
+  assert.ok(r.version > 0);
+});

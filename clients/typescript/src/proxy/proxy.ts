@@ -25,6 +25,7 @@ import {
   assistantToItems,
   isContextLengthExceeded,
   messagesToItems,
+  recallQueryOf,
   reportedTokens,
   splitLeadingSystem,
   toProviderUsage,
@@ -113,6 +114,8 @@ interface Known {
 interface Stored {
   rewoundTo?: number;
   abandoned?: string;
+  /** The request's last user message: BuildContext's recall query. */
+  recallQuery: string;
 }
 
 export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
@@ -253,7 +256,8 @@ class ChatProxy {
     // The upstream sees the view; a refusal for length is reported once.
     const stream = body.stream === true;
     const wantsUsage = stream && isObject(body.stream_options) && body.stream_options.include_usage === true;
-    let view = await this.client.buildContext({ conversationId }, call);
+    const recallQuery = stored.recallQuery;
+    let view = await this.client.buildContext({ conversationId, recallQuery }, call);
     // A client that goes away takes the upstream call with it.
     const gone = new AbortController();
     res.on("close", () => {
@@ -273,7 +277,7 @@ class ChatProxy {
       if (attempt === 1 && isContextLengthExceeded(status, parsed ?? raw.toString("utf8"))) {
         this.log(`${conversationId}: upstream refused ${view.tokens?.total ?? "?"} tokens as too long; rebuilding`);
         view = await this.client.buildContext(
-          { conversationId, providerOverflow: true, providerReportedTokens: reportedTokens(parsed ?? raw.toString("utf8")) },
+          { conversationId, providerOverflow: true, providerReportedTokens: reportedTokens(parsed ?? raw.toString("utf8")), recallQuery },
           call,
         );
         continue;
@@ -314,7 +318,7 @@ class ChatProxy {
         const names = toolNamesOf(known.items);
         const sent = messagesToItems(messages, (id) => names.get(id));
         const { keep, from } = align(known.items, sent.map(itemKey), sentSystem);
-        const out: Stored = {};
+        const out: Stored = { recallQuery: recallQueryOf(sent) };
         if (keep < known.items.length) {
           if (!fresh) throw new StaleHistory();
           known = await this.rewind(conversationId, known, keep, out, call);
