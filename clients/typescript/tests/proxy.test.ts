@@ -3,6 +3,7 @@
 // and calls an upstream fake that records what it receives.
 
 import assert from "node:assert/strict";
+import * as http from "node:http";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 
@@ -418,4 +419,41 @@ test("the last question is the recall query: what compaction took out of the vie
   assert.equal(sent.at(-1), recalled);
   assert.equal(sent.at(-2)!.content, "Which host does the fjord-tide database live on, and its guard value?");
   assert.ok(r.version > 0);
+});
+
+test("a path that would lead the proxy to another host is refused", async () => {
+  // An upstream given without a path: "/v1//HOST/..." would otherwise make a URL of another origin.
+  const elsewhere = new UpstreamFake();
+  await elsewhere.start();
+  const bare = await startProxyProcess(`http://127.0.0.1:${fake.port}`);
+  const get = (base: string, path: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = http.request(base + path, { method: "GET", headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || "null") }));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  try {
+    for (const [base, path] of [
+      [bare.url, `/v1//127.0.0.1:${elsewhere.port}/v1/models`],
+      [bare.url, `/v1/\\\\127.0.0.1:${elsewhere.port}/v1/models`],
+      [proxy.url, `/v1//127.0.0.1:${elsewhere.port}/v1/models`],
+      [proxy.url, `/v1/models//x`],
+    ]) {
+      const r = await get(base, path, { authorization: `Bearer ${API_KEY}` });
+      assert.equal(r.status, 400, path);
+      assert.equal(r.body.error.type, "invalid_request_error", path);
+      assert.equal(r.body.error.code, "invalid_path", path);
+    }
+    assert.equal(elsewhere.requests.length, 0);
+    // What stays on the upstream passes.
+    assert.equal((await get(bare.url, "/v1/models")).status, 404); // The fake serves /v1/models; this proxy sends /models.
+    assert.equal(fake.requests.at(-1)!.path, "/models");
+  } finally {
+    await bare.stop();
+    await elsewhere.stop();
+  }
 });

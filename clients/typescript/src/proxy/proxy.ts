@@ -190,6 +190,13 @@ class ChatProxy {
       sendError(res, new HttpError(404, `no route ${req.method} ${url.pathname}: the proxy serves /v1/...`, "not_found_error"));
       return;
     }
+    // The upstream URL is the upstream's root and the path put together: a
+    // path that would make it name another origin (or holds "//") is refused.
+    const rawPath = (req.url ?? "/").split("?")[0];
+    if (rawPath.includes("//") || rawPath.includes("\\") || url.pathname.includes("//") || this.target(url).origin !== this.upstream.origin) {
+      sendError(res, new HttpError(400, `${url.pathname}: not a path the proxy forwards (it must stay on the upstream's origin, without "//")`, "invalid_request_error", "invalid_path"));
+      return;
+    }
     const conversationId = header(req, CONVERSATION_HEADER);
     if (req.method === "POST" && url.pathname === "/v1/chat/completions" && conversationId !== undefined) {
       try {
@@ -559,8 +566,14 @@ class ChatProxy {
     return body as Record<string, any>;
   }
 
+  /** Where a request for `url` (a path under /v1/) goes: the upstream's root and the path after /v1. */
+  private target(url: URL): URL {
+    return new URL(this.upstream.pathname.replace(/\/$/, "") + url.pathname.slice(3) + url.search, this.upstream);
+  }
+
   private send(url: URL, method: string, headers: http.OutgoingHttpHeaders, onResponse: (res: http.IncomingMessage) => void, signal?: AbortSignal): http.ClientRequest {
-    const target = new URL(this.upstream.pathname.replace(/\/$/, "") + url.pathname.slice(3) + url.search, this.upstream);
+    const target = this.target(url);
+    if (target.origin !== this.upstream.origin) throw new HttpError(400, "the path leaves the upstream's origin", "invalid_request_error", "invalid_path");
     const lib = target.protocol === "https:" ? https : http;
     const req = lib.request(target, { method, headers, agent: this.agent, timeout: this.upstreamTimeoutMs, signal }, onResponse);
     req.on("timeout", () => req.destroy(new Error(`no answer within ${this.upstreamTimeoutMs} ms`)));
