@@ -8,6 +8,7 @@ import { after, before, test } from "node:test";
 import OpenAI from "openai";
 
 import { ConvstateClient, isValidTraceparent, traceIdOf, v1, viewToOpenAI } from "../src";
+import { RememberedHistories } from "../src/proxy/proxy";
 import { ProxyProcess, serverAddress, startProxyProcess, storedUsage, uniqueId } from "./helpers";
 import { REFUSAL_TOKENS, UpstreamFake, replyTo } from "./upstream_fake";
 
@@ -456,4 +457,47 @@ test("a path that would lead the proxy to another host is refused", async () => 
     await bare.stop();
     await elsewhere.stop();
   }
+});
+
+test("a stream is relayed no faster than the client reads it", async () => {
+  const id = uniqueId("slow-reader");
+  const res = await fetch(`${proxy.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-convstate-conversation-id": id },
+    body: JSON.stringify({ model: MODEL, stream: true, messages: [{ role: "user", content: "HUGE_STREAM please" }] }),
+  });
+  const reader = res.body!.getReader();
+  await reader.read();
+  const before = fake.hugeBytesWritten;
+  await new Promise((r) => setTimeout(r, 1000)); // The client reads nothing meanwhile.
+  const written = fake.hugeBytesWritten;
+  await reader.cancel();
+  // Without backpressure the proxy would take all 64 MiB; with it, what the sockets buffer.
+  assert.ok(written < 24 << 20, `the upstream wrote ${written} bytes (${before} before the pause) to a client that read one chunk`);
+});
+
+test("an upstream answer larger than --max_upstream_body_bytes is 502, and the proxy remembers histories within a byte budget", async () => {
+  const small = await startProxyProcess(fake.url, ["--max_upstream_body_bytes=50000"]);
+  try {
+    const res = await fetch(`${small.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-convstate-conversation-id": uniqueId("big") },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "BIG_ANSWER please" }] }),
+    });
+    assert.equal(res.status, 502);
+    const err = ((await res.json()) as any).error;
+    assert.equal(err.code, "upstream_response_too_large");
+  } finally {
+    await small.stop();
+  }
+  const seen = (sequence: number, key: string) => ({ sequence, kind: ItemKind.ITEM_KIND_MESSAGE, toolName: "", toolCallId: "", key });
+  const memory = new RememberedHistories(1000, 400);
+  memory.set("a", { version: 1, items: [seen(1, "k".repeat(24))] });
+  memory.set("b", { version: 1, items: Array.from({ length: 10 }, (_, i) => seen(i + 1, "k".repeat(24))) }); // Too large for one conversation's share: not kept.
+  assert.ok(memory.get("a"));
+  assert.equal(memory.get("b"), undefined);
+  for (let i = 0; i < 20; i++) memory.set(`c${i}`, { version: 1, items: [seen(1, "k".repeat(24))] });
+  assert.ok(memory.bytes <= 1000);
+  assert.equal(memory.get("a"), undefined); // The least recently used went first.
+  assert.ok(memory.get("c19"));
 });

@@ -2,7 +2,9 @@
 // proxy benchmark: records every request it receives and answers chat
 // completions plain or streamed (SSE, with usage when asked), with a
 // reply derived from the last user message; "CALL_TOOL" in it asks for a
-// tool call instead, and "SLOW_STREAM" a stream that takes ten seconds.
+// tool call instead, "SLOW_STREAM" a stream that takes ten seconds,
+// "HUGE_STREAM" 64 MiB streamed as fast as they are read, "BIG_ANSWER" an
+// answer of 100 kB.
 // refuseNext(n) makes the next n chat completions fail
 // as OpenAI does for a prompt too long.
 //
@@ -26,6 +28,8 @@ export class UpstreamFake {
   readonly requests: Recorded[] = [];
   private server?: http.Server;
   private refusals = 0;
+  /** Bytes of HUGE_STREAM answers written so far. */
+  hugeBytesWritten = 0;
   port = 0;
 
   get url(): string {
@@ -96,7 +100,7 @@ export class UpstreamFake {
     const created = Math.floor(Date.now() / 1000);
     const model = body.model;
     const toolCall = question.includes("CALL_TOOL") && !body.messages.some((m: any) => m.role === "tool" && m.tool_call_id === `call_${hash(question)}`);
-    const content = toolCall ? null : replyTo(question);
+    const content = toolCall ? null : question.includes("BIG_ANSWER") ? replyTo(question) + " " + "y".repeat(100000) : replyTo(question);
     const calls = toolCall
       ? [{ id: `call_${hash(question)}`, type: "function", function: { name: "lookup", arguments: JSON.stringify({ q: question.slice(0, 20) }) } }]
       : undefined;
@@ -131,6 +135,22 @@ export class UpstreamFake {
       const a = c.function.arguments;
       res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: a.slice(0, 5) } }] }, null));
       res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: a.slice(5) } }] }, null));
+    } else if (question.includes("HUGE_STREAM")) {
+      // 64 MiB in 64 KiB pieces, as fast as the reader takes them.
+      const piece = "x".repeat(65536);
+      let n = 0;
+      const more = () => {
+        while (n < 1024) {
+          n++;
+          this.hugeBytesWritten += piece.length;
+          if (!res.write(chunk({ content: piece }, null))) return void res.once("drain", more);
+        }
+        res.write(chunk({}, finish));
+        res.end("data: [DONE]\n\n");
+      };
+      res.on("close", () => (n = 1024));
+      more();
+      return;
     } else if (question.includes("SLOW_STREAM")) {
       // A piece every 50 ms for ten seconds, unless the client goes away first.
       let n = 0;

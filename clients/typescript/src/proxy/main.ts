@@ -18,6 +18,9 @@ const USAGE = `usage: tools/proxy --convstate=HOST:PORT --upstream=URL [flags]
   --convstate_deadline_ms=N  deadline of each convstate call (default 30000)
   --upstream_timeout_ms=N    how long an upstream call may take (default 600000)
   --max_body_bytes=N         largest request body (default 33554432)
+  --max_upstream_body_bytes=N  largest upstream answer read whole, and streamed answer
+                             stored (default 67108864; beyond: 502, or not stored)
+  --max_remembered_bytes=N   what the proxy remembers of stored histories (default 67108864)
 `;
 
 function parse(argv: string[]): Map<string, string> {
@@ -34,6 +37,7 @@ function parse(argv: string[]): Map<string, string> {
   const known = new Set([
     "convstate", "upstream", "port", "host", "convstate_token", "convstate_token_file", "convstate_cacert",
     "convstate_cert", "convstate_key", "tenant", "convstate_deadline_ms", "upstream_timeout_ms", "max_body_bytes",
+    "max_upstream_body_bytes", "max_remembered_bytes",
   ]);
   for (const k of flags.keys()) if (!known.has(k)) fail(`unknown flag --${k}`);
   return flags;
@@ -74,6 +78,8 @@ async function main(): Promise<void> {
     port: int(flags, "port", 8080, 0, 65535),
     upstreamTimeoutMs: int(flags, "upstream_timeout_ms", 600000, 1),
     maxBodyBytes: int(flags, "max_body_bytes", 32 << 20, 1),
+    maxUpstreamBodyBytes: int(flags, "max_upstream_body_bytes", 64 << 20, 1),
+    maxRememberedBytes: int(flags, "max_remembered_bytes", 64 << 20, 0),
   });
   const stop = () => {
     proxy.close().then(() => process.exit(0));

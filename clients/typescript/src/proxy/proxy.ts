@@ -49,6 +49,10 @@ export interface ProxyOptions {
   maxBodyBytes?: number;
   /** How long an upstream call may take, in ms (default 600000). */
   upstreamTimeoutMs?: number;
+  /** Largest upstream answer read whole (JSON, an error, one SSE event, a streamed answer to store); beyond it 502 (default 64 MiB). */
+  maxUpstreamBodyBytes?: number;
+  /** What the proxy remembers of stored histories, in bytes, all conversations together (default 64 MiB; one conversation at most a sixteenth). */
+  maxRememberedBytes?: number;
   /** Where to log (default stderr). */
   log?: (line: string) => void;
 }
@@ -104,10 +108,55 @@ export interface SeenItem {
 }
 
 /** What the proxy knows of a conversation's stored history. */
-interface Known {
+export interface Known {
   version: number;
   /** The stored items a client's messages can show (no summary markers, no reasoning). */
   items: SeenItem[];
+}
+
+/**
+ * What the proxy remembers of conversations' stored histories (item
+ * digests, not their text), within a byte budget: the least recently used
+ * go first, and a history larger than one conversation's share is not kept
+ * (it is read again with each request).
+ */
+export class RememberedHistories {
+  private readonly map = new Map<string, { known: Known; bytes: number }>();
+  bytes = 0;
+
+  constructor(
+    readonly maxBytes: number,
+    readonly maxBytesPerConversation: number,
+  ) {}
+
+  get(conversationId: string): Known | undefined {
+    const e = this.map.get(conversationId);
+    if (!e) return undefined;
+    this.map.delete(conversationId);
+    this.map.set(conversationId, e);
+    return e.known;
+  }
+
+  set(conversationId: string, known: Known): void {
+    this.delete(conversationId);
+    let bytes = 64 + conversationId.length * 2;
+    for (const it of known.items) bytes += 96 + (it.key.length + it.toolName.length + it.toolCallId.length) * 2;
+    if (bytes > this.maxBytesPerConversation) return;
+    this.map.set(conversationId, { known, bytes });
+    this.bytes += bytes;
+    for (const [id, e] of this.map) {
+      if (this.bytes <= this.maxBytes) break;
+      this.map.delete(id);
+      this.bytes -= e.bytes;
+    }
+  }
+
+  delete(conversationId: string): void {
+    const e = this.map.get(conversationId);
+    if (!e) return;
+    this.map.delete(conversationId);
+    this.bytes -= e.bytes;
+  }
 }
 
 /** What storing a request did: the sequence the conversation was taken back to, and the fork that keeps what followed. */
@@ -154,7 +203,8 @@ class ChatProxy {
   private readonly maxBodyBytes: number;
   private readonly upstreamTimeoutMs: number;
   private readonly agent: http.Agent;
-  private readonly known = new Map<string, Known>();
+  private readonly known: RememberedHistories;
+  private readonly maxUpstreamBodyBytes: number;
   private readonly locks = new Map<string, Promise<void>>();
 
   constructor(options: ProxyOptions) {
@@ -172,6 +222,9 @@ class ChatProxy {
     }
     this.maxBodyBytes = options.maxBodyBytes ?? 32 << 20;
     this.upstreamTimeoutMs = options.upstreamTimeoutMs ?? 600000;
+    this.maxUpstreamBodyBytes = options.maxUpstreamBodyBytes ?? 64 << 20;
+    const memory = options.maxRememberedBytes ?? 64 << 20;
+    this.known = new RememberedHistories(memory, Math.max(1, Math.floor(memory / 16)));
     const Agent = this.upstream.protocol === "https:" ? https.Agent : http.Agent;
     this.agent = new Agent({ keepAlive: true, maxSockets: 256 });
   }
@@ -279,7 +332,7 @@ class ChatProxy {
       upRes = await this.post(url, headers, Buffer.from(JSON.stringify(upBody)), gone.signal);
       const status = upRes.statusCode ?? 502;
       if (status >= 200 && status < 300) break;
-      const raw = await readAll(upRes);
+      const raw = await readAll(upRes, this.maxUpstreamBodyBytes);
       const parsed = parseJson(raw);
       if (attempt === 1 && isContextLengthExceeded(status, parsed ?? raw.toString("utf8"))) {
         this.log(`${conversationId}: upstream refused ${view.tokens?.total ?? "?"} tokens as too long; rebuilding`);
@@ -357,7 +410,7 @@ class ChatProxy {
     if (cached && cached.version === version) return cached;
     const items = (await this.client.listAllItems(conversationId, call)).filter(shown).map(seen);
     const known = { version, items };
-    this.remember(conversationId, known);
+    this.known.set(conversationId, known);
     return known;
   }
 
@@ -373,7 +426,7 @@ class ChatProxy {
       out.abandoned = res.abandoned?.conversationId ?? "";
       this.log(`${conversationId}: the request parts from the stored history after item ${toSequence}: rewound, the rest kept in ${out.abandoned}`);
       const rewound = { version: res.conversation?.version ?? 0, items: known.items.slice(0, keep) };
-      this.remember(conversationId, rewound);
+      this.known.set(conversationId, rewound);
       return rewound;
     } catch (err) {
       this.known.delete(conversationId);
@@ -387,7 +440,7 @@ class ChatProxy {
     const key = "proxy-" + createHash("sha256").update(JSON.stringify([conversationId, known.version, last, fresh.map((i) => NewItem.toJSON(i))])).digest("hex").slice(0, 40);
     try {
       const res = await this.client.appendTurn({ conversationId, items: fresh, idempotencyKey: key, expectedVersion: known.version }, call);
-      this.remember(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown).map(seen)] });
+      this.known.set(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown).map(seen)] });
     } catch (err) {
       this.known.delete(conversationId);
       throw err;
@@ -405,7 +458,7 @@ class ChatProxy {
       const res = await this.client.afterInference(conversationId, message, usage as never, { ...call, idempotencyKey: `proxy-answer-${randomUUID()}` });
       const known = this.known.get(conversationId);
       if (known && res.items.length === items.length) {
-        this.remember(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown).map(seen)] });
+        this.known.set(conversationId, { version: res.version, items: [...known.items, ...res.items.filter(shown).map(seen)] });
       } else {
         this.known.delete(conversationId);
       }
@@ -421,7 +474,7 @@ class ChatProxy {
   }
 
   private async relayJson(upRes: http.IncomingMessage, res: http.ServerResponse, conversationId: string, view: BuildContextResponse, call: { traceparent: string }): Promise<void> {
-    const raw = await readAll(upRes);
+    const raw = await readAll(upRes, this.maxUpstreamBodyBytes);
     const parsed = parseJson(raw) as { choices?: Array<{ message?: unknown }>; usage?: unknown } | undefined;
     const message = parsed?.choices?.[0]?.message;
     const failure = message ? await this.appendAnswer(conversationId, message, parsed?.usage, call) : "the upstream's answer holds no message";
@@ -449,6 +502,7 @@ class ChatProxy {
     let buffer = "";
     let done = false;
     let clientGone = false;
+    let waiting = false;
     return new Promise<void>((resolve) => {
       // Settled once the answer is stored (or not), or once either side is
       // gone: the conversation's next request waits for nothing more.
@@ -458,7 +512,9 @@ class ChatProxy {
         done = true;
         if (clientGone) return resolve(); // An answer the client never saw whole is not stored.
         finishing = (async () => {
-          const failure = await this.appendAnswer(conversationId, answer.message(), answer.usage, call);
+          const failure = answer.tooLarge
+            ? `the streamed answer is larger than ${this.maxUpstreamBodyBytes} bytes`
+            : await this.appendAnswer(conversationId, answer.message(), answer.usage, call);
           if (failure) res.write(`: convstate: the answer was not stored: ${failure.replace(/[\r\n]+/g, " ")}\n\n`);
           res.end("data: [DONE]\n\n");
         })().then(resolve, resolve);
@@ -493,11 +549,23 @@ class ChatProxy {
           }
           const chunk = data ? parseJson(Buffer.from(data)) : undefined;
           if (isObject(chunk)) {
-            answer.add(chunk);
+            answer.add(chunk, this.maxUpstreamBodyBytes);
             // The usage chunk the proxy asked for, kept from a client that did not.
             if (!wantsUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage) continue;
           }
-          res.write(event + "\n\n");
+          // Backpressure: the upstream waits while the client's socket is full.
+          if (!res.write(event + "\n\n") && !waiting) {
+            waiting = true;
+            upRes.pause();
+            res.once("drain", () => {
+              waiting = false;
+              upRes.resume();
+            });
+          }
+        }
+        if (buffer.length > this.maxUpstreamBodyBytes) {
+          this.log(`${conversationId}: an SSE event of the upstream exceeds ${this.maxUpstreamBodyBytes} bytes; cut off`);
+          abandon();
         }
       };
       upRes.on("data", (b: Buffer) => {
@@ -519,12 +587,6 @@ class ChatProxy {
   }
 
   // ---- Helpers -----------------------------------------------------------------
-
-  private remember(conversationId: string, known: Known): void {
-    this.known.delete(conversationId);
-    this.known.set(conversationId, known);
-    while (this.known.size > 1000) this.known.delete(this.known.keys().next().value as string);
-  }
 
   /** Runs `fn` after every earlier request of the conversation through this proxy. */
   private async withLock(conversationId: string, fn: () => Promise<void>): Promise<void> {
@@ -593,10 +655,27 @@ class ChatProxy {
 class StreamedAnswer {
   private content = "";
   private readonly calls: OpenAIToolCall[] = [];
+  private size = 0;
   usage: unknown = undefined;
+  /** The answer grew past the limit: it is no longer added up (nor stored). */
+  tooLarge = false;
 
-  add(chunk: Record<string, any>): void {
+  add(chunk: Record<string, any>, limit: number): void {
     if (isObject(chunk.usage)) this.usage = chunk.usage;
+    if (this.tooLarge) return;
+    for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
+      const d = isObject(choice) && isObject(choice.delta) ? choice.delta : undefined;
+      if (d && typeof d.content === "string") this.size += d.content.length;
+      for (const tc of d && Array.isArray(d.tool_calls) ? d.tool_calls : []) {
+        if (isObject(tc) && isObject(tc.function)) this.size += String(tc.function.arguments ?? "").length + String(tc.function.name ?? "").length;
+      }
+    }
+    if (this.size > limit) {
+      this.tooLarge = true;
+      this.content = "";
+      this.calls.length = 0;
+      return;
+    }
     for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
       if (!isObject(choice) || (choice.index ?? 0) !== 0 || !isObject(choice.delta)) continue;
       const delta = choice.delta as Record<string, any>;
@@ -761,9 +840,18 @@ function parseJson(raw: Buffer): unknown {
   }
 }
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+/** The whole body; 502 (and the stream destroyed) beyond `limit` bytes. */
+async function readAll(stream: http.IncomingMessage, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
+  let size = 0;
+  for await (const c of stream) {
+    size += (c as Buffer).length;
+    if (size > limit) {
+      stream.destroy();
+      throw new HttpError(502, `the upstream's answer is larger than ${limit} bytes`, "upstream_error", "upstream_response_too_large");
+    }
+    chunks.push(c as Buffer);
+  }
   return Buffer.concat(chunks);
 }
 
