@@ -1,22 +1,42 @@
 # Shared by clients/typescript/test and tools/bench_proxy. Source it after
-# tools/lib/common.sh. ts_build installs, generates and compiles;
-# ts_start WORK starts a throw-away PostgreSQL under WORK/pg and the server
-# (CONVSTATE_SERVER, default the Bazel build's) with small model profiles,
-# setting TS_SERVER_ADDRESS and TS_DATABASE_URL; ts_stop WORK undoes it.
+# tools/lib/common.sh. ts_work makes a fresh work folder under .convstate/
+# (TS_WORK) for one run; ts_build installs the npm packages (npm ci, only
+# when node_modules is missing or older than package-lock.json), generates
+# the code (src/gen is replaced only when it changed) and compiles into
+# TS_WORK/dist, so runs side by side never wipe each other's build (nor the
+# shared dist/ that tools/proxy uses); ts_start starts a throw-away
+# PostgreSQL under TS_WORK/pg and the server (CONVSTATE_SERVER, default the
+# Bazel build's) with small model profiles, setting TS_SERVER_ADDRESS and
+# TS_DATABASE_URL; ts_stop undoes it and removes TS_WORK.
 
 TS_DIR="$CONVSTATE_ROOT/clients/typescript"
 TS_SERVER_PID=""
+TS_WORK=""
+
+ts_work() {
+  mkdir -p "$CONVSTATE_ROOT/.convstate"
+  TS_WORK=$(mktemp -d "$CONVSTATE_ROOT/.convstate/$1.XXXXXX")
+  chmod 755 "$TS_WORK" # PostgreSQL's own user works under it.
+}
 
 ts_build() {
   command -v node >/dev/null && command -v npm >/dev/null || ensure_packages nodejs npm
   ensure_packages protobuf-compiler libprotobuf-dev
-  log "npm ci, code generation and compilation (clients/typescript)"
-  (cd "$TS_DIR" && npm ci --no-audit --no-fund --loglevel=error >&2 && ./generate.sh && rm -rf dist &&
-    node_modules/.bin/tsc -p tsconfig.json) || die "building the TypeScript client failed"
+  log "code generation and compilation (clients/typescript) into $TS_WORK/dist"
+  (cd "$TS_DIR" &&
+    if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+      npm ci --no-audit --no-fund --loglevel=error >&2
+    fi &&
+    ./generate.sh && node_modules/.bin/tsc -p tsconfig.json --outDir "$TS_WORK/dist") ||
+    die "building the TypeScript client failed"
+  # The compiled files find the npm packages from there.
+  ln -s "$TS_DIR/node_modules" "$TS_WORK/node_modules"
+  # tools/proxy runs this build instead of building dist/.
+  export CONVSTATE_PROXY_DIST="$TS_WORK/dist"
 }
 
 ts_start() {
-  local work="$1" server="${CONVSTATE_SERVER:-$CONVSTATE_ROOT/bazel-bin/services/server/convstate_server}"
+  local work="$TS_WORK" server="${CONVSTATE_SERVER:-$CONVSTATE_ROOT/bazel-bin/services/server/convstate_server}"
   [ -x "$server" ] || die "no server binary at $server (bazel build //services/server:convstate_server, or set CONVSTATE_SERVER)"
   ensure_packages postgresql-15
   ensure_vocab
@@ -62,7 +82,8 @@ PROFILES
 }
 
 ts_stop() {
-  local work="$1"
+  local work="$TS_WORK"
+  [ -n "$work" ] || return 0
   if [ -n "$TS_SERVER_PID" ]; then
     kill "$TS_SERVER_PID" 2>/dev/null || true
     wait "$TS_SERVER_PID" 2>/dev/null || true
