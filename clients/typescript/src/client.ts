@@ -79,6 +79,8 @@ export interface ConvstateClientOptions {
   channelOptions?: grpc.ChannelOptions;
   /** Environment to read the defaults from (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /** Send the token without TLS to an address that is not loopback (refused otherwise). */
+  allowInsecureToken?: boolean;
 }
 
 export interface CallOptions {
@@ -99,6 +101,8 @@ export interface BeforeInferenceOptions extends CallOptions {
   profileOverrides?: Partial<ProfileOverrides>;
   /** The append's idempotency key (default: a new random one, kept across retries). */
   idempotencyKey?: string;
+  /** The view's leading system entries as one OpenAI system message (see viewToOpenAI). */
+  mergeLeadingSystem?: boolean;
   /** The last of the new messages ends a task. */
   taskBoundary?: boolean;
   /**
@@ -118,6 +122,7 @@ export interface OverflowOptions extends CallOptions {
   reportedTokens?: number;
   /** BuildContext's recall_query (the last user message's text, as beforeInference sends it). */
   recallQuery?: string;
+  mergeLeadingSystem?: boolean;
 }
 
 /** What to send to the model. */
@@ -149,6 +154,18 @@ const SAFE_TO_REPEAT = new Set([
   "searchHistory",
 ]);
 
+/** True when `address` (HOST:PORT, a gRPC target) stays on this machine. */
+export function isLoopback(address: string): boolean {
+  let target = address;
+  if (target.startsWith("unix:") || target.startsWith("unix-abstract:")) return true;
+  for (const scheme of ["dns:///", "ipv4:", "ipv6:"]) if (target.startsWith(scheme)) target = target.slice(scheme.length);
+  let host: string;
+  if (target.startsWith("[")) host = target.slice(1).split("]")[0];
+  else if (target.split(":").length === 2) host = target.split(":")[0];
+  else host = target;
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
 function pem(value: string | Buffer | undefined): Buffer | undefined {
   if (value === undefined || value === "") return undefined;
   if (Buffer.isBuffer(value)) return value;
@@ -179,6 +196,11 @@ export class ConvstateClient {
       throw invalidInput("a client certificate needs its key and the other way round (CONVSTATE_CERT, CONVSTATE_KEY)");
     }
     const tls = ca !== undefined || cert !== undefined || options.tls === true;
+    if (this.token && !tls && !isLoopback(this.address) && !options.allowInsecureToken) {
+      throw invalidInput(
+        `refusing to send the token in plaintext to ${this.address}: give a CA (caCert, CONVSTATE_CACERT) or tls for TLS, reach the service on loopback, or set allowInsecureToken`,
+      );
+    }
     const credentials = tls ? grpc.credentials.createSsl(ca ?? null, key ?? null, cert ?? null) : grpc.credentials.createInsecure();
     this.stub = new ConversationStateClient(this.address, credentials, options.channelOptions ?? {});
   }
@@ -296,7 +318,7 @@ export class ConvstateClient {
       await append();
     }
     const recallQuery = opts.recall === false ? "" : recallQueryOf(items);
-    return this.prepare(await this.buildContext({ conversationId, recallQuery }, opts), appended);
+    return this.prepare(await this.buildContext({ conversationId, recallQuery }, opts), appended, opts.mergeLeadingSystem);
   }
 
   /**
@@ -331,7 +353,7 @@ export class ConvstateClient {
       },
       opts,
     );
-    return this.prepare(view, []);
+    return this.prepare(view, [], opts.mergeLeadingSystem);
   }
 
   /** Creates the conversation unless it exists (ALREADY_EXISTS from a concurrent creation is fine). */
@@ -358,8 +380,8 @@ export class ConvstateClient {
   }
 
   /** A view in both formats. */
-  prepare(view: BuildContextResponse, appended: Item[]): PreparedContext {
-    return { openai: viewToOpenAI(view), anthropic: viewToAnthropic(view), viewHash: view.viewHash, version: view.version, view, appended };
+  prepare(view: BuildContextResponse, appended: Item[], mergeLeadingSystem = false): PreparedContext {
+    return { openai: viewToOpenAI(view, { mergeLeadingSystem }), anthropic: viewToAnthropic(view), viewHash: view.viewHash, version: view.version, view, appended };
   }
 
   /** Messages as items; tool results whose calls the messages do not hold are named from the stored history. */

@@ -199,7 +199,9 @@ export function messagesToItems(messages: OpenAIMessage[], lookup?: ToolNameLook
         items.push(newItem(Role.ROLE_USER, ItemKind.ITEM_KIND_MESSAGE, contentText(m.content, where)));
         break;
       case "assistant": {
-        const text = contentText(m.content, where);
+        let text = contentText(m.content, where);
+        // A refusal (content null) is kept as the answer's text.
+        if (text === "" && typeof m.refusal === "string") text = checkText(m.refusal, `${where}.refusal`);
         const calls = m.tool_calls ?? [];
         if (!Array.isArray(calls)) throw invalidInput(`${where}.tool_calls: expected an array`);
         if (text !== "" || calls.length === 0) {
@@ -236,14 +238,15 @@ export function messagesToItems(messages: OpenAIMessage[], lookup?: ToolNameLook
 
 /**
  * An assistant's answer as items: an OpenAI Chat message (content and
- * tool_calls) or an Anthropic Messages one (content blocks text, tool_use,
- * and thinking, kept as a reasoning item).
+ * tool_calls; a refusal without content is kept as its text) or an
+ * Anthropic Messages one (content blocks text, tool_use, and thinking, kept
+ * as a reasoning item; redacted_thinking is left out).
  */
 export function assistantToItems(message: unknown): NewItem[] {
   if (message === null || typeof message !== "object") throw invalidInput("assistant message: expected an object");
   const m = message as { content?: unknown; tool_calls?: unknown };
   const blocks = Array.isArray(m.content) ? (m.content as Array<Record<string, unknown>>) : null;
-  const anthropic = blocks !== null && blocks.some((b) => b && (b.type === "tool_use" || b.type === "thinking"));
+  const anthropic = blocks !== null && blocks.some((b) => b && (b.type === "tool_use" || b.type === "thinking" || b.type === "redacted_thinking"));
   if (!anthropic) {
     return messagesToItems([{ ...(message as OpenAIMessage), role: "assistant" }]);
   }
@@ -254,6 +257,8 @@ export function assistantToItems(message: unknown): NewItem[] {
       items.push(newItem(Role.ROLE_ASSISTANT, ItemKind.ITEM_KIND_MESSAGE, checkText(b.text, `${at}.text`)));
     } else if (b.type === "thinking") {
       items.push(newItem(Role.ROLE_ASSISTANT, ItemKind.ITEM_KIND_REASONING, checkText(b.thinking, `${at}.thinking`)));
+    } else if (b.type === "redacted_thinking") {
+      // Encrypted reasoning: nothing convstate could show; left out.
     } else if (b.type === "tool_use") {
       items.push(
         newItem(Role.ROLE_ASSISTANT, ItemKind.ITEM_KIND_TOOL_CALL, JSON.stringify(b.input ?? {}),
@@ -303,13 +308,23 @@ type ViewLike = Pick<BuildContextResponse, "entries" | "cacheBreakpoints">;
  * A view as OpenAI Chat messages, one per entry in order, except that an
  * assistant's tool calls join the assistant message before them (or one of
  * their own, with null content). Reasoning entries are left out: Chat
- * Completions takes none.
+ * Completions takes none. With `mergeLeadingSystem`, the system entries
+ * before the first turn (system prompt, pinned instructions, summaries,
+ * ledger) are one system message, joined by blank lines, for servers that
+ * take a single one.
  */
-export function viewToOpenAI(view: ViewLike): OpenAIMessage[] {
+export function viewToOpenAI(view: ViewLike, options: { mergeLeadingSystem?: boolean } = {}): OpenAIMessage[] {
   const out: OpenAIMessage[] = [];
   let open: OpenAIMessage | null = null; // The assistant message tool calls may join.
+  let leading = true;
   for (const e of view.entries) {
     if (e.kind === ItemKind.ITEM_KIND_REASONING) continue;
+    const system = e.role === Role.ROLE_SYSTEM && e.kind !== ItemKind.ITEM_KIND_TOOL_RESULT && e.kind !== ItemKind.ITEM_KIND_TOOL_CALL;
+    if (!system) leading = false;
+    if (system && leading && options.mergeLeadingSystem && out.length > 0) {
+      out[out.length - 1].content += "\n\n" + e.content;
+      continue;
+    }
     if (e.kind === ItemKind.ITEM_KIND_TOOL_CALL) {
       const call: OpenAIToolCall = { id: e.toolCallId, type: "function", function: { name: e.toolName, arguments: e.content } };
       if (open === null) {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 
-import { ConvstateClient, ConvstateError, GrpcStatus, v1, viewToOpenAI } from "../src";
+import { ConvstateClient, ConvstateError, GrpcStatus, v1 } from "../src";
 import { serverAddress, storedUsage, uniqueId } from "./helpers";
 
 const client = new ConvstateClient({ address: serverAddress() });
@@ -105,7 +105,15 @@ test("after a provider overflow the view is built anew and an audit row says so"
   }
   const rebuilt = await client.rebuildAfterOverflow(id, { reportedTokens: 5000 });
   assert.notEqual(rebuilt.viewHash, prepared.viewHash);
-  assert.deepEqual(rebuilt.openai, viewToOpenAI(rebuilt.view));
+  // The new view as Chat messages, written out here: no tool calls in this
+  // conversation, so one message per entry with the entry's role and text.
+  const roles: Record<number, string> = { [Role.ROLE_SYSTEM]: "system", [Role.ROLE_USER]: "user", [Role.ROLE_ASSISTANT]: "assistant" };
+  const expected = rebuilt.view.entries.filter((e) => e.kind !== ItemKind.ITEM_KIND_REASONING).map((e) => ({ role: roles[e.role], content: e.content }));
+  assert.deepEqual(rebuilt.openai, expected);
+  assert.deepEqual(rebuilt.openai[0], { role: "system", content: "Be brief." });
+  assert.equal(rebuilt.openai.at(-1)!.role, "user");
+  assert.match(rebuilt.openai.at(-1)!.content as string, /^And db-6\? /);
+  assert.ok(rebuilt.openai.length < 14, `${rebuilt.openai.length} messages: the view, not the whole history`);
   const events = await client.listCompactionEvents({ conversationId: id });
   assert.ok(events.events.some((e) => e.event === "provider_overflow"), JSON.stringify(events.events.map((e) => e.event)));
 });

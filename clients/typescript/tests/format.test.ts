@@ -80,6 +80,28 @@ test("a view as OpenAI Chat messages: tool calls join their assistant message, r
   ]);
 });
 
+test("mergeLeadingSystem: the system entries before the first turn are one message; later ones stay", () => {
+  const merged = viewToOpenAI(view, { mergeLeadingSystem: true });
+  assert.deepEqual(merged[0], { role: "system", content: "You are terse.\n\nNever restart prod.\n\nSummary of items #1-#4\n\nFacts: port 8080" });
+  assert.equal(merged[1].role, "user");
+  assert.deepEqual(merged.at(-2), { role: "system", content: "Recalled: port 8080" });
+  assert.equal(merged.length, viewToOpenAI(view).length - 3);
+});
+
+test("a refusal is kept as the answer's text; Anthropic's redacted_thinking is left out", () => {
+  assert.deepEqual(
+    assistantToItems({ role: "assistant", content: null, refusal: "I can't help with that." }).map((i) => [i.role, i.kind, i.content]),
+    [[Role.ROLE_ASSISTANT, ItemKind.ITEM_KIND_MESSAGE, "I can't help with that."]],
+  );
+  // The same message resent by the client lines up with it.
+  assert.deepEqual(messagesToItems([{ role: "assistant", content: null, refusal: "I can't help with that." }]), assistantToItems({ role: "assistant", content: null, refusal: "I can't help with that." }));
+  const items = assistantToItems({
+    role: "assistant",
+    content: [{ type: "redacted_thinking", data: "EqQBCgIYAh..." }, { type: "text", text: "Done." }],
+  });
+  assert.deepEqual(items.map((i) => [i.kind, i.content]), [[ItemKind.ITEM_KIND_MESSAGE, "Done."]]);
+});
+
 test("a view as Anthropic Messages: system apart, roles alternate, breakpoints become cache_control", () => {
   const a = viewToAnthropic(view);
   assert.deepEqual(a.system, [

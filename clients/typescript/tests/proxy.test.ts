@@ -501,3 +501,19 @@ test("an upstream answer larger than --max_upstream_body_bytes is 502, and the p
   assert.equal(memory.get("a"), undefined); // The least recently used went first.
   assert.ok(memory.get("c19"));
 });
+
+test("--merge_system: the upstream gets one system message before the turns", async () => {
+  const merging = await startProxyProcess(fake.url, ["--merge_system"]);
+  try {
+    const client = new OpenAI({ baseURL: `${merging.url}/v1`, apiKey: API_KEY, maxRetries: 0 });
+    const id = uniqueId("merge");
+    await convstate.createConversation({ conversationId: id, model: MODEL, systemPrompt: "Be brief.", pinnedInstructions: "Never restart prod." });
+    await client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hello?" }] }, { headers: { "x-convstate-conversation-id": id } });
+    assert.deepEqual(fake.chats().at(-1)!.body.messages, [
+      { role: "system", content: "Be brief.\n\nNever restart prod." },
+      { role: "user", content: "Hello?" },
+    ]);
+  } finally {
+    await merging.stop();
+  }
+});

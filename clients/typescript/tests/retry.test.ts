@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 
-import { ConvstateClient, ConvstateError, v1 } from "../src";
+import { ConvstateClient, ConvstateError, isLoopback, v1 } from "../src";
 
 interface Seen {
   method: string;
@@ -121,4 +121,17 @@ test("invalid UTF-8 is refused before any call", async () => {
     (e: unknown) => e instanceof ConvstateError && e.code === grpc.status.INVALID_ARGUMENT && e.local,
   );
   assert.equal(seen.length, 0);
+});
+
+test("a token is not sent in plaintext to an address off this machine unless allowed", () => {
+  assert.throws(
+    () => new ConvstateClient({ env: { CONVSTATE_ADDRESS: "convstate.example:50051", CONVSTATE_TOKEN: "t" } }),
+    (e: unknown) => e instanceof ConvstateError && e.local && /refusing to send the token in plaintext/.test(e.details),
+  );
+  for (const address of ["localhost:1", "127.0.0.1:1", "[::1]:1"]) new ConvstateClient({ address, token: "t" }).close();
+  new ConvstateClient({ address: "convstate.example:1", token: "t", allowInsecureToken: true }).close();
+  new ConvstateClient({ address: "convstate.example:1", token: "t", tls: true }).close();
+  new ConvstateClient({ address: "convstate.example:1" }).close(); // No token, nothing to protect.
+  for (const a of ["localhost:50051", "127.1.2.3:9", "[::1]:50051", "dns:///localhost:50051", "unix:/run/convstate.sock"]) assert.ok(isLoopback(a), a);
+  for (const a of ["convstate:50051", "10.0.0.1:50051", "[2001:db8::1]:443", "localhost.evil:1"]) assert.ok(!isLoopback(a), a);
 });

@@ -21,6 +21,8 @@ const USAGE = `usage: tools/proxy --convstate=HOST:PORT --upstream=URL [flags]
   --max_upstream_body_bytes=N  largest upstream answer read whole, and streamed answer
                              stored (default 67108864; beyond: 502, or not stored)
   --max_remembered_bytes=N   what the proxy remembers of stored histories (default 67108864)
+  --merge_system             send the view's leading system entries as one system message
+  --convstate_allow_insecure_token  send the token without TLS to a non-loopback address
 `;
 
 function parse(argv: string[]): Map<string, string> {
@@ -30,14 +32,14 @@ function parse(argv: string[]): Map<string, string> {
       process.stdout.write(USAGE);
       process.exit(0);
     }
-    const m = /^--([a-z_]+)=(.*)$/s.exec(arg);
+    const m = /^--([a-z_]+)(?:=(.*))?$/s.exec(arg);
     if (!m) fail(`unexpected argument ${JSON.stringify(arg)}`);
-    flags.set(m![1], m![2]);
+    flags.set(m![1], m![2] ?? "true"); // A bare --flag is --flag=true.
   }
   const known = new Set([
     "convstate", "upstream", "port", "host", "convstate_token", "convstate_token_file", "convstate_cacert",
     "convstate_cert", "convstate_key", "tenant", "convstate_deadline_ms", "upstream_timeout_ms", "max_body_bytes",
-    "max_upstream_body_bytes", "max_remembered_bytes",
+    "max_upstream_body_bytes", "max_remembered_bytes", "merge_system", "convstate_allow_insecure_token",
   ]);
   for (const k of flags.keys()) if (!known.has(k)) fail(`unknown flag --${k}`);
   return flags;
@@ -53,6 +55,13 @@ function int(flags: Map<string, string>, name: string, fallback: number, min = 0
   if (v === undefined) return fallback;
   if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) fail(`--${name}: expected a whole number in ${min}..${max}, got ${JSON.stringify(v)}`);
   return Number(v);
+}
+
+function bool(flags: Map<string, string>, name: string): boolean {
+  const v = flags.get(name);
+  if (v === undefined || v === "false") return false;
+  if (v === "true") return true;
+  fail(`--${name}: expected true or false, got ${JSON.stringify(v)}`);
 }
 
 async function main(): Promise<void> {
@@ -72,6 +81,7 @@ async function main(): Promise<void> {
       privateKey: flags.get("convstate_key"),
       tenantId: flags.get("tenant"),
       deadlineMs: int(flags, "convstate_deadline_ms", 30000, 1),
+      allowInsecureToken: bool(flags, "convstate_allow_insecure_token"),
     },
     upstream: upstream!,
     host: flags.get("host") ?? "127.0.0.1",
@@ -80,6 +90,7 @@ async function main(): Promise<void> {
     maxBodyBytes: int(flags, "max_body_bytes", 32 << 20, 1),
     maxUpstreamBodyBytes: int(flags, "max_upstream_body_bytes", 64 << 20, 1),
     maxRememberedBytes: int(flags, "max_remembered_bytes", 64 << 20, 0),
+    mergeSystem: bool(flags, "merge_system"),
   });
   const stop = () => {
     proxy.close().then(() => process.exit(0));

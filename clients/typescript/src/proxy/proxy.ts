@@ -53,6 +53,8 @@ export interface ProxyOptions {
   maxUpstreamBodyBytes?: number;
   /** What the proxy remembers of stored histories, in bytes, all conversations together (default 64 MiB; one conversation at most a sixteenth). */
   maxRememberedBytes?: number;
+  /** Send upstream the view's leading system entries as one system message (default false). */
+  mergeSystem?: boolean;
   /** Where to log (default stderr). */
   log?: (line: string) => void;
 }
@@ -205,6 +207,7 @@ class ChatProxy {
   private readonly agent: http.Agent;
   private readonly known: RememberedHistories;
   private readonly maxUpstreamBodyBytes: number;
+  private readonly mergeSystem: boolean;
   private readonly locks = new Map<string, Promise<void>>();
 
   constructor(options: ProxyOptions) {
@@ -223,6 +226,7 @@ class ChatProxy {
     this.maxBodyBytes = options.maxBodyBytes ?? 32 << 20;
     this.upstreamTimeoutMs = options.upstreamTimeoutMs ?? 600000;
     this.maxUpstreamBodyBytes = options.maxUpstreamBodyBytes ?? 64 << 20;
+    this.mergeSystem = options.mergeSystem ?? false;
     const memory = options.maxRememberedBytes ?? 64 << 20;
     this.known = new RememberedHistories(memory, Math.max(1, Math.floor(memory / 16)));
     const Agent = this.upstream.protocol === "https:" ? https.Agent : http.Agent;
@@ -327,7 +331,7 @@ class ChatProxy {
     const url = new URL("http://proxy/v1/chat/completions");
     let upRes: http.IncomingMessage;
     for (let attempt = 1; ; attempt++) {
-      const upBody: Record<string, unknown> = { ...body, messages: viewToOpenAI(view) };
+      const upBody: Record<string, unknown> = { ...body, messages: viewToOpenAI(view, { mergeLeadingSystem: this.mergeSystem }) };
       if (stream) upBody.stream_options = { ...(isObject(body.stream_options) ? body.stream_options : {}), include_usage: true };
       upRes = await this.post(url, headers, Buffer.from(JSON.stringify(upBody)), gone.signal);
       const status = upRes.statusCode ?? 502;
@@ -654,6 +658,7 @@ class ChatProxy {
 /** The assistant message and usage a chat completion stream adds up to (choice 0). */
 class StreamedAnswer {
   private content = "";
+  private refusal = "";
   private readonly calls: OpenAIToolCall[] = [];
   private size = 0;
   usage: unknown = undefined;
@@ -666,6 +671,7 @@ class StreamedAnswer {
     for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
       const d = isObject(choice) && isObject(choice.delta) ? choice.delta : undefined;
       if (d && typeof d.content === "string") this.size += d.content.length;
+      if (d && typeof d.refusal === "string") this.size += d.refusal.length;
       for (const tc of d && Array.isArray(d.tool_calls) ? d.tool_calls : []) {
         if (isObject(tc) && isObject(tc.function)) this.size += String(tc.function.arguments ?? "").length + String(tc.function.name ?? "").length;
       }
@@ -680,6 +686,7 @@ class StreamedAnswer {
       if (!isObject(choice) || (choice.index ?? 0) !== 0 || !isObject(choice.delta)) continue;
       const delta = choice.delta as Record<string, any>;
       if (typeof delta.content === "string") this.content += delta.content;
+      if (typeof delta.refusal === "string") this.refusal += delta.refusal;
       for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
         if (!isObject(tc)) continue;
         const i = typeof tc.index === "number" ? tc.index : this.calls.length;
@@ -695,7 +702,8 @@ class StreamedAnswer {
 
   message(): OpenAIMessage {
     const calls = this.calls.filter(Boolean);
-    return calls.length ? { role: "assistant", content: this.content || null, tool_calls: calls } : { role: "assistant", content: this.content };
+    const refusal = this.refusal ? { refusal: this.refusal } : {};
+    return calls.length ? { role: "assistant", content: this.content || null, tool_calls: calls, ...refusal } : { role: "assistant", content: this.content, ...refusal };
   }
 }
 
