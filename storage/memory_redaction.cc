@@ -34,39 +34,10 @@ absl::StatusOr<RedactResult> MemoryStorage::RedactItems(const CallContext& ctx,
           absl::StrCat("sequences: item ", s, " is a summary marker, not content"));
     }
   }
-  // The conversations continued from this one, and from those, level by
-  // level, before anything is erased: by incarnation (storage_key), each
-  // once, at most kMaxLineage.
   auto& tenant = tenants_[request.key.tenant_id];
-  std::vector<std::vector<std::string>> levels;
-  {
-    std::vector<std::pair<std::string, int64_t>> frontier = {
-        {request.key.conversation_id, state->conversation.storage_key}};
-    absl::flat_hash_set<int64_t> visited = {state->conversation.storage_key};
-    while (!frontier.empty()) {
-      std::vector<std::pair<std::string, int64_t>> next;
-      for (auto& [id, continued] : tenant) {
-        const std::string& parent = continued.conversation.continued_from;
-        const int64_t from_key = continued.continued_from_key;
-        const bool child = std::any_of(frontier.begin(), frontier.end(), [&](const auto& p) {
-          return p.first == parent && (from_key == 0 || from_key == p.second);
-        });
-        if (parent.empty() || !child) continue;
-        if (!visited.insert(continued.conversation.storage_key).second) continue;
-        if (visited.size() > kMaxLineage) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "the erasure would reach more than ", kMaxLineage,
-              " conversations continued from this one; nothing was erased"));
-        }
-        next.emplace_back(id, continued.conversation.storage_key);
-      }
-      if (!next.empty()) {
-        levels.emplace_back();
-        for (const auto& [id, key] : next) levels.back().push_back(id);
-      }
-      frontier = std::move(next);
-    }
-  }
+  // Before anything is erased: the lineage's size is checked.
+  ASSIGN_OR_RETURN(const Lineage levels, ContinuedFrom(tenant, request.key.conversation_id,
+                                                       state->conversation.storage_key));
   // The forks and sources that share the items (each holds its copy).
   std::vector<ForkLink> family;
   for (const auto& [id, member] : tenant) {
@@ -88,6 +59,63 @@ absl::StatusOr<RedactResult> MemoryStorage::RedactItems(const CallContext& ctx,
   retired[request.key.conversation_id].insert(emptied.begin(), emptied.end());
   Erased(*state, RedactedEvent(request, result.chunks_removed));
   result.compaction_version = state->conversation.compaction_version;
+  EraseLineage(tenant, levels, request, retired, result);
+  for (const auto& [link, seqs] : sharing) {
+    ConversationState& copy = tenant.at(link.id);
+    RedactRequest here = request;
+    here.key = copy.conversation.key;
+    here.sequences = seqs;
+    const std::vector<int64_t> emptied =
+        EraseItems(copy, seqs, request.digest_key, here, nullptr);
+    Erased(copy, RedactedEvent(here, static_cast<int64_t>(emptied.size())));
+    // And what was continued from the copy.
+    ASSIGN_OR_RETURN(const Lineage continued,
+                     ContinuedFrom(tenant, link.id, copy.conversation.storage_key));
+    std::map<std::string, std::set<int64_t>> retired_there;
+    retired_there[link.id].insert(emptied.begin(), emptied.end());
+    EraseLineage(tenant, continued, here, std::move(retired_there), result);
+  }
+  return result;
+}
+
+absl::StatusOr<MemoryStorage::Lineage> MemoryStorage::ContinuedFrom(
+    const std::map<std::string, ConversationState>& tenant, const std::string& root_id,
+    int64_t root_key) {
+  // The conversations continued from the root, and from those, level by
+  // level: by incarnation (storage_key), each once, at most kMaxLineage.
+  Lineage levels;
+  std::vector<std::pair<std::string, int64_t>> frontier = {{root_id, root_key}};
+  absl::flat_hash_set<int64_t> visited = {root_key};
+  while (!frontier.empty()) {
+    std::vector<std::pair<std::string, int64_t>> next;
+    for (const auto& [id, continued] : tenant) {
+      const std::string& parent = continued.conversation.continued_from;
+      const int64_t from_key = continued.continued_from_key;
+      const bool child = std::any_of(frontier.begin(), frontier.end(), [&](const auto& p) {
+        return p.first == parent && (from_key == 0 || from_key == p.second);
+      });
+      if (parent.empty() || !child) continue;
+      if (!visited.insert(continued.conversation.storage_key).second) continue;
+      if (visited.size() > kMaxLineage) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the erasure would reach more than ", kMaxLineage,
+            " conversations continued from this one; nothing was erased"));
+      }
+      next.emplace_back(id, continued.conversation.storage_key);
+    }
+    if (!next.empty()) {
+      levels.emplace_back();
+      for (const auto& [id, key] : next) levels.back().push_back(id);
+    }
+    frontier = std::move(next);
+  }
+  return levels;
+}
+
+void MemoryStorage::EraseLineage(std::map<std::string, ConversationState>& tenant,
+                                 const Lineage& levels, const RedactRequest& request,
+                                 std::map<std::string, std::set<int64_t>> retired,
+                                 RedactResult& result) {
   // Down the lineage: their copies of what was retired go too, and the
   // items carried over from an erased one.
   std::map<std::string, std::set<std::string>> erased;
@@ -121,16 +149,6 @@ absl::StatusOr<RedactResult> MemoryStorage::RedactItems(const CallContext& ctx,
       Erased(continued, ContinuedErasedEvent(request, removed));
     }
   }
-  for (const auto& [link, seqs] : sharing) {
-    ConversationState& copy = tenant.at(link.id);
-    RedactRequest here = request;
-    here.key = copy.conversation.key;
-    here.sequences = seqs;
-    const std::vector<int64_t> emptied =
-        EraseItems(copy, seqs, request.digest_key, here, nullptr);
-    Erased(copy, RedactedEvent(here, static_cast<int64_t>(emptied.size())));
-  }
-  return result;
 }
 
 std::vector<int64_t> MemoryStorage::EraseItems(ConversationState& state,

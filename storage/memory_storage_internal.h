@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -226,6 +227,19 @@ class MemoryStorage final : public Storage {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Erasure (memory_redaction.cc).
+
+  // The conversations continued from `root_id` (incarnation `root_key`),
+  // level by level; RESOURCE_EXHAUSTED past kMaxLineage.
+  using Lineage = std::vector<std::vector<std::string>>;
+  static absl::StatusOr<Lineage> ContinuedFrom(
+      const std::map<std::string, ConversationState>& tenant, const std::string& root_id,
+      int64_t root_key);
+  // Down `levels` (from request.key): their copies of the chunks `retired`
+  // (by conversation) go, and the items carried over from an erased one.
+  void EraseLineage(std::map<std::string, ConversationState>& tenant, const Lineage& levels,
+                    const RedactRequest& request,
+                    std::map<std::string, std::set<int64_t>> retired, RedactResult& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Erases `seqs` of `state` (tombstones, with digests under `digest_key`),
   // retires every chunk derived from them, and makes their idempotency

@@ -112,6 +112,8 @@ absl::StatusOr<RedactResult> PostgresStorage::RedactItems(const CallContext& ctx
         const Erasure copy = Erase(tx, conv_keys[link.id], seqs, copy_digests, here);
         InsertEvents(tx, conv_keys[link.id],
                      {RedactedEvent(here, static_cast<int64_t>(copy.retired.size()))});
+        // And what was continued from the copy.
+        RETURN_IF_ERROR(EraseContinuations(tx, here, link.key, copy.retired, result));
       }
     }
     tx.commit();

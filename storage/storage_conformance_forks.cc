@@ -524,5 +524,33 @@ TEST_P(StorageConformanceTest, ForksOfADeletedConversationStillReachEachOthersCo
   EXPECT_EQ(AllItems(*storage_, ctx_, Key("g"))[5].data.content, "three");
 }
 
+TEST_P(StorageConformanceTest, AnErasureInAForkReachesWhatItsSourceCarriedIntoAContinuation) {
+  History(*storage_, ctx_, Key("s"));  // s's item 3: "two".
+  NewConversation nc;
+  nc.key = Key("c");
+  nc.model = "m";
+  nc.continued_from = "s";
+  nc.continued_from_key = storage_->GetConversation(ctx_, Key("s"))->storage_key;
+  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  AppendRequest carried;
+  carried.key = Key("c");
+  ItemData copy = Message(Role::kUser, "two");
+  copy.metadata[kContinuedFromSequenceKey] = "3";
+  carried.items = {copy};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, carried).ok());
+  ForkRequest fork;
+  fork.source = Key("s");
+  fork.fork = Key("f");
+  fork.at_sequence = 4;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  RedactRequest redact;
+  redact.key = Key("f");
+  redact.sequences = {3};
+  redact.tombstone = "[gone]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("s"))[2].data.content, "[gone]");
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("c"))[0].data.content, "[gone]");
+}
+
 }  // namespace
 }  // namespace convstate
