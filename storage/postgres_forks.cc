@@ -21,11 +21,12 @@
 namespace convstate::pg {
 
 absl::StatusOr<PostgresStorage::ForkPlan> PostgresStorage::PlanFork(
-    pqxx::transaction_base& tx, int64_t conv_key, const ConversationKey& key, int64_t at,
-    int64_t current_version) {
+    pqxx::transaction_base& tx, const ConversationRow& source, int64_t at) {
+  const int64_t conv_key = source.conv_key;
+  const ConversationKey& key = source.conversation.key;
   ForkPlan plan;
   plan.at = at;
-  plan.version = current_version;
+  plan.version = source.conversation.version;
   if (at > 0) {
     std::vector<Item> turn;
     for (const auto& r : Exec(tx, "fork_turn", conv_key, at)) {
@@ -37,7 +38,8 @@ absl::StatusOr<PostgresStorage::ForkPlan> PostgresStorage::PlanFork(
     }
     RETURN_IF_ERROR(CheckForkSplit(key, at, turn));
     const pqxx::row v = Exec1(tx, "fork_version", conv_key, at);
-    plan.version = ForkStateVersion(v[0].as<int64_t>(), v[1].as<int64_t>(), current_version);
+    plan.version =
+        ForkStateVersion(v[0].as<int64_t>(), v[1].as<int64_t>(), source.conversation.version);
   }
   const pqxx::result state_row = Exec(tx, "view_state_at", conv_key, plan.version, int64_t{-1});
   if (state_row.empty()) {
@@ -47,6 +49,8 @@ absl::StatusOr<PostgresStorage::ForkPlan> PostgresStorage::PlanFork(
   }
   plan.state = ViewStateFromJson(state_row[0][2].as<std::string>());
   plan.state.compaction_version = state_row[0][0].as<int64_t>();
+  // The profile's overrides as they were; the compaction policy as it is.
+  plan.state.overrides.policy = source.conversation.overrides.policy;
   plan.last_chunk = Exec1(tx, "fork_last_chunk", conv_key, plan.version,
                           plan.state.compaction_version)[0]
                         .as<int64_t>();
@@ -63,9 +67,7 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
                                                        const ForkPlan& plan,
                                                        const std::optional<TenantUsage>& usage) {
   const int64_t from = source.conv_key;
-  ViewState state = plan.state;
-  // The profile's overrides as they were; the compaction policy as it is.
-  state.overrides.policy = source.conversation.overrides.policy;
+  const ViewState& state = plan.state;
   const Metadata metadata = request.metadata.value_or(source.conversation.metadata);
   const int64_t own_bytes =
       StoredBytes(state.system_prompt, state.pinned_instructions, metadata, state.overrides);
@@ -81,7 +83,8 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
   const int64_t to = ParseConversation(inserted[0]).conv_key;
   // Checked once the items are copied (and what they store is known): a
   // fork past the tenant's limits is not committed.
-  const int64_t bytes = own_bytes + Exec1(tx, "fork_items", from, to, plan.at, plan.version)[0].as<int64_t>();
+  const int64_t bytes =
+      own_bytes + Exec1(tx, "fork_items", from, to, plan.at, plan.version)[0].as<int64_t>();
   if (usage.has_value()) {
     RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, *usage, bytes, 1,
                                       request.tenant_limits));
@@ -134,13 +137,10 @@ absl::StatusOr<Conversation> PostgresStorage::ForkConversation(const CallContext
     // The source is held while the fork is copied from it (an erasure of
     // it waits, then reaches the fork).
     const pqxx::result found = ExecNamed(tx, "lock_fork_source", request.source);
-    if (found.empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("conversation '", request.source.conversation_id, "' not found"));
-    }
+    if (found.empty()) return NotFound(request.source);
     const ConversationRow source = ParseConversation(found[0]);
     ASSIGN_OR_RETURN(const int64_t at, ForkPoint(source.conversation, request.at_sequence));
-    ASSIGN_OR_RETURN(const ForkPlan plan, PlanFork(tx, source.conv_key, request.source, at, source.conversation.version));
+    ASSIGN_OR_RETURN(const ForkPlan plan, PlanFork(tx, source, at));
     ASSIGN_OR_RETURN(const ConversationRow fork, ForkIn(tx, source, request, plan, usage));
     tx.commit();
     QueueWordIndexing(fork.conv_key, std::max(fork.conversation.summarized_through,
@@ -163,10 +163,7 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
       ASSIGN_OR_RETURN(usage, LockTenant(tx, request.key.tenant_id));
     }
     const pqxx::result locked = ExecNamed(tx, "lock_conversation", request.key);
-    if (locked.empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("conversation '", request.key.conversation_id, "' not found"));
-    }
+    if (locked.empty()) return NotFound(request.key);
     const ConversationRow row = ParseConversation(locked[0]);
     const int64_t conv_key = row.conv_key;
     RewindResult out;
@@ -191,10 +188,8 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
     }
     RETURN_IF_ERROR(CheckRewindPoint(row.conversation, request.to_sequence));
     const int64_t to = request.to_sequence;
-    ASSIGN_OR_RETURN(const ForkPlan back, PlanFork(tx, conv_key, request.key, to, row.conversation.version));
-    ASSIGN_OR_RETURN(const ForkPlan whole,
-                     PlanFork(tx, conv_key, request.key, row.conversation.last_sequence,
-                              row.conversation.version));
+    ASSIGN_OR_RETURN(const ForkPlan back, PlanFork(tx, row, to));
+    ASSIGN_OR_RETURN(const ForkPlan whole, PlanFork(tx, row, row.conversation.last_sequence));
     ForkRequest rest;
     rest.source = request.key;
     rest.fork = request.abandoned;
@@ -261,12 +256,10 @@ int64_t PostgresStorage::RewindIn(pqxx::transaction_base& tx, const Conversation
   for (int64_t s = to + 1; s <= row.conversation.last_sequence; ++s) gone.push_back(s);
   Exec(tx, "redact_event_facts", conv_key, IdArray(gone),
        std::string(kRewoundText));
-  ProfileOverrides overrides = back.state.overrides;
-  overrides.policy = row.conversation.overrides.policy;
   const ViewState& s = back.state;
   const int64_t version =
       Exec1(tx, "rewind_conversation", conv_key, to, s.model, s.system_prompt,
-            s.pinned_instructions, OverridesToJson(overrides), chunks.summarized_through,
+            s.pinned_instructions, OverridesToJson(s.overrides), chunks.summarized_through,
             s.prune_boundary, s.token_correction, s.overflow_correction, s.prompt_limit,
             removed_bytes)[0]
           .as<int64_t>();
@@ -283,10 +276,7 @@ absl::StatusOr<Page<Conversation>> PostgresStorage::ListForks(const CallContext&
   return Run<Page<Conversation>>(
       ctx, "list forks", [&](pqxx::transaction_base& tx) -> absl::StatusOr<Page<Conversation>> {
         const pqxx::result found = ExecNamed(tx, "get_conversation", key);
-        if (found.empty()) {
-          return absl::NotFoundError(
-              absl::StrCat("conversation '", key.conversation_id, "' not found"));
-        }
+        if (found.empty()) return NotFound(key);
         const int64_t incarnation = ParseConversation(found[0]).conversation.storage_key;
         return PageOf<Conversation>(
             Exec(tx, "list_forks", key.tenant_id, key.conversation_id, limit.rows + 1,

@@ -276,18 +276,18 @@ class PostgresStorage final : public Storage {
 
   // Forks and rewinds (postgres_forks.cc).
 
-  // Where a fork at `at` of the conversation `conv_key` starts: the version
-  // whose last view state it takes, that state, and the last chunk id it
-  // can show. FAILED_PRECONDITION where it cannot start.
+  // Where a fork at `at` of `source` (its row, held) starts: the version
+  // whose last view state it takes, that state (with the source's
+  // compaction policy as it is now), and the last chunk id it can show.
+  // FAILED_PRECONDITION where it cannot start.
   struct ForkPlan {
     int64_t at = 0;
     int64_t version = 0;
     ViewState state;
     int64_t last_chunk = 0;
   };
-  absl::StatusOr<ForkPlan> PlanFork(pqxx::transaction_base& tx, int64_t conv_key,
-                                    const ConversationKey& key, int64_t at,
-                                    int64_t current_version);
+  absl::StatusOr<ForkPlan> PlanFork(pqxx::transaction_base& tx, const ConversationRow& source,
+                                    int64_t at);
   // The fork `request` asks of `source` (its row, held), as `plan` says, in
   // `tx`; with `usage`, checked against and counted in the tenant's limits.
   absl::StatusOr<ConversationRow> ForkIn(pqxx::transaction_base& tx, const ConversationRow& source,

@@ -367,21 +367,24 @@ absl::StatusOr<std::vector<std::pair<ForkLink, std::vector<int64_t>>>> ForkFamil
   for (const ForkLink& link : family) by_key[link.key] = &link;
   by_key[start.key] = &start;
   // What each member has had erased so far; only what is new spreads.
+  // (Every sequence comes from `sequences`, which `start` holds already.)
   std::map<int64_t, std::set<int64_t>> done;
   done[start.key].insert(sequences.begin(), sequences.end());
   std::vector<std::pair<int64_t, std::vector<int64_t>>> queue = {{start.key, sequences}};
-  std::vector<std::pair<ForkLink, std::vector<int64_t>>> out;
+  std::vector<const ForkLink*> reached;  // In the order first reached.
+  size_t reaches = 0;
   auto reach = [&](const ForkLink& to, int64_t shared_through,
                    const std::vector<int64_t>& from) -> absl::Status {
     std::vector<int64_t> fresh;
+    std::set<int64_t>& erased = done[to.key];
+    const bool first = erased.empty();
     for (int64_t s : from) {
-      if (s <= shared_through && done[to.key].insert(s).second) fresh.push_back(s);
+      if (s <= shared_through && erased.insert(s).second) fresh.push_back(s);
     }
     if (fresh.empty()) return absl::OkStatus();
-    std::sort(fresh.begin(), fresh.end());
-    queue.emplace_back(to.key, fresh);
-    out.emplace_back(to, fresh);
-    if (out.size() > kMaxLineage) {
+    if (first) reached.push_back(&to);
+    queue.emplace_back(to.key, std::move(fresh));
+    if (++reaches > kMaxLineage) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the erasure would reach more than ", kMaxLineage,
           " conversations that share the items; nothing was erased"));
@@ -401,20 +404,12 @@ absl::StatusOr<std::vector<std::pair<ForkLink, std::vector<int64_t>>>> ForkFamil
       }
     }
   }
-  // Merged per member, in the order first reached.
-  std::vector<std::pair<ForkLink, std::vector<int64_t>>> merged;
-  std::map<int64_t, size_t> at;
-  for (auto& [link, seqs] : out) {
-    auto [it, added] = at.emplace(link.key, merged.size());
-    if (added) {
-      merged.emplace_back(link, std::move(seqs));
-    } else {
-      auto& into = merged[it->second].second;
-      into.insert(into.end(), seqs.begin(), seqs.end());
-      std::sort(into.begin(), into.end());
-    }
+  std::vector<std::pair<ForkLink, std::vector<int64_t>>> out;
+  for (const ForkLink* link : reached) {
+    const std::set<int64_t>& erased = done[link->key];
+    out.emplace_back(*link, std::vector<int64_t>(erased.begin(), erased.end()));
   }
-  return merged;
+  return out;
 }
 
 CompactionEvent RedactedEvent(const RedactRequest& request, int64_t chunks_removed) {

@@ -54,10 +54,11 @@ absl::StatusOr<ViewBuilder::Answer> ViewBuilder::Build(const CallContext& ctx,
   const bool recounted = snapshot.conversation.count_encoding != held.conversation.count_encoding;
   const std::vector<ItemData> pending = PendingItems(req.pending_input(), resolved);
   // Searched for while the view is built; added to it after.
+  const std::string recall_query = RecallQueryOf(req);
   const std::shared_ptr<HistoryRecall::PendingRecall> recall =
       plain || req.provider_overflow()
           ? nullptr
-          : recall_->StartRecall(ctx, key, held.conversation, resolved, RecallQueryOf(req));
+          : recall_->StartRecall(ctx, key, held.conversation, resolved, recall_query);
   if (req.provider_overflow()) {
     cache_->Erase(key);
     ASSIGN_OR_RETURN(answer.message,
@@ -88,7 +89,7 @@ absl::StatusOr<ViewBuilder::Answer> ViewBuilder::Build(const CallContext& ctx,
       // is searched now, up to where the view starts (a compacting call's
       // cost is the summarizer's, not this).
       recall_->AddRecall(recall_->StartRecall(ctx, key, outcome.stored->conversation, resolved,
-                                              RecallQueryOf(req)),
+                                              recall_query),
                          outcome.stored->conversation, resolved, outcome.view);
     } else {
       recall_->AddRecall(recall, held.conversation, resolved, outcome.view);
