@@ -419,8 +419,13 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
         }
         if (recall != recall_probes.end()) {
           const std::vector<std::string>& ids = recall->second->fact_ids;
+          std::string recalled;
+          for (const v1::ContextEntry& e : view.entries()) {
+            if (e.section() == v1::SECTION_RECALLED) absl::StrAppend(&recalled, e.content(), "\n");
+          }
           r.recalls.push_back({t, static_cast<int>(ids.size()), FactsIn(conv.facts, ids, text),
-                               FactsIn(conv.facts, ids, fifo_text), view.tokens().recalled()});
+                               FactsIn(conv.facts, ids, fifo_text), view.tokens().recalled(),
+                               std::move(recalled)});
         }
       }
     }

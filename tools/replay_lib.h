@@ -129,6 +129,8 @@ struct Result {
     int in_fifo = 0;
     // Tokens of the view's recalled section.
     int64_t recalled_tokens = 0;
+    // That section's entries, as the model reads them.
+    std::string recalled_text;
   };
   std::vector<Recall> recalls;
   // Compaction steps reported by StreamBuildContext (blocking ones), by tier.

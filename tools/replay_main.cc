@@ -7,7 +7,8 @@
 //          [--recall_budget=F]   (0: without the RECALLED section)
 //          [--recall_off_too]    (each window again without it, timed beside)
 //
-// --dump writes each final view to PREFIX.<window>.txt.
+// --dump writes each final view to PREFIX.<window>.txt, and the recalled
+// section at each recall question to PREFIX.<window>.recall.txt.
 //
 // The target must be a loopback address: the replay sends a few hundred
 // calls per window and nothing else.
@@ -107,6 +108,14 @@ int main(int argc, char** argv) {
       FILE* f = std::fopen(absl::StrCat(dump, ".", w, ".txt").c_str(), "w");
       if (f != nullptr) {
         std::fputs(r->final_view.c_str(), f);
+        std::fclose(f);
+      }
+      f = std::fopen(absl::StrCat(dump, ".", w, ".recall.txt").c_str(), "w");
+      if (f != nullptr) {
+        for (const auto& q : r->recalls) {
+          std::fprintf(f, "=== turn %d: %d of %d asked-for facts in the view\n%s", q.turn,
+                       q.in_view, q.asked, q.recalled_text.c_str());
+        }
         std::fclose(f);
       }
     }

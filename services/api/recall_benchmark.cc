@@ -30,7 +30,7 @@ replay::Conversation* g_conversation = nullptr;
 std::vector<std::string>* g_questions = nullptr;
 // How many candidates a view's recall reads (services/api/recall.cc).
 const Tokenizer* g_tokenizer = nullptr;
-constexpr int kCandidates = 16;
+constexpr int kCandidates = 24;
 
 // Every word of `text` with `salt` appended: the programme's text, as
 // another conversation's would be, with words of its own.

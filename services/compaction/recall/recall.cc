@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "services/common/utf8.h"
 #include "services/common/word_forms.h"
 
@@ -46,6 +49,9 @@ constexpr double kK1 = 1.2;
 constexpr double kB = 0.75;
 // Words a passage usually has: the length BM25 normalizes to.
 constexpr double kAverageTerms = 12;
+// Words a message of the talk around a tool's output usually has: longer
+// ones count their words at a share (BM25's normalization, at most 1).
+constexpr double kAverageTalkTerms = 40;
 // A question word found in the passage's item but not in the passage itself
 // (the service a config belongs to) counts this much.
 constexpr double kItemContext = 0.6;
@@ -73,6 +79,8 @@ constexpr double kCommonWord = 1.0;
 constexpr double kExchangeContext = 1.0;
 // A line holding a value, in an item whose exchange answers the question.
 constexpr double kValueLine = 0.3;
+// A line setting a name to a figure, when the question asks for a quantity.
+constexpr double kFigureLine = 0.5;
 // The share of the question's weight the first passage must answer (its
 // words the history holds, and those it does not hold at all, of at least
 // kMinUnseenBytes, as if one item held them).
@@ -101,9 +109,15 @@ struct Candidate {
   std::map<int, double> context;
   // Found for its value through its exchange.
   bool value = false;
+  // Sets a name to a figure, and the question asks for a quantity.
+  bool figure = false;
   // What it is worth by itself (its line and context, no value weight,
   // nothing covered yet): the floor a pick is held to compares this.
   double worth = 0;
+  // The lines of its item it shows, [first, last] (a value's neighbours
+  // included), and where in its line a piece of a long line starts (npos:
+  // it shows the whole line).
+  size_t first_line = 0, last_line = 0, piece_offset = std::string::npos;
 };
 
 // Whether `terms` (of a line) hold a value: a word with a digit (an id, a
@@ -118,11 +132,23 @@ bool HoldsValue(const std::vector<std::string>& terms) {
   return false;
 }
 
+// `line` without its leading white space and the number a file reader
+// puts before each line ("    34\tMAX = 5", "34| MAX = 5").
+absl::string_view WithoutLineNumber(absl::string_view line) {
+  line = absl::StripLeadingAsciiWhitespace(line);
+  size_t i = 0;
+  while (i < line.size() && absl::ascii_isdigit(static_cast<unsigned char>(line[i]))) ++i;
+  if (i > 0 && i < line.size() && (line[i] == '\t' || line[i] == '|')) {
+    line = absl::StripLeadingAsciiWhitespace(line.substr(i + 1));
+  }
+  return line;
+}
+
 // Whether `line` sets a name to a value that holds a digit, however short
 // ("replicas: 3", "GRACE_DAYS = 5", "timeout=30s", "\"port\": 8080"): a
 // configuration's or a constant's line, whose figure is the answer.
 bool AssignsFigure(absl::string_view line) {
-  line = absl::StripLeadingAsciiWhitespace(line);
+  line = WithoutLineNumber(line);
   size_t i = 0;
   while (i < line.size() && (absl::ascii_isalnum(static_cast<unsigned char>(line[i])) ||
                              line[i] == '_' || line[i] == '-' || line[i] == '.' ||
@@ -134,6 +160,39 @@ bool AssignsFigure(absl::string_view line) {
   if (i >= line.size() || (line[i] != ':' && line[i] != '=')) return false;
   const absl::string_view value = line.substr(i + 1);
   return value.find_first_of("0123456789") != absl::string_view::npos && value.size() <= 80;
+}
+
+// Whether `line` sets a name to a plain figure, the whole value a number
+// with at most a short unit ("GRACE_PERIOD_DAYS = 5", "replicas: 3",
+// "timeout_ms: 30_000", "ttl = 90s  # cache"): a setting's definition, not
+// an expression that uses one.
+bool SetsFigure(absl::string_view line) {
+  if (!AssignsFigure(line)) return false;
+  line = WithoutLineNumber(line);
+  absl::string_view value = line.substr(line.find_first_of(":=") + 1);
+  for (absl::string_view comment : {"#", "//"}) {
+    if (size_t at = value.find(comment); at != absl::string_view::npos) value = value.substr(0, at);
+  }
+  value = absl::StripAsciiWhitespace(value);
+  while (!value.empty() && (value.back() == ',' || value.back() == ';')) value.remove_suffix(1);
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+      value.back() == value.front()) {
+    value = value.substr(1, value.size() - 2);
+  }
+  size_t i = 0;
+  if (i < value.size() && (value[i] == '-' || value[i] == '+')) ++i;
+  if (i >= value.size() || !absl::ascii_isdigit(static_cast<unsigned char>(value[i]))) return false;
+  while (i < value.size() && (absl::ascii_isdigit(static_cast<unsigned char>(value[i])) ||
+                              value[i] == '_' || value[i] == '.' || value[i] == ',')) {
+    ++i;
+  }
+  absl::string_view unit = absl::StripLeadingAsciiWhitespace(value.substr(i));
+  if (unit == "%") return true;
+  if (unit.size() > 4) return false;
+  for (char ch : unit) {
+    if (!absl::ascii_isalpha(static_cast<unsigned char>(ch))) return false;
+  }
+  return true;
 }
 
 // How long `terms` make a line for ranking: a figure counts half a word (a
@@ -169,6 +228,21 @@ std::vector<std::pair<size_t, absl::string_view>> Pieces(absl::string_view line)
   return out;
 }
 
+// Whether `text` asks "how" followed by a word of measure ("how many",
+// "how long", "how big"...).
+bool AsksQuantity(absl::string_view text) {
+  static const auto* const kMeasures = new absl::flat_hash_set<absl::string_view>{
+      "many", "much", "long", "often", "big", "large", "far", "high", "low", "old", "small"};
+  const std::string lower = absl::AsciiStrToLower(text);
+  bool after_how = false;
+  for (absl::string_view word : absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"),
+                                               absl::SkipEmpty())) {
+    if (after_how && kMeasures->contains(word)) return true;
+    after_how = word == "how";
+  }
+  return false;
+}
+
 std::string Provenance(const RecalledPassage& p) {
   std::string what;
   switch (p.kind) {
@@ -199,6 +273,7 @@ std::string Provenance(const RecalledPassage& p) {
 
 RecallQuery ParseRecallQuery(absl::string_view text) {
   RecallQuery q;
+  q.asks_quantity = AsksQuantity(text);
   // SearchTerms lists a compound before its parts: the parts belong to the
   // compound's word.
   std::string compound;
@@ -224,6 +299,7 @@ namespace {
 
 // What the question's words weigh in one conversation's history.
 struct QuestionWeights {
+  bool asks_quantity = false;
   // Searched terms: the question word each stands for and its weight.
   absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
   // Words only a few items hold: specific enough alone.
@@ -235,7 +311,8 @@ struct QuestionWeights {
   // about them too, and nothing recalled answers them.
   std::map<int, double> unseen;
 
-  QuestionWeights(const RecallQuery& query, const HistoryHits& hits) {
+  QuestionWeights(const RecallQuery& query, const HistoryHits& hits)
+      : asks_quantity(query.asks_quantity) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     absl::flat_hash_set<int> seen_words;
@@ -349,10 +426,42 @@ std::vector<std::pair<size_t, absl::string_view>> LinesOf(absl::string_view cont
   return lines;
 }
 
+// Adds to `words` the question's words `item`'s exchange holds and the
+// item does not (`own`), with what each weighs as context of its lines;
+// whether there was any. What a turn's question and call say is the
+// context of its answers: a tool's result and the assistant's reply. The
+// question and the call stand for their own words (a result's provenance
+// names its call). The exchange is the turn's talk (`talk`: each word at
+// the share its message gives it) and the item's own `call`: what another
+// tool's output of the same turn holds (a long log read beside it) does
+// not say what this one is about.
+bool AddExchangeWords(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
+                      const std::string& call, const std::map<int, double>* talk,
+                      const std::map<int, double>& own, std::map<int, double>& words) {
+  const bool answer = item.data.kind == ItemKind::kToolResult ||
+                      (item.data.kind == ItemKind::kMessage && item.data.role == Role::kAssistant);
+  auto exchange = hits.exchange_terms.find(item.sequence);
+  if (!answer || exchange == hits.exchange_terms.end()) return false;
+  const std::map<int, double> called = q.Words(SearchTerms(call));
+  bool any = false;
+  for (const auto& [w, weight] : q.Words(exchange->second)) {
+    if (own.contains(w)) continue;
+    double share = called.contains(w) ? 1.0 : 0.0;
+    if (talk != nullptr) {
+      if (auto said = talk->find(w); said != talk->end()) share = std::max(share, said->second);
+    }
+    if (share <= 0) continue;
+    any = true;
+    words[w] = weight * kExchangeContext * share;
+  }
+  return any;
+}
+
 // The candidate passages of one found item, added to `out` (texts already
 // in `seen` are not added again).
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
-                   absl::flat_hash_set<std::string>& seen, std::vector<Candidate>& out) {
+                   const std::map<int, double>* talk, absl::flat_hash_set<std::string>& seen,
+                   std::vector<Candidate>& out) {
   const std::string& content = item.data.content;
   const auto lines = LinesOf(content);
   // Each line's pieces and their words, split once.
@@ -400,20 +509,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // Each word with what it weighs as context of the item's lines.
   std::map<int, double> item_words;
   for (const auto& [w, weight] : own) item_words[w] = weight * kItemContext;
-  bool through_exchange = false;
-  // What a turn's question and call say is the context of its answers: a
-  // tool's result and the assistant's reply. The question and the call
-  // stand for their own words (a result's provenance names its call).
-  const bool answer = item.data.kind == ItemKind::kToolResult ||
-                      (item.data.kind == ItemKind::kMessage && item.data.role == Role::kAssistant);
-  if (auto exchange = hits.exchange_terms.find(item.sequence);
-      answer && exchange != hits.exchange_terms.end()) {
-    for (const auto& [w, weight] : q.Words(exchange->second)) {
-      if (own.contains(w)) continue;
-      through_exchange = true;
-      item_words[w] = weight * kExchangeContext;
-    }
-  }
+  std::string call;
+  if (auto it = hits.calls.find(item.sequence); it != hits.calls.end()) call = it->second;
+  const bool through_exchange = AddExchangeWords(item, hits, q, call, talk, own, item_words);
   if (item_words.empty()) return;
   // A value's line does not name its subject: where the exchange names it
   // as a passage must, a line holding a value is worth showing.
@@ -425,8 +523,6 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
       return std::pair(a.line, a.offset) < std::pair(b.line, b.offset);
     });
   }
-  std::string call;
-  if (auto it = hits.calls.find(item.sequence); it != hits.calls.end()) call = it->second;
   auto neighbour = [&lines](size_t i) -> absl::string_view {
     if (i >= lines.size()) return {};
     const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i].second);
@@ -450,12 +546,17 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const bool value = values && (!words.empty() || !common.empty()) && holds_value;
     if (!eligible && !value) continue;
     std::string text(absl::StripTrailingAsciiWhitespace(piece));
+    size_t first_line = li, last_line = li;
     if (value && !eligible && piece.size() == line.size()) {
       // The lines around a value may say what it is.
       if (li > 0 && !neighbour(li - 1).empty()) {
         text = absl::StrCat(neighbour(li - 1), "\n  ", text);
+        first_line = li - 1;
       }
-      if (!neighbour(li + 1).empty()) absl::StrAppend(&text, "\n  ", neighbour(li + 1));
+      if (!neighbour(li + 1).empty()) {
+        absl::StrAppend(&text, "\n  ", neighbour(li + 1));
+        last_line = li + 1;
+      }
     }
     if (!seen.insert(text).second) continue;
     Candidate c;
@@ -480,6 +581,10 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     for (const auto& [w, weight] : c.context) context_worth += weight;
     c.worth = line_worth + context_worth;
     c.value = value;
+    c.figure = q.asks_quantity && SetsFigure(piece);
+    c.first_line = first_line;
+    c.last_line = last_line;
+    c.piece_offset = piece.size() == line.size() ? std::string::npos : offset;
     out.push_back(std::move(c));
   }
 }
@@ -499,9 +604,26 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   if (weights.weight_of.empty()) return chosen;
   std::vector<Candidate> candidates;
   absl::flat_hash_set<std::string> seen_texts;
+  // Each found turn's talk: the question's words its messages hold, each
+  // at the share a long message's words count (a morning's long greeting
+  // shares a word or two with most questions).
+  absl::flat_hash_map<int64_t, std::map<int, double>> talk;
+  for (const Item& item : hits.found) {
+    if (item.data.kind != ItemKind::kMessage || item.redacted) continue;
+    const std::vector<std::string> terms = SearchTerms(item.data.content);
+    const double length = WordCount(terms);
+    const double share = std::min(
+        1.0, (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTalkTerms)));
+    for (const auto& [w, weight] : weights.Words(terms)) {
+      double& best = talk[item.turn_index][w];
+      best = std::max(best, share);
+    }
+  }
   for (const Item& item : hits.found) {
     if (limits.shown.contains(item.sequence) || item.redacted) continue;
-    AddCandidates(item, hits, weights, seen_texts, candidates);
+    auto turn_talk = talk.find(item.turn_index);
+    AddCandidates(item, hits, weights, turn_talk == talk.end() ? nullptr : &turn_talk->second,
+                  seen_texts, candidates);
   }
 
   // Greedy: the best passage, then the best one given what is answered.
@@ -517,7 +639,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     for (const auto& [w, weight] : c.line) s += weight * share(w);
     double context = 0;
     for (const auto& [w, weight] : c.context) context += weight * share(w);
-    return s * (c.value ? 1 + kValueLine : 1.0) + context;
+    return s * (c.value ? 1 + kValueLine : 1.0) * (c.figure ? 1 + kFigureLine : 1.0) + context;
   };
   // How much of the question a passage answers, on its line or through its
   // item and exchange: a question the history has only a word or two of
@@ -549,6 +671,17 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   std::vector<bool> taken(candidates.size(), false);
   absl::flat_hash_map<int64_t, int> per_item;
   absl::flat_hash_set<int64_t> items_shown;
+  // The lines (or pieces of a long line) the picks show, by item: a
+  // passage showing one of them again (a value's neighbour picked for its
+  // own words) is not picked.
+  absl::flat_hash_set<std::tuple<int64_t, size_t, size_t>> lines_shown;
+  auto shows_again = [&](const Candidate& c) {
+    for (size_t l = c.first_line; l <= c.last_line; ++l) {
+      const size_t at = l == c.first_line ? c.piece_offset : std::string::npos;
+      if (lines_shown.contains({c.passage.sequence, l, at})) return true;
+    }
+    return false;
+  };
   double first = 0;
   int misfits = 0;
   while (static_cast<int>(chosen.size()) < limits.max_passages && misfits < kMaxMisfits) {
@@ -568,6 +701,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     if (best < 0) break;
     taken[best] = true;
     Candidate& c = candidates[best];
+    if (shows_again(c)) continue;
     if (chosen.empty() && answered(c) < kMinAnswered) break;
     c.passage.tokens = tokenizer.CountTokens(c.passage.text);
     int64_t cost = c.passage.tokens + 2;
@@ -583,7 +717,15 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     used += cost;
     items_shown.insert(c.passage.sequence);
     ++per_item[c.passage.sequence];
-    for (const auto& [w, weight] : c.line) covered.insert(w);
+    for (size_t l = c.first_line; l <= c.last_line; ++l) {
+      lines_shown.insert(
+          {c.passage.sequence, l, l == c.first_line ? c.piece_offset : std::string::npos});
+    }
+    // A question asking for a quantity is answered by a figure: the words
+    // of a line without one (a test named after the setting) stay open.
+    if (!query.asks_quantity || c.figure) {
+      for (const auto& [w, weight] : c.line) covered.insert(w);
+    }
     c.passage.score = best_score;
     chosen.push_back(c.passage);
   }

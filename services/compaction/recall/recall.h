@@ -26,6 +26,9 @@ struct RecallQuery {
   std::vector<std::string> terms;
   std::vector<int> word_of;
   int words = 0;
+  // The question asks for a quantity ("how many", "how long", ...): a line
+  // setting a name to a figure is the answer's shape.
+  bool asks_quantity = false;
 };
 
 // At most this many terms (the first ones): each costs the search a look-up.

@@ -200,6 +200,102 @@ TEST_F(RecallTest, LongLinesAreCutIntoPassagesOnCharacterBoundaries) {
   EXPECT_TRUE(IsValidUtf8(RenderRecalled(got)));
 }
 
+TEST_F(RecallTest, AQuantityQuestionIsAnsweredByTheSettingsFigure) {
+  EXPECT_TRUE(ParseRecallQuery("How many seconds of skew do we allow?").asks_quantity);
+  EXPECT_TRUE(ParseRecallQuery("how long is the TTL?").asks_quantity);
+  EXPECT_FALSE(ParseRecallQuery("Which commit added the lookup?").asks_quantity);
+  EXPECT_FALSE(ParseRecallQuery("How was the long run?").asks_quantity);
+  // A module read with line numbers: a comment and a test named after the
+  // setting hold the question's words; the constant's line holds one of
+  // them and the figure, which is what is asked for.
+  std::string module;
+  for (int i = 1; i <= 40; ++i) {
+    absl::StrAppend(&module, "    ", i, "\t",
+                    i == 4    ? "on the callbacks partners send us, with the same clock-skew tolerance."
+                    : i == 33 ? "SIGNATURE_TOLERANCE_S = 510"
+                    : i == 57 ? "    if abs(now - ts) > SIGNATURE_TOLERANCE_S + grace(7):"
+                              : "    pass",
+                    "\n");
+  }
+  std::string tests;
+  for (int i = 0; i < 12; ++i) {
+    absl::StrAppend(&tests, "tests/test_signing.py::test_case_", i, " PASSED\n");
+  }
+  tests += "tests/test_endpoints.py::test_clock_skew_tolerated_in_tests PASSED\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Open the webhooks signing module."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, module, "read_file"),
+      Stored(3, Role::kTool, ItemKind::kToolResult, tests, "bash")};
+  const RecallQuery q =
+      ParseRecallQuery("How many seconds of clock skew does the webhook signing code tolerate?");
+  HistoryHits hits = HitsFor(items, q);
+  for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
+  hits.calls[2] = R"({"path": "services/webhooks/app/signing.py"})";
+  hits.calls[3] = R"({"cmd": "poetry run pytest -v"})";
+  RecallLimits limits;
+  limits.max_tokens = 110;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  std::vector<std::string> texts;
+  for (const RecalledPassage& p : got) texts.push_back(p.text);
+  EXPECT_THAT(texts, ::testing::Contains(HasSubstr("SIGNATURE_TOLERANCE_S = 510"))) << RenderRecalled(got);
+}
+
+TEST_F(RecallTest, NoLineIsShownTwice) {
+  // Value lines found through their exchange are shown with their
+  // neighbours; a neighbour that is itself a candidate is not shown again.
+  std::string log;
+  for (int i = 0; i < 6; ++i) absl::StrAppend(&log, "batch-", i, " checksum 7a", i, "f0\n");
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Run the dry run for the etl rewrite."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, log, "migrate")};
+  // "checksum" is in other turns too: not rare enough to answer alone.
+  for (int64_t s = 3; s <= 8; ++s) {
+    items.push_back(Stored(s, Role::kAssistant, ItemKind::kMessage,
+                           absl::StrCat("Noted checksum ", s, " elsewhere.")));
+  }
+  const RecallQuery q = ParseRecallQuery("What checksums did the etl rewrite's dry run give?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
+  RecallLimits limits;
+  limits.max_tokens = 1000;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_FALSE(got.empty());
+  const std::string text = RenderRecalled(got);
+  EXPECT_THAT(text, HasSubstr("batch-1 checksum 7a1f0\n  batch-2"));
+  for (int i = 0; i < 6; ++i) {
+    const std::string line = absl::StrCat("batch-", i, " checksum");
+    size_t n = 0;
+    for (size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) ++n;
+    EXPECT_LE(n, 1u) << text;
+  }
+}
+
+TEST_F(RecallTest, AnOutputIsKnownByItsOwnCallAndItsTurnsTalk) {
+  // Two outputs of one turn: the question's subject stands in the call of
+  // the second only. The first, a long listing read beside it whose lines
+  // hold a word of the question, gets nothing from its sibling's call.
+  std::string listing;
+  for (int i = 0; i < 30; ++i) absl::StrAppend(&listing, "entry ", i, " limit ", 100 + i, "\n");
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "The quokka relay is next."),
+      Stored(4, Role::kUser, ItemKind::kMessage, "Look around, please."),
+      Stored(5, Role::kTool, ItemKind::kToolResult, listing, "ls"),
+      Stored(6, Role::kTool, ItemKind::kToolResult, "# settings\nlimit: 42\n", "read_file")};
+  const RecallQuery q = ParseRecallQuery("What limit does the quokka relay set?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  // The turn of both outputs holds every word of the question (in the
+  // config's call).
+  for (int64_t s : {4, 5, 6}) hits.exchange_terms[s] = q.terms;
+  hits.calls[6] = R"({"path": "deploy/quokka-relay/values.yaml"})";
+  RecallLimits limits;
+  limits.max_tokens = 400;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].sequence, 6) << RenderRecalled(got);
+  for (const RecalledPassage& p : got) EXPECT_NE(p.sequence, 5) << RenderRecalled(got);
+}
 
 // RankPassages splits only the pieces that hold a probe of a question's
 // terms: that is exact only if every term the analysis finds in a text has
