@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -16,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+
+#include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -165,6 +168,145 @@ TEST(FaultE2eTest, KillDuringCompactionLosesNothingAndCompactsAgainAfterTheLease
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM summary_chunks"), "1");
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items WHERE kind = 'summary_marker'"), "1");
+}
+
+// Rows of every per-conversation table whose conversation is gone: what a
+// half-written fork would leave.
+std::string Orphans(const ScratchDatabase& db) {
+  std::string out;
+  for (const char* table : {"items", "view_states", "summary_chunks", "compaction_events"}) {
+    auto n = db.QueryValue(absl::StrCat("SELECT count(*) FROM ", table, " t WHERE NOT EXISTS "
+                                        "(SELECT 1 FROM conversations c WHERE c.conv_key = "
+                                        "t.conv_key)"));
+    absl::StrAppend(&out, table, "=", n.ok() ? *n : n.status().ToString(), " ");
+  }
+  return out;
+}
+
+// kill -9 while a fork, and then a rewind, is being written (held at its
+// view states by a lock the test takes, after the items were copied): the
+// transaction never commits, so there is no fork, no abandoned branch, and
+// the source is as it was; once the lock is gone and a replica is back,
+// both succeed whole.
+TEST(FaultE2eTest, KillDuringAForkOrARewindLeavesAllOrNothing) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::vector<std::string> flags = {"--model_profiles=" + ProfilesFile(),
+                                          "--background_compaction=false",
+                                          "--shutdown_grace_ms=100"};
+  auto a = testing::StartServerOn(**db, flags);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto stub = testing::StubFor(**a);
+  ASSERT_TRUE(Create(*stub, "source").ok());
+  std::mt19937 rng(11);
+  constexpr int kTurns = 30;
+  for (int i = 0; i < kTurns; ++i) {
+    v1::AppendTurnResponse out;
+    ASSERT_TRUE(AppendPair(*stub, "source", Words(rng, 20), &out).ok());
+  }
+  const std::string items = std::to_string(2 * kTurns);
+  const std::string version =
+      *(*db)->QueryValue("SELECT version FROM conversations WHERE conversation_id = 'source'");
+  auto lock_waiters = [&] {
+    return *(*db)->QueryValue(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = "
+        "current_database()");
+  };
+  auto client_backends = [&] {
+    return *(*db)->QueryValue(
+        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND "
+        "datname = current_database() AND pid <> pg_backend_pid()");
+  };
+
+  // Each write is held at its view states (both a fork and a rewind copy
+  // them), the replica killed, the lock let go.
+  auto kill_while_held = [&](std::unique_ptr<testing::ServerProcess>& server,
+                             const std::function<grpc::Status()>& call) {
+    auto holder = std::make_unique<pqxx::connection>((*db)->url());
+    auto hold = std::make_unique<pqxx::work>(*holder);
+    hold->exec("LOCK TABLE view_states IN SHARE MODE");
+    grpc::Status status;
+    std::thread doomed([&] { status = call(); });
+    const bool held = WaitUntil([&] { return lock_waiters() == "1"; });
+    auto killed = server->Stop(SIGKILL);
+    doomed.join();
+    hold->abort();
+    hold.reset();
+    holder.reset();
+    EXPECT_TRUE(held) << "the write never reached the view states";
+    ASSERT_TRUE(killed.ok());
+    EXPECT_EQ(*killed, 128 + SIGKILL);
+    EXPECT_FALSE(status.ok());
+    // The dead replica's backends go (the held one after the lock).
+    EXPECT_TRUE(WaitUntil([&] { return client_backends() == "0"; }));
+  };
+
+  std::unique_ptr<testing::ServerProcess> server = std::move(*a);
+  kill_while_held(server, [&] {
+    v1::ForkConversationRequest req;
+    req.set_source_conversation_id("source");
+    req.set_conversation_id("fork");
+    req.set_at_sequence(20);
+    v1::Conversation out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, absl::Seconds(30));
+    return stub->ForkConversation(&ctx, req, &out);
+  });
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM conversations"), "1");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items"), items);
+  EXPECT_EQ(Orphans(**db), "items=0 view_states=0 summary_chunks=0 compaction_events=0 ");
+
+  auto b = testing::StartServerOn(**db, flags);
+  ASSERT_TRUE(b.ok()) << b.status();
+  server = std::move(*b);
+  stub = testing::StubFor(*server);
+  kill_while_held(server, [&] {
+    v1::RewindConversationRequest req;
+    req.set_conversation_id("source");
+    req.set_to_sequence(10);
+    req.set_abandoned_conversation_id("abandoned");
+    v1::RewindConversationResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, absl::Seconds(30));
+    return stub->RewindConversation(&ctx, req, &out);
+  });
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM conversations"), "1");
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items"), items);
+  EXPECT_EQ(*(*db)->QueryValue("SELECT version FROM conversations WHERE conversation_id = "
+                               "'source'"),
+            version);
+  EXPECT_EQ(Orphans(**db), "items=0 view_states=0 summary_chunks=0 compaction_events=0 ");
+
+  // Back: both, whole.
+  auto c = testing::StartServerOn(**db, flags);
+  ASSERT_TRUE(c.ok()) << c.status();
+  stub = testing::StubFor(**c);
+  {
+    v1::ForkConversationRequest req;
+    req.set_source_conversation_id("source");
+    req.set_conversation_id("fork");
+    req.set_at_sequence(20);
+    v1::Conversation out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const grpc::Status s = stub->ForkConversation(&ctx, req, &out);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(out.item_count(), 20);
+  }
+  {
+    v1::RewindConversationRequest req;
+    req.set_conversation_id("source");
+    req.set_to_sequence(10);
+    req.set_abandoned_conversation_id("abandoned");
+    v1::RewindConversationResponse out;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    const grpc::Status s = stub->RewindConversation(&ctx, req, &out);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(out.conversation().item_count(), 10);
+    EXPECT_EQ(out.abandoned().item_count(), 2 * kTurns);
+  }
+  EXPECT_EQ(Orphans(**db), "items=0 view_states=0 summary_chunks=0 compaction_events=0 ");
 }
 
 // Clients that cancel StreamBuildContext at random points of a compaction
