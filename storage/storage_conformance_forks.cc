@@ -552,5 +552,46 @@ TEST_P(StorageConformanceTest, AnErasureInAForkReachesWhatItsSourceCarriedIntoAC
   EXPECT_EQ(AllItems(*storage_, ctx_, Key("c"))[0].data.content, "[gone]");
 }
 
+TEST_P(StorageConformanceTest, AnErasureReachesTheForksOfAContinuationItCarriedInto) {
+  History(*storage_, ctx_, Key("s"));  // s's item 3: "two".
+  NewConversation nc;
+  nc.key = Key("c");
+  nc.model = "m";
+  nc.continued_from = "s";
+  nc.continued_from_key = storage_->GetConversation(ctx_, Key("s"))->storage_key;
+  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
+  AppendRequest carried;
+  carried.key = Key("c");
+  ItemData copy = Message(Role::kUser, "two");
+  copy.metadata[kContinuedFromSequenceKey] = "3";
+  carried.items = {copy, Message(Role::kAssistant, "noted")};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, carried).ok());
+  // A fork of the continuation, and a fork of that fork: both hold c's
+  // copy of s's item 3 as their item 1, and are continued from s as c is
+  // (a fork keeps its source's lineage), so the erasure's walk down the
+  // continuations reaches them.
+  ForkRequest fork;
+  fork.source = Key("c");
+  fork.fork = Key("f");
+  fork.at_sequence = 2;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  fork.source = Key("f");
+  fork.fork = Key("g");
+  fork.at_sequence = 1;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  RedactRequest redact;
+  redact.key = Key("s");
+  redact.sequences = {3};
+  redact.tombstone = "[gone]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  for (const char* id : {"c", "f", "g"}) {
+    const std::vector<Item> items = AllItems(*storage_, ctx_, Key(id));
+    ASSERT_FALSE(items.empty()) << id;
+    EXPECT_EQ(items[0].data.content, "[gone]") << id;
+    EXPECT_TRUE(items[0].redacted) << id;
+  }
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("f"))[1].data.content, "noted");
+}
+
 }  // namespace
 }  // namespace convstate
