@@ -130,8 +130,10 @@ absl::StatusOr<ConversationState> MemoryStorage::ForkOf(const ConversationState&
       StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata, c.overrides) +
       StoredBytes(copied);
   for (const SummaryChunk& chunk : fork.chunks) fork.stored_bytes += ChunkBytes(chunk);
+  // The copies count to the source, not to the tenant again.
   RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, UsageOf(request.fork.tenant_id),
-                                    fork.stored_bytes, 1, request.tenant_limits));
+                                    fork.stored_bytes - StoredBytes(copied), 1,
+                                    request.tenant_limits));
   AddEvents(fork, {ForkedEvent(request, at)}, c.create_time);
   return fork;
 }

@@ -490,7 +490,19 @@ TenantUsage MemoryStorage::UsageOf(const std::string& tenant_id) const {
   if (tenant == tenants_.end()) return usage;
   for (const auto& [id, state] : tenant->second) {
     usage.conversations += 1;
-    usage.stored_bytes += state.stored_bytes;
+    // A fork's copies of its living source's items count to the source
+    // (as migrations/0024 counts them).
+    int64_t shared = 0;
+    const Conversation& c = state.conversation;
+    auto source = tenant->second.find(c.forked_from);
+    if (!c.forked_from.empty() && source != tenant->second.end() &&
+        source->second.conversation.storage_key == c.forked_from_key) {
+      for (const Item& item : state.items) {
+        if (item.sequence > c.forked_at) break;
+        shared += StoredBytes(std::vector<ItemData>{item.data});
+      }
+    }
+    usage.stored_bytes += std::max<int64_t>(0, state.stored_bytes - shared);
   }
   return usage;
 }

@@ -136,7 +136,13 @@ absl::StatusOr<int64_t> PostgresStorage::DeleteConversation(const CallContext& c
     }
     pqxx::result r = ExecNamed(tx, "delete_conversation", key);
     if (r.empty()) return NotFound(key);
-    if (limited) Exec(tx, "add_to_tenant", key.tenant_id, -r[0][1].as<int64_t>(), int64_t{-1});
+    // What its forks shared with it counts to them now (or to the source
+    // they were relinked to).
+    const int64_t shared =
+        child_keys.empty() ? 0 : Exec1(tx, "recount_shared", IdArray(child_keys))[0].as<int64_t>();
+    if (limited) {
+      Exec(tx, "add_to_tenant", key.tenant_id, -r[0][1].as<int64_t>() - shared, int64_t{-1});
+    }
     tx.commit();
     return r[0][0].as<int64_t>();
   });

@@ -83,8 +83,10 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
   const int64_t to = ParseConversation(inserted[0]).conv_key;
   // Checked once the items are copied (and what they store is known): a
   // fork past the tenant's limits is not committed.
-  const int64_t bytes =
-      own_bytes + Exec1(tx, "fork_items", from, to, plan.at, plan.version)[0].as<int64_t>();
+  const int64_t copied = Exec1(tx, "fork_items", from, to, plan.at, plan.version)[0].as<int64_t>();
+  // The copies count to the source, not to the tenant again.
+  const int64_t shared = Exec1(tx, "recount_shared", IdArray({to}))[0].as<int64_t>();
+  const int64_t bytes = own_bytes + copied - shared;
   if (usage.has_value()) {
     RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, *usage, bytes, 1,
                                       request.tenant_limits));
@@ -208,6 +210,11 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
       Exec(tx, "set_fork_link", conv_key, c.forked_from, c.forked_from_key, to);
     }
     const int64_t version = RewindIn(tx, row, request, back, usage.has_value());
+    // The abandoned branch now shares 1..to with this conversation (and
+    // this one maybe less with its source): counted again.
+    const int64_t shared = Exec1(tx, "recount_shared",
+                                 IdArray({abandoned.conv_key, conv_key}))[0].as<int64_t>();
+    if (usage.has_value()) Exec(tx, "add_to_tenant", request.key.tenant_id, -shared, int64_t{0});
     if (!request.idempotency_key.empty()) {
       Exec(tx, "rewind_record", conv_key, to, request.idempotency_key,
            RewindFingerprint(request), version);

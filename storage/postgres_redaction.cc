@@ -151,6 +151,8 @@ PostgresStorage::Erasure PostgresStorage::Erase(pqxx::transaction_base& tx, int6
   Exec(tx, "redact_proposals", conv_key);
   Exec(tx, "redact_event_facts", conv_key, sequences, request.tombstone);
   Exec(tx, "record_view_state", conv_key);
+  // A fork's copies shrank as its source's did.
+  Exec(tx, "recount_shared", IdArray({conv_key}));
   return erasure;
 }
 

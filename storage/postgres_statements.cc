@@ -24,6 +24,15 @@ constexpr char kConversationBytes[] =
     "octet_length(system_prompt) + octet_length(pinned_instructions) + "
     "octet_length(metadata::text) - 2 + octet_length(profile_overrides::text) - 2";
 constexpr char kChunkBytes[] = "octet_length(text) + octet_length(structure::text)";
+
+// What an item `i` adds to its conversation's stored_bytes (as StoredBytes
+// counts it), and what a conversation counts against its tenant's quota
+// (its copies of its source's items counted to the source: 0024).
+constexpr char kItemStoredBytes[] =
+    "octet_length(i.content) + octet_length(i.tool_name) + octet_length(i.tool_call_id) + 64 + "
+    "(SELECT coalesce(sum(octet_length(m.key) + octet_length(m.value)), 0) "
+    "FROM jsonb_each_text(i.metadata) m)";
+constexpr char kChargedBytes[] = "greatest(0, stored_bytes - shared_bytes)";
 constexpr char kEventBytes[] = "octet_length(detail::text)";
 
 }  // namespace
@@ -63,8 +72,8 @@ const std::vector<Statement>& Statements() {
        absl::StrCat("SELECT ", ConversationColumns(), ", ", kNextChunkId,
                     " FROM conversations WHERE ", Named(3), " FOR UPDATE")},
       {"tenant_usage",
-       "SELECT count(*), coalesce(sum(stored_bytes), 0)::bigint FROM conversations "
-       "WHERE tenant_id = $1"},
+       absl::StrCat("SELECT count(*), coalesce(sum(", kChargedBytes,
+                    "), 0)::bigint FROM conversations WHERE tenant_id = $1")},
       // $3 rows, $4 bytes.
       // A tenant's usage row, locked (created first if absent), with whether
       // it is due a recount.
@@ -74,10 +83,11 @@ const std::vector<Statement>& Statements() {
        "excluded.tenant_id RETURNING stored_bytes, conversations, "
        "counted_at < now() - interval '1 minute'"},
       {"recount_tenant",
-       "UPDATE tenant_usage SET stored_bytes = (SELECT coalesce(sum(stored_bytes), 0) "
+       absl::StrCat("UPDATE tenant_usage SET stored_bytes = (SELECT coalesce(sum(",
+                    kChargedBytes, "), 0) "
        "FROM conversations WHERE tenant_id = $1), conversations = (SELECT count(*) "
        "FROM conversations WHERE tenant_id = $1), counted_at = now() WHERE tenant_id = $1 "
-       "RETURNING stored_bytes, conversations"},
+       "RETURNING stored_bytes, conversations")},
       {"add_to_tenant",
        "UPDATE tenant_usage SET stored_bytes = stored_bytes + $2, "
        "conversations = conversations + $3 WHERE tenant_id = $1"},
@@ -145,7 +155,7 @@ const std::vector<Statement>& Statements() {
       // to the fork's row and answered; none appended after the fork's
       // version ($4: a fork inside an append is at the version before it).
       {"fork_items",
-       "WITH ins AS (INSERT INTO items (conv_key, sequence, turn_index, role, kind, content, "
+       absl::StrCat("WITH ins AS (INSERT INTO items AS i (conv_key, sequence, turn_index, role, kind, content, "
        "tool_name, tool_call_id, pinned, metadata, token_count, summary_chunk_id, created_at, "
        "appended_version, redacted_digest, search) "
        "SELECT $2::bigint, sequence, turn_index, role, kind, content, tool_name, tool_call_id, "
@@ -156,13 +166,11 @@ const std::vector<Statement>& Statements() {
        "(SELECT array_to_tsvector(array_agg($2::bigint::text || "
        "substr(u.lexeme, strpos(u.lexeme, '#')))) "
        "FROM unnest(search) u) FROM items WHERE conv_key = $1 AND sequence <= $3 "
-       "RETURNING octet_length(content) + octet_length(tool_name) + octet_length(tool_call_id) + "
-       "64 + (SELECT coalesce(sum(octet_length(m.key) + octet_length(m.value)), 0) "
-       "FROM jsonb_each_text(metadata) m) AS b), "
+       "RETURNING ", kItemStoredBytes, " AS b), "
        "total AS (SELECT coalesce(sum(b), 0)::bigint AS n FROM ins), "
        "counted AS (UPDATE conversations SET stored_bytes = stored_bytes + (SELECT n FROM total) "
        "WHERE conv_key = $2) "
-       "SELECT n FROM total"},
+       "SELECT n FROM total")},
       // The chunks $3 with how each stands in the fork ($4: superseded by,
       // 0 for active).
       {"fork_chunks",
@@ -220,11 +228,9 @@ const std::vector<Statement>& Statements() {
       // The items after $2 (their pins, recounts and words with them): what
       // they stored and how many.
       {"rewind_items",
-       "WITH d AS (DELETE FROM items i WHERE i.conv_key = $1 AND i.sequence > $2 RETURNING "
-       "octet_length(i.content) + octet_length(i.tool_name) + octet_length(i.tool_call_id) + 64 + "
-       "(SELECT coalesce(sum(octet_length(m.key) + octet_length(m.value)), 0) "
-       "FROM jsonb_each_text(i.metadata) m) AS b) "
-       "SELECT coalesce(sum(b), 0)::bigint, count(*) FROM d"},
+       absl::StrCat("WITH d AS (DELETE FROM items i WHERE i.conv_key = $1 AND i.sequence > $2 "
+                    "RETURNING ", kItemStoredBytes, " AS b) "
+                    "SELECT coalesce(sum(b), 0)::bigint, count(*) FROM d")},
       {"rewind_usage", "DELETE FROM provider_usage WHERE conv_key = $1 AND sequence > $2"},
       {"rewind_idempotency",
        "DELETE FROM idempotency_keys WHERE conv_key = $1 AND last_sequence > $2"},
@@ -280,7 +286,25 @@ const std::vector<Statement>& Statements() {
        "ORDER BY conv_key FOR UPDATE"},
       {"delete_conversation",
        absl::StrCat("DELETE FROM conversations WHERE ", Named(3),
-                    " RETURNING item_count, stored_bytes")},
+                    " RETURNING item_count, ", kChargedBytes)},
+      // What the conversations $1 share with their living sources, counted
+      // again (migrations/0024): the items at or before the fork point of a
+      // fork whose source is there; the change of their total.
+      {"recount_shared",
+       absl::StrCat(
+           "WITH old AS (SELECT conv_key, shared_bytes FROM conversations "
+           "WHERE conv_key = ANY($1::bigint[])), "
+           "now_shared AS (SELECT c.conv_key, CASE WHEN c.forked_from <> '' AND EXISTS ("
+           "SELECT 1 FROM conversations p WHERE p.tenant_id = c.tenant_id "
+           "AND p.conversation_id = c.forked_from "
+           "AND p.incarnation = c.forked_from_incarnation) THEN (SELECT coalesce(sum(",
+           kItemStoredBytes, "), 0) FROM items i WHERE i.conv_key = c.conv_key "
+           "AND i.sequence <= c.forked_at) ELSE 0 END AS b "
+           "FROM conversations c WHERE c.conv_key = ANY($1::bigint[])), "
+           "set AS (UPDATE conversations c SET shared_bytes = n.b FROM now_shared n "
+           "WHERE c.conv_key = n.conv_key AND c.shared_bytes <> n.b) "
+           "SELECT coalesce(sum(n.b - o.shared_bytes), 0)::bigint "
+           "FROM now_shared n JOIN old o USING (conv_key)")},
       // A limited tenant's row, locked (nothing for the others), before
       // anything of its conversations: the order every call takes.
       {"lock_tenant_if_limited",

@@ -593,5 +593,48 @@ TEST_P(StorageConformanceTest, AnErasureReachesTheForksOfAContinuationItCarriedI
   EXPECT_EQ(AllItems(*storage_, ctx_, Key("f"))[1].data.content, "noted");
 }
 
+// A fork's copies of its source's items count to the source while it
+// lives: the tenant's usage grows by what the fork adds (and a limit holds
+// it to that), a rewind's abandoned branch adds nothing it shares, and
+// once the source is deleted its forks carry their copies. (The margins
+// are the audit rows and view states a fork or rewind writes.)
+TEST_P(StorageConformanceTest, AForksCopiesCountOnceToItsTenant) {
+  History(*storage_, ctx_, Key("s"));
+  const ItemData big = Message(Role::kUser, std::string(20000, 'x'));
+  AppendRequest more;
+  more.key = Key("s");
+  more.items = {big, Message(Role::kAssistant, "noted")};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, more).ok());
+  auto usage = [&] { return storage_->GetTenantUsage(ctx_, tenant_)->stored_bytes; };
+  const int64_t alone = usage();
+  ASSERT_GT(alone, 20000);
+
+  // Refused for what it adds only: room for its own bytes, not a copy.
+  ForkRequest fork;
+  fork.source = Key("s");
+  fork.fork = Key("f");
+  fork.tenant_limits = TenantLimits{0, alone + 2000};
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  const int64_t forked = usage();
+  EXPECT_GT(forked, alone);
+  EXPECT_LT(forked - alone, 2000);
+
+  // A rewind keeps what left in a branch that shares the rest.
+  RewindRequest rewind;
+  rewind.key = Key("f");
+  rewind.to_sequence = 4;
+  rewind.abandoned = Key("f-rest");
+  ASSERT_TRUE(storage_->RewindConversation(ctx_, rewind).ok());
+  const int64_t rewound = usage();
+  EXPECT_LT(std::abs(rewound - forked), 5000) << rewound << " against " << forked;
+
+  // The source goes: its forks count what they shared with it.
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("s")).ok());
+  const int64_t deleted = usage();
+  EXPECT_GT(deleted, 20000);
+  EXPECT_LT(std::abs(deleted - rewound), 5000) << deleted << " against " << rewound;
+  EXPECT_EQ(storage_->GetTenantUsage(ctx_, tenant_)->conversations, 2);
+}
+
 }  // namespace
 }  // namespace convstate
