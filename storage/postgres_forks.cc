@@ -81,12 +81,11 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
       state.compaction_version, state.overflow_correction, state.prompt_limit, own_bytes,
       request.metadata.has_value());
   const int64_t to = ParseConversation(inserted[0]).conv_key;
-  // Checked once the items are copied (and what they store is known): a
-  // fork past the tenant's limits is not committed.
-  const int64_t copied = Exec1(tx, "fork_items", from, to, plan.at, plan.version)[0].as<int64_t>();
-  // The copies count to the source, not to the tenant again.
-  const int64_t shared = Exec1(tx, "recount_shared", IdArray({to}))[0].as<int64_t>();
-  const int64_t bytes = own_bytes + copied - shared;
+  // The copies count to the source, not to the tenant again (fork_items
+  // records them as shared): a fork past the tenant's limits by what it
+  // adds is not committed.
+  Exec1(tx, "fork_items", from, to, plan.at, plan.version);
+  const int64_t bytes = own_bytes;
   if (usage.has_value()) {
     RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, *usage, bytes, 1,
                                       request.tenant_limits));

@@ -168,8 +168,10 @@ const std::vector<Statement>& Statements() {
        "FROM unnest(search) u) FROM items WHERE conv_key = $1 AND sequence <= $3 "
        "RETURNING ", kItemStoredBytes, " AS b), "
        "total AS (SELECT coalesce(sum(b), 0)::bigint AS n FROM ins), "
-       "counted AS (UPDATE conversations SET stored_bytes = stored_bytes + (SELECT n FROM total) "
-       "WHERE conv_key = $2) "
+       // Every copy is at or before the fork point of a living source:
+       // shared (0024).
+       "counted AS (UPDATE conversations SET stored_bytes = stored_bytes + (SELECT n FROM total), "
+       "shared_bytes = (SELECT n FROM total) WHERE conv_key = $2) "
        "SELECT n FROM total")},
       // The chunks $3 with how each stands in the fork ($4: superseded by,
       // 0 for active).
