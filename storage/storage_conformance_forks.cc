@@ -62,6 +62,26 @@ std::vector<std::string> Contents(const std::vector<Item>& items) {
   return out;
 }
 
+// `continued`, continued from `source`, its first item a carried copy of
+// the source's item 3 ("two"), then `more`.
+void ContinueCarryingItem3(Storage& storage, const CallContext& ctx,
+                           const ConversationKey& source, const ConversationKey& continued,
+                           std::vector<ItemData> more) {
+  NewConversation nc;
+  nc.key = continued;
+  nc.model = "m";
+  nc.continued_from = source.conversation_id;
+  nc.continued_from_key = storage.GetConversation(ctx, source)->storage_key;
+  ASSERT_TRUE(storage.CreateConversation(ctx, nc).ok());
+  AppendRequest carried;
+  carried.key = continued;
+  ItemData copy = Message(Role::kUser, "two");
+  copy.metadata[kContinuedFromSequenceKey] = "3";
+  carried.items = {copy};
+  for (ItemData& item : more) carried.items.push_back(std::move(item));
+  ASSERT_TRUE(storage.AppendItems(ctx, carried).ok());
+}
+
 std::vector<Item> AllItems(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
   auto page = storage.ListItems(ctx, key, 0, PageLimit{1000, 1 << 30});
   EXPECT_TRUE(page.ok()) << page.status();
@@ -526,18 +546,7 @@ TEST_P(StorageConformanceTest, ForksOfADeletedConversationStillReachEachOthersCo
 
 TEST_P(StorageConformanceTest, AnErasureInAForkReachesWhatItsSourceCarriedIntoAContinuation) {
   History(*storage_, ctx_, Key("s"));  // s's item 3: "two".
-  NewConversation nc;
-  nc.key = Key("c");
-  nc.model = "m";
-  nc.continued_from = "s";
-  nc.continued_from_key = storage_->GetConversation(ctx_, Key("s"))->storage_key;
-  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
-  AppendRequest carried;
-  carried.key = Key("c");
-  ItemData copy = Message(Role::kUser, "two");
-  copy.metadata[kContinuedFromSequenceKey] = "3";
-  carried.items = {copy};
-  ASSERT_TRUE(storage_->AppendItems(ctx_, carried).ok());
+  ContinueCarryingItem3(*storage_, ctx_, Key("s"), Key("c"), {});
   ForkRequest fork;
   fork.source = Key("s");
   fork.fork = Key("f");
@@ -554,18 +563,8 @@ TEST_P(StorageConformanceTest, AnErasureInAForkReachesWhatItsSourceCarriedIntoAC
 
 TEST_P(StorageConformanceTest, AnErasureReachesTheForksOfAContinuationItCarriedInto) {
   History(*storage_, ctx_, Key("s"));  // s's item 3: "two".
-  NewConversation nc;
-  nc.key = Key("c");
-  nc.model = "m";
-  nc.continued_from = "s";
-  nc.continued_from_key = storage_->GetConversation(ctx_, Key("s"))->storage_key;
-  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
-  AppendRequest carried;
-  carried.key = Key("c");
-  ItemData copy = Message(Role::kUser, "two");
-  copy.metadata[kContinuedFromSequenceKey] = "3";
-  carried.items = {copy, Message(Role::kAssistant, "noted")};
-  ASSERT_TRUE(storage_->AppendItems(ctx_, carried).ok());
+  ContinueCarryingItem3(*storage_, ctx_, Key("s"), Key("c"),
+                        {Message(Role::kAssistant, "noted")});
   // A fork of the continuation, and a fork of that fork: both hold c's
   // copy of s's item 3 as their item 1, and are continued from s as c is
   // (a fork keeps its source's lineage), so the erasure's walk down the

@@ -170,6 +170,28 @@ TEST(FaultE2eTest, KillDuringCompactionLosesNothingAndCompactsAgainAfterTheLease
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items WHERE kind = 'summary_marker'"), "1");
 }
 
+// "source" forked at its item 20 as "fork".
+grpc::Status ForkAt20(ConversationState::Stub& stub, v1::Conversation* out) {
+  v1::ForkConversationRequest req;
+  req.set_source_conversation_id("source");
+  req.set_conversation_id("fork");
+  req.set_at_sequence(20);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, absl::Seconds(30));
+  return stub.ForkConversation(&ctx, req, out);
+}
+
+// "source" rewound to its item 10, the rest kept as "abandoned".
+grpc::Status RewindTo10(ConversationState::Stub& stub, v1::RewindConversationResponse* out) {
+  v1::RewindConversationRequest req;
+  req.set_conversation_id("source");
+  req.set_to_sequence(10);
+  req.set_abandoned_conversation_id("abandoned");
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, absl::Seconds(30));
+  return stub.RewindConversation(&ctx, req, out);
+}
+
 // Rows of every per-conversation table whose conversation is gone: what a
 // half-written fork would leave.
 std::string Orphans(const ScratchDatabase& db) {
@@ -242,16 +264,8 @@ TEST(FaultE2eTest, KillDuringAForkOrARewindLeavesAllOrNothing) {
   };
 
   std::unique_ptr<testing::ServerProcess> server = std::move(*a);
-  kill_while_held(server, [&] {
-    v1::ForkConversationRequest req;
-    req.set_source_conversation_id("source");
-    req.set_conversation_id("fork");
-    req.set_at_sequence(20);
-    v1::Conversation out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, absl::Seconds(30));
-    return stub->ForkConversation(&ctx, req, &out);
-  });
+  v1::Conversation forked;
+  kill_while_held(server, [&] { return ForkAt20(*stub, &forked); });
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM conversations"), "1");
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items"), items);
   EXPECT_EQ(Orphans(**db), "items=0 view_states=0 summary_chunks=0 compaction_events=0 ");
@@ -260,16 +274,8 @@ TEST(FaultE2eTest, KillDuringAForkOrARewindLeavesAllOrNothing) {
   ASSERT_TRUE(b.ok()) << b.status();
   server = std::move(*b);
   stub = testing::StubFor(*server);
-  kill_while_held(server, [&] {
-    v1::RewindConversationRequest req;
-    req.set_conversation_id("source");
-    req.set_to_sequence(10);
-    req.set_abandoned_conversation_id("abandoned");
-    v1::RewindConversationResponse out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, absl::Seconds(30));
-    return stub->RewindConversation(&ctx, req, &out);
-  });
+  v1::RewindConversationResponse rewound;
+  kill_while_held(server, [&] { return RewindTo10(*stub, &rewound); });
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM conversations"), "1");
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items"), items);
   EXPECT_EQ(*(*db)->QueryValue("SELECT version FROM conversations WHERE conversation_id = "
@@ -281,31 +287,13 @@ TEST(FaultE2eTest, KillDuringAForkOrARewindLeavesAllOrNothing) {
   auto c = testing::StartServerOn(**db, flags);
   ASSERT_TRUE(c.ok()) << c.status();
   stub = testing::StubFor(**c);
-  {
-    v1::ForkConversationRequest req;
-    req.set_source_conversation_id("source");
-    req.set_conversation_id("fork");
-    req.set_at_sequence(20);
-    v1::Conversation out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    const grpc::Status s = stub->ForkConversation(&ctx, req, &out);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(out.item_count(), 20);
-  }
-  {
-    v1::RewindConversationRequest req;
-    req.set_conversation_id("source");
-    req.set_to_sequence(10);
-    req.set_abandoned_conversation_id("abandoned");
-    v1::RewindConversationResponse out;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    const grpc::Status s = stub->RewindConversation(&ctx, req, &out);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(out.conversation().item_count(), 10);
-    EXPECT_EQ(out.abandoned().item_count(), 2 * kTurns);
-  }
+  grpc::Status s = ForkAt20(*stub, &forked);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(forked.item_count(), 20);
+  s = RewindTo10(*stub, &rewound);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(rewound.conversation().item_count(), 10);
+  EXPECT_EQ(rewound.abandoned().item_count(), 2 * kTurns);
   EXPECT_EQ(Orphans(**db), "items=0 view_states=0 summary_chunks=0 compaction_events=0 ");
 }
 
