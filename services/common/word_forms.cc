@@ -29,6 +29,10 @@ const Abbreviation kAbbreviations[] = {
     {"txns", "transactions"},    {"impl", "implementation"},  {"fn", "function"},
     {"args", "arguments"},       {"params", "parameters"},    {"mgmt", "management"},
     {"acct", "account"},         {"accts", "accounts"},       {"amt", "amount"},
+    // Units and verbs as people shorten them in questions ("the exec timeout,
+    // in mins") and as settings' names end ("timeout_ms", "ttl_secs").
+    {"ms", "milliseconds"},      {"secs", "seconds"},         {"mins", "minutes"},
+    {"hrs", "hours"},            {"exec", "execution"},
 };
 const size_t kAbbreviationCount = sizeof(kAbbreviations) / sizeof(kAbbreviations[0]);
 

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "services/common/utf8.h"
@@ -81,6 +82,14 @@ constexpr double kExchangeContext = 1.0;
 constexpr double kValueLine = 0.3;
 // A line setting a name to a figure, when the question asks for a quantity.
 constexpr double kFigureLine = 0.5;
+// What a word of the question's other sentences weighs, when a sentence
+// asks (ends with '?') and does not hold it; a sentence of at most
+// kFragmentWords words is part of the question.
+constexpr double kAside = 0.6;
+constexpr size_t kFragmentWords = 5;
+// What a word of a line weighs when the call of its output holds it too:
+// the provenance line shows the call (a diff's header repeats its path).
+constexpr double kShownInCall = 0.6;
 // The share of the question's weight the first passage must answer (its
 // words the history holds, and those it does not hold at all, of at least
 // kMinUnseenBytes, as if one item held them).
@@ -228,17 +237,54 @@ std::vector<std::pair<size_t, absl::string_view>> Pieces(absl::string_view line)
   return out;
 }
 
-// Whether `text` asks "how" followed by a word of measure ("how many",
-// "how long", "how big"...).
+// Whether `term` is one of the parts SearchTerms lists after `compound`
+// (the term before it, when that was a compound; else "").
+bool PartOf(absl::string_view compound, absl::string_view term) {
+  return !compound.empty() && term.size() < compound.size() &&
+         compound.find(term) != absl::string_view::npos;
+}
+
+// Whether SearchTerms lists parts after `term`.
+bool IsCompound(absl::string_view term) {
+  return term.find_first_of("-./:_@") != absl::string_view::npos;
+}
+
+// The sentences of `text`: each ends after a '.', '?' or '!' followed by
+// white space (not the dot of a path or a host), or at a line's end.
+std::vector<absl::string_view> Sentences(absl::string_view text) {
+  std::vector<absl::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool stop = text[i] == '\n' ||
+                      ((text[i] == '.' || text[i] == '?' || text[i] == '!') &&
+                       (i + 1 == text.size() ||
+                        absl::ascii_isspace(static_cast<unsigned char>(text[i + 1]))));
+    if (!stop) continue;
+    out.push_back(text.substr(start, i + 1 - start));
+    start = i + 1;
+  }
+  if (start < text.size()) out.push_back(text.substr(start));
+  return out;
+}
+
+// Whether `text` asks for a quantity: "how" followed by a word of measure
+// ("how many", "how long", "how big"...), "in" followed by a unit ("in
+// ms", "in minutes", "in GB"), or "what time".
 bool AsksQuantity(absl::string_view text) {
   static const auto* const kMeasures = new absl::flat_hash_set<absl::string_view>{
       "many", "much", "long", "often", "big", "large", "far", "high", "low", "old", "small"};
+  static const auto* const kUnits = new absl::flat_hash_set<absl::string_view>{
+      "ms", "millisecond", "milliseconds", "s", "sec", "secs", "second", "seconds", "min",
+      "mins", "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "day", "days", "bytes",
+      "kb", "kib", "mb", "mib", "gb", "gib", "tb", "percent", "%"};
   const std::string lower = absl::AsciiStrToLower(text);
-  bool after_how = false;
+  absl::string_view before;
   for (absl::string_view word : absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"),
                                                absl::SkipEmpty())) {
-    if (after_how && kMeasures->contains(word)) return true;
-    after_how = word == "how";
+    if (before == "how" && kMeasures->contains(word)) return true;
+    if (before == "in" && kUnits->contains(word)) return true;
+    if (before == "what" && word == "time") return true;
+    before = word;
   }
   return false;
 }
@@ -274,23 +320,41 @@ std::string Provenance(const RecalledPassage& p) {
 RecallQuery ParseRecallQuery(absl::string_view text) {
   RecallQuery q;
   q.asks_quantity = AsksQuantity(text);
-  // SearchTerms lists a compound before its parts: the parts belong to the
-  // compound's word.
-  std::string compound;
-  for (std::string& term : SearchTerms(text)) {
-    const bool part = !compound.empty() && compound.find(term) != std::string::npos &&
-                      term.size() < compound.size();
-    if (!part) {
-      compound = term.find_first_of("-./:_@") != std::string::npos ? term : "";
-      if (IsStopword(term)) continue;
-      ++q.words;
-    } else if (IsStopword(term) || (term.size() < 2 && !absl::ascii_isdigit(term[0]))) {
-      continue;
+  const bool asks = absl::StrContains(text, '?');
+  // Each term once, by its place in q.terms.
+  absl::flat_hash_map<std::string, size_t> index_of;
+  for (absl::string_view sentence : Sentences(text)) {
+    // A short fragment ("In minutes.", "The connector setting.") goes with
+    // the question it follows.
+    const bool asked = !asks || absl::EndsWith(absl::StripTrailingAsciiWhitespace(sentence), "?") ||
+                       std::vector<absl::string_view>(
+                           absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty()))
+                               .size() <= kFragmentWords;
+    // SearchTerms lists a compound before its parts: the parts belong to
+    // the compound's word.
+    std::string compound;
+    for (std::string& term : SearchTerms(sentence)) {
+      const bool part = PartOf(compound, term);
+      if (!part) {
+        compound = IsCompound(term) ? term : "";
+        if (IsStopword(term)) continue;
+      } else if (IsStopword(term) || (term.size() < 2 && !absl::ascii_isdigit(term[0]))) {
+        continue;
+      }
+      if (auto seen = index_of.find(term); seen != index_of.end()) {
+        if (asked) q.asked[q.word_of[seen->second]] = true;
+        continue;
+      }
+      if (!part) {
+        ++q.words;
+        q.asked.push_back(asked);
+      }
+      if (q.words == 0) continue;
+      if (q.terms.size() >= kMaxRecallTerms) return q;
+      index_of[term] = q.terms.size();
+      q.terms.push_back(std::move(term));
+      q.word_of.push_back(q.words - 1);
     }
-    if (q.words == 0) continue;
-    if (q.terms.size() >= kMaxRecallTerms) break;
-    q.terms.push_back(std::move(term));
-    q.word_of.push_back(q.words - 1);
   }
   return q;
 }
@@ -319,19 +383,21 @@ struct QuestionWeights {
     for (size_t i = 0; i < query.terms.size(); ++i) {
       auto df = hits.document_frequency.find(query.terms[i]);
       if (df == hits.document_frequency.end()) continue;
+      const int word = query.word_of[i];
+      const double share =
+          static_cast<size_t>(word) < query.asked.size() && !query.asked[word] ? kAside : 1.0;
       if (df->second < 1) {
         if (query.terms[i].size() >= kMinUnseenBytes) {
-          unseen[query.word_of[i]] = TermWeight(hits.items, 1);
+          unseen[word] = share * TermWeight(hits.items, 1);
         }
         continue;
       }
-      seen_words.insert(query.word_of[i]);
+      seen_words.insert(word);
       if (df->second > cap) {
-        common_of[query.terms[i]] = {query.word_of[i],
-                                     kCommonWord * TermWeight(hits.items, df->second)};
+        common_of[query.terms[i]] = {word, share * kCommonWord * TermWeight(hits.items, df->second)};
         continue;
       }
-      weight_of[query.terms[i]] = {query.word_of[i], TermWeight(hits.items, df->second)};
+      weight_of[query.terms[i]] = {word, share * TermWeight(hits.items, df->second)};
       if (df->second <= kRareItems) rare_words.insert(query.word_of[i]);
     }
     for (int w : seen_words) unseen.erase(w);
@@ -513,6 +579,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   if (auto it = hits.calls.find(item.sequence); it != hits.calls.end()) call = it->second;
   const bool through_exchange = AddExchangeWords(item, hits, q, call, talk, own, item_words);
   if (item_words.empty()) return;
+  const std::vector<std::string> call_terms = SearchTerms(call);
+  std::map<int, double> shown = q.Words(call_terms);
+  for (const auto& [w, weight] : q.Common(call_terms)) shown[w] = weight;
   // A value's line does not name its subject: where the exchange names it
   // as a passage must, a line holding a value is worth showing.
   const bool values = through_exchange && q.Answers(item_words);
@@ -573,6 +642,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const double norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
     for (const auto& [w, weight] : common) c.line[w] = weight * norm;
     for (const auto& [w, weight] : words) c.line[w] = std::max(c.line[w], weight * norm);
+    for (auto& [w, weight] : c.line) weight *= shown.contains(w) ? kShownInCall : 1.0;
     for (const auto& [w, weight] : item_words) {
       if (!c.line.contains(w)) c.context[w] = weight;
     }

@@ -29,6 +29,10 @@ struct RecallQuery {
   // The question asks for a quantity ("how many", "how long", ...): a line
   // setting a name to a figure is the answer's shape.
   bool asks_quantity = false;
+  // For each word: whether a sentence that asks (ends with '?') holds it,
+  // or the text asks nothing that way. The words of the sentences around
+  // the question ("Teodor wants to line the alert up with it.") count less.
+  std::vector<bool> asked;
 };
 
 // At most this many terms (the first ones): each costs the search a look-up.

@@ -240,6 +240,54 @@ TEST_F(RecallTest, AQuantityQuestionIsAnsweredByTheSettingsFigure) {
   EXPECT_THAT(texts, ::testing::Contains(HasSubstr("SIGNATURE_TOLERANCE_S = 510"))) << RenderRecalled(got);
 }
 
+TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
+  // Words of the sentence around the question count less; a short
+  // fragment after it ("In minutes.") is part of the question.
+  const RecallQuery q = ParseRecallQuery(
+      "Teodor wants to line the alert up with it. What is the drain estimate? In minutes.");
+  ASSERT_EQ(q.asked.size(), static_cast<size_t>(q.words));
+  std::vector<std::string> asked, aside;
+  for (size_t i = 0; i < q.terms.size(); ++i) {
+    (q.asked[q.word_of[i]] ? asked : aside).push_back(q.terms[i]);
+  }
+  EXPECT_THAT(asked, UnorderedElementsAre("drain", "estim", "minut"));
+  EXPECT_THAT(aside, UnorderedElementsAre("teodor", "want", "line", "alert"));
+  EXPECT_TRUE(q.asks_quantity);  // "in minutes"
+  // Without a question mark, every sentence asks.
+  const RecallQuery plain = ParseRecallQuery("the drain estimate. teodor asked");
+  for (bool a : plain.asked) EXPECT_TRUE(a);
+  // A word both around and in the question is asked.
+  const RecallQuery both = ParseRecallQuery("The drain stalled. Why did the drain stall?");
+  for (bool a : both.asked) EXPECT_TRUE(a);
+  // Shortened units and verbs are spelled out: "exec timeout, in mins".
+  EXPECT_THAT(ParseRecallQuery("the exec timeout in mins").terms,
+              ::testing::IsSupersetOf({"execut", "minut"}));
+}
+
+TEST_F(RecallTest, WordsTheCallShowsCountLessOnALine) {
+  // A patch's result repeats its path, which its provenance line shows
+  // already; the line that answers holds the question's other words.
+  const std::string patch = "--- a/emr/steps/web_sessionize/configurations.json\n";
+  const std::string config =
+      "{\"spark.sql.shuffle.partitions\": \"3000\", \"spark.io.compress\": \"lz4\", "
+      "\"spark.io.buffer\": \"64k\", \"spark.task.cpus\": \"1\"}\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Show me the step."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, config, "read_file"),
+      Stored(3, Role::kTool, ItemKind::kToolResult, patch, "apply_patch")};
+  const RecallQuery q = ParseRecallQuery(
+      "Which shuffle partitions did the web_sessionize configurations give?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.calls[3] = R"({"path": "emr/steps/web_sessionize/configurations.json"})";
+  RecallLimits limits;
+  limits.max_tokens = 400;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u) << RenderRecalled(got);
+  EXPECT_THAT(got[0].text, HasSubstr("spark.sql.shuffle.partitions")) << RenderRecalled(got);
+}
+
 TEST_F(RecallTest, NoLineIsShownTwice) {
   // Value lines found through their exchange are shown with their
   // neighbours; a neighbour that is itself a candidate is not shown again.
