@@ -377,9 +377,6 @@ struct HistorySearch {
   // the cap plus one), not searched by, but where the best turns' items
   // hold them they still add to those turns' scores.
   std::vector<std::string> known_common;
-  // What each term of `terms` weighs, as a share of its weight (empty: all
-  // in full): the words of a question's asides count less.
-  std::vector<double> shares;
 };
 
 struct HistoryHits {

@@ -120,11 +120,6 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
     double weight;
   };
   std::vector<Term> searched, common;
-  std::map<std::string, double> share_of;
-  for (size_t i = 0; i < search.terms.size() && i < search.shares.size(); ++i) {
-    double& share = share_of.try_emplace(search.terms[i], 0.0).first->second;
-    share = std::max(share, search.shares[i]);
-  }
   for (const std::string& term : std::set<std::string>(search.terms.begin(), search.terms.end())) {
     const auto id = term_ids_.find(term);
     int64_t df = 0;
@@ -135,10 +130,7 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
     }
     hits.document_frequency[term] = df;
     if (df < 1 || id == term_ids_.end()) continue;
-    auto share = share_of.find(term);
-    (df <= max_df ? searched : common)
-        .push_back({term, id->second,
-                    TermWeight(item_count, df) * (share == share_of.end() ? 1.0 : share->second)});
+    (df <= max_df ? searched : common).push_back({term, id->second, TermWeight(item_count, df)});
   }
   // Each matching item's score, its terms' weights added in the terms'
   // order (as every backend adds them).

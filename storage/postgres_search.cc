@@ -17,23 +17,12 @@
 #include "services/common/log.h"
 #include "storage/pg_util.h"
 #include "storage/postgres_rows.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "storage/postgres_statements.h"
 
 namespace convstate::pg {
 namespace {
 
 using Json = nlohmann::json;
-
-// HistorySearch::shares as a numeric[] literal.
-std::string SharesArray(const std::vector<double>& shares) {
-  std::string out = "{";
-  for (size_t i = 0; i < shares.size(); ++i) {
-    absl::StrAppend(&out, i > 0 ? "," : "", absl::StrFormat("%.6f", shares[i]));
-  }
-  return out + "}";
-}
 
 }  // namespace
 
@@ -44,8 +33,7 @@ absl::StatusOr<HistoryHits> PostgresStorage::SearchHistory(const CallContext& ct
     const pqxx::result r = ExecNamed(tx, "search_history", search.key, pg::TextArray(search.terms),
                                      search.max_document_frequency,
                                      static_cast<int64_t>(search.max_items),
-                                     search.compacted_only, pg::TextArray(search.known_common),
-                                     SharesArray(search.shares));
+                                     search.compacted_only, pg::TextArray(search.known_common));
     if (r.empty() || r[0][0].is_null()) return NotFound(search.key);
     // Count, frequencies, own score, the turn's terms, the call.
     constexpr int kTerms = 3, kCall = 4, kItem = 5;

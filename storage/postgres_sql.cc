@@ -194,9 +194,8 @@ constexpr char kTermWeight[] = "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
 // may be held by (0: MaxDocumentFrequency's default), $5 the most
 // candidates, $6 whether only what a compaction took out of the view is
-// searched, $7 the terms known to be too common (not counted), $8 each
-// term's share of its weight (HistorySearch::shares; missing ones count in
-// full), $9 the conversation's key. The words of the items at or before
+// searched, $7 the terms known to be too common (not counted), $8 the
+// conversation's key. The words of the items at or before
 // the conversation's words_indexed_through are read from the word index
 // (item_words, migrations/0019); those of the items after it from the
 // items themselves by primary key (with $6, only up to the summarized or
@@ -230,7 +229,7 @@ std::string SearchHistorySql() {
   // The items of the tail that hold the lexeme `q`.
   auto tail = [&](absl::string_view q) {
     return absl::StrCat(
-        "FROM items i WHERE i.conv_key = $9 AND i.sequence > (SELECT indexed FROM conv) "
+        "FROM items i WHERE i.conv_key = $8 AND i.sequence > (SELECT indexed FROM conv) "
         "AND i.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
         "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL AND i.search @@ ", q);
   };
@@ -243,21 +242,19 @@ std::string SearchHistorySql() {
       "WITH conv AS (SELECT item_count, words_indexed_through AS indexed, "
       "CASE WHEN $6 THEN greatest(summarized_through, prune_boundary) END AS upto, "
       "CASE WHEN $4 > 0 THEN $4::bigint ELSE greatest(20, least(item_count / 5, 400)) END AS cap "
-      "FROM conversations WHERE ", Named(9), "), ",
-      "lexemes AS (SELECT t.term, coalesce(t.share, 1) AS share, "
-      "quote_literal($9::text || '#' || t.term)::tsquery AS q "
-      "FROM unnest($3::text[], $8::numeric[]) t(term, share) "
-      "WHERE t.term IS NOT NULL AND EXISTS (SELECT 1 FROM conv)), ",
+      "FROM conversations WHERE ", Named(8), "), ",
+      "lexemes AS (SELECT t.term, quote_literal($8::text || '#' || t.term)::tsquery AS q "
+      "FROM unnest($3::text[]) t(term) WHERE EXISTS (SELECT 1 FROM conv)), ",
       // The indexed items' counts are kept (word_counts); the tail's, when
       // it is searched, counted.
-      "terms AS (SELECT l.term, l.q, l.share, CASE WHEN l.term = ANY($7::text[]) "
+      "terms AS (SELECT l.term, l.q, CASE WHEN l.term = ANY($7::text[]) "
       "THEN (SELECT cap FROM conv) + 1 ELSE least((SELECT cap FROM conv) + 1, "
-      "coalesce((SELECT k.items FROM word_counts k WHERE k.conv_key = $9 AND k.word = l.term), 0)"
+      "coalesce((SELECT k.items FROM word_counts k WHERE k.conv_key = $8 AND k.word = l.term), 0)"
       " + CASE WHEN (SELECT indexed FROM conv) >= (SELECT coalesce(upto, ", kMax,
       ") FROM conv) THEN 0 ELSE (SELECT count(*) FROM (SELECT 1 ", tail("l.q"),
       " LIMIT (SELECT cap FROM conv) + 1) x) END) END AS df "
       "FROM lexemes l), ",
-      "searched AS (SELECT terms.term, terms.q, terms.share * ",
+      "searched AS (SELECT terms.term, terms.q, ",
       kTermWeight, " AS weight "
       "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
       "hits AS (SELECT m.sequence, round(sum(m.weight)::numeric, 6) AS score, "
@@ -266,7 +263,7 @@ std::string SearchHistorySql() {
       indexed("s.q"), ") w UNION ALL SELECT i.sequence, s.term, s.weight FROM searched s, "
       "LATERAL (SELECT i.sequence ", tail("s.q"), ") i) m GROUP BY m.sequence), ",
       "hit_items AS (SELECT h.sequence, h.score, h.terms, i.turn_index FROM hits h "
-      "JOIN items i ON i.conv_key = $9 AND i.sequence = h.sequence), ",
+      "JOIN items i ON i.conv_key = $8 AND i.sequence = h.sequence), ",
       "turn_terms AS (SELECT DISTINCT turn_index, unnest(terms) AS term FROM hit_items), ",
       "turns AS (SELECT t.turn_index, round(sum(s.weight)::numeric, 6) AS score, "
       "array_agg(t.term) AS terms, "
@@ -277,7 +274,7 @@ std::string SearchHistorySql() {
       "turn_items AS (SELECT h.sequence, h.score AS own, t.turn_index, 0 AS extra "
       "FROM turns t JOIN hit_items h ON h.turn_index = t.turn_index "
       "UNION ALL SELECT r.sequence, 0, t.turn_index, 1 FROM turns t, "
-      "LATERAL (SELECT r.sequence FROM items r WHERE r.conv_key = $9 "
+      "LATERAL (SELECT r.sequence FROM items r WHERE r.conv_key = $8 "
       "AND r.sequence BETWEEN t.lo - ", kExchangeReach, " AND t.hi + ", kExchangeReach,
       " AND r.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
       "AND r.turn_index = t.turn_index AND r.kind = 'tool_result' "
@@ -285,19 +282,19 @@ std::string SearchHistorySql() {
       "AND NOT EXISTS (SELECT 1 FROM hit_items x WHERE x.sequence = r.sequence)) r), ",
       // The terms too common to search by that these turns' items hold
       // (each item's words read by its key).
-      "common AS (SELECT terms.term, terms.q, terms.share * ",
+      "common AS (SELECT terms.term, terms.q, ",
       kTermWeight, " AS weight "
       "FROM terms, conv WHERE df > conv.cap), ",
       // Each item's words are read once (not once per term).
       "turn_common AS (SELECT d.turn_index, round(sum(d.weight)::numeric, 6) AS score, "
       "array_agg(d.term) AS terms FROM (SELECT DISTINCT ti.turn_index, c.term, c.weight "
       "FROM turn_items ti CROSS JOIN LATERAL (SELECT w.search FROM item_words w "
-      "WHERE w.conv_key = $9 AND w.sequence = ti.sequence "
+      "WHERE w.conv_key = $8 AND w.sequence = ti.sequence "
       "AND w.sequence <= (SELECT indexed FROM conv) "
-      "UNION ALL SELECT x.search FROM items x WHERE x.conv_key = $9 AND x.sequence = ti.sequence "
+      "UNION ALL SELECT x.search FROM items x WHERE x.conv_key = $8 AND x.sequence = ti.sequence "
       "AND x.sequence > (SELECT indexed FROM conv) AND x.search IS NOT NULL) v "
       "CROSS JOIN LATERAL unnest(v.search) u "
-      "JOIN common c ON u.lexeme = $9::text || '#' || c.term "
+      "JOIN common c ON u.lexeme = $8::text || '#' || c.term "
       "WHERE EXISTS (SELECT 1 FROM common)) d "
       "GROUP BY d.turn_index), ",
       "ranked AS (SELECT t.turn_index, t.score + coalesce(tc.score, 0) AS score, "
@@ -314,11 +311,11 @@ std::string SearchHistorySql() {
       "(SELECT coalesce(json_object_agg(term, df), '{}')::text FROM terms), c.own, "
       "to_json(c.terms)::text, "
       "(SELECT left(k.content, ", kMaxCallChars, ") FROM items k WHERE i.kind = 'tool_result' "
-      "AND k.conv_key = $9 AND k.sequence BETWEEN i.sequence - ", kExchangeReach,
+      "AND k.conv_key = $8 AND k.sequence BETWEEN i.sequence - ", kExchangeReach,
       " AND i.sequence - 1 AND k.kind = 'tool_call' AND k.tool_call_id = i.tool_call_id "
       "AND k.redacted_digest IS NULL ORDER BY k.sequence DESC LIMIT 1), ",
       ItemColumns(),
-      " FROM (SELECT 1) one LEFT JOIN (candidates c JOIN items i ON i.conv_key = $9 "
+      " FROM (SELECT 1) one LEFT JOIN (candidates c JOIN items i ON i.conv_key = $8 "
       "AND i.sequence = c.sequence "
       "LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
       "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) ON true "

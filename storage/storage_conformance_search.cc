@@ -90,36 +90,6 @@ TEST_P(StorageConformanceTest, SearchHistoryFindsRareWordsInTheWholeHistoryButNo
 // A tool result whose lines do not name their subject is found through
 // its exchange: its call's arguments and the question of its turn. With
 // compacted_only, what is still in the view is not searched.
-// A term's share of its weight orders the turns: of two turns each
-// holding one of two words as rare, the one whose word counts in full
-// comes first, whichever it is.
-TEST_P(StorageConformanceTest, SearchHistoryWeighsEachTermByItsShare) {
-  NewConversation nc;
-  nc.key = Key("w");
-  nc.model = "m";
-  ASSERT_TRUE(storage_->CreateConversation(ctx_, nc).ok());
-  AppendRequest req;
-  req.key = Key("w");
-  req.items = {Message(Role::kUser, "the quokka report"), Message(Role::kAssistant, "noted"),
-               Message(Role::kUser, "the wombat report"), Message(Role::kAssistant, "noted")};
-  for (int i = 0; i < 20; ++i) {
-    req.items.push_back(Message(Role::kUser, absl::StrCat("filler ", i)));
-  }
-  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
-  HistorySearch search;
-  search.key = Key("w");
-  search.terms = {"quokka", "wombat"};
-  search.max_items = 1;
-  for (const auto& [shares, first] :
-       std::vector<std::pair<std::vector<double>, int64_t>>{{{1.0, 0.6}, 1}, {{0.6, 1.0}, 3}}) {
-    search.shares = shares;
-    auto hits = storage_->SearchHistory(ctx_, search);
-    ASSERT_TRUE(hits.ok()) << hits.status();
-    ASSERT_EQ(hits->found.size(), 1u);
-    EXPECT_EQ(hits->found[0].sequence, first) << shares[0];
-  }
-}
-
 TEST_P(StorageConformanceTest, SearchHistoryFindsAToolResultThroughItsExchange) {
   Create("x");
   AppendRequest req;

@@ -43,10 +43,6 @@ HistorySearch RecallSearchOf(const ConversationKey& key, const RecallQuery& quer
   HistorySearch search = SearchOf(key, query);
   search.compacted_only = true;
   search.max_items = kRecallCandidates;
-  for (size_t i = 0; i < query.terms.size(); ++i) {
-    const size_t word = static_cast<size_t>(query.word_of[i]);
-    search.shares.push_back(word < query.asked.size() && !query.asked[word] ? kAsideShare : 1.0);
-  }
   return search;
 }
 

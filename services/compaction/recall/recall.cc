@@ -82,8 +82,10 @@ constexpr double kExchangeContext = 1.0;
 constexpr double kValueLine = 0.3;
 // A line setting a name to a figure, when the question asks for a quantity.
 constexpr double kFigureLine = 0.5;
-// A sentence of at most this many words is part of the question it
-// follows (kAsideShare).
+// What a word of the question's other sentences weighs, when a sentence
+// asks (ends with '?') and does not hold it; a sentence of at most
+// kFragmentWords words is part of the question.
+constexpr double kAside = 0.6;
 constexpr size_t kFragmentWords = 5;
 // What a word of a line weighs when the call of its output holds it too:
 // the provenance line shows the call (a diff's header repeats its path).
@@ -383,7 +385,7 @@ struct QuestionWeights {
       if (df == hits.document_frequency.end()) continue;
       const int word = query.word_of[i];
       const double share =
-          static_cast<size_t>(word) < query.asked.size() && !query.asked[word] ? kAsideShare : 1.0;
+          static_cast<size_t>(word) < query.asked.size() && !query.asked[word] ? kAside : 1.0;
       if (df->second < 1) {
         if (query.terms[i].size() >= kMinUnseenBytes) {
           unseen[word] = share * TermWeight(hits.items, 1);

@@ -35,10 +35,6 @@ struct RecallQuery {
   std::vector<bool> asked;
 };
 
-// What a word of the question's other sentences weighs, as a share, when a
-// sentence asks (ends with '?') and does not hold it.
-inline constexpr double kAsideShare = 0.6;
-
 // At most this many terms (the first ones): each costs the search a look-up.
 inline constexpr size_t kMaxRecallTerms = 32;
 
