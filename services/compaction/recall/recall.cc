@@ -125,7 +125,7 @@ struct Candidate {
   double worth = 0;
   // The lines of its item it shows, [first, last] (a value's neighbours
   // included), and where in its line a piece of a long line starts (npos:
-  // it shows the whole line).
+  // it shows whole lines; a piece has no neighbours).
   size_t first_line = 0, last_line = 0, piece_offset = std::string::npos;
 };
 
@@ -398,7 +398,7 @@ struct QuestionWeights {
         continue;
       }
       weight_of[query.terms[i]] = {word, share * TermWeight(hits.items, df->second)};
-      if (df->second <= kRareItems) rare_words.insert(query.word_of[i]);
+      if (df->second <= kRareItems) rare_words.insert(word);
     }
     for (int w : seen_words) unseen.erase(w);
     for (const auto& [term, word_weight] : weight_of) {
@@ -498,17 +498,18 @@ std::vector<std::pair<size_t, absl::string_view>> LinesOf(absl::string_view cont
 // context of its answers: a tool's result and the assistant's reply. The
 // question and the call stand for their own words (a result's provenance
 // names its call). The exchange is the turn's talk (`talk`: each word at
-// the share its message gives it) and the item's own `call`: what another
+// the share its message gives it) and the item's own call (`call`, its
+// terms): what another
 // tool's output of the same turn holds (a long log read beside it) does
 // not say what this one is about.
 bool AddExchangeWords(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
-                      const std::string& call, const std::map<int, double>* talk,
+                      const std::vector<std::string>& call, const std::map<int, double>* talk,
                       const std::map<int, double>& own, std::map<int, double>& words) {
   const bool answer = item.data.kind == ItemKind::kToolResult ||
                       (item.data.kind == ItemKind::kMessage && item.data.role == Role::kAssistant);
   auto exchange = hits.exchange_terms.find(item.sequence);
   if (!answer || exchange == hits.exchange_terms.end()) return false;
-  const std::map<int, double> called = q.Words(SearchTerms(call));
+  const std::map<int, double> called = q.Words(call);
   bool any = false;
   for (const auto& [w, weight] : q.Words(exchange->second)) {
     if (own.contains(w)) continue;
@@ -577,9 +578,10 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   for (const auto& [w, weight] : own) item_words[w] = weight * kItemContext;
   std::string call;
   if (auto it = hits.calls.find(item.sequence); it != hits.calls.end()) call = it->second;
-  const bool through_exchange = AddExchangeWords(item, hits, q, call, talk, own, item_words);
-  if (item_words.empty()) return;
   const std::vector<std::string> call_terms = SearchTerms(call);
+  const bool through_exchange =
+      AddExchangeWords(item, hits, q, call_terms, talk, own, item_words);
+  if (item_words.empty()) return;
   std::map<int, double> shown = q.Words(call_terms);
   for (const auto& [w, weight] : q.Common(call_terms)) shown[w] = weight;
   // A value's line does not name its subject: where the exchange names it
@@ -747,8 +749,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   absl::flat_hash_set<std::tuple<int64_t, size_t, size_t>> lines_shown;
   auto shows_again = [&](const Candidate& c) {
     for (size_t l = c.first_line; l <= c.last_line; ++l) {
-      const size_t at = l == c.first_line ? c.piece_offset : std::string::npos;
-      if (lines_shown.contains({c.passage.sequence, l, at})) return true;
+      if (lines_shown.contains({c.passage.sequence, l, c.piece_offset})) return true;
     }
     return false;
   };
@@ -788,8 +789,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     items_shown.insert(c.passage.sequence);
     ++per_item[c.passage.sequence];
     for (size_t l = c.first_line; l <= c.last_line; ++l) {
-      lines_shown.insert(
-          {c.passage.sequence, l, l == c.first_line ? c.piece_offset : std::string::npos});
+      lines_shown.insert({c.passage.sequence, l, c.piece_offset});
     }
     // A question asking for a quantity is answered by a figure: the words
     // of a line without one (a test named after the setting) stay open.
