@@ -126,13 +126,13 @@ absl::StatusOr<ConversationState> MemoryStorage::ForkOf(const ConversationState&
   c.create_time = c.update_time = Now();
   std::vector<ItemData> copied;
   for (const Item& item : fork.items) copied.push_back(item.data);
+  const int64_t copied_bytes = StoredBytes(copied);
   fork.stored_bytes =
-      StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata, c.overrides) +
-      StoredBytes(copied);
+      StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata, c.overrides) + copied_bytes;
   for (const SummaryChunk& chunk : fork.chunks) fork.stored_bytes += ChunkBytes(chunk);
   // The copies count to the source, not to the tenant again.
   RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, UsageOf(request.fork.tenant_id),
-                                    fork.stored_bytes - StoredBytes(copied), 1,
+                                    fork.stored_bytes - copied_bytes, 1,
                                     request.tenant_limits));
   AddEvents(fork, {ForkedEvent(request, at)}, c.create_time);
   return fork;

@@ -499,7 +499,7 @@ TenantUsage MemoryStorage::UsageOf(const std::string& tenant_id) const {
         source->second.conversation.storage_key == c.forked_from_key) {
       for (const Item& item : state.items) {
         if (item.sequence > c.forked_at) break;
-        shared += StoredBytes(std::vector<ItemData>{item.data});
+        shared += StoredBytes(item.data);
       }
     }
     usage.stored_bytes += std::max<int64_t>(0, state.stored_bytes - shared);

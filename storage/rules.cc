@@ -120,14 +120,17 @@ ItemData MarkerFor(const SummaryChunk& chunk) {
   return marker;
 }
 
+int64_t StoredBytes(const ItemData& item) {
+  int64_t n =
+      static_cast<int64_t>(item.content.size() + item.tool_name.size() + item.tool_call_id.size()) +
+      kItemRowBytes;
+  for (const auto& [k, v] : item.metadata) n += static_cast<int64_t>(k.size() + v.size());
+  return n;
+}
+
 int64_t StoredBytes(const std::vector<ItemData>& items) {
   int64_t n = 0;
-  for (const ItemData& item : items) {
-    n += static_cast<int64_t>(item.content.size() + item.tool_name.size() +
-                              item.tool_call_id.size()) +
-         kItemRowBytes;
-    for (const auto& [k, v] : item.metadata) n += static_cast<int64_t>(k.size() + v.size());
-  }
+  for (const ItemData& item : items) n += StoredBytes(item);
   return n;
 }
 

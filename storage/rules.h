@@ -62,6 +62,7 @@ inline constexpr int64_t kIdempotencyRowBytes = 64;
 inline constexpr int64_t kUsageRowBytes = 64;
 // A stored compaction proposal: its body and this per row.
 inline constexpr int64_t kProposalRowBytes = 64;
+int64_t StoredBytes(const ItemData& item);
 int64_t StoredBytes(const std::vector<ItemData>& items);
 int64_t StoredBytes(const std::string& system_prompt, const std::string& pinned_instructions,
                     const Metadata& metadata, const ProfileOverrides& overrides);
