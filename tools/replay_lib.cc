@@ -448,7 +448,7 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
   if (!fifo.ok) ++r.errors["ListItems"];
   r.fifo_tokens = fifo.tokens + system_tokens + reserve;
   r.fifo_facts = CountFacts(conv.facts, fifo.text, turns + 1);
-  {
+  if (!options.keep) {
     v1::DeleteConversationRequest req;
     req.set_conversation_id(id);
     v1::DeleteConversationResponse out;

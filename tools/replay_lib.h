@@ -83,6 +83,9 @@ struct Options {
   // The conversation's recall_budget_fraction override (negative: the
   // profile's); 0 replays without the RECALLED section.
   double recall_budget = -1;
+  // Leave the conversation stored after the run (to inspect it with
+  // InspectContext or SearchHistory) instead of deleting it.
+  bool keep = false;
 };
 
 // Counts of facts present in a view.

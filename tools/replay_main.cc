@@ -6,6 +6,7 @@
 //          [--reserve_fraction=0.125] [--max_turns=0] [--dump=PREFIX]
 //          [--recall_budget=F]   (0: without the RECALLED section)
 //          [--recall_off_too]    (each window again without it, timed beside)
+//          [--keep]              (leave the conversations stored)
 //
 // --dump writes each final view to PREFIX.<window>.txt, and the recalled
 // section at each recall question to PREFIX.<window>.recall.txt.
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
     } else if (name == "--recall_budget") {
       ok = absl::SimpleAtod(value, &base.recall_budget) && base.recall_budget >= 0 &&
            base.recall_budget < 1;
+    } else if (name == "--keep") {
+      base.keep = true;
     } else if (name == "--recall_off_too") {
       recall_off_too = true;
     } else if (name == "--max_turns") {
