@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "services/common/utf8.h"
@@ -36,12 +38,12 @@ const absl::flat_hash_set<absl::string_view>& StopwordList() {
       "at", "back", "be", "been", "being", "but", "by", "can", "could", "did", "do", "does",
       "doing", "done", "for", "from", "get", "go", "going", "got", "had", "has", "have",
       "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its",
-      "just", "know", "let", "like", "me", "might", "more", "much", "must", "my", "need",
+      "just", "know", "let", "like", "many", "me", "might", "more", "much", "must", "my", "need",
       "no", "not", "now", "of", "ok", "okay", "on", "one", "or", "our", "out", "please",
       "remind", "said", "say", "second", "she", "should", "show", "so", "some", "still",
       "tell", "than", "thanks", "that", "the", "their", "them", "then", "there", "these",
       "they", "this", "those", "to", "too", "up", "us", "very", "was", "we", "were", "what",
-      "when", "where", "which", "who", "why", "will", "with", "would", "yes", "you", "your",
+      "vs", "when", "where", "which", "who", "why", "will", "with", "would", "yes", "you", "your",
       "s", "t", "d", "ll", "m", "re", "ve"};
   return *kWords;
 }
@@ -92,7 +94,8 @@ constexpr size_t kFragmentWords = 5;
 constexpr double kShownInCall = 0.6;
 // The share of the question's weight the first passage must answer (its
 // words the history holds, and those it does not hold at all, of at least
-// kMinUnseenBytes, as if one item held them).
+// kMinUnseenBytes: a name as if one item held it, a plain word at the
+// average weight of the words it holds).
 constexpr double kMinAnswered = 0.3;
 constexpr size_t kMinUnseenBytes = 4;
 // The least a passage takes beside the section's header: its provenance
@@ -171,12 +174,30 @@ bool AssignsFigure(absl::string_view line) {
   return value.find_first_of("0123456789") != absl::string_view::npos && value.size() <= 80;
 }
 
-// Whether `line` sets a name to a plain figure, the whole value a number
-// with at most a short unit ("GRACE_PERIOD_DAYS = 5", "replicas: 3",
-// "timeout_ms: 30_000", "ttl = 90s  # cache"): a setting's definition, not
-// an expression that uses one.
-bool SetsFigure(absl::string_view line) {
-  if (!AssignsFigure(line)) return false;
+// Whether `value` is a cron schedule's five fields ("20 4 * * *",
+// "*/15 2-5 * * 1,3"): a time of day written as a schedule.
+bool IsCronSchedule(absl::string_view value) {
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(value, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  if (fields.size() != 5) return false;
+  bool digit = false;
+  for (absl::string_view f : fields) {
+    for (char c : f) {
+      if (absl::ascii_isdigit(static_cast<unsigned char>(c))) {
+        digit = true;
+      } else if (c != '*' && c != '/' && c != ',' && c != '-' && c != '?') {
+        return false;
+      }
+    }
+  }
+  return digit;
+}
+
+// The value `line` sets a name to a figure with (AssignsFigure), without
+// its comment, its trailing separator and its quotes; empty when it sets
+// none.
+absl::string_view AssignedValue(absl::string_view line) {
+  if (!AssignsFigure(line)) return {};
   line = WithoutLineNumber(line);
   absl::string_view value = line.substr(line.find_first_of(":=") + 1);
   for (absl::string_view comment : {"#", "//"}) {
@@ -188,6 +209,34 @@ bool SetsFigure(absl::string_view line) {
       value.back() == value.front()) {
     value = value.substr(1, value.size() - 2);
   }
+  return value;
+}
+
+// Whether `line` sets a name to a time of day: a cron schedule ("schedule:
+// \"20 4 * * *\"") or a clock time ("start_at = 04:20").
+bool SetsTimeOfDay(absl::string_view line) {
+  const absl::string_view value = AssignedValue(line);
+  if (IsCronSchedule(value)) return true;
+  const size_t colon = value.find(':');
+  if (colon == absl::string_view::npos || colon == 0 || colon > 2 || value.size() < colon + 3) {
+    return false;
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const bool digit_place = i != colon && !(i == colon + 3 && value[i] == ':');
+    if (i >= colon + 6 || (digit_place && !absl::ascii_isdigit(static_cast<unsigned char>(value[i])))) {
+      return i >= colon + 3 && (value[i] == ' ' || value[i] == 'Z');
+    }
+  }
+  return true;
+}
+
+// Whether `line` sets a name to a plain figure, the whole value a number
+// with at most a short unit ("GRACE_PERIOD_DAYS = 5", "replicas: 3",
+// "timeout_ms: 30_000", "ttl = 90s  # cache") or a time of day: a
+// setting's definition, not an expression that uses one.
+bool SetsFigure(absl::string_view line) {
+  const absl::string_view value = AssignedValue(line);
+  if (SetsTimeOfDay(line)) return true;
   size_t i = 0;
   if (i < value.size() && (value[i] == '-' || value[i] == '+')) ++i;
   if (i >= value.size() || !absl::ascii_isdigit(static_cast<unsigned char>(value[i]))) return false;
@@ -267,26 +316,137 @@ std::vector<absl::string_view> Sentences(absl::string_view text) {
   return out;
 }
 
+// The units of time a duration is written in, spelled as people write them.
+const absl::flat_hash_set<absl::string_view>& TimeUnits() {
+  static const auto* const kUnits = new absl::flat_hash_set<absl::string_view>{
+      "ms", "millisecond", "milliseconds", "s", "sec", "secs", "second", "seconds", "min",
+      "mins", "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "day", "days"};
+  return *kUnits;
+}
+
+// Whether `text` asks for a time of day: "what time", or "when" with a
+// word of starting after it ("when does the export kick off?", "when
+// does it run").
+bool AsksTimeOfDay(absl::string_view text) {
+  static const auto* const kStarts = new absl::flat_hash_set<absl::string_view>{
+      "start", "starts", "run", "runs", "kick", "kicks", "fire", "fires", "trigger", "triggers"};
+  const std::string lower = absl::AsciiStrToLower(text);
+  std::vector<absl::string_view> words =
+      absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"), absl::SkipEmpty());
+  for (size_t i = 1; i < words.size(); ++i) {
+    if (words[i - 1] == "what" && words[i] == "time") return true;
+    if (words[i - 1] != "when" || (words[i] != "does" && words[i] != "do")) continue;
+    for (size_t j = i + 1; j < words.size() && j <= i + 6; ++j) {
+      if (kStarts->contains(words[j])) return true;
+    }
+  }
+  return false;
+}
+
+// Whether `text` asks how long something took: "how long" or "how much
+// time" with a word of taking or lasting after it ("how long did the
+// refresh take", "how much time did it run"). A question for a setting
+// ("how long does the DAG get before it pages?") is answered by the
+// setting's line, which names it.
+bool AsksDuration(absl::string_view text) {
+  static const auto* const kTaking = new absl::flat_hash_set<absl::string_view>{
+      "take", "took", "taken", "takes", "last", "lasted", "run", "ran", "spend", "spent"};
+  const std::string lower = absl::AsciiStrToLower(text);
+  std::vector<absl::string_view> words =
+      absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"), absl::SkipEmpty());
+  for (size_t i = 1; i < words.size(); ++i) {
+    const bool how_long = words[i - 1] == "how" && words[i] == "long";
+    const bool how_much_time = i >= 2 && words[i - 2] == "how" && words[i - 1] == "much" &&
+                               words[i] == "time";
+    if (!how_long && !how_much_time) continue;
+    for (size_t j = i + 1; j < words.size() && j <= i + 10; ++j) {
+      if (kTaking->contains(words[j])) return true;
+    }
+  }
+  return false;
+}
+
+// The seconds a unit of time stands for (0: not a unit of time).
+double SecondsPer(absl::string_view unit) {
+  static const auto* const kSeconds = new absl::flat_hash_map<absl::string_view, double>{
+      {"ms", 0.001}, {"millisecond", 0.001}, {"milliseconds", 0.001}, {"s", 1}, {"sec", 1},
+      {"secs", 1}, {"second", 1}, {"seconds", 1}, {"min", 60}, {"mins", 60}, {"minute", 60},
+      {"minutes", 60}, {"h", 3600}, {"hr", 3600}, {"hrs", 3600}, {"hour", 3600}, {"hours", 3600},
+      {"day", 86400}, {"days", 86400}};
+  auto it = kSeconds->find(unit);
+  return it == kSeconds->end() ? 0 : it->second;
+}
+
+// The duration `line` states, in seconds, as the sum of its numbers each
+// followed by a unit of time ("in 0 hours 34 minutes and 31.67 seconds",
+// "took 212 ms", "elapsed: 41s"); -1 when it states none.
+double StatedSeconds(absl::string_view line) {
+  double total = -1;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(line[i]))) continue;
+    if (i > 0 && (absl::ascii_isalnum(static_cast<unsigned char>(line[i - 1])) ||
+                  line[i - 1] == '-' || line[i - 1] == '_' || line[i - 1] == '.')) {
+      // A digit inside a word or an id ("v2", "part-00017").
+      while (i < line.size() && absl::ascii_isalnum(static_cast<unsigned char>(line[i]))) ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < line.size() &&
+           (absl::ascii_isdigit(static_cast<unsigned char>(line[j])) || line[j] == '.')) {
+      ++j;
+    }
+    double number = 0;
+    const bool parsed = absl::SimpleAtod(line.substr(i, j - i), &number);
+    if (j < line.size() && line[j] == ' ') ++j;
+    size_t k = j;
+    while (k < line.size() && absl::ascii_isalpha(static_cast<unsigned char>(line[k]))) ++k;
+    const bool unit_ends =
+        k == line.size() || !absl::ascii_isalnum(static_cast<unsigned char>(line[k]));
+    const double per = unit_ends ? SecondsPer(absl::AsciiStrToLower(line.substr(j, k - j))) : 0;
+    if (parsed && per > 0) total = std::max(total, 0.0) + number * per;
+    i = std::max(i, j > 0 ? j - 1 : 0);
+  }
+  return total;
+}
+
 // Whether `text` asks for a quantity: "how" followed by a word of measure
 // ("how many", "how long", "how big"...), "in" followed by a unit ("in
 // ms", "in minutes", "in GB"), or "what time".
 bool AsksQuantity(absl::string_view text) {
   static const auto* const kMeasures = new absl::flat_hash_set<absl::string_view>{
       "many", "much", "long", "often", "big", "large", "far", "high", "low", "old", "small"};
-  static const auto* const kUnits = new absl::flat_hash_set<absl::string_view>{
-      "ms", "millisecond", "milliseconds", "s", "sec", "secs", "second", "seconds", "min",
-      "mins", "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "day", "days", "bytes",
-      "kb", "kib", "mb", "mib", "gb", "gib", "tb", "percent", "%"};
+  static const auto* const kOtherUnits = new absl::flat_hash_set<absl::string_view>{
+      "bytes", "kb", "kib", "mb", "mib", "gb", "gib", "tb", "percent", "%"};
   const std::string lower = absl::AsciiStrToLower(text);
   absl::string_view before;
   for (absl::string_view word : absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"),
                                                absl::SkipEmpty())) {
     if (before == "how" && kMeasures->contains(word)) return true;
-    if (before == "in" && kUnits->contains(word)) return true;
+    if (before == "in" && (TimeUnits().contains(word) || kOtherUnits->contains(word))) return true;
     if (before == "what" && word == "time") return true;
     before = word;
   }
   return false;
+}
+
+// The terms of `text`'s words that only frame a question for a quantity
+// (AsksQuantity, AsksTimeOfDay): "long" of "how long", "time" of "what
+// time". They say what shape the answer has, not what it is about (a
+// unit, "in minutes", says both, and stays).
+absl::flat_hash_set<std::string> FrameTerms(absl::string_view text) {
+  static const auto* const kMeasures = new absl::flat_hash_set<absl::string_view>{
+      "long", "often", "big", "large", "far", "high", "low", "old", "small"};
+  absl::flat_hash_set<std::string> out;
+  const std::string lower = absl::AsciiStrToLower(text);
+  absl::string_view before;
+  for (absl::string_view word : absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"),
+                                               absl::SkipEmpty())) {
+    if ((before == "how" && kMeasures->contains(word)) || (before == "what" && word == "time")) {
+      for (std::string& term : SearchTerms(word)) out.insert(std::move(term));
+    }
+    before = word;
+  }
+  return out;
 }
 
 std::string Provenance(const RecalledPassage& p) {
@@ -315,12 +475,47 @@ std::string Provenance(const RecalledPassage& p) {
   return out;
 }
 
+// The terms of `sentence`'s words written as names (RecallQuery::named):
+// a capital letter after the first character, or opening a word that does
+// not open the sentence; a digit; a compound's separator inside the word.
+absl::flat_hash_set<std::string> NamedTerms(absl::string_view sentence) {
+  absl::flat_hash_set<std::string> out;
+  bool opening = true;
+  for (absl::string_view word : absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+    // Quotes, brackets and the sentence's punctuation around the word.
+    while (!word.empty() && !absl::ascii_isalnum(static_cast<unsigned char>(word.front()))) {
+      word.remove_prefix(1);
+    }
+    while (!word.empty() && !absl::ascii_isalnum(static_cast<unsigned char>(word.back()))) {
+      word.remove_suffix(1);
+    }
+    if (word.empty()) continue;
+    bool named = !opening && absl::ascii_isupper(static_cast<unsigned char>(word.front()));
+    // A possessive's "'s" is not part of the name's shape.
+    absl::string_view bare = word;
+    if (absl::EndsWith(bare, "'s")) bare.remove_suffix(2);
+    for (size_t i = 0; i < bare.size() && !named; ++i) {
+      const unsigned char c = static_cast<unsigned char>(bare[i]);
+      named = absl::ascii_isdigit(c) || (i > 0 && absl::ascii_isupper(c)) ||
+              (i > 0 && i + 1 < bare.size() && std::string_view("-./:_@").find(c) != std::string_view::npos);
+    }
+    opening = false;
+    if (!named) continue;
+    for (std::string& term : SearchTerms(word)) out.insert(std::move(term));
+  }
+  return out;
+}
+
 }  // namespace
 
 RecallQuery ParseRecallQuery(absl::string_view text) {
   RecallQuery q;
   q.asks_quantity = AsksQuantity(text);
+  q.asks_duration = AsksDuration(text);
+  q.asks_time_of_day = AsksTimeOfDay(text);
+  q.asks_quantity = q.asks_quantity || q.asks_time_of_day;
   const bool asks = absl::StrContains(text, '?');
+  const absl::flat_hash_set<std::string> frame = FrameTerms(text);
   // Each term once, by its place in q.terms.
   absl::flat_hash_map<std::string, size_t> index_of;
   for (absl::string_view sentence : Sentences(text)) {
@@ -330,6 +525,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
                        std::vector<absl::string_view>(
                            absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty()))
                                .size() <= kFragmentWords;
+    const absl::flat_hash_set<std::string> named = NamedTerms(sentence);
     // SearchTerms lists a compound before its parts: the parts belong to
     // the compound's word.
     std::string compound;
@@ -337,7 +533,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
       const bool part = PartOf(compound, term);
       if (!part) {
         compound = IsCompound(term) ? term : "";
-        if (IsStopword(term)) continue;
+        if (IsStopword(term) || frame.contains(term)) continue;
       } else if (IsStopword(term) || (term.size() < 2 && !absl::ascii_isdigit(term[0]))) {
         continue;
       }
@@ -348,6 +544,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
       if (!part) {
         ++q.words;
         q.asked.push_back(asked);
+        q.named.push_back(named.contains(term));
       }
       if (q.words == 0) continue;
       if (q.terms.size() >= kMaxRecallTerms) return q;
@@ -364,6 +561,8 @@ namespace {
 // What the question's words weigh in one conversation's history.
 struct QuestionWeights {
   bool asks_quantity = false;
+  bool asks_duration = false;
+  bool asks_time_of_day = false;
   // Searched terms: the question word each stands for and its weight.
   absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
   // Words only a few items hold: specific enough alone.
@@ -376,10 +575,15 @@ struct QuestionWeights {
   std::map<int, double> unseen;
 
   QuestionWeights(const RecallQuery& query, const HistoryHits& hits)
-      : asks_quantity(query.asks_quantity) {
+      : asks_quantity(query.asks_quantity),
+        asks_duration(query.asks_duration),
+        asks_time_of_day(query.asks_time_of_day) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     absl::flat_hash_set<int> seen_words;
+    std::map<int, double> unseen_plain;  // Their shares, weighed below.
+    double seen_weight = 0;
+    int seen_terms = 0;
     for (size_t i = 0; i < query.terms.size(); ++i) {
       auto df = hits.document_frequency.find(query.terms[i]);
       if (df == hits.document_frequency.end()) continue;
@@ -388,10 +592,13 @@ struct QuestionWeights {
           static_cast<size_t>(word) < query.asked.size() && !query.asked[word] ? kAside : 1.0;
       if (df->second < 1) {
         if (query.terms[i].size() >= kMinUnseenBytes) {
-          unseen[word] = share * TermWeight(hits.items, 1);
+          const bool named = static_cast<size_t>(word) < query.named.size() && query.named[word];
+          (named ? unseen : unseen_plain)[word] = share;
         }
         continue;
       }
+      seen_weight += TermWeight(hits.items, df->second);
+      ++seen_terms;
       seen_words.insert(word);
       if (df->second > cap) {
         common_of[query.terms[i]] = {word, share * kCommonWord * TermWeight(hits.items, df->second)};
@@ -399,6 +606,15 @@ struct QuestionWeights {
       }
       weight_of[query.terms[i]] = {word, share * TermWeight(hits.items, df->second)};
       if (df->second <= kRareItems) rare_words.insert(word);
+    }
+    // A name the history does not hold weighs as a word one item holds; a
+    // plain word, as the question's words the history holds do on average
+    // (all the same when it holds none).
+    const double named_weight = TermWeight(hits.items, 1);
+    const double plain_weight = seen_terms > 0 ? seen_weight / seen_terms : named_weight;
+    for (auto& [w, weight] : unseen) weight *= named_weight;
+    for (const auto& [w, share] : unseen_plain) {
+      if (!unseen.contains(w)) unseen[w] = share * plain_weight;
     }
     for (int w : seen_words) unseen.erase(w);
     for (const auto& [term, word_weight] : weight_of) {
@@ -492,6 +708,24 @@ std::vector<std::pair<size_t, absl::string_view>> LinesOf(absl::string_view cont
   return lines;
 }
 
+// Where the piece (line, offset in it) of `lines` stating the longest
+// duration is (a run's total after its steps' times), if one states any.
+std::optional<std::pair<size_t, size_t>> LongestDuration(
+    const std::vector<std::pair<size_t, absl::string_view>>& lines) {
+  std::optional<std::pair<size_t, size_t>> at;
+  double most = -1;
+  for (size_t li = 0; li < lines.size(); ++li) {
+    for (const auto& [offset, piece] : Pieces(lines[li].second)) {
+      const double seconds = StatedSeconds(piece);
+      if (seconds > most) {
+        most = seconds;
+        at = {li, offset};
+      }
+    }
+  }
+  return at;
+}
+
 // Adds to `words` the question's words `item`'s exchange holds and the
 // item does not (`own`), with what each weighs as context of its lines;
 // whether there was any. What a turn's question and call say is the
@@ -558,6 +792,13 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // The item's first line, when short: it usually says what the item is.
   absl::string_view title;
   bool first_line = true;
+  const std::optional<std::pair<size_t, size_t>> longest =
+      q.asks_duration ? LongestDuration(lines) : std::nullopt;
+  // Asked for a duration or a time of day, a line of that shape is the
+  // answer's shape, whatever words it holds.
+  auto shaped = [&](size_t li, size_t offset, absl::string_view piece) {
+    return longest == std::pair(li, offset) || (q.asks_time_of_day && SetsTimeOfDay(piece));
+  };
   for (size_t li = 0; li < lines.size(); ++li) {
     const absl::string_view stripped = absl::StripAsciiWhitespace(lines[li].second);
     if (stripped.empty()) continue;
@@ -568,7 +809,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
       if (QuestionWeights::Within(searched, at, at + piece.size())) {
         pieces.push_back(piece_of(li, offset, piece));
         for (const auto& [w, weight] : pieces.back().words) own[w] = weight;
-      } else if (QuestionWeights::Within(common, at, at + piece.size())) {
+      } else if (QuestionWeights::Within(common, at, at + piece.size()) ||
+                 shaped(li, offset, piece)) {
         common_only.push_back({li, offset, piece, {}, {}});
       }
     }
@@ -614,7 +856,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // found through its exchange, a line that answers and holds a value is
     // one as well.
     const bool holds_value = HoldsValue(terms) || AssignsFigure(piece);
-    const bool value = values && (!words.empty() || !common.empty()) && holds_value;
+    const bool shape = values && shaped(li, offset, piece);
+    const bool value = (values && (!words.empty() || !common.empty()) && holds_value) || shape;
     if (!eligible && !value) continue;
     std::string text(absl::StripTrailingAsciiWhitespace(piece));
     size_t first_line = li, last_line = li;
@@ -653,7 +896,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     for (const auto& [w, weight] : c.context) context_worth += weight;
     c.worth = line_worth + context_worth;
     c.value = value;
-    c.figure = q.asks_quantity && SetsFigure(piece);
+    c.figure = q.asks_quantity && (shape || SetsFigure(piece));
     c.first_line = first_line;
     c.last_line = last_line;
     c.piece_offset = piece.size() == line.size() ? std::string::npos : offset;
@@ -711,6 +954,10 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     for (const auto& [w, weight] : c.line) s += weight * share(w);
     double context = 0;
     for (const auto& [w, weight] : c.context) context += weight * share(w);
+    // A figure line holding none of the question's words (a schedule, a
+    // run's total time) is the answer's shape in an item its exchange
+    // names: what the exchange says counts as its own.
+    if (c.figure && c.line.empty()) return context * (1 + kValueLine) * (1 + kFigureLine);
     return s * (c.value ? 1 + kValueLine : 1.0) * (c.figure ? 1 + kFigureLine : 1.0) + context;
   };
   // How much of the question a passage answers, on its line or through its
@@ -741,6 +988,10 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     candidates = std::move(best);
   }
   std::vector<bool> taken(candidates.size(), false);
+  std::vector<bool> answers_enough(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    answers_enough[i] = answered(candidates[i]) >= kMinAnswered;
+  }
   absl::flat_hash_map<int64_t, int> per_item;
   absl::flat_hash_set<int64_t> items_shown;
   // The lines (or pieces of a long line) the picks show, by item: a
@@ -760,6 +1011,9 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     double best_score = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (taken[i] || per_item[candidates[i].passage.sequence] >= kMaxPerItem) continue;
+      // The first pick answers enough of the question: the best by its
+      // words, when they are a few of the question's, is not it.
+      if (chosen.empty() && !answers_enough[i]) continue;
       // Below the floor by its own worth: never picked.
       if (candidates[i].worth < kRelativeFloor * first) continue;
       const double s = score(candidates[i]);
@@ -773,7 +1027,6 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     taken[best] = true;
     Candidate& c = candidates[best];
     if (shows_again(c)) continue;
-    if (chosen.empty() && answered(c) < kMinAnswered) break;
     c.passage.tokens = tokenizer.CountTokens(c.passage.text);
     int64_t cost = c.passage.tokens + 2;
     if (!items_shown.contains(c.passage.sequence)) {

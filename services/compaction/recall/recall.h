@@ -29,10 +29,25 @@ struct RecallQuery {
   // The question asks for a quantity ("how many", "how long", ...): a line
   // setting a name to a figure is the answer's shape.
   bool asks_quantity = false;
+  // ... and that quantity is a duration ("how long", "how much time", "in
+  // minutes"): a line stating one ("in 0 hours 34 minutes") answers it
+  // where the exchange names the subject, though the line holds none of
+  // the question's words.
+  bool asks_duration = false;
+  // ... or a time of day ("what time does it start?"): a line setting a
+  // schedule ("schedule: \"20 4 * * *\"") answers it the same way.
+  bool asks_time_of_day = false;
   // For each word: whether a sentence that asks (ends with '?') holds it,
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") count less.
   std::vector<bool> asked;
+  // For each word: whether it is written as a name (a capital letter not
+  // opening its sentence, "OMS", "Norway"), or holds a digit or a
+  // compound's separator ("v2", "nightly_core"). A plain word the history
+  // does not hold ("bailed", "wanted") is more likely the asker's own
+  // phrasing than the subject of the question; a name it does not hold
+  // says the question is about something else.
+  std::vector<bool> named;
 };
 
 // At most this many terms (the first ones): each costs the search a look-up.

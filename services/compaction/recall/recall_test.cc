@@ -345,6 +345,107 @@ TEST_F(RecallTest, AnOutputIsKnownByItsOwnCallAndItsTurnsTalk) {
   for (const RecalledPassage& p : got) EXPECT_NE(p.sequence, 5) << RenderRecalled(got);
 }
 
+TEST_F(RecallTest, APlainWordTheHistoryDoesNotHoldDoesNotSilenceRecall) {
+  // "bailed", "gotten", "versus", "wanted": the asker's phrasing, which
+  // the history does not hold; they weigh as the question's other words
+  // do on average, not as the rarest word would.
+  const std::vector<Item> items = History();
+  const RecallQuery q = ParseRecallQuery(
+      "When orders-api bailed, which checksum had it gotten, versus wanted?");
+  // "orders-api" is written as a name (a compound); the phrasing is not.
+  ASSERT_EQ(q.named.size(), static_cast<size_t>(q.words));
+  EXPECT_TRUE(q.named[0]);
+  EXPECT_THAT(std::vector<bool>(q.named.begin() + 1, q.named.end()),
+              Not(::testing::Contains(true)));
+  // A long history: a word one item holds weighs much more than one
+  // held by a few.
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  RecallLimits limits;
+  limits.max_tokens = 200;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_FALSE(got.empty());
+  EXPECT_THAT(got[0].text, HasSubstr("sha256:or77aa1002"));
+  // Names: capitals past a sentence's start, digits, compounds.
+  const RecallQuery other = ParseRecallQuery("Did Zorblax's v2 deploy of OMS pass? Tests ran.");
+  std::vector<std::string> named;
+  for (size_t i = 0; i < other.terms.size(); ++i) {
+    if (other.named[other.word_of[i]]) named.push_back(other.terms[i]);
+  }
+  EXPECT_THAT(named, UnorderedElementsAre("zorblax", "v2", "om"));
+}
+
+TEST_F(RecallTest, ARunsTotalTimeAnswersHowLongItTook) {
+  EXPECT_TRUE(ParseRecallQuery("how long did that full refresh take, end to end?").asks_duration);
+  EXPECT_TRUE(ParseRecallQuery("How much time did the backfill run for?").asks_duration);
+  // A setting asked for is answered by its line, which names it.
+  EXPECT_FALSE(
+      ParseRecallQuery("How long does the DAG get before it pages? In mins.").asks_duration);
+  // "long" of "how long" frames the question; it is not searched.
+  EXPECT_THAT(ParseRecallQuery("how long did the refresh take?").terms,
+              Not(::testing::Contains("long")));
+  // A build log: every step states its time; the run's total is the line
+  // the question asks for, and holds none of its words.
+  std::string log = "13:42:17  Running with dbt=1.8.7\n";
+  for (int i = 1; i <= 24; ++i) {
+    absl::StrAppend(&log, "13:4", i % 10, ":18  ", i, " of 24 OK created sql view model staging.stg_",
+                    i, " ....... [CREATE VIEW in ", i, ".57s]\n");
+  }
+  log += "14:07:39  Finished running 10 incremental models, 14 view models in 0 hours 34 minutes "
+         "and 31.67 seconds.\n14:07:39  Completed successfully\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Sources look fresh. Start the full refresh."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, log, "bash"),
+      Stored(3, Role::kAssistant, ItemKind::kMessage, "The refresh went through without errors.")};
+  const RecallQuery q =
+      ParseRecallQuery("how long did that full refresh of nightly_core take, end to end?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
+  hits.calls[2] = R"({"cmd": "dbt run --selector nightly_core --full-refresh --target prod"})";
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  std::vector<std::string> texts;
+  for (const RecalledPassage& p : got) texts.push_back(p.text);
+  EXPECT_THAT(texts, ::testing::Contains(HasSubstr("0 hours 34 minutes"))) << RenderRecalled(got);
+}
+
+TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
+  EXPECT_TRUE(ParseRecallQuery("What time does the snapshot DAG kick off?").asks_time_of_day);
+  EXPECT_TRUE(ParseRecallQuery("When does the export run, per its config?").asks_time_of_day);
+  EXPECT_FALSE(ParseRecallQuery("When did we last deploy?").asks_time_of_day);
+  // Every DAG's config has the same keys; the one asked about is named by
+  // the call's path and its turn's question only.
+  std::string config = "# Read by dags/lib/factory.py; the DAG id is this file's name.\n";
+  for (const char* key : {"owner: data-eng", "retries: 2", "retry_delay_minutes: 10",
+                          "max_active_runs: 1", "schedule: \"20 4 * * *\"", "sla_minutes: 225",
+                          "pool_slots: 2"}) {
+    absl::StrAppend(&config, key, "\n");
+  }
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "The inventory snapshot DAG failed. Show me its config."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, config, "read_file")};
+  // The question's phrasing ("kick off") stands in other turns.
+  for (int64_t s = 3; s <= 9; ++s) {
+    items.push_back(Stored(s, Role::kUser, ItemKind::kMessage,
+                           absl::StrCat("Kick off backfill number ", s, " once the run is green.")));
+  }
+  const RecallQuery q = ParseRecallQuery(
+      "What time does the inventory snapshot DAG kick off? The cron from its config.");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms("The inventory snapshot DAG failed. Show me its config.");
+  hits.calls[2] = R"({"path": "dags/config/inventory_snapshot.yaml"})";
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].sequence, 2) << RenderRecalled(got);
+  EXPECT_THAT(got[0].text, HasSubstr("20 4 * * *")) << RenderRecalled(got);
+}
+
 // RankPassages splits only the pieces that hold a probe of a question's
 // terms: that is exact only if every term the analysis finds in a text has
 // a probe in it. Checked on every line of the replays' conversations (tool
