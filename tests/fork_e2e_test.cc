@@ -2,9 +2,14 @@
 // (`buf curl`, as grpcurl would call them), against a real server and
 // PostgreSQL: a fork at an earlier item serves the view its source had
 // then (same view_hash as GetContextAt), the two go on apart, ListForks
-// names it, and erasing a shared item leaves its text in neither.
+// names it, and erasing a shared item leaves its text in neither, even
+// when the erasure comes while a fork of a fork is being made.
 
+#include <pqxx/pqxx>
+
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +19,7 @@
 #include "tests/buf_client.h"
 #include "tests/e2e_harness.h"
 #include "tests/server_process.h"
+#include "tools/rpc/rpc_helpers.h"
 
 namespace convstate {
 namespace {
@@ -179,6 +185,76 @@ TEST_F(ForkE2eTest, AForkServesItsSourcesPastViewGoesOnApartAndShareErasures) {
         "SearchHistory", absl::StrCat(R"({"conversation_id": ")", conversation,
                                       R"(", "query": "which api key was written to the vault?"})"));
     EXPECT_EQ(search.find(kSecret), std::string::npos) << search;
+  }
+}
+
+// An erasure that comes while a fork of a fork of the erased conversation
+// is being made waits for it, then reaches it: the fork holds its source
+// while it copies (FOR SHARE), the erasure holds every conversation of
+// the family and reads the family again once it has them. The fork is
+// held inside its transaction, after it took its source, by a row the
+// test inserts under the fork's name and does not commit, so the erasure
+// reads the family while the fork is under way on every run, not by
+// timing.
+TEST_F(ForkE2eTest, AnErasureDuringAForkOfAForkWaitsForItAndReachesIt) {
+  v1::Conversation created;
+  Call("CreateConversation", R"({"conversation_id": "src", "model": "gpt-4o"})", &created);
+  v1::AppendTurnResponse appended;
+  Call("AppendTurn", absl::StrCat(R"({"conversation_id": "src", "items": [
+       {"role": "ROLE_USER", "kind": "ITEM_KIND_MESSAGE", "content": "Rotate the payments key."},
+       {"role": "ROLE_ASSISTANT", "kind": "ITEM_KIND_MESSAGE", "content": "New key )", kSecret,
+                                  R"( is live."}]})"),
+       &appended);
+  Call("AppendTurn", R"({"conversation_id": "src", "items": [
+       {"role": "ROLE_USER", "kind": "ITEM_KIND_MESSAGE", "content": "Thanks."}]})",
+       &appended);
+  v1::Conversation fork;
+  Call("ForkConversation", R"({"conversation_id": "child", "source_conversation_id": "src"})",
+       &fork);
+
+  auto lock_waiters = [&] {
+    return *db_->QueryValue(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = "
+        "current_database()");
+  };
+  // The row: the child's, under the grandchild's name and key.
+  const std::string columns = *db_->QueryValue(
+      "SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position) "
+      "FROM information_schema.columns WHERE table_schema = current_schema() "
+      "AND table_name = 'conversations' AND column_name NOT IN ('conv_key', 'conversation_id')");
+  auto holder = std::make_unique<pqxx::connection>(db_->url());
+  auto hold = std::make_unique<pqxx::work>(*holder);
+  hold->exec(absl::StrCat("INSERT INTO conversations (conv_key, conversation_id, ", columns,
+                          ") SELECT conversation_key(tenant_id, 'grandchild'), 'grandchild', ",
+                          columns, " FROM conversations WHERE conversation_id = 'child'"));
+  std::string forked, erased;
+  std::thread grandchild([&] {
+    forked = Raw("ForkConversation",
+                 R"({"conversation_id": "grandchild", "source_conversation_id": "child"})");
+  });
+  ASSERT_TRUE(rpc::WaitUntil([&] { return lock_waiters() == "1"; }))
+      << "the fork never waited for the row";
+  std::thread erasure([&] {
+    erased = Raw("RedactItems",
+                 R"({"conversation_id": "src", "sequences": [2], "reason": "leaked key"})");
+  });
+  // The erasure waits for the fork (on "child", which the fork holds).
+  const bool waited = rpc::WaitUntil([&] { return lock_waiters() == "2"; });
+  hold->abort();
+  hold.reset();
+  holder.reset();
+  grandchild.join();
+  erasure.join();
+  EXPECT_TRUE(waited) << "the erasure did not wait for the fork";
+  EXPECT_NE(forked.find("grandchild"), std::string::npos) << forked;
+  EXPECT_NE(erased.find("ITEM_KIND_MESSAGE"), std::string::npos) << erased;
+  for (const char* conversation : {"src", "child", "grandchild"}) {
+    SCOPED_TRACE(conversation);
+    const std::vector<std::string> contents = Contents(conversation);
+    ASSERT_EQ(contents.size(), 3u);
+    for (const std::string& c : contents) EXPECT_EQ(c.find(kSecret), std::string::npos) << c;
+    const std::string id = absl::StrCat(R"({"conversation_id": ")", conversation, R"("})");
+    EXPECT_EQ(Raw("BuildContext", id).find(kSecret), std::string::npos);
   }
 }
 
