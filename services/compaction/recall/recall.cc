@@ -94,8 +94,7 @@ constexpr size_t kFragmentWords = 5;
 constexpr double kShownInCall = 0.6;
 // The share of the question's weight the first passage must answer (its
 // words the history holds, and those it does not hold at all, of at least
-// kMinUnseenBytes: a name as if one item held it, a plain word at the
-// average weight of the words it holds).
+// kMinUnseenBytes, as if one item held them).
 constexpr double kMinAnswered = 0.3;
 constexpr size_t kMinUnseenBytes = 4;
 // The least a passage takes beside the section's header: its provenance
@@ -475,37 +474,6 @@ std::string Provenance(const RecalledPassage& p) {
   return out;
 }
 
-// The terms of `sentence`'s words written as names (RecallQuery::named):
-// a capital letter after the first character, or opening a word that does
-// not open the sentence; a digit; a compound's separator inside the word.
-absl::flat_hash_set<std::string> NamedTerms(absl::string_view sentence) {
-  absl::flat_hash_set<std::string> out;
-  bool opening = true;
-  for (absl::string_view word : absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
-    // Quotes, brackets and the sentence's punctuation around the word.
-    while (!word.empty() && !absl::ascii_isalnum(static_cast<unsigned char>(word.front()))) {
-      word.remove_prefix(1);
-    }
-    while (!word.empty() && !absl::ascii_isalnum(static_cast<unsigned char>(word.back()))) {
-      word.remove_suffix(1);
-    }
-    if (word.empty()) continue;
-    bool named = !opening && absl::ascii_isupper(static_cast<unsigned char>(word.front()));
-    // A possessive's "'s" is not part of the name's shape.
-    absl::string_view bare = word;
-    if (absl::EndsWith(bare, "'s")) bare.remove_suffix(2);
-    for (size_t i = 0; i < bare.size() && !named; ++i) {
-      const unsigned char c = static_cast<unsigned char>(bare[i]);
-      named = absl::ascii_isdigit(c) || (i > 0 && absl::ascii_isupper(c)) ||
-              (i > 0 && i + 1 < bare.size() && std::string_view("-./:_@").find(c) != std::string_view::npos);
-    }
-    opening = false;
-    if (!named) continue;
-    for (std::string& term : SearchTerms(word)) out.insert(std::move(term));
-  }
-  return out;
-}
-
 }  // namespace
 
 RecallQuery ParseRecallQuery(absl::string_view text) {
@@ -525,7 +493,6 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
                        std::vector<absl::string_view>(
                            absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty()))
                                .size() <= kFragmentWords;
-    const absl::flat_hash_set<std::string> named = NamedTerms(sentence);
     // SearchTerms lists a compound before its parts: the parts belong to
     // the compound's word.
     std::string compound;
@@ -544,7 +511,6 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
       if (!part) {
         ++q.words;
         q.asked.push_back(asked);
-        q.named.push_back(named.contains(term));
       }
       if (q.words == 0) continue;
       if (q.terms.size() >= kMaxRecallTerms) return q;
@@ -581,9 +547,6 @@ struct QuestionWeights {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     absl::flat_hash_set<int> seen_words;
-    std::map<int, double> unseen_plain;  // Their shares, weighed below.
-    double seen_weight = 0;
-    int seen_terms = 0;
     for (size_t i = 0; i < query.terms.size(); ++i) {
       auto df = hits.document_frequency.find(query.terms[i]);
       if (df == hits.document_frequency.end()) continue;
@@ -592,13 +555,10 @@ struct QuestionWeights {
           static_cast<size_t>(word) < query.asked.size() && !query.asked[word] ? kAside : 1.0;
       if (df->second < 1) {
         if (query.terms[i].size() >= kMinUnseenBytes) {
-          const bool named = static_cast<size_t>(word) < query.named.size() && query.named[word];
-          (named ? unseen : unseen_plain)[word] = share;
+          unseen[word] = share * TermWeight(hits.items, 1);
         }
         continue;
       }
-      seen_weight += TermWeight(hits.items, df->second);
-      ++seen_terms;
       seen_words.insert(word);
       if (df->second > cap) {
         common_of[query.terms[i]] = {word, share * kCommonWord * TermWeight(hits.items, df->second)};
@@ -606,15 +566,6 @@ struct QuestionWeights {
       }
       weight_of[query.terms[i]] = {word, share * TermWeight(hits.items, df->second)};
       if (df->second <= kRareItems) rare_words.insert(word);
-    }
-    // A name the history does not hold weighs as a word one item holds; a
-    // plain word, as the question's words the history holds do on average
-    // (all the same when it holds none).
-    const double named_weight = TermWeight(hits.items, 1);
-    const double plain_weight = seen_terms > 0 ? seen_weight / seen_terms : named_weight;
-    for (auto& [w, weight] : unseen) weight *= named_weight;
-    for (const auto& [w, share] : unseen_plain) {
-      if (!unseen.contains(w)) unseen[w] = share * plain_weight;
     }
     for (int w : seen_words) unseen.erase(w);
     for (const auto& [term, word_weight] : weight_of) {

@@ -41,13 +41,6 @@ struct RecallQuery {
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") count less.
   std::vector<bool> asked;
-  // For each word: whether it is written as a name (a capital letter not
-  // opening its sentence, "OMS", "Norway"), or holds a digit or a
-  // compound's separator ("v2", "nightly_core"). A plain word the history
-  // does not hold ("bailed", "wanted") is more likely the asker's own
-  // phrasing than the subject of the question; a name it does not hold
-  // says the question is about something else.
-  std::vector<bool> named;
 };
 
 // At most this many terms (the first ones): each costs the search a look-up.
