@@ -146,21 +146,27 @@ RecallCount ReplayRecall(const std::string& target, const std::string& name,
 }
 
 // The platform programme (tool outputs whose lines do not name their
-// subject, questions in other words than the stored text): at 8k, the
-// view never loses to FIFO, no view is above the hard band, and the
-// RECALLED section holds the asked-for tool facts: the tuning questions
-// and the held-out ones (never tuned with); the unrelated question adds
+// subject, questions in other words than the stored text): at 8k, 16k and
+// 32k, the view never loses to FIFO, no view is above the hard band, and
+// the RECALLED section holds the asked-for tool facts: at least 80% of the
+// tuning questions', and of the held-out ones (never tuned with) what the
+// ranking finds today (12 of 16 at 8k, 14 at 16k and 32k: BENCHMARKS.md,
+// "Recall"), so that it does not fall back; the unrelated question adds
 // nothing.
 TEST(ReplayE2eTest, PlatformReplayRecallsWhatTheUserMeans) {
   auto db = ScratchDatabase::Create(/*migrate=*/false);
   ASSERT_TRUE(db.ok()) << db.status();
   auto server = testing::StartServerOn(**db, {"--background_compaction=false"});
   ASSERT_TRUE(server.ok()) << server.status();
-  for (const char* probes : {"tools/replay_data/platform_probes.jsonl",
-                             "tools/replay_data/platform_heldout_probes.jsonl"}) {
-    const RecallCount c = ReplayRecall((*server)->address(), "platform", probes, 8192);
-    // The aim is 80%; held at what the ranking reaches today (BENCHMARKS.md).
-    EXPECT_GE(c.found * 10, c.asked * 7) << c.found << " of " << c.asked;
+  for (int64_t window : {8192, 16384, 32768}) {
+    const RecallCount tuning = ReplayRecall((*server)->address(), "platform",
+                                            "tools/replay_data/platform_probes.jsonl", window);
+    EXPECT_GE(tuning.found * 10, tuning.asked * 8)
+        << tuning.found << " of " << tuning.asked << " at " << window;
+    const RecallCount held_out = ReplayRecall(
+        (*server)->address(), "platform", "tools/replay_data/platform_heldout_probes.jsonl", window);
+    EXPECT_GE(held_out.found, window == 8192 ? 12 : 14)
+        << held_out.found << " of " << held_out.asked << " at " << window;
   }
 }
 
@@ -168,10 +174,8 @@ TEST(ReplayE2eTest, PlatformReplayRecallsWhatTheUserMeans) {
 // configs whose value lines do not name their component; questions in the
 // developer's own words): at 8k, 16k and 32k, with the tuning questions and
 // the held-out ones, the view never loses to FIFO, keeps both standing
-// rules, the unrelated question adds nothing, and recall finds what it
-// finds today (7 of each set's 11 asked-for tool facts; the aim is 80%, not
-// reached yet: BENCHMARKS.md, "Recall by exchange"), so that it does not
-// fall back.
+// rules, the unrelated question adds nothing, and recall finds at least 9
+// of each set's 11 asked-for tool facts (80%; 10 today).
 TEST(ReplayE2eTest, CodingReplayRecallsWhatTheDeveloperMeans) {
   auto db = ScratchDatabase::Create(/*migrate=*/false);
   ASSERT_TRUE(db.ok()) << db.status();
@@ -181,8 +185,34 @@ TEST(ReplayE2eTest, CodingReplayRecallsWhatTheDeveloperMeans) {
                              "tools/replay_data/coding_heldout_probes.jsonl"}) {
     for (int64_t window : {8192, 16384, 32768}) {
       const RecallCount c = ReplayRecall((*server)->address(), "coding", probes, window);
-      EXPECT_GE(c.found, 7) << c.found << " of " << c.asked << " at " << window;
+      EXPECT_GE(c.found, 9) << c.found << " of " << c.asked << " at " << window;
     }
+  }
+}
+
+// The analytics engineer's day (Airflow, dbt, Spark, Kafka and Terraform
+// outputs whose value lines do not name their DAG, model or topic; chatty
+// questions with asides, abbreviations, durations and times of day): at
+// 8k, 16k and 32k, the view never loses to FIFO, the unrelated question
+// adds nothing, recall finds at least 80% of the tuning questions' facts,
+// and of the held-out ones what it finds today (7 of 16 at 8k, 9 at 16k
+// and 32k; the aim is 80%, not reached: BENCHMARKS.md, "Recall"), so that
+// it does not fall back.
+TEST(ReplayE2eTest, AnalyticsReplayRecallsWhatTheEngineerMeans) {
+  auto db = ScratchDatabase::Create(/*migrate=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto server = testing::StartServerOn(**db, {"--background_compaction=false"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (int64_t window : {8192, 16384, 32768}) {
+    const RecallCount tuning = ReplayRecall((*server)->address(), "analytics",
+                                            "tools/replay_data/analytics_probes.jsonl", window);
+    EXPECT_GE(tuning.found * 10, tuning.asked * 8)
+        << tuning.found << " of " << tuning.asked << " at " << window;
+    const RecallCount held_out =
+        ReplayRecall((*server)->address(), "analytics",
+                     "tools/replay_data/analytics_heldout_probes.jsonl", window);
+    EXPECT_GE(held_out.found, window == 8192 ? 7 : 9)
+        << held_out.found << " of " << held_out.asked << " at " << window;
   }
 }
 
