@@ -342,6 +342,32 @@ bool AsksTimeOfDay(absl::string_view text) {
   return false;
 }
 
+// Whether `text` asks for a count or an amount: "how many", "how much", or
+// a word of cost or total ("what did the namespace cost", "the total").
+bool AsksTotal(absl::string_view text) {
+  static const auto* const kAmounts = new absl::flat_hash_set<absl::string_view>{
+      "cost", "costs", "costed", "spend", "spent", "total", "totals", "altogether"};
+  const std::string lower = absl::AsciiStrToLower(text);
+  absl::string_view before;
+  for (absl::string_view word : absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"),
+                                               absl::SkipEmpty())) {
+    if (before == "how" && (word == "many" || word == "much")) return true;
+    if (kAmounts->contains(word)) return true;
+    before = word;
+  }
+  return false;
+}
+
+// Whether `line` states a total: it opens with "total" (any case) and holds
+// a figure ("Total Objects: 1970", "TOTAL  571.99  ...  48,892.31",
+// "total: 42 passed").
+bool StatesTotal(absl::string_view line) {
+  line = WithoutLineNumber(line);
+  if (line.size() < 6 || !absl::EqualsIgnoreCase(line.substr(0, 5), "total")) return false;
+  if (absl::ascii_isalnum(static_cast<unsigned char>(line[5]))) return false;
+  return line.find_first_of("0123456789") != absl::string_view::npos;
+}
+
 // Whether `text` asks how long something took: "how long" or "how much
 // time" with a word of taking or lasting after it ("how long did the
 // refresh take", "how much time did it run"). A question for a setting
@@ -428,6 +454,21 @@ bool AsksQuantity(absl::string_view text) {
   return false;
 }
 
+// "max" for a term that asks for the most of something ("worst",
+// "highest", "peak"), "min" for the least; nullptr for any other.
+const std::string* ExtremeOf(const std::string& term) {
+  static const auto* const kExtremes = [] {
+    auto* m = new absl::flat_hash_map<std::string, std::string>();
+    for (const char* w : {"worst", "highest", "peak", "maximum", "largest", "biggest"}) {
+      (*m)[WordForm(w)] = "max";
+    }
+    for (const char* w : {"lowest", "smallest", "minimum", "fewest"}) (*m)[WordForm(w)] = "min";
+    return m;
+  }();
+  auto it = kExtremes->find(term);
+  return it == kExtremes->end() ? nullptr : &it->second;
+}
+
 // The terms of `text`'s words that only frame a question for a quantity
 // (AsksQuantity, AsksTimeOfDay): "long" of "how long", "time" of "what
 // time". They say what shape the answer has, not what it is about (a
@@ -481,7 +522,8 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   q.asks_quantity = AsksQuantity(text);
   q.asks_duration = AsksDuration(text);
   q.asks_time_of_day = AsksTimeOfDay(text);
-  q.asks_quantity = q.asks_quantity || q.asks_time_of_day;
+  q.asks_total = AsksTotal(text);
+  q.asks_quantity = q.asks_quantity || q.asks_time_of_day || q.asks_total;
   const bool asks = absl::StrContains(text, '?');
   const absl::flat_hash_set<std::string> frame = FrameTerms(text);
   // Each term once, by its place in q.terms.
@@ -517,6 +559,16 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
       index_of[term] = q.terms.size();
       q.terms.push_back(std::move(term));
       q.word_of.push_back(q.words - 1);
+      // An extreme of a quantity asked for is found where a line writes it
+      // short ("the worst p99, in secs" in "max=4.068"); not of anything
+      // else ("the smallest cog" of a bicycle).
+      if (const std::string* extreme = q.asks_quantity ? ExtremeOf(q.terms.back()) : nullptr;
+          extreme != nullptr && !part && !index_of.contains(*extreme) &&
+          q.terms.size() < kMaxRecallTerms) {
+        index_of[*extreme] = q.terms.size();
+        q.terms.push_back(*extreme);
+        q.word_of.push_back(q.words - 1);
+      }
     }
   }
   return q;
@@ -529,6 +581,7 @@ struct QuestionWeights {
   bool asks_quantity = false;
   bool asks_duration = false;
   bool asks_time_of_day = false;
+  bool asks_total = false;
   // Searched terms: the question word each stands for and its weight.
   absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
   // Words only a few items hold: specific enough alone.
@@ -543,7 +596,8 @@ struct QuestionWeights {
   QuestionWeights(const RecallQuery& query, const HistoryHits& hits)
       : asks_quantity(query.asks_quantity),
         asks_duration(query.asks_duration),
-        asks_time_of_day(query.asks_time_of_day) {
+        asks_time_of_day(query.asks_time_of_day),
+        asks_total(query.asks_total) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     absl::flat_hash_set<int> seen_words;
@@ -745,10 +799,11 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   bool first_line = true;
   const std::optional<std::pair<size_t, size_t>> longest =
       q.asks_duration ? LongestDuration(lines) : std::nullopt;
-  // Asked for a duration or a time of day, a line of that shape is the
+  // Asked for a duration, a time of day or a total, a line of that shape is the
   // answer's shape, whatever words it holds.
   auto shaped = [&](size_t li, size_t offset, absl::string_view piece) {
-    return longest == std::pair(li, offset) || (q.asks_time_of_day && SetsTimeOfDay(piece));
+    return longest == std::pair(li, offset) || (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
+           (q.asks_total && StatesTotal(piece));
   };
   for (size_t li = 0; li < lines.size(); ++li) {
     const absl::string_view stripped = absl::StripAsciiWhitespace(lines[li].second);

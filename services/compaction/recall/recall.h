@@ -37,6 +37,10 @@ struct RecallQuery {
   // ... or a time of day ("what time does it start?"): a line setting a
   // schedule ("schedule: \"20 4 * * *\"") answers it the same way.
   bool asks_time_of_day = false;
+  // ... or a count or an amount ("how many files", "what did it cost"): a
+  // line stating a total ("Total Objects: 1970", a table's TOTAL row)
+  // answers it the same way.
+  bool asks_total = false;
   // For each word: whether a sentence that asks (ends with '?') holds it,
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") count less.

@@ -438,6 +438,61 @@ TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
   EXPECT_THAT(got[0].text, HasSubstr("20 4 * * *")) << RenderRecalled(got);
 }
 
+TEST_F(RecallTest, ATotalAnswersHowManyAndWhatItCost) {
+  EXPECT_TRUE(ParseRecallQuery("How many files were in the prefix?").asks_total);
+  EXPECT_TRUE(ParseRecallQuery("What did kubecost say the namespace cost us?").asks_total);
+  EXPECT_FALSE(ParseRecallQuery("Which files were in the prefix?").asks_total);
+  // A listing whose every line holds the question's words but one: the
+  // summary line at its end, which holds none of them.
+  std::string listing;
+  for (int i = 0; i < 40; ++i) {
+    absl::StrAppend(&listing, "2026-03-01 23:", 10 + i, ":57  227.7 MiB shard-0", 1900 + i,
+                    ".tar\n");
+  }
+  listing += "\nTotal Objects: 1970\n   Total Size: 411.2 GiB\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Is the webdocs snapshot complete? List it."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, listing, "bash")};
+  const RecallQuery q =
+      ParseRecallQuery("How many shards were sitting in the webdocs snapshot prefix?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms("Is the webdocs snapshot complete? List it.");
+  hits.calls[2] = R"({"cmd": "aws s3 ls s3://datasets/webdocs-v9/snap-20260301/ --summarize"})";
+  RecallLimits limits;
+  limits.max_tokens = 120;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  std::vector<std::string> texts;
+  for (const RecalledPassage& p : got) texts.push_back(p.text);
+  EXPECT_THAT(texts, ::testing::Contains(HasSubstr("Total Objects: 1970"))) << RenderRecalled(got);
+}
+
+TEST_F(RecallTest, TheWorstIsFoundWhereALineWritesMax) {
+  // "worst" asks for the most; a summary line writes it "max=".
+  const RecallQuery q = ParseRecallQuery("What was the worst p99 of the canary, in secs?");
+  EXPECT_THAT(q.terms, ::testing::Contains("max"));
+  EXPECT_THAT(ParseRecallQuery("the lowest error rate, in percent").terms,
+              ::testing::Contains("min"));
+  // Not for anything but a quantity: "smallest" stays a word of its own.
+  EXPECT_THAT(ParseRecallQuery("my bike skips on the smallest cog").terms,
+              Not(::testing::Contains("min")));
+  std::string series;
+  for (int i = 0; i < 30; ++i) absl::StrAppend(&series, "2026-03-04T10:", 10 + i, ":00Z    1.0", i, "\n");
+  series += "stats: min=0.784 max=4.068 mean=1.202 last=1.092\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Pull the canary's p99 latency for the last 6h."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, series, "bash")};
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms("Pull the canary's p99 latency for the last 6h.");
+  RecallLimits limits;
+  limits.max_tokens = 100;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("max=4.068")) << RenderRecalled(got);
+}
+
 // RankPassages splits only the pieces that hold a probe of a question's
 // terms: that is exact only if every term the analysis finds in a text has
 // a probe in it. Checked on every line of the replays' conversations (tool
