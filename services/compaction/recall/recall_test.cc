@@ -516,9 +516,11 @@ TEST(SurfaceProbesTest, EveryTermOfATextHasAProbeInIt) {
   }
   const std::string dir = absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
                                        "/tools/replay_data/");
-  for (const char* name : {"platform.jsonl", "coding.jsonl", "migration.jsonl", "oncall.jsonl",
-                           "platform_probes.jsonl", "platform_heldout_probes.jsonl",
-                           "coding_probes.jsonl", "coding_heldout_probes.jsonl"}) {
+  for (const char* name :
+       {"platform.jsonl", "coding.jsonl", "migration.jsonl", "oncall.jsonl", "analytics.jsonl",
+        "mlops.jsonl", "platform_probes.jsonl", "platform_heldout_probes.jsonl",
+        "coding_probes.jsonl", "coding_heldout_probes.jsonl", "analytics_probes.jsonl",
+        "analytics_heldout_probes.jsonl", "mlops_probes.jsonl", "mlops_heldout_probes.jsonl"}) {
     std::ifstream in(dir + name);
     ASSERT_TRUE(in.good()) << dir << name;
     for (std::string line; std::getline(in, line);) texts.push_back(line);
