@@ -32,14 +32,12 @@ const Abbreviation kAbbreviations[] = {
     // Units and verbs as people shorten them in questions ("the exec timeout,
     // in mins") and as settings' names end ("timeout_ms", "ttl_secs").
     {"ms", "milliseconds"},      {"secs", "seconds"},         {"mins", "minutes"},
-    {"hrs", "hours"},            {"exec", "execution"},      {"sec", "seconds"},
-    {"hr", "hours"},             {"avg", "average"},          {"num", "number"},
-    {"stats", "statistics"},     {"mem", "memory"},           {"util", "utilization"},
-    {"bw", "bandwidth"},         {"ttl", "time to live"},
+    {"hrs", "hours"},            {"exec", "execution"},       {"avg", "average"},
+    {"num", "number"},           {"mem", "memory"},           {"bw", "bandwidth"},
     // Training and evaluation, as ML engineers shorten them.
     {"grad", "gradient"},        {"grads", "gradients"},      {"accum", "accumulation"},
-    {"lr", "learning rate"},     {"ckpt", "checkpoint"},      {"ckpts", "checkpoints"},
-    {"eval", "evaluation"},      {"evals", "evaluations"},
+    {"ckpt", "checkpoint"},      {"ckpts", "checkpoints"},    {"eval", "evaluation"},
+    {"evals", "evaluations"},
 };
 const size_t kAbbreviationCount = sizeof(kAbbreviations) / sizeof(kAbbreviations[0]);
 

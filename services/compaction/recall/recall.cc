@@ -120,7 +120,9 @@ struct Candidate {
   std::map<int, double> context;
   // Found for its value through its exchange.
   bool value = false;
-  // Sets a name to a figure, and the question asks for a quantity.
+  // The question asks for a quantity, and the line sets a name to a
+  // figure or has the answer's shape (a run's total time, a schedule, a
+  // total).
   bool figure = false;
   // What it is worth by itself (its line and context, no value weight,
   // nothing covered yet): the floor a pick is held to compares this.
@@ -167,6 +169,17 @@ bool AssignsFigure(absl::string_view line) {
     ++i;
   }
   if (i == 0) return false;
+  // A name holds a letter that is not a date's or a time's "T" ("13:42:17",
+  // "2026-03-04T10:10:00Z" open log lines; they name nothing).
+  const absl::string_view name = line.substr(0, i);
+  bool letter = false;
+  for (size_t k = 0; k < name.size() && !letter; ++k) {
+    const bool date_t = name[k] == 'T' && k > 0 && k + 1 < name.size() &&
+                        absl::ascii_isdigit(static_cast<unsigned char>(name[k - 1])) &&
+                        absl::ascii_isdigit(static_cast<unsigned char>(name[k + 1]));
+    letter = absl::ascii_isalpha(static_cast<unsigned char>(name[k])) && !date_t;
+  }
+  if (!letter) return false;
   while (i < line.size() && line[i] == ' ') ++i;
   if (i >= line.size() || (line[i] != ':' && line[i] != '=')) return false;
   const absl::string_view value = line.substr(i + 1);
@@ -179,14 +192,24 @@ bool IsCronSchedule(absl::string_view value) {
   std::vector<absl::string_view> fields =
       absl::StrSplit(value, absl::ByAnyChar(" \t"), absl::SkipEmpty());
   if (fields.size() != 5) return false;
+  // The most each field's numbers may be: minute, hour, day of the month,
+  // month, day of the week ("dims = 64 128 256 512 1024" is no schedule).
+  constexpr int kMost[] = {59, 23, 31, 12, 7};
   bool digit = false;
-  for (absl::string_view f : fields) {
-    for (char c : f) {
+  for (size_t f = 0; f < fields.size(); ++f) {
+    int number = -1;
+    bool step = false;
+    for (char c : fields[f]) {
       if (absl::ascii_isdigit(static_cast<unsigned char>(c))) {
         digit = true;
-      } else if (c != '*' && c != '/' && c != ',' && c != '-' && c != '?') {
-        return false;
+        number = std::max(number, 0) * 10 + (c - '0');
+        if (!step && number > kMost[f]) return false;
+        if (number > 1000) return false;
+        continue;
       }
+      if (c != '*' && c != '/' && c != ',' && c != '-') return false;
+      step = c == '/';
+      number = -1;
     }
   }
   return digit;
@@ -216,17 +239,29 @@ absl::string_view AssignedValue(absl::string_view line) {
 bool SetsTimeOfDay(absl::string_view line) {
   const absl::string_view value = AssignedValue(line);
   if (IsCronSchedule(value)) return true;
+  // H:MM or HH:MM, an hour below 24 and minutes below 60, then at most
+  // ":SS" and a zone ("Z", " UTC").
+  auto digits = [&](size_t from, size_t n, int most) {
+    if (from + n > value.size()) return false;
+    int v = 0;
+    for (size_t k = from; k < from + n; ++k) {
+      if (!absl::ascii_isdigit(static_cast<unsigned char>(value[k]))) return false;
+      v = v * 10 + (value[k] - '0');
+    }
+    return v <= most;
+  };
   const size_t colon = value.find(':');
-  if (colon == absl::string_view::npos || colon == 0 || colon > 2 || value.size() < colon + 3) {
+  if (colon == absl::string_view::npos || colon == 0 || colon > 2 || !digits(0, colon, 23) ||
+      !digits(colon + 1, 2, 59)) {
     return false;
   }
-  for (size_t i = 0; i < value.size(); ++i) {
-    const bool digit_place = i != colon && !(i == colon + 3 && value[i] == ':');
-    if (i >= colon + 6 || (digit_place && !absl::ascii_isdigit(static_cast<unsigned char>(value[i])))) {
-      return i >= colon + 3 && (value[i] == ' ' || value[i] == 'Z');
-    }
+  absl::string_view rest = value.substr(colon + 3);
+  if (absl::StartsWith(rest, ":")) {
+    if (!digits(colon + 4, 2, 59)) return false;
+    rest.remove_prefix(3);
   }
-  return true;
+  rest = absl::StripLeadingAsciiWhitespace(rest);
+  return rest.empty() || rest == "Z" || rest == "UTC";
 }
 
 // Whether `line` sets a name to a plain figure, the whole value a number
@@ -365,14 +400,20 @@ bool StatesTotal(absl::string_view line) {
   line = WithoutLineNumber(line);
   if (line.size() < 6 || !absl::EqualsIgnoreCase(line.substr(0, 5), "total")) return false;
   if (absl::ascii_isalnum(static_cast<unsigned char>(line[5]))) return false;
+  // `ls -l` opens with "total 48": disk blocks, not a count of anything.
+  const absl::string_view rest = absl::StripAsciiWhitespace(line.substr(5));
+  if (line[5] == ' ' && !rest.empty() &&
+      rest.find_first_not_of("0123456789") == absl::string_view::npos) {
+    return false;
+  }
   return line.find_first_of("0123456789") != absl::string_view::npos;
 }
 
 // Whether `text` asks how long something took: "how long" or "how much
 // time" with a word of taking or lasting after it ("how long did the
 // refresh take", "how much time did it run"). A question for a setting
-// ("how long does the DAG get before it pages?") is answered by the
-// setting's line, which names it.
+// without one ("how long does the DAG get before it pages?") is answered
+// by the setting's line, which names it.
 bool AsksDuration(absl::string_view text) {
   static const auto* const kTaking = new absl::flat_hash_set<absl::string_view>{
       "take", "took", "taken", "takes", "last", "lasted", "run", "ran", "spend", "spent"};
@@ -402,6 +443,24 @@ double SecondsPer(absl::string_view unit) {
   return it == kSeconds->end() ? 0 : it->second;
 }
 
+// Whether the text before a figure makes it a period rather than how long
+// something took: a setting ("--since=24h", "retention: 7 days" after
+// "="), or a window ("over the last 6h", "every 5 min").
+bool NamesAPeriod(absl::string_view before) {
+  static const auto* const kPeriods = new absl::flat_hash_set<std::string>{
+      "last",      "past",     "every",   "since", "within",  "window",  "range",
+      "retention", "interval", "timeout", "ttl",   "lookback", "per"};
+  before = absl::StripTrailingAsciiWhitespace(before);
+  if (!before.empty() && before.back() == '=') return true;
+  // "retention: 7 days" names a period; "elapsed: 41s" does not.
+  if (!before.empty() && before.back() == ':') {
+    before = absl::StripTrailingAsciiWhitespace(before.substr(0, before.size() - 1));
+  }
+  size_t start = before.size();
+  while (start > 0 && absl::ascii_isalpha(static_cast<unsigned char>(before[start - 1]))) --start;
+  return kPeriods->contains(absl::AsciiStrToLower(before.substr(start)));
+}
+
 // The duration `line` states, in seconds, as the sum of its numbers each
 // followed by a unit of time ("in 0 hours 34 minutes and 31.67 seconds",
 // "took 212 ms", "elapsed: 41s"); -1 when it states none.
@@ -415,13 +474,23 @@ double StatedSeconds(absl::string_view line) {
       while (i < line.size() && absl::ascii_isalnum(static_cast<unsigned char>(line[i]))) ++i;
       continue;
     }
+    // A figure, its thousands apart or not ("12,500 ms").
     size_t j = i;
-    while (j < line.size() &&
-           (absl::ascii_isdigit(static_cast<unsigned char>(line[j])) || line[j] == '.')) {
+    std::string figure;
+    while (j < line.size()) {
+      const unsigned char c = static_cast<unsigned char>(line[j]);
+      const bool thousands = c == ',' && j + 3 < line.size() &&
+                             absl::ascii_isdigit(static_cast<unsigned char>(line[j + 1])) &&
+                             absl::ascii_isdigit(static_cast<unsigned char>(line[j + 2])) &&
+                             absl::ascii_isdigit(static_cast<unsigned char>(line[j + 3])) &&
+                             (j + 4 == line.size() ||
+                              !absl::ascii_isdigit(static_cast<unsigned char>(line[j + 4])));
+      if (!absl::ascii_isdigit(c) && c != '.' && !thousands) break;
+      if (!thousands) figure.push_back(line[j]);
       ++j;
     }
     double number = 0;
-    const bool parsed = absl::SimpleAtod(line.substr(i, j - i), &number);
+    const bool parsed = absl::SimpleAtod(figure, &number) && !NamesAPeriod(line.substr(0, i));
     if (j < line.size() && line[j] == ' ') ++j;
     size_t k = j;
     while (k < line.size() && absl::ascii_isalpha(static_cast<unsigned char>(line[k]))) ++k;

@@ -29,8 +29,9 @@ struct RecallQuery {
   // The question asks for a quantity ("how many", "how long", ...): a line
   // setting a name to a figure is the answer's shape.
   bool asks_quantity = false;
-  // ... and that quantity is a duration ("how long", "how much time", "in
-  // minutes"): a line stating one ("in 0 hours 34 minutes") answers it
+  // ... and that quantity is how long something took ("how long did the
+  // refresh take", "how much time did it run"): the line of an output
+  // stating the longest duration ("in 0 hours 34 minutes") answers it
   // where the exchange names the subject, though the line holds none of
   // the question's words.
   bool asks_duration = false;

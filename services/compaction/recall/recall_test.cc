@@ -493,6 +493,58 @@ TEST_F(RecallTest, TheWorstIsFoundWhereALineWritesMax) {
   EXPECT_THAT(got[0].text, HasSubstr("max=4.068")) << RenderRecalled(got);
 }
 
+TEST_F(RecallTest, ShapesAreNotTakenFromLogLinesListingsOrWindows) {
+  // A log line's timestamp sets nothing; a clock and a schedule keep to
+  // their ranges.
+  std::string log;
+  for (int i = 0; i < 20; ++i) {
+    absl::StrAppend(&log, "13:42:", 10 + i, "  step ", i, " done\n2026-03-04T10:", 10 + i,
+                    ":00Z    1.0", i, "\n");
+  }
+  log += "  start_at: 04:20\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Show me the export job's log and config."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, log, "bash")};
+  const RecallQuery q = ParseRecallQuery("What time does the export job start?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms("Show me the export job's log and config.");
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("start_at: 04:20")) << RenderRecalled(got);
+
+  // `ls -l`'s "total 48" counts disk blocks, not files: no total.
+  std::string listing = "total 48\n";
+  for (int i = 0; i < 12; ++i) absl::StrAppend(&listing, "-rw-r--r-- 1 ml ml 4096 shard-", i, "\n");
+  items = {Stored(1, Role::kUser, ItemKind::kMessage, "List the webdocs shard folder."),
+           Stored(2, Role::kTool, ItemKind::kToolResult, listing, "bash")};
+  const RecallQuery many = ParseRecallQuery("How many webdocs shards were in the folder?");
+  hits = HitsFor(items, many);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms("List the webdocs shard folder.");
+  limits.max_passages = 8;
+  for (const RecalledPassage& p : RankPassages(many, hits, *tokenizer_, limits)) {
+    EXPECT_THAT(p.text, Not(HasSubstr("total 48")));
+  }
+
+  // A query's window is not how long the query took.
+  const std::string promq =
+      "querying p99 over the last 6h, step 3m\nquery took 212 ms (12,500 ms queued)\n";
+  items = {Stored(1, Role::kUser, ItemKind::kMessage, "Run the latency query for the canary."),
+           Stored(2, Role::kTool, ItemKind::kToolResult, promq, "bash")};
+  const RecallQuery took = ParseRecallQuery("How long did the canary's latency query take?");
+  hits = HitsFor(items, took);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms("Run the latency query for the canary.");
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> first = RankPassages(took, hits, *tokenizer_, limits);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_THAT(first[0].text, HasSubstr("query took 212 ms")) << RenderRecalled(first);
+}
+
 // RankPassages splits only the pieces that hold a probe of a question's
 // terms: that is exact only if every term the analysis finds in a text has
 // a probe in it. Checked on every line of the replays' conversations (tool
