@@ -523,6 +523,19 @@ bool AsksQuantity(absl::string_view text) {
   return false;
 }
 
+// The forms of each abbreviation in `sentence` that spells out to several
+// words ("mq": "messag", "queue"), in the order WordForms gives them.
+std::vector<std::vector<std::string>> SpelledOut(absl::string_view sentence) {
+  std::vector<std::vector<std::string>> out;
+  const std::string lower = absl::AsciiStrToLower(sentence);
+  for (absl::string_view word :
+       absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()[]{}/-_@="), absl::SkipEmpty())) {
+    std::vector<std::string> forms = WordForms(word);
+    if (forms.size() > 1) out.push_back(std::move(forms));
+  }
+  return out;
+}
+
 // "max" for a term that asks for the most of something ("worst",
 // "highest", "peak"), "min" for the least; nullptr for any other.
 const std::string* ExtremeOf(const std::string& term) {
@@ -605,10 +618,26 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
                            absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty()))
                                .size() <= kFragmentWords;
     // SearchTerms lists a compound before its parts: the parts belong to
-    // the compound's word.
+    // the compound's word. An abbreviation spelled out to several words
+    // ("MQ", "message queue") is one word of the question too: a question
+    // holding "message" and "queue" apart does not answer for it twice.
     std::string compound;
+    const std::vector<std::vector<std::string>> spelled = SpelledOut(sentence);
+    std::vector<std::string> rest;  // The spelled-out words still to come.
     for (std::string& term : SearchTerms(sentence)) {
-      const bool part = PartOf(compound, term);
+      bool spelled_part = !rest.empty() && term == rest.front();
+      if (spelled_part) {
+        rest.erase(rest.begin());
+      } else {
+        rest.clear();
+        for (const std::vector<std::string>& forms : spelled) {
+          if (forms.front() == term) {
+            rest.assign(forms.begin() + 1, forms.end());
+            break;
+          }
+        }
+      }
+      const bool part = spelled_part || PartOf(compound, term);
       if (!part) {
         compound = IsCompound(term) ? term : "";
         if (IsStopword(term) || frame.contains(term)) continue;

@@ -106,6 +106,22 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
   EXPECT_EQ(long_one.terms.front(), "word0");
 }
 
+TEST_F(RecallTest, AnAbbreviationSpelledOutIsOneWordOfTheQuestion) {
+  // "MQ" is "message queue": one word, its two forms; "message" and
+  // "queue" written apart are two.
+  const RecallQuery q = ParseRecallQuery("Which MQ bridge dropped it?");
+  EXPECT_EQ(q.words, 3) << ::testing::PrintToString(q.terms);  // mq, bridge, drop
+  std::vector<int> of_mq;
+  for (size_t i = 0; i < q.terms.size(); ++i) {
+    if (q.terms[i] == WordForm("message") || q.terms[i] == WordForm("queue")) {
+      of_mq.push_back(q.word_of[i]);
+    }
+  }
+  ASSERT_EQ(of_mq.size(), 2u);
+  EXPECT_EQ(of_mq[0], of_mq[1]);
+  EXPECT_EQ(ParseRecallQuery("Which message went to the queue?").words, 3);
+}
+
 TEST_F(RecallTest, ADigitOfACompoundIsAWordOfTheQuestion) {
   // "8-CPU": the digit says which of otherwise alike lines is meant (a Go
   // benchmark's "-8" suffix); a lone letter of a compound says nothing.
