@@ -124,9 +124,8 @@ absl::StatusOr<ConversationState> MemoryStorage::ForkOf(const ConversationState&
   c.lease_token = 0;
   c.lease_active = false;
   c.create_time = c.update_time = Now();
-  std::vector<ItemData> copied;
-  for (const Item& item : fork.items) copied.push_back(item.data);
-  const int64_t copied_bytes = StoredBytes(copied);
+  int64_t copied_bytes = 0;
+  for (const Item& item : fork.items) copied_bytes += StoredBytes(item.data);
   fork.stored_bytes =
       StoredBytes(c.system_prompt, c.pinned_instructions, c.metadata, c.overrides) + copied_bytes;
   for (const SummaryChunk& chunk : fork.chunks) fork.stored_bytes += ChunkBytes(chunk);
@@ -203,13 +202,11 @@ absl::StatusOr<RewindResult> MemoryStorage::RewindConversation(const CallContext
     c.forked_at = request.to_sequence;
   }
   const int64_t moved = c.last_sequence - request.to_sequence;
-  std::vector<ItemData> removed;
   std::vector<int64_t> gone;
   for (size_t i = request.to_sequence; i < state->items.size(); ++i) {
-    removed.push_back(state->items[i].data);
+    state->stored_bytes -= StoredBytes(state->items[i].data);
     gone.push_back(state->items[i].sequence);
   }
-  state->stored_bytes -= StoredBytes(removed);
   ApplyForkState(*state, point);
   for (CompactionEvent& e : state->events) e.detail = EraseEventFacts(e.detail, gone, kRewoundText);
   std::erase_if(state->idempotency, [&](const auto& record) {
