@@ -234,10 +234,9 @@ absl::string_view AssignedValue(absl::string_view line) {
   return value;
 }
 
-// Whether `line` sets a name to a time of day: a cron schedule ("schedule:
-// \"20 4 * * *\"") or a clock time ("start_at = 04:20").
-bool SetsTimeOfDay(absl::string_view line) {
-  const absl::string_view value = AssignedValue(line);
+// Whether an assigned `value` (AssignedValue) is a time of day: a cron
+// schedule ("20 4 * * *") or a clock time ("04:20").
+bool IsTimeOfDay(absl::string_view value) {
   if (IsCronSchedule(value)) return true;
   // H:MM or HH:MM, an hour below 24 and minutes below 60, then at most
   // ":SS" and a zone ("Z", " UTC").
@@ -264,13 +263,17 @@ bool SetsTimeOfDay(absl::string_view line) {
   return rest.empty() || rest == "Z" || rest == "UTC";
 }
 
+// Whether `line` sets a name to a time of day ("schedule: \"20 4 * * *\"",
+// "start_at = 04:20").
+bool SetsTimeOfDay(absl::string_view line) { return IsTimeOfDay(AssignedValue(line)); }
+
 // Whether `line` sets a name to a plain figure, the whole value a number
 // with at most a short unit ("GRACE_PERIOD_DAYS = 5", "replicas: 3",
 // "timeout_ms: 30_000", "ttl = 90s  # cache") or a time of day: a
 // setting's definition, not an expression that uses one.
 bool SetsFigure(absl::string_view line) {
   const absl::string_view value = AssignedValue(line);
-  if (SetsTimeOfDay(line)) return true;
+  if (IsTimeOfDay(value)) return true;
   size_t i = 0;
   if (i < value.size() && (value[i] == '-' || value[i] == '+')) ++i;
   if (i >= value.size() || !absl::ascii_isdigit(static_cast<unsigned char>(value[i]))) return false;
@@ -350,23 +353,33 @@ std::vector<absl::string_view> Sentences(absl::string_view text) {
   return out;
 }
 
-// The units of time a duration is written in, spelled as people write them.
-const absl::flat_hash_set<absl::string_view>& TimeUnits() {
-  static const auto* const kUnits = new absl::flat_hash_set<absl::string_view>{
-      "ms", "millisecond", "milliseconds", "s", "sec", "secs", "second", "seconds", "min",
-      "mins", "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "day", "days"};
-  return *kUnits;
+// A question's words in ASCII lowercase, split where a word ends: what the
+// question's shape is read from (AsksQuantity and the others).
+struct QuestionWords {
+  explicit QuestionWords(absl::string_view text)
+      : lower(absl::AsciiStrToLower(text)),
+        words(absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"), absl::SkipEmpty())) {}
+  QuestionWords(const QuestionWords&) = delete;
+  QuestionWords& operator=(const QuestionWords&) = delete;
+  const std::string lower;
+  const std::vector<absl::string_view> words;  // Into `lower`.
+};
+
+// The words of measure that follow "how" in a question for a quantity
+// ("how many", "how long", "how big").
+const absl::flat_hash_set<absl::string_view>& Measures() {
+  static const auto* const kMeasures = new absl::flat_hash_set<absl::string_view>{
+      "many", "much", "long", "often", "big", "large", "far", "high", "low", "old", "small"};
+  return *kMeasures;
 }
 
 // Whether `text` asks for a time of day: "what time", or "when" with a
 // word of starting after it ("when does the export kick off?", "when
 // does it run").
-bool AsksTimeOfDay(absl::string_view text) {
+bool AsksTimeOfDay(const QuestionWords& question) {
   static const auto* const kStarts = new absl::flat_hash_set<absl::string_view>{
       "start", "starts", "run", "runs", "kick", "kicks", "fire", "fires", "trigger", "triggers"};
-  const std::string lower = absl::AsciiStrToLower(text);
-  std::vector<absl::string_view> words =
-      absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"), absl::SkipEmpty());
+  const std::vector<absl::string_view>& words = question.words;
   for (size_t i = 1; i < words.size(); ++i) {
     if (words[i - 1] == "what" && words[i] == "time") return true;
     if (words[i - 1] != "when" || (words[i] != "does" && words[i] != "do")) continue;
@@ -379,13 +392,11 @@ bool AsksTimeOfDay(absl::string_view text) {
 
 // Whether `text` asks for a count or an amount: "how many", "how much", or
 // a word of cost or total ("what did the namespace cost", "the total").
-bool AsksTotal(absl::string_view text) {
+bool AsksTotal(const QuestionWords& question) {
   static const auto* const kAmounts = new absl::flat_hash_set<absl::string_view>{
       "cost", "costs", "costed", "spend", "spent", "total", "totals", "altogether"};
-  const std::string lower = absl::AsciiStrToLower(text);
   absl::string_view before;
-  for (absl::string_view word : absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"),
-                                               absl::SkipEmpty())) {
+  for (absl::string_view word : question.words) {
     if (before == "how" && (word == "many" || word == "much")) return true;
     if (kAmounts->contains(word)) return true;
     before = word;
@@ -414,12 +425,10 @@ bool StatesTotal(absl::string_view line) {
 // refresh take", "how much time did it run"). A question for a setting
 // without one ("how long does the DAG get before it pages?") is answered
 // by the setting's line, which names it.
-bool AsksDuration(absl::string_view text) {
+bool AsksDuration(const QuestionWords& question) {
   static const auto* const kTaking = new absl::flat_hash_set<absl::string_view>{
       "take", "took", "taken", "takes", "last", "lasted", "run", "ran", "spend", "spent"};
-  const std::string lower = absl::AsciiStrToLower(text);
-  std::vector<absl::string_view> words =
-      absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"), absl::SkipEmpty());
+  const std::vector<absl::string_view>& words = question.words;
   for (size_t i = 1; i < words.size(); ++i) {
     const bool how_long = words[i - 1] == "how" && words[i] == "long";
     const bool how_much_time = i >= 2 && words[i - 2] == "how" && words[i - 1] == "much" &&
@@ -503,21 +512,17 @@ double StatedSeconds(absl::string_view line) {
   return total;
 }
 
-// Whether `text` asks for a quantity: "how" followed by a word of measure
-// ("how many", "how long", "how big"...), "in" followed by a unit ("in
-// ms", "in minutes", "in GB"), or "what time".
-bool AsksQuantity(absl::string_view text) {
-  static const auto* const kMeasures = new absl::flat_hash_set<absl::string_view>{
-      "many", "much", "long", "often", "big", "large", "far", "high", "low", "old", "small"};
+// Whether the question asks for a quantity: "how" followed by a word of
+// measure ("how many", "how long", "how big"...) or "in" followed by a
+// unit ("in ms", "in minutes", "in GB"). A time of day and a total are
+// quantities too (ParseRecallQuery).
+bool AsksQuantity(const QuestionWords& question) {
   static const auto* const kOtherUnits = new absl::flat_hash_set<absl::string_view>{
       "bytes", "kb", "kib", "mb", "mib", "gb", "gib", "tb", "percent", "%"};
-  const std::string lower = absl::AsciiStrToLower(text);
   absl::string_view before;
-  for (absl::string_view word : absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"),
-                                               absl::SkipEmpty())) {
-    if (before == "how" && kMeasures->contains(word)) return true;
-    if (before == "in" && (TimeUnits().contains(word) || kOtherUnits->contains(word))) return true;
-    if (before == "what" && word == "time") return true;
+  for (absl::string_view word : question.words) {
+    if (before == "how" && Measures().contains(word)) return true;
+    if (before == "in" && (SecondsPer(word) > 0 || kOtherUnits->contains(word))) return true;
     before = word;
   }
   return false;
@@ -551,19 +556,16 @@ const std::string* ExtremeOf(const std::string& term) {
   return it == kExtremes->end() ? nullptr : &it->second;
 }
 
-// The terms of `text`'s words that only frame a question for a quantity
-// (AsksQuantity, AsksTimeOfDay): "long" of "how long", "time" of "what
-// time". They say what shape the answer has, not what it is about (a
-// unit, "in minutes", says both, and stays).
-absl::flat_hash_set<std::string> FrameTerms(absl::string_view text) {
-  static const auto* const kMeasures = new absl::flat_hash_set<absl::string_view>{
-      "long", "often", "big", "large", "far", "high", "low", "old", "small"};
+// The terms of the question's words that only frame it as one for a
+// quantity (AsksQuantity, AsksTimeOfDay): "long" of "how long", "time" of
+// "what time" ("many" and "much" are stopwords already). They say what
+// shape the answer has, not what it is about (a unit, "in minutes", says
+// both, and stays).
+absl::flat_hash_set<std::string> FrameTerms(const QuestionWords& question) {
   absl::flat_hash_set<std::string> out;
-  const std::string lower = absl::AsciiStrToLower(text);
   absl::string_view before;
-  for (absl::string_view word : absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"),
-                                               absl::SkipEmpty())) {
-    if ((before == "how" && kMeasures->contains(word)) || (before == "what" && word == "time")) {
+  for (absl::string_view word : question.words) {
+    if ((before == "how" && Measures().contains(word)) || (before == "what" && word == "time")) {
       for (std::string& term : SearchTerms(word)) out.insert(std::move(term));
     }
     before = word;
@@ -601,13 +603,13 @@ std::string Provenance(const RecalledPassage& p) {
 
 RecallQuery ParseRecallQuery(absl::string_view text) {
   RecallQuery q;
-  q.asks_quantity = AsksQuantity(text);
-  q.asks_duration = AsksDuration(text);
-  q.asks_time_of_day = AsksTimeOfDay(text);
-  q.asks_total = AsksTotal(text);
-  q.asks_quantity = q.asks_quantity || q.asks_time_of_day || q.asks_total;
+  const QuestionWords question(text);
+  q.asks_duration = AsksDuration(question);
+  q.asks_time_of_day = AsksTimeOfDay(question);
+  q.asks_total = AsksTotal(question);
+  q.asks_quantity = AsksQuantity(question) || q.asks_time_of_day || q.asks_total;
   const bool asks = absl::StrContains(text, '?');
-  const absl::flat_hash_set<std::string> frame = FrameTerms(text);
+  const absl::flat_hash_set<std::string> frame = FrameTerms(question);
   // Each term once, by its place in q.terms.
   absl::flat_hash_map<std::string, size_t> index_of;
   for (absl::string_view sentence : Sentences(text)) {
@@ -875,6 +877,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     absl::string_view text;
     std::vector<std::string> terms;
     std::map<int, double> words;  // The question's searched words among them.
+    // Of the answer's shape, when the question asks for a duration, a time
+    // of day or a total, whatever words it holds.
+    bool shaped = false;
   };
   std::vector<Piece> pieces;
   // The item's words, and its exchange's (its turn's: the call, the
@@ -887,22 +892,16 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   const auto searched = QuestionWeights::ProbesIn(lower, q.searched_probes);
   const auto common = QuestionWeights::ProbesIn(lower, q.common_probes);
   std::vector<Piece> common_only;
-  auto piece_of = [&](size_t li, size_t offset, absl::string_view text) {
+  auto piece_of = [&](size_t li, size_t offset, absl::string_view text, bool shaped) {
     std::vector<std::string> terms = SearchTerms(text);
     std::map<int, double> words = q.Words(terms);
-    return Piece{li, offset, text, std::move(terms), std::move(words)};
+    return Piece{li, offset, text, std::move(terms), std::move(words), shaped};
   };
   // The item's first line, when short: it usually says what the item is.
   absl::string_view title;
   bool first_line = true;
   const std::optional<std::pair<size_t, size_t>> longest =
       q.asks_duration ? LongestDuration(lines) : std::nullopt;
-  // Asked for a duration, a time of day or a total, a line of that shape is the
-  // answer's shape, whatever words it holds.
-  auto shaped = [&](size_t li, size_t offset, absl::string_view piece) {
-    return longest == std::pair(li, offset) || (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
-           (q.asks_total && StatesTotal(piece));
-  };
   for (size_t li = 0; li < lines.size(); ++li) {
     const absl::string_view stripped = absl::StripAsciiWhitespace(lines[li].second);
     if (stripped.empty()) continue;
@@ -910,12 +909,16 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     first_line = false;
     for (const auto& [offset, piece] : Pieces(lines[li].second)) {
       const size_t at = lines[li].first + offset;
+      // A duration's, a time of day's or a total's line answers the
+      // question's shape, whatever words it holds.
+      const bool shaped = longest == std::pair(li, offset) ||
+                          (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
+                          (q.asks_total && StatesTotal(piece));
       if (QuestionWeights::Within(searched, at, at + piece.size())) {
-        pieces.push_back(piece_of(li, offset, piece));
+        pieces.push_back(piece_of(li, offset, piece, shaped));
         for (const auto& [w, weight] : pieces.back().words) own[w] = weight;
-      } else if (QuestionWeights::Within(common, at, at + piece.size()) ||
-                 shaped(li, offset, piece)) {
-        common_only.push_back({li, offset, piece, {}, {}});
+      } else if (QuestionWeights::Within(common, at, at + piece.size()) || shaped) {
+        common_only.push_back({li, offset, piece, {}, {}, shaped});
       }
     }
   }
@@ -934,7 +937,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // as a passage must, a line holding a value is worth showing.
   const bool values = through_exchange && q.Answers(item_words);
   if (values && !common_only.empty()) {
-    for (const Piece& p : common_only) pieces.push_back(piece_of(p.line, p.offset, p.text));
+    for (const Piece& p : common_only) {
+      pieces.push_back(piece_of(p.line, p.offset, p.text, p.shaped));
+    }
     // In the order of the item's text, as every piece is weighed.
     std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
       return std::pair(a.line, a.offset) < std::pair(b.line, b.offset);
@@ -960,7 +965,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // found through its exchange, a line that answers and holds a value is
     // one as well.
     const bool holds_value = HoldsValue(terms) || AssignsFigure(piece);
-    const bool shape = values && shaped(li, offset, piece);
+    const bool shape = values && p.shaped;
     const bool value = (values && (!words.empty() || !common.empty()) && holds_value) || shape;
     if (!eligible && !value) continue;
     std::string text(absl::StripTrailingAsciiWhitespace(piece));
