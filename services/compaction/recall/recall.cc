@@ -120,9 +120,9 @@ struct Candidate {
   std::map<int, double> context;
   // Found for its value through its exchange.
   bool value = false;
-  // The question asks for a quantity, and the line sets a name to a
-  // figure or has the answer's shape (a run's total time, a schedule, a
-  // total).
+  // The line has the answer's shape (a run's total time, a schedule, a
+  // total, a digest), or the question asks for a quantity and the line sets
+  // a name to a figure.
   bool figure = false;
   // What it is worth by itself (its line and context, no value weight,
   // nothing covered yet): the floor a pick is held to compares this.
@@ -420,6 +420,39 @@ bool StatesTotal(absl::string_view line) {
   return line.find_first_of("0123456789") != absl::string_view::npos;
 }
 
+// Whether `text` asks for a checksum or a hash ("what checksums did the
+// dry runs come back with", "the image's digest"). Not "which commit": a
+// line of code says "commit" too (`session.commit()`), and the hash that
+// answers it stands on the line of the words it is asked with.
+bool AsksHash(const QuestionWords& question) {
+  static const auto* const kHashes = new absl::flat_hash_set<absl::string_view>{
+      "checksum", "checksums", "hash",   "hashes",      "digest",      "digests",
+      "sha",      "shas",      "sha1",   "sha256",      "fingerprint", "fingerprints"};
+  for (absl::string_view word : question.words) {
+    if (kHashes->contains(word)) return true;
+  }
+  return false;
+}
+
+// Whether `line` holds a hex digest: a token of 7 to 64 hex digits with a
+// letter and a digit among them ("30a6359", "sha256:9f86d0..."), standing
+// alone: a part of a name ("exporter-febdfb11f-68e1e", a pod's) is not one.
+bool StatesHash(absl::string_view line) {
+  for (absl::string_view token :
+       absl::StrSplit(line, absl::ByAnyChar(" \t\"'`,;:=()[]{}<>"), absl::SkipEmpty())) {
+    token = absl::StripSuffix(token, ".");
+    if (token.size() < 7 || token.size() > 64) continue;
+    bool digit = false, letter = false, hex = true;
+    for (char ch : token) {
+      digit |= absl::ascii_isdigit(static_cast<unsigned char>(ch));
+      letter |= (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+      hex &= absl::ascii_isxdigit(static_cast<unsigned char>(ch));
+    }
+    if (hex && digit && letter) return true;
+  }
+  return false;
+}
+
 // Whether `text` asks how long something took: "how long" or "how much
 // time" with a word of taking or lasting after it ("how long did the
 // refresh take", "how much time did it run"). A question for a setting
@@ -607,6 +640,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   q.asks_duration = AsksDuration(question);
   q.asks_time_of_day = AsksTimeOfDay(question);
   q.asks_total = AsksTotal(question);
+  q.asks_hash = AsksHash(question);
   q.asks_quantity = AsksQuantity(question) || q.asks_time_of_day || q.asks_total;
   const bool asks = absl::StrContains(text, '?');
   const absl::flat_hash_set<std::string> frame = FrameTerms(question);
@@ -682,6 +716,7 @@ struct QuestionWeights {
   bool asks_duration = false;
   bool asks_time_of_day = false;
   bool asks_total = false;
+  bool asks_hash = false;
   // Searched terms: the question word each stands for and its weight.
   absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
   // Words only a few items hold: specific enough alone.
@@ -697,7 +732,8 @@ struct QuestionWeights {
       : asks_quantity(query.asks_quantity),
         asks_duration(query.asks_duration),
         asks_time_of_day(query.asks_time_of_day),
-        asks_total(query.asks_total) {
+        asks_total(query.asks_total),
+        asks_hash(query.asks_hash) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     absl::flat_hash_set<int> seen_words;
@@ -910,7 +946,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     for (const auto& [offset, piece] : Pieces(lines[li].second)) {
       const size_t at = lines[li].first + offset;
       // A duration's, a time of day's or a total's line answers the
-      // question's shape, whatever words it holds.
+      // question's shape, whatever words it holds. (A digest's does only
+      // with the question's words beside it: a git log's every line holds
+      // one.)
       const bool shaped = longest == std::pair(li, offset) ||
                           (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
                           (q.asks_total && StatesTotal(piece));
@@ -1005,7 +1043,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     for (const auto& [w, weight] : c.context) context_worth += weight;
     c.worth = line_worth + context_worth;
     c.value = value;
-    c.figure = q.asks_quantity && (shape || SetsFigure(piece));
+    c.figure = shape || (q.asks_quantity && SetsFigure(piece)) ||
+               (values && q.asks_hash && !c.line.empty() && StatesHash(piece));
     c.first_line = first_line;
     c.last_line = last_line;
     c.piece_offset = piece.size() == line.size() ? std::string::npos : offset;

@@ -42,6 +42,11 @@ struct RecallQuery {
   // line stating a total ("Total Objects: 1970", a table's TOTAL row)
   // answers it the same way.
   bool asks_total = false;
+  // ... or a checksum or a hash ("what checksum did the dry run
+  // come back with?"): a line holding a hex digest ("dry-run checksum
+  // 30a6359") answers it the same way, and a line naming checksums
+  // without one ("checksum: per-batch") does not.
+  bool asks_hash = false;
   // For each word: whether a sentence that asks (ends with '?') holds it,
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") count less.

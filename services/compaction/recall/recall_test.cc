@@ -483,6 +483,42 @@ TEST_F(RecallTest, ATotalAnswersHowManyAndWhatItCost) {
   EXPECT_THAT(texts, ::testing::Contains(HasSubstr("Total Objects: 1970"))) << RenderRecalled(got);
 }
 
+TEST_F(RecallTest, ADigestAnswersWhatChecksumARunCameBackWith) {
+  EXPECT_TRUE(ParseRecallQuery("What checksums did its dry runs come back with?").asks_hash);
+  EXPECT_TRUE(ParseRecallQuery("the image's sha256, please").asks_hash);
+  // "commit" is a word of code too (`session.commit()`).
+  EXPECT_FALSE(ParseRecallQuery("Which commit added the lookup?").asks_hash);
+  // A dry run's output names checksums on several shorter lines (one with
+  // a pod's name), and states the digest on a longer one.
+  std::string run = "migctl 3.8.2 dry run: source hallb-prod -> target plat2-prod\n";
+  for (int i = 0; i < 20; ++i) absl::StrAppend(&run, "[copy] table_", i, " ok\n");
+  run +=
+      "dry-run checksum mode: per-batch\n"
+      "dry-run checksum exporter-febdfb11f-68e1e\n"
+      "dry-run checksum c496ae2 covers 22 tables and 26400267 rows of the source\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Run the invoice-archive dry run, please."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, run, "migctl")};
+  const RecallQuery q = ParseRecallQuery(
+      "Quick one on the invoice-archive: what checksum did its dry run come back with?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  // As in a migration's history: dry runs and checksums on every other
+  // item, the service on a few.
+  for (auto& [term, df] : hits.document_frequency) {
+    if (!absl::StrContains(term, "invoice") && !absl::StrContains(term, "archive")) df = 600;
+  }
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  hits.calls[2] = R"({"cmd": "migctl dry-run --area invoice-archive --throttle 40"})";
+  RecallLimits limits;
+  limits.max_tokens = 200;
+  limits.max_passages = 1;
+  limits.shown = {1};  // The view shows the turn's question.
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("c496ae2")) << RenderRecalled(got);
+}
+
 TEST_F(RecallTest, TheWorstIsFoundWhereALineWritesMax) {
   // "worst" asks for the most; a summary line writes it "max=".
   const RecallQuery q = ParseRecallQuery("What was the worst p99 of the canary, in secs?");
