@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "services/common/utf8.h"
 #include "services/common/word_forms.h"
@@ -76,8 +77,9 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
   // name, the "db" of "pricing-db" the word database).
   auto add_word = [&](absl::string_view w, bool part) {
     if (w.empty() || w.size() > 200) return;
-    if (part) add(WordForm(w, /*spell_out=*/false));
-    for (const std::string& form : WordForms(w)) add(form);
+    // (A word that is no abbreviation has one form either way.)
+    if (part && IsAbbreviation(w)) ForEachWordForm(w, /*spell_out=*/false, add);
+    ForEachWordForm(w, /*spell_out=*/true, add);
   };
   // A run of letters and digits [from, to): a camel-cased one as written
   // (lowercase) beside its parts, as a compound is, when every part has two
@@ -139,6 +141,69 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
       i = run_end;
     }
   }
+  return out;
+}
+
+std::vector<std::pair<size_t, absl::string_view>> TextLines(absl::string_view text) {
+  std::vector<std::pair<size_t, absl::string_view>> lines;
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == absl::string_view::npos) end = text.size();
+    lines.emplace_back(pos, text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return lines;
+}
+
+std::vector<std::pair<size_t, absl::string_view>> LinePieces(absl::string_view line) {
+  std::vector<std::pair<size_t, absl::string_view>> out;
+  size_t at = 0;
+  while (line.size() - at > kMaxPassageBytes) {
+    absl::string_view rest = line.substr(at, kMaxPassageBytes);
+    size_t cut = rest.rfind(". ");
+    if (cut == absl::string_view::npos || cut < kMaxPassageBytes / 2) cut = rest.rfind(' ');
+    if (cut == absl::string_view::npos || cut < kMaxPassageBytes / 2) {
+      cut = Utf8Floor(line.substr(at), kMaxPassageBytes);
+      if (cut == 0) cut = Utf8Ceil(line.substr(at), 1);
+    } else {
+      cut += 1;
+    }
+    out.emplace_back(at, line.substr(at, cut));
+    at += cut;
+  }
+  if (at < line.size()) out.emplace_back(at, line.substr(at));
+  return out;
+}
+
+ItemPieces SplitIntoPieces(absl::string_view text) {
+  ItemPieces out;
+  absl::flat_hash_map<std::string, uint32_t> id_of;
+  auto id = [&](std::string term) {
+    auto [it, added] = id_of.try_emplace(std::move(term), static_cast<uint32_t>(out.terms.size()));
+    if (added) {
+      out.bytes += it->first.size() + sizeof(std::string);
+      out.terms.push_back(it->first);
+    }
+    return it->second;
+  };
+  for (std::string& term : SearchTerms(text)) id(std::move(term));
+  out.whole = out.terms.size();
+  const auto lines = TextLines(text);
+  for (size_t li = 0; li < lines.size(); ++li) {
+    if (absl::StripAsciiWhitespace(lines[li].second).empty()) continue;
+    for (const auto& [offset, piece] : LinePieces(lines[li].second)) {
+      ItemPieces::Piece p;
+      p.line = static_cast<uint32_t>(li);
+      p.offset = static_cast<uint32_t>(offset);
+      p.size = static_cast<uint32_t>(piece.size());
+      p.from = static_cast<uint32_t>(out.ids.size());
+      for (std::string& term : SearchTerms(piece)) out.ids.push_back(id(std::move(term)));
+      p.to = static_cast<uint32_t>(out.ids.size());
+      out.pieces.push_back(p);
+    }
+  }
+  out.bytes += sizeof(ItemPieces) + out.pieces.size() * sizeof(ItemPieces::Piece) +
+               out.ids.size() * sizeof(uint32_t);
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -379,6 +380,45 @@ struct HistorySearch {
   std::vector<std::string> known_common;
 };
 
+// An item's text split as recall ranks it (services/compaction/recall):
+// its pieces (TextLines, a long line cut by LinePieces; blank lines have
+// none), each with the terms SearchTerms finds in it. A replica's copy of
+// the history (storage/history_index.h) splits an item once, the first time
+// it answers a search with it, and keeps the split: ranking it for the
+// next question reads these rather than splitting its text again.
+struct ItemPieces {
+  struct Piece {
+    uint32_t line = 0;    // Its line's index.
+    uint32_t offset = 0;  // Where it starts in its line, bytes.
+    uint32_t size = 0;
+    uint32_t from = 0;    // Its terms: terms[ids[from]] ... terms[ids[to - 1]].
+    uint32_t to = 0;
+  };
+  // The item's terms: those of SearchTerms(text) first, in its order
+  // (`whole` of them), then any only a piece holds (a word a long line's
+  // cut split in two).
+  std::vector<std::string> terms;
+  size_t whole = 0;
+  std::vector<Piece> pieces;
+  std::vector<uint32_t> ids;
+  // What it holds, roughly, in bytes.
+  size_t bytes = 0;
+};
+
+// Splits `text` (an item's content) into its ItemPieces.
+ItemPieces SplitIntoPieces(absl::string_view text);
+
+// The lines of `text` (split at '\n'), each with where it starts.
+std::vector<std::pair<size_t, absl::string_view>> TextLines(absl::string_view text);
+
+// Lines longer than this are cut into pieces of about this size: a passage
+// recall shows is a line or a piece of one.
+inline constexpr size_t kMaxPassageBytes = 400;
+
+// The pieces of `line` at most about kMaxPassageBytes long, each with where
+// it starts, cut after a sentence or at a space where there is one.
+std::vector<std::pair<size_t, absl::string_view>> LinePieces(absl::string_view line);
+
 struct HistoryHits {
   // The items the conversation holds (its item_count).
   int64_t items = 0;
@@ -392,6 +432,10 @@ struct HistoryHits {
   // For each candidate tool result: the content of its call (the tool's
   // arguments), its first kMaxCallChars characters.
   std::map<int64_t, std::string> calls;
+  // For each candidate (by sequence), where the search keeps them: its
+  // text's pieces (a replica's copy keeps them; PostgreSQL does not, and
+  // the ranking splits the text itself).
+  std::map<int64_t, std::shared_ptr<const ItemPieces>> pieces;
 };
 
 // The last sequence `search` covers in `conversation`: what a compaction

@@ -105,7 +105,7 @@ void HistoryIndex::AddToolResults(Turn& turn, int64_t turn_index, int64_t upto) 
 }
 
 HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count,
-                                 int64_t upto) const {
+                                 int64_t upto) {
   HistoryHits hits;
   hits.items = item_count;
   upto = std::min(upto, through());
@@ -189,6 +189,12 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
     for (const Entry* e : turn.items) {
       if (hits.found.size() >= max_items) break;
       hits.found.push_back(e->item);
+      Entry& entry = entries_[static_cast<size_t>(e->item.sequence - 1)];
+      if (entry.pieces == nullptr) {
+        entry.pieces = std::make_shared<const ItemPieces>(SplitIntoPieces(e->item.data.content));
+        bytes_ += entry.pieces->bytes;
+      }
+      hits.pieces[e->item.sequence] = entry.pieces;
       hits.exchange_terms[e->item.sequence] = terms;
       if (e->item.data.kind != ItemKind::kToolResult) continue;
       if (const Entry* call = CallOf(e->item)) {

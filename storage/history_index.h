@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,19 @@ class HistoryIndex {
 
   // `search` over the items at or before `upto` (and through()): the
   // candidates and counts Storage::SearchHistory answers, ranked the same
-  // way. `item_count` is the conversation's (term weights count every
-  // item).
-  HistoryHits Search(const HistorySearch& search, int64_t item_count, int64_t upto) const;
+  // way, and each candidate's pieces (HistoryHits::pieces: split the first
+  // time an item is a candidate, and kept). `item_count` is the
+  // conversation's (term weights count every item). Not at the same time as
+  // another call (it keeps what it splits).
+  HistoryHits Search(const HistorySearch& search, int64_t item_count, int64_t upto);
 
  private:
   struct Entry {
     Item item;  // Content empty when not searchable.
     bool searchable = false;
     std::vector<uint32_t> words;  // Term ids, sorted.
+    // Split the first time it is a candidate.
+    std::shared_ptr<const ItemPieces> pieces;
   };
   struct Turn;
 

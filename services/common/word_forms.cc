@@ -73,48 +73,59 @@ namespace {
 // so most words are looked up, not stemmed again. Emptied when full.
 constexpr size_t kMaxRemembered = 1 << 14;
 
-std::string Stem(absl::string_view word) {
+// What `word` stems to: a reference into this thread's words already
+// stemmed (valid until the next call), or `word` itself when it cannot be
+// stemmed.
+absl::string_view Stem(absl::string_view word) {
   thread_local absl::flat_hash_map<std::string, std::string> remembered;
   if (auto it = remembered.find(word); it != remembered.end()) return it->second;
   sb_stemmer* stemmer = Stemmer();
-  if (stemmer == nullptr) return std::string(word);  // Out of memory: the word as written.
+  if (stemmer == nullptr) return word;  // Out of memory: the word as written.
   const sb_symbol* stem = sb_stemmer_stem(
       stemmer, reinterpret_cast<const sb_symbol*>(word.data()), static_cast<int>(word.size()));
-  if (stem == nullptr) return std::string(word);
+  if (stem == nullptr) return word;
   std::string out(reinterpret_cast<const char*>(stem),
                   static_cast<size_t>(sb_stemmer_length(stemmer)));
   if (remembered.size() >= kMaxRemembered) remembered.clear();
-  remembered.emplace(word, out);
-  return out;
+  return remembered.emplace(word, std::move(out)).first->second;
 }
 
-// The form of a word already spelled out.
-std::string FormOf(absl::string_view word) {
+// The form of a word already spelled out (valid as Stem's is).
+absl::string_view FormOf(absl::string_view word) {
+  if (word.size() < 3) return word;
   for (char c : word) {
-    if (c >= '0' && c <= '9') return std::string(word);
+    if (c >= '0' && c <= '9') return word;
   }
-  if (word.size() < 3) return std::string(word);
   return Stem(word);
 }
 
 }  // namespace
+
+bool IsAbbreviation(absl::string_view word) { return AbbreviationMap().contains(word); }
+
+void ForEachWordForm(absl::string_view word, bool spell_out,
+                     absl::FunctionRef<void(absl::string_view)> fn) {
+  if (spell_out) {
+    const auto& abbreviations = AbbreviationMap();
+    if (auto it = abbreviations.find(word); it != abbreviations.end()) {
+      for (absl::string_view part : absl::StrSplit(it->second, ' ')) fn(FormOf(part));
+      return;
+    }
+  }
+  fn(FormOf(word));
+}
 
 std::string WordForm(absl::string_view word, bool spell_out) {
   if (spell_out) {
     const auto& abbreviations = AbbreviationMap();
     if (auto it = abbreviations.find(word); it != abbreviations.end()) word = it->second;
   }
-  return FormOf(word);
+  return std::string(FormOf(word));
 }
 
 std::vector<std::string> WordForms(absl::string_view word, bool spell_out) {
-  if (!spell_out) return {FormOf(word)};
-  const auto& abbreviations = AbbreviationMap();
-  auto it = abbreviations.find(word);
-  if (it == abbreviations.end()) return {FormOf(word)};
-  if (it->second.find(' ') == absl::string_view::npos) return {FormOf(it->second)};
   std::vector<std::string> forms;
-  for (absl::string_view part : absl::StrSplit(it->second, ' ')) forms.push_back(FormOf(part));
+  ForEachWordForm(word, spell_out, [&](absl::string_view form) { forms.emplace_back(form); });
   return forms;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 
 namespace convstate {
@@ -28,6 +29,16 @@ extern const size_t kAbbreviationCount;
 // The forms of `word` (WordForm), each word of its spelled-out phrase where
 // an abbreviation stands for several ("mq" is "message queue").
 std::vector<std::string> WordForms(absl::string_view word, bool spell_out = true);
+
+// Calls `fn` with each of WordForms(word, spell_out), in order, without a
+// copy of any: what `fn` is given lasts until the next call on this thread.
+// For the words of every stored item (SearchTerms), where a copy per word
+// costs as much as the look-up.
+void ForEachWordForm(absl::string_view word, bool spell_out,
+                     absl::FunctionRef<void(absl::string_view)> fn);
+
+// Whether `word` (lowercase) is one of kAbbreviations.
+bool IsAbbreviation(absl::string_view word);
 
 // The one form of `word`, a lowercase run of ASCII letters and digits (as
 // SearchTerms splits text): its abbreviation spelled out (unless

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/span.h"
 #include "services/common/utf8.h"
 #include "services/common/word_forms.h"
 
@@ -65,8 +66,6 @@ constexpr double kCovered = 0.25;
 constexpr double kRelativeFloor = 0.35;
 // A word held by at most this many items is specific enough alone.
 constexpr int64_t kRareItems = 3;
-// Lines longer than this are cut into pieces of about this size.
-constexpr size_t kMaxPassageBytes = 400;
 constexpr size_t kMaxTitleBytes = 160;
 // Candidates the greedy pass weighs, the best by their own score.
 constexpr size_t kMaxCandidates = 500;
@@ -133,16 +132,21 @@ struct Candidate {
   size_t first_line = 0, last_line = 0, piece_offset = std::string::npos;
 };
 
-// Whether `terms` (of a line) hold a value: a word with a digit (an id, a
-// figure, a hash, a version) of three characters or more, or a compound
-// (a host, a path, a key=value pair's key).
-bool HoldsValue(const std::vector<std::string>& terms) {
-  for (const std::string& t : terms) {
-    if (t.size() < 3) continue;
-    if (t.find_first_of("0123456789") != std::string::npos) return true;
-    if (t.find_first_of("-./:_@") != std::string::npos) return true;
+// Whether a term is a value: a word with a digit (an id, a figure, a hash,
+// a version) of three characters or more, or a compound (a host, a path, a
+// key=value pair's key). A line holds a value when one of its terms is one.
+bool IsValueTerm(absl::string_view t) {
+  if (t.size() < 3) return false;
+  for (char c : t) {
+    if ((c >= '0' && c <= '9') || c == '-' || c == '.' || c == '/' || c == ':' || c == '_' ||
+        c == '@') {
+      return true;
+    }
   }
   return false;
+}
+bool HoldsValue(const std::vector<std::string>& terms) {
+  return std::any_of(terms.begin(), terms.end(), [](const std::string& t) { return IsValueTerm(t); });
 }
 
 // `line` without its leading white space and the number a file reader
@@ -290,37 +294,20 @@ bool SetsFigure(absl::string_view line) {
   return true;
 }
 
-// How long `terms` make a line for ranking: a figure counts half a word (a
-// test's failed comparison of two lists of numbers is one statement, not a
-// long line).
-double WordCount(const std::vector<std::string>& terms) {
-  double n = 0;
-  for (const std::string& t : terms) {
-    n += t.find_first_not_of("0123456789.,") != std::string::npos ? 1.0 : 0.5;
+// How long `terms` make a line for ranking (WordCount): a figure counts
+// half a word (a test's failed comparison of two lists of numbers is one
+// statement, not a long line).
+double TermLength(absl::string_view t) {
+  for (char c : t) {
+    if ((c < '0' || c > '9') && c != '.' && c != ',') return 1.0;
   }
-  return std::max(1.0, n);
+  return 0.5;
 }
-
-// The pieces of `line` at most about kMaxPassageBytes long, cut after a
-// sentence or at a space where there is one.
-std::vector<std::pair<size_t, absl::string_view>> Pieces(absl::string_view line) {
-  std::vector<std::pair<size_t, absl::string_view>> out;
-  size_t at = 0;
-  while (line.size() - at > kMaxPassageBytes) {
-    absl::string_view rest = line.substr(at, kMaxPassageBytes);
-    size_t cut = rest.rfind(". ");
-    if (cut == absl::string_view::npos || cut < kMaxPassageBytes / 2) cut = rest.rfind(' ');
-    if (cut == absl::string_view::npos || cut < kMaxPassageBytes / 2) {
-      cut = Utf8Floor(line.substr(at), kMaxPassageBytes);
-      if (cut == 0) cut = Utf8Ceil(line.substr(at), 1);
-    } else {
-      cut += 1;
-    }
-    out.emplace_back(at, line.substr(at, cut));
-    at += cut;
-  }
-  if (at < line.size()) out.emplace_back(at, line.substr(at));
-  return out;
+template <typename Terms>
+double WordCount(const Terms& terms) {
+  double n = 0;
+  for (const std::string& t : terms) n += TermLength(t);
+  return std::max(1.0, n);
 }
 
 // Whether `term` is one of the parts SearchTerms lists after `compound`
@@ -798,7 +785,7 @@ struct QuestionWeights {
   // Each word's weight in a text of `terms`: its heaviest term there.
   static std::map<int, double> WordsIn(
       const absl::flat_hash_map<std::string, std::pair<int, double>>& weights,
-      const std::vector<std::string>& terms) {
+      absl::Span<const std::string> terms) {
     std::map<int, double> words;
     for (const std::string& t : terms) {
       auto w = weights.find(t);
@@ -808,10 +795,10 @@ struct QuestionWeights {
     }
     return words;
   }
-  std::map<int, double> Words(const std::vector<std::string>& terms) const {
+  std::map<int, double> Words(absl::Span<const std::string> terms) const {
     return WordsIn(weight_of, terms);
   }
-  std::map<int, double> Common(const std::vector<std::string>& terms) const {
+  std::map<int, double> Common(absl::Span<const std::string> terms) const {
     return WordsIn(common_of, terms);
   }
   // What every question word the history holds weighs together.
@@ -837,18 +824,6 @@ struct QuestionWeights {
   }
 };
 
-// The lines of `content`, each with where it starts.
-std::vector<std::pair<size_t, absl::string_view>> LinesOf(absl::string_view content) {
-  std::vector<std::pair<size_t, absl::string_view>> lines;
-  for (size_t pos = 0; pos <= content.size();) {
-    size_t end = content.find('\n', pos);
-    if (end == absl::string_view::npos) end = content.size();
-    lines.emplace_back(pos, content.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return lines;
-}
-
 // Where the piece (line, offset in it) of `lines` stating the longest
 // duration is (a run's total after its steps' times), if one states any.
 std::optional<std::pair<size_t, size_t>> LongestDuration(
@@ -856,7 +831,7 @@ std::optional<std::pair<size_t, size_t>> LongestDuration(
   std::optional<std::pair<size_t, size_t>> at;
   double most = -1;
   for (size_t li = 0; li < lines.size(); ++li) {
-    for (const auto& [offset, piece] : Pieces(lines[li].second)) {
+    for (const auto& [offset, piece] : LinePieces(lines[li].second)) {
       const double seconds = StatedSeconds(piece);
       if (seconds > most) {
         most = seconds;
@@ -899,66 +874,157 @@ bool AddExchangeWords(const Item& item, const HistoryHits& hits, const QuestionW
   return any;
 }
 
+// A piece of a found item's text, with what the ranking needs of its words.
+struct Piece {
+  size_t line;
+  size_t offset;
+  absl::string_view text;
+  // Of the answer's shape, when the question asks for a duration, a time
+  // of day or a total, whatever words it holds.
+  bool shaped = false;
+  // Whether its words are known yet (a piece that may hold only common
+  // words is split only when its item's values matter).
+  bool known = false;
+  std::map<int, double> words;   // The question's searched words among them.
+  std::map<int, double> common;  // Its words too common to search by.
+  bool holds_value = false;      // HoldsValue of its terms.
+  double length = 1;             // WordCount of its terms.
+};
+
+// `piece` with its words known, from its terms.
+void Know(const QuestionWeights& q, const std::vector<std::string>& terms, Piece& piece) {
+  piece.words = q.Words(terms);
+  piece.common = q.Common(terms);
+  piece.holds_value = HoldsValue(terms);
+  piece.length = WordCount(terms);
+  piece.known = true;
+}
+
+// An item's pieces that matter to the question: those holding a searched
+// word (`pieces`), and those holding only common words or having the
+// answer's shape (`common_only`, known or not).
+struct ItemPiecesFound {
+  std::vector<Piece> pieces;
+  std::vector<Piece> common_only;
+  absl::string_view title;  // The item's first line, when short.
+};
+
+// Whether a piece of `lines` has the answer's shape (Piece::shaped).
+bool Shaped(const QuestionWeights& q, const std::optional<std::pair<size_t, size_t>>& longest,
+            size_t li, size_t offset, absl::string_view piece) {
+  // A duration's, a time of day's or a total's line answers the question's
+  // shape, whatever words it holds. (A digest's does only with the
+  // question's words beside it: a git log's every line holds one.)
+  return longest == std::pair(li, offset) || (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
+         (q.asks_total && StatesTotal(piece));
+}
+
+// The pieces of `content` found by splitting it here: only the pieces that
+// may hold a searched word (a probe of one) are split into words first;
+// those that may hold only common ones are split later, if at all.
+ItemPiecesFound SplitHere(const QuestionWeights& q, const std::string& content,
+                          const std::vector<std::pair<size_t, absl::string_view>>& lines,
+                          const std::optional<std::pair<size_t, size_t>>& longest) {
+  ItemPiecesFound found;
+  const std::string lower = absl::AsciiStrToLower(content);
+  const auto searched = QuestionWeights::ProbesIn(lower, q.searched_probes);
+  const auto common = QuestionWeights::ProbesIn(lower, q.common_probes);
+  for (size_t li = 0; li < lines.size(); ++li) {
+    if (absl::StripAsciiWhitespace(lines[li].second).empty()) continue;
+    for (const auto& [offset, piece] : LinePieces(lines[li].second)) {
+      const size_t at = lines[li].first + offset;
+      Piece p{li, offset, piece, Shaped(q, longest, li, offset, piece)};
+      if (QuestionWeights::Within(searched, at, at + piece.size())) {
+        Know(q, SearchTerms(piece), p);
+        found.pieces.push_back(std::move(p));
+      } else if (QuestionWeights::Within(common, at, at + piece.size()) || p.shaped) {
+        found.common_only.push_back(std::move(p));
+      }
+    }
+  }
+  return found;
+}
+
+// The same from the pieces the search kept (ItemPieces): each term of the
+// item looked up once, no text split. A piece holding a probe of a searched
+// word but none of its terms is split above and weighs nothing; here it is
+// not among `pieces`, and the candidates are the same.
+ItemPiecesFound FromKept(const QuestionWeights& q, const ItemPieces& kept,
+                         const std::vector<std::pair<size_t, absl::string_view>>& lines,
+                         const std::optional<std::pair<size_t, size_t>>& longest) {
+  struct Term {
+    const std::pair<int, double>* searched = nullptr;
+    const std::pair<int, double>* common = nullptr;
+    bool value = false;
+    double length = 0;
+  };
+  std::vector<Term> terms(kept.terms.size());
+  for (size_t i = 0; i < kept.terms.size(); ++i) {
+    const std::string& t = kept.terms[i];
+    if (auto w = q.weight_of.find(t); w != q.weight_of.end()) terms[i].searched = &w->second;
+    if (auto w = q.common_of.find(t); w != q.common_of.end()) terms[i].common = &w->second;
+    terms[i].value = IsValueTerm(t);
+    terms[i].length = TermLength(t);
+  }
+  ItemPiecesFound found;
+  for (const ItemPieces::Piece& kp : kept.pieces) {
+    if (kp.line >= lines.size()) break;
+    const absl::string_view line = lines[kp.line].second;
+    const absl::string_view piece = line.substr(kp.offset, kp.size);
+    Piece p{kp.line, kp.offset, piece, Shaped(q, longest, kp.line, kp.offset, piece)};
+    double length = 0;
+    for (uint32_t k = kp.from; k < kp.to; ++k) {
+      const Term& t = terms[kept.ids[k]];
+      if (t.searched != nullptr) {
+        double& best = p.words[t.searched->first];
+        best = std::max(best, t.searched->second);
+      }
+      if (t.common != nullptr) {
+        double& best = p.common[t.common->first];
+        best = std::max(best, t.common->second);
+      }
+      p.holds_value |= t.value;
+      length += t.length;
+    }
+    p.length = std::max(1.0, length);
+    p.known = true;
+    if (!p.words.empty()) {
+      found.pieces.push_back(std::move(p));
+    } else if (!p.common.empty() || p.shaped) {
+      found.common_only.push_back(std::move(p));
+    }
+  }
+  return found;
+}
+
 // The candidate passages of one found item, added to `out` (texts already
 // in `seen` are not added again).
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
                    const std::map<int, double>* talk, absl::flat_hash_set<std::string>& seen,
                    std::vector<Candidate>& out) {
   const std::string& content = item.data.content;
-  const auto lines = LinesOf(content);
-  // Each line's pieces and their words, split once.
-  struct Piece {
-    size_t line;
-    size_t offset;
-    absl::string_view text;
-    std::vector<std::string> terms;
-    std::map<int, double> words;  // The question's searched words among them.
-    // Of the answer's shape, when the question asks for a duration, a time
-    // of day or a total, whatever words it holds.
-    bool shaped = false;
-  };
-  std::vector<Piece> pieces;
+  const auto lines = TextLines(content);
+  const std::optional<std::pair<size_t, size_t>> longest =
+      q.asks_duration ? LongestDuration(lines) : std::nullopt;
+  auto kept = hits.pieces.find(item.sequence);
+  ItemPiecesFound found = kept != hits.pieces.end() && kept->second != nullptr
+                              ? FromKept(q, *kept->second, lines, longest)
+                              : SplitHere(q, content, lines, longest);
+  std::vector<Piece>& pieces = found.pieces;
+  std::vector<Piece>& common_only = found.common_only;
+  // The item's first line, when short: it usually says what the item is.
+  absl::string_view title;
+  for (const auto& [at, line] : lines) {
+    const absl::string_view stripped = absl::StripAsciiWhitespace(line);
+    if (stripped.empty()) continue;
+    if (stripped.size() <= kMaxTitleBytes) title = stripped;
+    break;
+  }
   // The item's words, and its exchange's (its turn's: the call, the
   // question that led to it) that it does not hold itself.
   std::map<int, double> own;
-  // Only the pieces that may hold a searched word are split into words
-  // first; those that may hold only common ones matter for a value's line
-  // (below), and are split only when the item has such lines.
-  const std::string lower = absl::AsciiStrToLower(content);
-  const auto searched = QuestionWeights::ProbesIn(lower, q.searched_probes);
-  const auto common = QuestionWeights::ProbesIn(lower, q.common_probes);
-  std::vector<Piece> common_only;
-  auto piece_of = [&](size_t li, size_t offset, absl::string_view text, bool shaped) {
-    std::vector<std::string> terms = SearchTerms(text);
-    std::map<int, double> words = q.Words(terms);
-    return Piece{li, offset, text, std::move(terms), std::move(words), shaped};
-  };
-  // The item's first line, when short: it usually says what the item is.
-  absl::string_view title;
-  bool first_line = true;
-  const std::optional<std::pair<size_t, size_t>> longest =
-      q.asks_duration ? LongestDuration(lines) : std::nullopt;
-  for (size_t li = 0; li < lines.size(); ++li) {
-    const absl::string_view stripped = absl::StripAsciiWhitespace(lines[li].second);
-    if (stripped.empty()) continue;
-    if (first_line && stripped.size() <= kMaxTitleBytes) title = stripped;
-    first_line = false;
-    for (const auto& [offset, piece] : Pieces(lines[li].second)) {
-      const size_t at = lines[li].first + offset;
-      // A duration's, a time of day's or a total's line answers the
-      // question's shape, whatever words it holds. (A digest's does only
-      // with the question's words beside it: a git log's every line holds
-      // one.)
-      const bool shaped = longest == std::pair(li, offset) ||
-                          (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
-                          (q.asks_total && StatesTotal(piece));
-      if (QuestionWeights::Within(searched, at, at + piece.size())) {
-        pieces.push_back(piece_of(li, offset, piece, shaped));
-        for (const auto& [w, weight] : pieces.back().words) own[w] = weight;
-      } else if (QuestionWeights::Within(common, at, at + piece.size()) || shaped) {
-        common_only.push_back({li, offset, piece, {}, {}, shaped});
-      }
-    }
+  for (const Piece& p : pieces) {
+    for (const auto& [w, weight] : p.words) own[w] = weight;
   }
   // Each word with what it weighs as context of the item's lines.
   std::map<int, double> item_words;
@@ -975,8 +1041,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // as a passage must, a line holding a value is worth showing.
   const bool values = through_exchange && q.Answers(item_words);
   if (values && !common_only.empty()) {
-    for (const Piece& p : common_only) {
-      pieces.push_back(piece_of(p.line, p.offset, p.text, p.shaped));
+    for (Piece& p : common_only) {
+      if (!p.known) Know(q, SearchTerms(p.text), p);
+      pieces.push_back(std::move(p));
     }
     // In the order of the item's text, as every piece is weighed.
     std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
@@ -994,15 +1061,14 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const absl::string_view line = lines[li].second;
     const size_t offset = p.offset;
     const absl::string_view piece = p.text;
-    const std::vector<std::string>& terms = p.terms;
     const std::map<int, double>& words = p.words;
-    const std::map<int, double> common = q.Common(terms);
+    const std::map<int, double>& common = p.common;
     const bool eligible = q.Answers(words);
     // A value line holds a word of the question too (often a common
     // one: "checksum"), or any line with a number would do. In an output
     // found through its exchange, a line that answers and holds a value is
     // one as well.
-    const bool holds_value = HoldsValue(terms) || AssignsFigure(piece);
+    const bool holds_value = p.holds_value || AssignsFigure(piece);
     const bool shape = values && p.shaped;
     const bool value = (values && (!words.empty() || !common.empty()) && holds_value) || shape;
     if (!eligible && !value) continue;
@@ -1030,7 +1096,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     c.passage.offset = line_at + offset;
     if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
     c.passage.text = std::move(text);
-    const double length = WordCount(terms);
+    const double length = p.length;
     const double norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
     for (const auto& [w, weight] : common) c.line[w] = weight * norm;
     for (const auto& [w, weight] : words) c.line[w] = std::max(c.line[w], weight * norm);
@@ -1052,6 +1118,34 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   }
 }
 
+// Each found turn's talk: the question's words its messages hold, each at
+// the share a long message's words count (a morning's long greeting shares
+// a word or two with most questions).
+absl::flat_hash_map<int64_t, std::map<int, double>> TalkOf(const HistoryHits& hits,
+                                                           const QuestionWeights& weights) {
+  absl::flat_hash_map<int64_t, std::map<int, double>> talk;
+  for (const Item& item : hits.found) {
+    if (item.data.kind != ItemKind::kMessage || item.redacted) continue;
+    // Its words: kept by the search's copy, or split here.
+    std::vector<std::string> split;
+    absl::Span<const std::string> terms;
+    if (auto kept = hits.pieces.find(item.sequence); kept != hits.pieces.end() && kept->second) {
+      terms = absl::MakeConstSpan(kept->second->terms).subspan(0, kept->second->whole);
+    } else {
+      split = SearchTerms(item.data.content);
+      terms = split;
+    }
+    const double length = WordCount(terms);
+    const double share = std::min(
+        1.0, (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTalkTerms)));
+    for (const auto& [w, weight] : weights.Words(terms)) {
+      double& best = talk[item.turn_index][w];
+      best = std::max(best, share);
+    }
+  }
+  return talk;
+}
+
 }  // namespace
 
 std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
@@ -1067,21 +1161,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   if (weights.weight_of.empty()) return chosen;
   std::vector<Candidate> candidates;
   absl::flat_hash_set<std::string> seen_texts;
-  // Each found turn's talk: the question's words its messages hold, each
-  // at the share a long message's words count (a morning's long greeting
-  // shares a word or two with most questions).
-  absl::flat_hash_map<int64_t, std::map<int, double>> talk;
-  for (const Item& item : hits.found) {
-    if (item.data.kind != ItemKind::kMessage || item.redacted) continue;
-    const std::vector<std::string> terms = SearchTerms(item.data.content);
-    const double length = WordCount(terms);
-    const double share = std::min(
-        1.0, (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTalkTerms)));
-    for (const auto& [w, weight] : weights.Words(terms)) {
-      double& best = talk[item.turn_index][w];
-      best = std::max(best, share);
-    }
-  }
+  const absl::flat_hash_map<int64_t, std::map<int, double>> talk = TalkOf(hits, weights);
   for (const Item& item : hits.found) {
     if (limits.shown.contains(item.sequence) || item.redacted) continue;
     auto turn_talk = talk.find(item.turn_index);
