@@ -55,6 +55,7 @@ ModelProfile FromProto(const config::v1::ModelProfile& p) {
   SetIfNonZero(p.ledger().constraints_fraction(), out.ledger.constraints_fraction);
   if (p.has_compaction_enabled()) out.compaction_enabled = p.compaction_enabled();
   if (p.recall().has_budget_fraction()) out.recall.budget_fraction = p.recall().budget_fraction();
+  if (p.recall().has_min_tokens()) out.recall.min_tokens = p.recall().min_tokens();
   if (p.reasoning_policy() == "drop") out.reasoning = ModelProfile::ReasoningPolicy::kDrop;
   if (p.hard_band_policy() == "serve_while_background") {
     out.hard_band_policy = HardBandPolicy::kServeWhileBackground;

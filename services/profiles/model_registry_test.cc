@@ -145,6 +145,19 @@ TEST(ModelRegistryTest, CompactionSwitchAndReasoningPolicy) {
   EXPECT_NE(bad.status().message().find("reasoning_policy"), std::string::npos) << bad.status();
 }
 
+TEST(ModelRegistryTest, RecallFloor) {
+  auto registry = ModelRegistry::FromText(
+      R"pb(profiles { name: "a" }
+           profiles { name: "b" recall { min_tokens: 100 } })pb",
+      "");
+  ASSERT_TRUE(registry.ok()) << registry.status();
+  EXPECT_EQ((*(*registry)->Resolve("a"))->profile.recall.min_tokens, 640);
+  EXPECT_EQ((*(*registry)->Resolve("b"))->profile.recall.min_tokens, 100);
+  auto bad = ModelRegistry::FromText(R"pb(profiles { name: "c" recall { min_tokens: -1 } })pb", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("recall.min_tokens"), std::string::npos) << bad.status();
+}
+
 TEST(ModelRegistryTest, HardBandPolicy) {
   auto registry = ModelRegistry::FromText(R"pb(
     profiles { name: "a" }

@@ -134,6 +134,9 @@ absl::Status ValidateProfile(const ModelProfile& p, const std::string& prefix) {
     return bad("recall.budget_fraction",
                absl::StrCat("must be in [0, 1), got ", p.recall.budget_fraction));
   }
+  if (p.recall.min_tokens < 0) {
+    return bad("recall.min_tokens", absl::StrCat("must be 0 or more, got ", p.recall.min_tokens));
+  }
   if (!(p.ledger.min_recall >= 0.0 && p.ledger.min_recall <= 1.0)) {
     return bad("ledger.min_recall", absl::StrCat("must be in [0, 1], got ", p.ledger.min_recall));
   }

@@ -100,6 +100,9 @@ struct ModelProfile {
     // The share of the window BuildContext's RECALLED section may take; 0:
     // no recall.
     double budget_fraction = 0.05;
+    // The least it may take while on, at most a tenth of the window
+    // (RecallBudget).
+    int64_t min_tokens = 640;
   } recall;
 };
 
