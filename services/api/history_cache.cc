@@ -32,53 +32,89 @@ HistoryCache::HistoryCache(Storage* storage, const Clock* clock, int64_t max_byt
 
 HistoryCache::~HistoryCache() { maker_.reset(); }
 
-absl::Status HistoryCache::Read(const CallContext& ctx, const ConversationKey& key,
-                                HistoryIndex& index, int64_t upto) const {
+absl::StatusOr<std::vector<Item>> HistoryCache::ReadAfter(const CallContext& ctx,
+                                                           const ConversationKey& key,
+                                                           int64_t after, int64_t upto) const {
+  std::vector<Item> items;
   const int64_t cap = max_bytes_ / 4;
-  while (index.through() < upto) {
-    ASSIGN_OR_RETURN(Page<Item> page, storage_->ListItems(ctx, key, index.through(), kReadPage));
-    for (const Item& item : page.rows) {
-      // Items are numbered without gaps; anything else is another history.
-      if (item.sequence != index.through() + 1) {
-        return absl::AbortedError("the history changed while it was read");
-      }
-      index.Add(item);
+  int64_t bytes = 0;
+  while (after < upto) {
+    ASSIGN_OR_RETURN(Page<Item> page, storage_->ListItems(ctx, key, after, kReadPage));
+    for (Item& item : page.rows) {
+      if (item.sequence != after + 1) return absl::AbortedError("the history changed while it was read");
+      after = item.sequence;
+      bytes += static_cast<int64_t>(item.data.content.size());
+      items.push_back(std::move(item));
     }
-    if (static_cast<int64_t>(index.bytes()) > cap) {
+    if (bytes > cap) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the history holds more than ", cap, " bytes, a quarter of the cache"));
     }
     if (!page.more) break;
   }
-  return absl::OkStatus();
+  return items;
 }
 
-bool HistoryCache::CatchUp(const CallContext& ctx, Copy& copy, int64_t upto) {
+bool HistoryCache::Add(Copy& copy, const std::vector<Item>& items) const {
   if (copy.index == nullptr) return false;
-  const absl::Status read = Read(ctx, copy.key, *copy.index, upto);
-  if (absl::IsResourceExhausted(read)) {
+  for (const Item& item : items) {
+    if (item.sequence <= copy.index->through()) continue;  // Another call added it.
+    if (item.sequence != copy.index->through() + 1) return false;
+    copy.index->Add(item);
+  }
+  if (static_cast<int64_t>(copy.index->bytes()) > max_bytes_ / 4) {
     // Grown past its share: never copied again while it is known.
     copy.index = nullptr;
     copy.ready = false;
+    return false;
   }
-  // Otherwise a failed read (the call's deadline, the database) leaves the
-  // copy as far as it was read, for the next call to go on from.
-  return read.ok();
+  copy.through = copy.index->through();
+  return true;
+}
+
+bool HistoryCache::CatchUp(const CallContext& ctx, Copy& copy, int64_t upto,
+                           absl::FunctionRef<void(HistoryIndex&)> then) {
+  std::vector<Item> items;
+  const int64_t through = copy.through;
+  if (through < upto) {
+    absl::StatusOr<std::vector<Item>> read = ReadAfter(ctx, copy.key, through, upto);
+    if (absl::IsResourceExhausted(read.status())) {
+      absl::MutexLock lock(&copy.mu);
+      copy.index = nullptr;
+      copy.ready = false;
+      return false;
+    }
+    // A failed read (the call's deadline, the database) leaves the copy as
+    // it was, for the next call to go on from.
+    if (!read.ok()) return false;
+    items = *std::move(read);
+  }
+  absl::MutexLock lock(&copy.mu);
+  if (!Add(copy, items) || copy.index->through() < upto) return false;
+  then(*copy.index);
+  return true;
 }
 
 void HistoryCache::Make(std::shared_ptr<Copy> copy, int64_t upto) {
   const CallContext ctx{clock_->Now() + kMakeDeadline};
+  absl::StatusOr<std::vector<Item>> read = ReadAfter(ctx, copy->key, 0, upto);
   auto index = std::make_unique<HistoryIndex>();
-  const absl::Status read = Read(ctx, copy->key, *index, upto);
+  if (read.ok()) {
+    for (const Item& item : *read) index->Add(item);
+    if (static_cast<int64_t>(index->bytes()) > max_bytes_ / 4) {
+      read = absl::ResourceExhaustedError("the history holds more than a quarter of the cache");
+    }
+  }
   if (!read.ok()) {
     // Too large stays known (searched in storage, never read again until
     // it is dropped); anything else is tried again by a later call.
-    if (!absl::IsResourceExhausted(read)) Account(copy, -1);
+    if (!absl::IsResourceExhausted(read.status())) Account(copy, -1);
     return;
   }
   const int64_t bytes = static_cast<int64_t>(index->bytes());
   {
     absl::MutexLock lock(&copy->mu);
+    copy->through = index->through();
     copy->index = std::move(index);
     copy->ready = true;
   }
@@ -92,17 +128,21 @@ absl::StatusOr<HistoryHits> HistoryCache::Search(const CallContext& ctx,
   const int64_t upto = SearchedThrough(search, conversation);
   const auto [copy, made] = Admit(conversation, upto);
   if (made) return storage_->SearchHistory(ctx, search);
-  // Not made yet (or too large to copy), or being brought up to date by
-  // another call right now: the database's search, with no lock held and
-  // no wait.
-  if (!copy->ready || !copy->mu.TryLock()) return storage_->SearchHistory(ctx, search);
+  // Not made yet (or too large to copy): the database's search. A copy
+  // being brought up to date by another call holds its lock only while it
+  // adds what it read, and this call waits for that.
+  if (!copy->ready) return storage_->SearchHistory(ctx, search);
   HistoryHits hits;
-  const bool answered = CatchUp(ctx, *copy, upto);
-  if (answered) hits = copy->index->Search(search, conversation.item_count, upto);
-  const int64_t bytes = copy->index != nullptr ? static_cast<int64_t>(copy->index->bytes()) : 0;
-  copy->mu.Unlock();
+  int64_t bytes = 0;
+  const bool answered = CatchUp(ctx, *copy, upto, [&](HistoryIndex& index) {
+    hits = index.Search(search, conversation.item_count, upto);
+    bytes = static_cast<int64_t>(index.bytes());
+  });
+  if (!answered) {
+    Account(copy, Bytes(*copy));  // None, if it lost its index.
+    return storage_->SearchHistory(ctx, search);
+  }
   Account(copy, bytes);
-  if (!answered) return storage_->SearchHistory(ctx, search);
   return hits;
 }
 
@@ -145,13 +185,13 @@ void HistoryCache::Refresh(const CallContext& ctx, const Conversation& conversat
   // from: its copy is made now, off the request path, if it has none.
   const auto [copy, made] = Admit(conversation, upto);
   if (made) return;
-  int64_t bytes = 0;
-  {
-    absl::MutexLock lock(&copy->mu);
-    CatchUp(ctx, *copy, upto);
-    bytes = copy->index != nullptr ? static_cast<int64_t>(copy->index->bytes()) : 0;
-  }
-  Account(copy, bytes);
+  CatchUp(ctx, *copy, upto, [](HistoryIndex&) {});
+  Account(copy, Bytes(*copy));
+}
+
+int64_t HistoryCache::Bytes(Copy& copy) {
+  absl::MutexLock lock(&copy.mu);
+  return copy.index != nullptr ? static_cast<int64_t>(copy.index->bytes()) : 0;
 }
 
 bool HistoryCache::RefreshLater(const Conversation& conversation) {

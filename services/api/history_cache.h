@@ -18,9 +18,11 @@
 #include <list>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "services/common/clock.h"
@@ -87,24 +89,36 @@ class HistoryCache {
     absl::Mutex mu;
     // Null until made, and for a conversation too large to copy.
     std::unique_ptr<HistoryIndex> index ABSL_GUARDED_BY(mu);
-    // Whether `index` is set: read without waiting for `mu` (a catch-up
-    // may hold it while it reads the database).
+    // Whether `index` is set, and what it holds through: read without
+    // waiting for `mu`, to read what is missing from the database before
+    // taking it (no lock is held while the database is read).
     std::atomic<bool> ready{false};
+    std::atomic<int64_t> through{0};
     // The bytes this copy is counted for in `bytes_`, and its last use.
     int64_t counted = 0;
     absl::Time used;
   };
   using Order = std::list<std::shared_ptr<Copy>>;
 
-  // Reads the conversation's items after what `index` holds, through at
-  // least `upto`; RESOURCE_EXHAUSTED past a quarter of the budget.
-  absl::Status Read(const CallContext& ctx, const ConversationKey& key, HistoryIndex& index,
-                    int64_t upto) const;
+  // The conversation's items after `after`, through at least `upto` (whole
+  // pages), read with no lock held; RESOURCE_EXHAUSTED past a quarter of
+  // the budget.
+  absl::StatusOr<std::vector<Item>> ReadAfter(const CallContext& ctx, const ConversationKey& key,
+                                              int64_t after, int64_t upto) const;
+  // Adds `items` (read after what the copy held then) to `copy`'s index,
+  // skipping what it has gained since; false when they do not follow on
+  // (another history) or the copy grew past its share, which loses its
+  // index for good.
+  bool Add(Copy& copy, const std::vector<Item>& items) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(copy.mu);
   void Make(std::shared_ptr<Copy> copy, int64_t upto);
-  // Brings `copy`'s index through `upto`; true when it is there. A copy
-  // grown past its share loses its index for good.
-  bool CatchUp(const CallContext& ctx, Copy& copy, int64_t upto)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(copy.mu);
+  // Brings `copy`'s index through `upto`, reading what is missing before
+  // taking its lock; true when it is there, and then `then` has run on the
+  // index under the lock. A copy grown past its share loses its index for
+  // good.
+  bool CatchUp(const CallContext& ctx, Copy& copy, int64_t upto,
+               absl::FunctionRef<void(HistoryIndex&)> then);
+  // What `copy`'s index holds, in bytes (0 without one).
+  static int64_t Bytes(Copy& copy);
   // The conversation's copy, most recently used now; with `true` when it
   // is new (being made on the maker thread, through `upto`).
   std::pair<std::shared_ptr<Copy>, bool> Admit(const Conversation& conversation, int64_t upto);
