@@ -375,7 +375,9 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     v1::BuildContextEvent event;
     v1::BuildContextResponse view;
     bool have_view = false;
+    bool compacted = false;
     while (stream->Read(&event)) {
+      compacted |= event.has_compaction_started();
       if (event.has_compaction_completed()) ++r.tiers[event.compaction_completed().tier()];
       if (event.has_context()) {
         view = event.context();
@@ -384,6 +386,7 @@ absl::StatusOr<Result> Run(const Conversation& conv, const Options& options) {
     }
     const grpc::Status finished = stream->Finish();
     r.build_micros.push_back(absl::ToDoubleMicroseconds(absl::Now() - started));
+    r.builds_compacting += compacted;
     if (Note(r, finished) && have_view) {
       const int64_t total = view.tokens().total();
       r.peak_tokens = std::max(r.peak_tokens, total);

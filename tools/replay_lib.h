@@ -158,6 +158,9 @@ struct Result {
   // How long each StreamBuildContext with the user's message pending took,
   // from the call to its last event, in microseconds.
   std::vector<double> build_micros;
+  // How many of those calls ran a compaction themselves (a compaction
+  // event came first): the slowest calls are these.
+  int builds_compacting = 0;
   // Its percentile `p` (0.5, 0.99) over the run; 0 when there was none.
   double BuildPercentile(double p) const;
   // Non-OK RPCs by code name.

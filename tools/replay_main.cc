@@ -134,11 +134,14 @@ int main(int argc, char** argv) {
         return 1;
       }
       cost.push_back(absl::StrFormat(
-          "window %d: BuildContext with the message pending, recall on p50 %.2f ms, p99 %.2f ms; "
-          "off p50 %.2f ms, p99 %.2f ms (%d calls each)",
-          w, r->BuildPercentile(0.5) / 1000, r->BuildPercentile(0.99) / 1000,
-          off->BuildPercentile(0.5) / 1000, off->BuildPercentile(0.99) / 1000,
-          static_cast<int>(r->build_micros.size())));
+          "window %d: BuildContext with the message pending, recall on p50 %.2f ms, p90 %.2f ms, "
+          "p99 %.2f ms; off p50 %.2f ms, p90 %.2f ms, p99 %.2f ms (%d calls each; %d and %d of "
+          "them compacted)",
+          w, r->BuildPercentile(0.5) / 1000, r->BuildPercentile(0.9) / 1000,
+          r->BuildPercentile(0.99) / 1000, off->BuildPercentile(0.5) / 1000,
+          off->BuildPercentile(0.9) / 1000, off->BuildPercentile(0.99) / 1000,
+          static_cast<int>(r->build_micros.size()), r->builds_compacting,
+          off->builds_compacting));
     }
   }
   std::fputs(convstate::replay::Report(results).c_str(), stdout);
