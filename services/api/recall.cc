@@ -172,6 +172,10 @@ std::vector<RecalledPassage> HistoryRecall::AddRecall(
   limits.per_message_tokens = profile.per_message_tokens;
   for (const ViewEntry& e : view.entries) {
     if (e.section == Section::kLive && !e.pruned && e.sequence > 0) limits.shown.insert(e.sequence);
+    if (e.section == Section::kSummary || e.section == Section::kLedger ||
+        e.section == Section::kPinned) {
+      absl::StrAppend(&limits.shown_text, e.content, "\n");
+    }
   }
   std::vector<RecalledPassage> passages = RankPassages(parsed, *hits, *resolved.tokenizer, limits);
   if (span != nullptr && span->recording()) {

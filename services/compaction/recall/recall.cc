@@ -593,6 +593,22 @@ absl::flat_hash_set<std::string> FrameTerms(const QuestionWords& question) {
   return out;
 }
 
+// Whether `text` holds every sentence of `passage` (of at least a few
+// words; lines and sentences, stripped).
+bool InText(absl::string_view text, absl::string_view passage) {
+  if (text.empty()) return false;
+  bool any = false;
+  for (absl::string_view line : absl::StrSplit(passage, '\n')) {
+    for (absl::string_view sentence : Sentences(line)) {
+      sentence = absl::StripAsciiWhitespace(sentence);
+      if (sentence.size() < 12) continue;
+      if (!absl::StrContains(text, sentence)) return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
 std::string Provenance(const RecalledPassage& p) {
   std::string what;
   switch (p.kind) {
@@ -1254,7 +1270,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     if (best < 0) break;
     taken[best] = true;
     Candidate& c = candidates[best];
-    if (shows_again(c)) continue;
+    if (shows_again(c) || InText(limits.shown_text, c.passage.text)) continue;
     c.passage.tokens = tokenizer.CountTokens(c.passage.text);
     int64_t cost = c.passage.tokens + 2;
     if (!items_shown.contains(c.passage.sequence)) {

@@ -85,6 +85,10 @@ struct RecallLimits {
   int max_passages = 12;
   // Items the view shows verbatim already: their passages are skipped.
   absl::flat_hash_set<int64_t> shown;
+  // The text the view shows besides its items (summaries, the ledger,
+  // pinned content): a passage whose every sentence it holds (a question
+  // an extractive summary quotes) is not recalled again.
+  std::string shown_text;
   // Tokens the chat format adds to the one message the section is.
   int64_t per_message_tokens = 0;
 };

@@ -200,6 +200,33 @@ TEST_F(RecallTest, SkipsWhatTheViewShowsAndKeepsToItsBudget) {
   EXPECT_THAT(RankPassages(q, HitsFor(items, q), *tokenizer_, limits), IsEmpty());
 }
 
+// A summary that quotes the user's old question shows it already: the
+// room goes to what the view does not show.
+TEST_F(RecallTest, SkipsWhatTheViewsSummariesQuote) {
+  std::vector<Item> items = History();
+  items.push_back(Stored(100, Role::kUser, ItemKind::kMessage,
+                         "What guard value does orders-api run with? Asking for the cutover."));
+  const RecallQuery q = ParseRecallQuery("What guard value does orders-api run with?");
+  RecallLimits limits;
+  limits.max_tokens = 500;
+  auto sequences = [&] {
+    std::vector<int64_t> out;
+    for (const RecalledPassage& p : RankPassages(q, HitsFor(items, q), *tokenizer_, limits)) {
+      out.push_back(p.sequence);
+    }
+    return out;
+  };
+  EXPECT_THAT(sequences(), ::testing::Contains(100));
+  limits.shown_text =
+      "Summary of items #1-#99:\nUser: What guard value does orders-api run with? Asking for "
+      "the cutover. Next is search-index.\n";
+  EXPECT_THAT(sequences(), Not(::testing::Contains(100)));
+  EXPECT_THAT(sequences(), ::testing::Contains(6));  // orders-api's config
+  // A sentence of the passage the view does not hold: it is recalled.
+  limits.shown_text = "User: What guard value does orders-api run with?\n";
+  EXPECT_THAT(sequences(), ::testing::Contains(100));
+}
+
 TEST_F(RecallTest, LongLinesAreCutIntoPassagesOnCharacterBoundaries) {
   std::string line;
   for (int i = 0; i < 60; ++i) absl::StrAppend(&line, "f\xC3\xBCllwort", i, " ");
