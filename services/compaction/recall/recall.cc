@@ -708,6 +708,50 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
       }
     }
   }
+  // A name of two or three words as a system writes it ("message queue
+  // bridge" is the `message-queue-bridge` of a call's arguments, "web
+  // sessionize" a `web_sessionize`): the compound stands for the name's
+  // first word, where the history holds it.
+  for (absl::string_view sentence : Sentences(text)) {
+    std::vector<std::string> words;
+    for (absl::string_view raw : absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+      std::string word = absl::AsciiStrToLower(raw);
+      if (absl::EndsWith(word, "'s")) word.resize(word.size() - 2);
+      while (!word.empty() && absl::ascii_ispunct(static_cast<unsigned char>(word.back()))) {
+        word.pop_back();
+      }
+      const bool plain = !word.empty() && word.size() == raw.size() &&
+                         std::all_of(word.begin(), word.end(), [](char c) {
+                           return absl::ascii_isalnum(static_cast<unsigned char>(c));
+                         });
+      // A word ending in punctuation ends the name; one holding it is none.
+      const bool ends = !plain && !word.empty() &&
+                        std::all_of(word.begin(), word.end(), [](char c) {
+                          return absl::ascii_isalnum(static_cast<unsigned char>(c));
+                        });
+      words.push_back(plain || ends ? word : "");
+      if (ends) words.push_back("");
+    }
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      for (size_t n : {size_t{3}, size_t{2}}) {
+        if (i + n > words.size()) continue;
+        bool name = true;
+        for (size_t k = i; k < i + n; ++k) name &= !words[k].empty() && !IsStopword(words[k]);
+        if (!name) continue;
+        auto first = index_of.find(WordForm(words[i]));
+        if (first == index_of.end()) continue;
+        const int word = q.word_of[first->second];
+        for (const char* joiner : {"-", "_"}) {
+          std::string compound = words[i];
+          for (size_t k = i + 1; k < i + n; ++k) absl::StrAppend(&compound, joiner, words[k]);
+          if (index_of.contains(compound) || q.terms.size() >= kMaxRecallTerms) continue;
+          index_of[compound] = q.terms.size();
+          q.terms.push_back(compound);
+          q.word_of.push_back(word);
+        }
+      }
+    }
+  }
   return q;
 }
 

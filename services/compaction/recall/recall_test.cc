@@ -92,10 +92,11 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
   const RecallQuery q = ParseRecallQuery(
       "Going back to billing-ledger: what guard value did its config show?");
   // Words in their one form ("config" is "configuration", stemmed); the
-  // compound as written beside its parts.
+  // compound as written beside its parts; last, the name of two words as a
+  // system writes it, for its first word.
   EXPECT_THAT(q.terms, ElementsAre("billing-ledger", "bill", "ledger", "guard", "valu",
-                                   "configur"));
-  EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3));
+                                   "configur", "guard-value", "guard_value"));
+  EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3, 1, 1));
   EXPECT_EQ(q.words, 4);
   EXPECT_THAT(ParseRecallQuery("What did you say, and why?").terms, IsEmpty());
   // A long pending message searches by its first words only.
@@ -104,6 +105,27 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
   const RecallQuery long_one = ParseRecallQuery(essay);
   EXPECT_EQ(long_one.terms.size(), kMaxRecallTerms);
   EXPECT_EQ(long_one.terms.front(), "word0");
+}
+
+TEST_F(RecallTest, ANameOfSeveralWordsIsSearchedAsASystemWritesIt) {
+  const RecallQuery q =
+      ParseRecallQuery("What did the message queue bridge's first dry run show? And web sessionize?");
+  auto word_of = [&](const std::string& term) {
+    auto it = std::find(q.terms.begin(), q.terms.end(), term);
+    return it == q.terms.end() ? -1 : q.word_of[static_cast<size_t>(it - q.terms.begin())];
+  };
+  for (const char* compound : {"message-queue-bridge", "message_queue_bridge", "message-queue",
+                               "queue-bridge", "web-sessionize", "web_sessionize"}) {
+    EXPECT_NE(word_of(compound), -1) << compound;
+  }
+  // Each stands for its name's first word, not for a word of its own.
+  EXPECT_EQ(word_of("message-queue-bridge"), word_of("messag"));
+  EXPECT_EQ(word_of("web_sessionize"), word_of("web"));
+  // Not across a sentence, a comma or a stopword.
+  EXPECT_EQ(word_of("bridge-first"), -1);
+  EXPECT_EQ(word_of("show-and"), -1);
+  EXPECT_THAT(ParseRecallQuery("the bridge, first").terms, Not(::testing::Contains("bridge-first")));
+  EXPECT_THAT(ParseRecallQuery("the bridge first").terms, ::testing::Contains("bridge-first"));
 }
 
 TEST_F(RecallTest, AnAbbreviationSpelledOutIsOneWordOfTheQuestion) {
@@ -293,8 +315,10 @@ TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
   for (size_t i = 0; i < q.terms.size(); ++i) {
     (q.asked[q.word_of[i]] ? asked : aside).push_back(q.terms[i]);
   }
-  EXPECT_THAT(asked, UnorderedElementsAre("drain", "estim", "minut"));
-  EXPECT_THAT(aside, UnorderedElementsAre("teodor", "want", "line", "alert"));
+  EXPECT_THAT(asked, UnorderedElementsAre("drain", "estim", "minut", "drain-estimate",
+                                          "drain_estimate"));
+  EXPECT_THAT(aside, UnorderedElementsAre("teodor", "want", "line", "alert", "teodor-wants",
+                                          "teodor_wants"));
   EXPECT_TRUE(q.asks_quantity);  // "in minutes"
   // Without a question mark, every sentence asks.
   const RecallQuery plain = ParseRecallQuery("the drain estimate. teodor asked");
