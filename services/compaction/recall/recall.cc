@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
 #include "services/common/utf8.h"
@@ -707,6 +708,22 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
         q.word_of.push_back(q.words - 1);
       }
     }
+  }
+  // A word hyphenated in the question and written as one elsewhere
+  // ("in-flight" and the `max_inflight` of a config, "roll-back"): the
+  // joined form stands for it too.
+  for (size_t i = 0, n = q.terms.size(); i < n && q.terms.size() < kMaxRecallTerms; ++i) {
+    const std::string& term = q.terms[i];
+    if (term.find('-') == std::string::npos ||
+        !std::all_of(term.begin(), term.end(), [](char c) { return c == '-' || absl::ascii_isalpha(static_cast<unsigned char>(c)); })) {
+      continue;
+    }
+    std::string joined = absl::StrReplaceAll(term, {{"-", ""}});
+    if (joined.size() < 4 || index_of.contains(joined)) continue;
+    index_of[joined] = q.terms.size();
+    const int word = q.word_of[i];
+    q.terms.push_back(std::move(joined));
+    q.word_of.push_back(word);
   }
   // A name of two or three words as a system writes it ("message queue
   // bridge" is the `message-queue-bridge` of a call's arguments, "web

@@ -92,11 +92,11 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
   const RecallQuery q = ParseRecallQuery(
       "Going back to billing-ledger: what guard value did its config show?");
   // Words in their one form ("config" is "configuration", stemmed); the
-  // compound as written beside its parts; last, the name of two words as a
-  // system writes it, for its first word.
+  // compound as written beside its parts; last, the hyphenated word joined
+  // and the name of two words as a system writes it, for its first word.
   EXPECT_THAT(q.terms, ElementsAre("billing-ledger", "bill", "ledger", "guard", "valu",
-                                   "configur", "guard-value", "guard_value"));
-  EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3, 1, 1));
+                                   "configur", "billingledger", "guard-value", "guard_value"));
+  EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3, 0, 1, 1));
   EXPECT_EQ(q.words, 4);
   EXPECT_THAT(ParseRecallQuery("What did you say, and why?").terms, IsEmpty());
   // A long pending message searches by its first words only.
@@ -125,6 +125,14 @@ TEST_F(RecallTest, ANameOfSeveralWordsIsSearchedAsASystemWritesIt) {
   EXPECT_EQ(word_of("bridge-first"), -1);
   EXPECT_EQ(word_of("show-and"), -1);
   EXPECT_THAT(ParseRecallQuery("the bridge, first").terms, Not(::testing::Contains("bridge-first")));
+  // A hyphenated word is also searched as one ("max_inflight" holds
+  // "inflight"), for the same word.
+  const RecallQuery hyphen = ParseRecallQuery("What was the cap on in-flight messages?");
+  auto at = [&](const std::string& term) {
+    return std::find(hyphen.terms.begin(), hyphen.terms.end(), term) - hyphen.terms.begin();
+  };
+  ASSERT_LT(static_cast<size_t>(at("inflight")), hyphen.terms.size());
+  EXPECT_EQ(hyphen.word_of[at("inflight")], hyphen.word_of[at("in-flight")]);
   EXPECT_THAT(ParseRecallQuery("the bridge first").terms, ::testing::Contains("bridge-first"));
 }
 
