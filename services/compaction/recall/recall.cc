@@ -494,10 +494,51 @@ bool NamesAPeriod(absl::string_view before) {
 // The duration `line` states, in seconds, as the sum of its numbers each
 // followed by a unit of time ("in 0 hours 34 minutes and 31.67 seconds",
 // "took 212 ms", "elapsed: 41s"); -1 when it states none.
+// The seconds of a compact duration at the start of `text` of two parts or
+// more ("13m18s", "1h05m", "2h30m10s": "m" is minutes there), and its
+// length; {-1, 0} when there is none.
+std::pair<double, size_t> CompactDuration(absl::string_view text) {
+  double seconds = 0;
+  size_t at = 0;
+  int parts = 0;
+  while (at < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[at]))) {
+    size_t end = at;
+    while (end < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    double per = 0;
+    size_t unit = 0;
+    if (absl::StartsWith(text.substr(end), "ms")) {
+      per = 0.001, unit = 2;
+    } else if (end < text.size()) {
+      switch (text[end]) {
+        case 'd': per = 86400, unit = 1; break;
+        case 'h': per = 3600, unit = 1; break;
+        case 'm': per = 60, unit = 1; break;
+        case 's': per = 1, unit = 1; break;
+        default: break;
+      }
+    }
+    if (per == 0) break;
+    double number = 0;
+    if (!absl::SimpleAtod(text.substr(at, end - at), &number)) break;
+    seconds += number * per;
+    at = end + unit;
+    ++parts;
+  }
+  const bool ends = at == text.size() || !absl::ascii_isalnum(static_cast<unsigned char>(text[at]));
+  return parts >= 2 && ends ? std::pair(seconds, at) : std::pair(-1.0, size_t{0});
+}
+
 double StatedSeconds(absl::string_view line) {
   double total = -1;
   for (size_t i = 0; i < line.size(); ++i) {
     if (!absl::ascii_isdigit(static_cast<unsigned char>(line[i]))) continue;
+    if (const auto [seconds, length] = CompactDuration(line.substr(i));
+        length > 0 && (i == 0 || !absl::ascii_isalnum(static_cast<unsigned char>(line[i - 1]))) &&
+        !NamesAPeriod(line.substr(0, i))) {
+      total = std::max(total, 0.0) + seconds;
+      i += length - 1;
+      continue;
+    }
     if (i > 0 && (absl::ascii_isalnum(static_cast<unsigned char>(line[i - 1])) ||
                   line[i - 1] == '-' || line[i - 1] == '_' || line[i - 1] == '.')) {
       // A digit inside a word or an id ("v2", "part-00017").

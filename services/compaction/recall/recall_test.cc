@@ -478,6 +478,32 @@ TEST_F(RecallTest, ARunsTotalTimeAnswersHowLongItTook) {
   EXPECT_THAT(texts, ::testing::Contains(HasSubstr("0 hours 34 minutes"))) << RenderRecalled(got);
 }
 
+// A run's time written compactly ("17m42s") is a duration too: a dry run's
+// per-table times in seconds come before its total, written so.
+TEST_F(RecallTest, ACompactDurationIsARunsTime) {
+  std::string log = "migctl 3.8.2 dry run: source hallb-prod -> target plat2-prod\n";
+  for (int i = 0; i < 20; ++i) {
+    absl::StrAppend(&log, "2027-02-09T20:2", i % 10, ":18Z [dry-run] table_p", i, "  copy  ",
+                    1000 + i, " rows   ", 60 + i, ".3s  ok\n");
+  }
+  log += "summary\n  tables            20\n  mismatches        0\n  elapsed           17m42s\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Run the ingress gateway dry run."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, log, "migctl")};
+  const RecallQuery q = ParseRecallQuery("How long did the ingress gateway dry run take?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  hits.calls[2] = R"({"cmd": "migctl dry-run --area ingress-gateway --throttle 40"})";
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.shown = {1};
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("17m42s")) << RenderRecalled(got);
+}
+
 TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
   EXPECT_TRUE(ParseRecallQuery("What time does the snapshot DAG kick off?").asks_time_of_day);
   EXPECT_TRUE(ParseRecallQuery("When does the export run, per its config?").asks_time_of_day);
