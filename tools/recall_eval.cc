@@ -1,0 +1,188 @@
+// Recall's ranking asked offline, in seconds rather than a replay's minutes:
+// a conversation of tools/replay_data is indexed as a replica's copy would
+// hold it (storage/history_index.h) up to some turns before each question,
+// searched, and ranked into a section of 640 and of 1,600 tokens (an 8k and
+// a 32k window's); a question counts as found when its fact's text is in
+// the section. No view around it: items the view would show verbatim are
+// not skipped, so the turns just before the question are left out of the
+// copy instead (kRecentTurns).
+//
+//   bazel run -c opt //tools:recall_eval -- --data=platform \
+//       --questions=$PWD/tools/replay_data/platform_dev_questions.jsonl [--verbose]
+//
+// --questions: JSON lines {"fact": ID or "" for a question about nothing
+// the conversation holds, "turn": when it is asked, "question": text}.
+// Without it, the recall questions of NAME_probes.jsonl (or --probes=FILE),
+// asked at their turns. Questions whose fact is newer than the copy are left
+// out (the view shows those). --show=FACT prints that question's section.
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "services/compaction/recall/recall.h"
+#include "services/tokenizer/tokens.h"
+#include "storage/history_index.h"
+#include "tools/replay_lib.h"
+
+namespace convstate {
+namespace {
+
+// Turns before a question that its view shows verbatim, roughly.
+constexpr int kRecentTurns = 8;
+// The candidates a view's recall ranks (services/api/recall.cc).
+constexpr int kCandidates = 24;
+
+struct Question {
+  std::string fact;
+  int turn = 0;
+  std::string text;
+};
+
+Item ItemOf(const replay::ReplayItem& r, int64_t sequence) {
+  Item item;
+  item.sequence = sequence;
+  item.turn_index = r.turn;
+  item.data.role = r.role == "user" ? Role::kUser : r.role == "tool" ? Role::kTool : Role::kAssistant;
+  item.data.kind = r.kind == "tool_call"     ? ItemKind::kToolCall
+                   : r.kind == "tool_result" ? ItemKind::kToolResult
+                                             : ItemKind::kMessage;
+  item.data.content = r.content;
+  item.data.tool_name = r.tool_name;
+  item.data.tool_call_id = r.call_id;
+  return item;
+}
+
+// The questions of a --questions file.
+std::vector<Question> ReadQuestions(const std::string& path) {
+  std::vector<Question> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    out.push_back({j.value("fact", ""), j.value("turn", 0), j.value("question", "")});
+  }
+  return out;
+}
+
+// The recall probes of a probes file: each asked fact, the user's message
+// of its turn the question.
+std::vector<Question> ProbeQuestions(const replay::Conversation& c) {
+  std::vector<Question> out;
+  for (const replay::Probe& p : c.probes) {
+    if (p.kind != "recall") continue;
+    std::string text;
+    for (const replay::ReplayItem& r : c.items) {
+      if (r.turn == p.turn && r.role == "user") {
+        text = r.content;
+        break;
+      }
+    }
+    if (p.fact_ids.empty()) out.push_back({"", p.turn, text});
+    for (const std::string& id : p.fact_ids) out.push_back({id, p.turn, text});
+  }
+  return out;
+}
+
+int Run(const std::string& data, const std::string& probes, const std::string& questions_path,
+        bool verbose, const std::string& show) {
+  const std::string dir = absl::StrCat(getenv("BUILD_WORKSPACE_DIRECTORY") != nullptr
+                                           ? getenv("BUILD_WORKSPACE_DIRECTORY")
+                                           : ".",
+                                       "/tools/replay_data/");
+  const std::string probes_path =
+      !probes.empty() ? probes : questions_path.empty() ? dir + data + "_probes.jsonl" : "";
+  auto loaded = replay::Load(dir + data + ".jsonl", dir + data + "_facts.jsonl", probes_path);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "recall_eval: %s\n", std::string(loaded.status().message()).c_str());
+    return 1;
+  }
+  const std::vector<Question> questions =
+      questions_path.empty() ? ProbeQuestions(*loaded) : ReadQuestions(questions_path);
+  std::vector<Item> items;
+  for (const replay::ReplayItem& r : loaded->items) {
+    items.push_back(ItemOf(r, static_cast<int64_t>(items.size()) + 1));
+  }
+  const std::unique_ptr<Tokenizer> tokenizer = NewApproximateTokenizer();
+  const int64_t rooms[] = {640, 1600};
+  int asked = 0, found[2] = {0, 0}, unrelated = 0, unrelated_recalled = 0;
+  for (const Question& q : questions) {
+    std::string text;
+    int fact_turn = 0;
+    for (const replay::Fact& f : loaded->facts) {
+      if (f.id == q.fact) text = f.text, fact_turn = f.turn;
+    }
+    if (!q.fact.empty() && (text.empty() || fact_turn > q.turn - kRecentTurns)) continue;
+    int64_t upto = 0;
+    for (const Item& item : items) {
+      if (item.turn_index <= q.turn - kRecentTurns) upto = item.sequence;
+    }
+    HistoryIndex index;
+    for (int64_t s = 0; s < upto; ++s) index.Add(items[static_cast<size_t>(s)]);
+    const RecallQuery query = ParseRecallQuery(q.text);
+    HistorySearch search;
+    search.terms = query.terms;
+    search.max_items = kCandidates;
+    const HistoryHits hits = index.Search(search, upto, upto);
+    bool got[2] = {false, false};
+    for (int r = 0; r < 2; ++r) {
+      RecallLimits limits;
+      limits.max_tokens = rooms[r];
+      const std::string section = RenderRecalled(RankPassages(query, hits, *tokenizer, limits));
+      const bool recalled = !section.empty() && absl::StrContains(section, "\n[#");
+      got[r] = q.fact.empty() ? recalled : absl::StrContains(section, text);
+      if (!show.empty() && show == q.fact && r == 1) std::printf("%s\n", section.c_str());
+    }
+    if (q.fact.empty()) {
+      ++unrelated;
+      unrelated_recalled += got[1];
+      if (verbose && got[1]) std::printf("unrelated, recalled something | %s\n", q.text.c_str());
+      continue;
+    }
+    ++asked;
+    found[0] += got[0];
+    found[1] += got[1];
+    if (verbose && !(got[0] && got[1])) {
+      std::printf("%s (turn %d): %s at 640, %s at 1600 | %s\n", q.fact.c_str(), q.turn,
+                  got[0] ? "found" : "missed", got[1] ? "found" : "missed", q.text.c_str());
+    }
+  }
+  std::printf("%s: %d of %d found within 640 tokens, %d within 1600; %d of %d unrelated "
+              "questions recalled something\n",
+              data.c_str(), found[0], asked, found[1], unrelated_recalled, unrelated);
+  return 0;
+}
+
+}  // namespace
+}  // namespace convstate
+
+int main(int argc, char** argv) {
+  std::string data = "platform", probes, questions, show;
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (absl::StartsWith(a, "--data=")) {
+      data = a.substr(7);
+    } else if (absl::StartsWith(a, "--probes=")) {
+      probes = a.substr(9);
+    } else if (absl::StartsWith(a, "--questions=")) {
+      questions = a.substr(12);
+    } else if (absl::StartsWith(a, "--show=")) {
+      show = a.substr(7);
+    } else if (a == "--verbose") {
+      verbose = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: recall_eval [--data=NAME] [--probes=FILE | --questions=FILE] "
+                   "[--verbose] [--show=FACT]\n");
+      return 2;
+    }
+  }
+  return convstate::Run(data, probes, questions, verbose, show);
+}
