@@ -15,6 +15,10 @@
 // Without it, the recall questions of NAME_probes.jsonl (or --probes=FILE),
 // asked at their turns. Questions whose fact is newer than the copy are left
 // out (the view shows those). --show=FACT prints that question's section.
+// The development questions of tools/replay_data (NAME_dev_questions.jsonl,
+// platform_messages_dev_questions.jsonl) were written in other words about
+// facts no question set asks about; changes are made with them in view,
+// unlike the held-out sets.
 
 #include <cstdio>
 #include <fstream>
