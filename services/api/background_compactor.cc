@@ -86,13 +86,9 @@ void BackgroundCompactor::CompactInBackground(const ConversationKey& key) {
       absl::StatusOr<Counted> loaded = LoadCounted(ctx, key);
       absl::Status status = loaded.status();
       if (status.ok()) {
-        // The room a call leaves for what recall adds: left here too, or
-        // the call would compact for it itself.
-        CompactionControl control;
-        control.headroom = RecallBudget(loaded->resolved.profile);
         absl::StatusOr<CompactionOutcome> outcome =
             runner_->Run(ctx, std::move(loaded->snapshot), loaded->resolved, {},
-                         CompactionMode::kAhead, "", nullptr, /*background=*/true, control);
+                         CompactionMode::kAhead, "", nullptr, /*background=*/true);
         status = outcome.status();
         // The next call reads what was appended since, not the whole context,
         // and its recall nothing.

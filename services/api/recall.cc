@@ -122,6 +122,15 @@ std::shared_ptr<HistoryRecall::PendingRecall> HistoryRecall::StartRecall(
   return pending;
 }
 
+int64_t HistoryRecall::RecallBudget(const ModelProfile& profile) {
+  if (profile.recall.budget_fraction <= 0) return 0;
+  // A small window's share is too little for the passages a question about
+  // two values needs, each under its provenance: recall.min_tokens, as long
+  // as that is at most a tenth of the window.
+  const int64_t floor = std::min(profile.recall.min_tokens, FractionOfWindow(profile, 0.1));
+  return std::max(FractionOfWindow(profile, profile.recall.budget_fraction), floor);
+}
+
 std::vector<RecalledPassage> HistoryRecall::AddRecall(
     const std::shared_ptr<PendingRecall>& pending, const Conversation& conversation,
     const ResolvedProfile& resolved, ContextView& view) {

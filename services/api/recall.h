@@ -60,6 +60,9 @@ class HistoryRecall {
   // off the call's path, so that the next call's recall reads nothing.
   void NoteCompacted(const Conversation& conversation) { history_.RefreshLater(conversation); }
 
+  // The most the RECALLED section may take under `profile`, in tokens.
+  static int64_t RecallBudget(const ModelProfile& profile);
+
   // SearchHistory of `key` (validated): passages of the whole history that
   // answer the query.
   absl::StatusOr<v1::SearchHistoryResponse> SearchHistory(const CallContext& ctx,

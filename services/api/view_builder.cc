@@ -69,16 +69,14 @@ absl::StatusOr<ViewBuilder::Answer> ViewBuilder::Build(const CallContext& ctx,
     // Room for what recall may add, so that it never lifts the view into
     // the band the call would have compacted.
     CompactionControl control;
-    if (recall != nullptr) control.headroom = RecallBudget(resolved.profile);
+    if (recall != nullptr) control.headroom = HistoryRecall::RecallBudget(resolved.profile);
     ASSIGN_OR_RETURN(CompactionOutcome outcome,
                      runner_->Run(ctx, std::move(snapshot), resolved, pending, mode, "", progress,
                                   /*background=*/false, control));
-    // From the soft band on (the room calls leave for recall counted), the
-    // background gets ahead of need (kAhead); a call that compacted already
-    // leaves it nothing to do.
-    const int64_t ahead = outcome.plan.tokens_before + RecallBudget(resolved.profile);
+    // From the soft band on, the background gets ahead of need (kAhead); a
+    // call that compacted already leaves it nothing to do.
     const bool compact_in_background = options_.background_compaction &&
-                                       BandOf(ahead, resolved.profile) >= Band::kSoft &&
+                                       outcome.plan.band >= Band::kSoft &&
                                        outcome.plan.empty() &&
                                        resolved.profile.compaction_enabled;
     if (compact_in_background) background_->CompactInBackground(key);

@@ -180,26 +180,6 @@ TEST(ModelRegistryTest, HardBandPolicy) {
             "HARD_BAND_POLICY_SERVE_WHILE_BACKGROUND, got 7");
 }
 
-// The budget is the profile's share of the window, and at least
-// recall.min_tokens while recall is on, as long as that is a tenth of the
-// window at most.
-TEST(RecallBudgetTest, AShareOfTheWindowWithAFloorForSmallWindows) {
-  ModelProfile p;
-  p.recall.budget_fraction = 0.05;
-  p.recall.min_tokens = 640;
-  p.context_window = 32768;
-  EXPECT_EQ(RecallBudget(p), 1638);  // The share.
-  p.context_window = 8192;
-  EXPECT_EQ(RecallBudget(p), 640);  // The floor, not 409.
-  p.context_window = 4096;
-  EXPECT_EQ(RecallBudget(p), 409);  // A tenth of the window, not 640.
-  p.recall.min_tokens = 0;
-  EXPECT_EQ(RecallBudget(p), 204);
-  p.recall.budget_fraction = 0;
-  p.recall.min_tokens = 640;
-  EXPECT_EQ(RecallBudget(p), 0);  // Off is off.
-}
-
 // A conversation that only shrinks the window gets an output reserve that
 // shrinks with it; an explicit one is kept, and validated.
 TEST(ProfileTest, TheReserveScalesWithAnOverriddenWindow) {

@@ -54,15 +54,6 @@ ModelProfile ApplyOverrides(ModelProfile p, const ProfileOverrides& o) {
   return p;
 }
 
-int64_t RecallBudget(const ModelProfile& p) {
-  if (p.recall.budget_fraction <= 0) return 0;
-  // A small window's share is too little for the passages a question about
-  // two values needs, each under its provenance: recall.min_tokens, as long
-  // as that is at most a tenth of the window.
-  const int64_t floor = std::min(p.recall.min_tokens, FractionOfWindow(p, 0.1));
-  return std::max(FractionOfWindow(p, p.recall.budget_fraction), floor);
-}
-
 int64_t FractionOfWindow(const ModelProfile& p, double fraction) {
   return static_cast<int64_t>(fraction * static_cast<double>(p.context_window));
 }

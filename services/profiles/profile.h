@@ -136,13 +136,6 @@ ProfileOverrides WithPromptLimit(const ModelProfile& base, ProfileOverrides over
 // ("o200k_base", "approximate:4").
 std::string TokenizerKey(const ModelProfile& profile);
 
-// The most BuildContext's RECALLED section may take under `profile`, in
-// tokens: recall.budget_fraction of the window, and at least
-// recall.min_tokens up to a tenth of it; 0 when recall is off. A call
-// compacts to leave it room, and the background compactor gets ahead of
-// that.
-int64_t RecallBudget(const ModelProfile& profile);
-
 // Tokens a fraction of the window stands for.
 int64_t FractionOfWindow(const ModelProfile& profile, double fraction);
 

@@ -68,7 +68,7 @@ struct CompactionControl {
   // audit row): the outcome's `proposal` says what would be stored. Only
   // the tiers that need nothing stored before them run.
   bool dry_run = false;
-  // A call's modes and kAhead: what a call adds to the view afterwards (see
+  // A call's modes: what the call adds to the view afterwards (see
   // PlanInput::headroom).
   int64_t headroom = 0;
 };

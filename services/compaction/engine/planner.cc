@@ -147,10 +147,9 @@ Band ActsFrom(CompactionMode mode) {
 }
 
 // What a call adds to the view after compaction, counted against the bands
-// (PlanInput::headroom): by a call, and by the background getting ahead of
-// calls (kAhead); nothing for the other modes.
+// (PlanInput::headroom); nothing for the other modes.
 int64_t HeadroomOf(const PlanInput& in, CompactionMode mode) {
-  return ForCall(mode) || mode == CompactionMode::kAhead ? std::max<int64_t>(0, in.headroom) : 0;
+  return ForCall(mode) ? std::max<int64_t>(0, in.headroom) : 0;
 }
 
 }  // namespace

@@ -70,11 +70,10 @@ struct PlanInput {
   // sequence (a task's end), whatever the recent buffer says; 0: the
   // planner's choice.
   int64_t through_sequence = 0;
-  // A call's modes and kAhead only: tokens a call adds to the view after
-  // compaction (the recalled section, at most its budget), counted against
-  // the bands so that what it adds never lifts the view into the band it
-  // would have been compacted for; the background, getting ahead of calls,
-  // leaves them that room too (or every call would compact for it itself).
+  // A call's modes only: tokens the call adds to the view after compaction
+  // (the recalled section, at most its budget), counted against the bands
+  // so that what it adds never lifts the view into the band it would have
+  // been compacted for.
   int64_t headroom = 0;
 };
 
