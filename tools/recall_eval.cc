@@ -48,20 +48,6 @@ struct Question {
   std::string text;
 };
 
-Item ItemOf(const replay::ReplayItem& r, int64_t sequence) {
-  Item item;
-  item.sequence = sequence;
-  item.turn_index = r.turn;
-  item.data.role = r.role == "user" ? Role::kUser : r.role == "tool" ? Role::kTool : Role::kAssistant;
-  item.data.kind = r.kind == "tool_call"     ? ItemKind::kToolCall
-                   : r.kind == "tool_result" ? ItemKind::kToolResult
-                                             : ItemKind::kMessage;
-  item.data.content = r.content;
-  item.data.tool_name = r.tool_name;
-  item.data.tool_call_id = r.call_id;
-  return item;
-}
-
 // The questions of a --questions file.
 std::vector<Question> ReadQuestions(const std::string& path) {
   std::vector<Question> out;
@@ -111,7 +97,7 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
       questions_path.empty() ? ProbeQuestions(*loaded) : ReadQuestions(questions_path);
   std::vector<Item> items;
   for (const replay::ReplayItem& r : loaded->items) {
-    items.push_back(ItemOf(r, static_cast<int64_t>(items.size()) + 1));
+    items.push_back(replay::StoredItem(r, static_cast<int64_t>(items.size()) + 1));
   }
   const std::unique_ptr<Tokenizer> tokenizer = NewApproximateTokenizer();
   const int64_t rooms[] = {640, 1600};

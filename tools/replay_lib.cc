@@ -18,6 +18,22 @@
 #include "tools/rpc/rpc_helpers.h"
 
 namespace convstate::replay {
+
+Item StoredItem(const ReplayItem& r, int64_t sequence) {
+  Item item;
+  item.sequence = sequence;
+  item.turn_index = r.turn;
+  item.data.role = r.role == "user"   ? Role::kUser
+                   : r.role == "tool" ? Role::kTool
+                                      : Role::kAssistant;
+  item.data.kind = r.kind == "tool_call"     ? ItemKind::kToolCall
+                   : r.kind == "tool_result" ? ItemKind::kToolResult
+                                             : ItemKind::kMessage;
+  item.data.content = r.content;
+  item.data.tool_name = r.tool_name;
+  item.data.tool_call_id = r.call_id;
+  return item;
+}
 namespace {
 
 using Json = nlohmann::json;

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "convstate/v1/convstate.pb.h"
+#include "services/core/types.h"
 
 namespace convstate::replay {
 
@@ -50,6 +51,10 @@ struct Conversation {
   std::vector<Probe> probes;
   int turns() const { return items.empty() ? 0 : items.back().turn; }
 };
+
+// `r` as storage would hold it at `sequence`: for what ranks stored items
+// without a server (recall_eval, the recall tests and benchmark).
+Item StoredItem(const ReplayItem& r, int64_t sequence);
 
 // How many of the facts `ids` names `text` holds verbatim.
 int FactsIn(const std::vector<Fact>& facts, const std::vector<std::string>& ids,

@@ -62,17 +62,9 @@ std::vector<Item> History(int64_t count) {
     const int salt = from_end <= n ? 0 : static_cast<int>((from_end - 1) / n);
     const replay::ReplayItem& r = source[static_cast<size_t>((n - from_end % n) % n)];
     if (k > 0 && r.turn < items.back().turn_index - turn_base) turn_base = items.back().turn_index;
-    Item item;
-    item.sequence = k + 1;
+    Item item = replay::StoredItem(r, k + 1);
     item.turn_index = turn_base + r.turn;
-    item.data.role = r.role == "user"   ? Role::kUser
-                     : r.role == "tool" ? Role::kTool
-                                        : Role::kAssistant;
-    item.data.kind = r.kind == "tool_call"     ? ItemKind::kToolCall
-                     : r.kind == "tool_result" ? ItemKind::kToolResult
-                                               : ItemKind::kMessage;
     item.data.content = Salted(r.content, salt);
-    item.data.tool_name = r.tool_name;
     item.data.tool_call_id = absl::StrCat(r.call_id, salt);
     items.push_back(std::move(item));
   }

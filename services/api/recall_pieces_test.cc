@@ -24,20 +24,6 @@ std::string DataDir() {
                       "/tools/replay_data/");
 }
 
-Item ItemOf(const replay::ReplayItem& r, int64_t sequence) {
-  Item item;
-  item.sequence = sequence;
-  item.turn_index = r.turn;
-  item.data.role = r.role == "user" ? Role::kUser : r.role == "tool" ? Role::kTool : Role::kAssistant;
-  item.data.kind = r.kind == "tool_call"     ? ItemKind::kToolCall
-                   : r.kind == "tool_result" ? ItemKind::kToolResult
-                                             : ItemKind::kMessage;
-  item.data.content = r.content;
-  item.data.tool_name = r.tool_name;
-  item.data.tool_call_id = r.call_id;
-  return item;
-}
-
 TEST(RecallPiecesTest, RankingFromKeptPiecesChoosesWhatRankingTheTextChooses) {
   const std::unique_ptr<Tokenizer> tokenizer = NewApproximateTokenizer();
   int questions = 0, passages = 0, kept_items = 0;
@@ -53,7 +39,7 @@ TEST(RecallPiecesTest, RankingFromKeptPiecesChoosesWhatRankingTheTextChooses) {
       HistoryIndex index;
       std::vector<Item> items;
       for (const replay::ReplayItem& r : loaded->items) {
-        items.push_back(ItemOf(r, static_cast<int64_t>(items.size()) + 1));
+        items.push_back(replay::StoredItem(r, static_cast<int64_t>(items.size()) + 1));
       }
       for (const replay::Probe& probe : loaded->probes) {
         if (probe.kind != "recall") continue;
