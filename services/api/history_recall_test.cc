@@ -172,6 +172,39 @@ TEST(RecallBudgetTest, AShareOfTheWindowWithAFloorForSmallWindows) {
   EXPECT_EQ(HistoryRecall::RecallBudget(p), 0);  // Off is off.
 }
 
+// A view within a recall budget of the hard band, but with more room than
+// the section's floor (recall.min_tokens) under it, is not compacted for
+// recall: the section takes the room the view leaves.
+TEST_F(RecallTest, ACallCompactsOnlyForTheSectionsFloor) {
+  Create("near");
+  Fill("near");
+  // 128,000 tokens, hard band 102,400; budget 6,400, floor 640. Messages
+  // of 4,000 bytes (about 1,000 tokens) until the view is 2,000 to 3,000
+  // tokens under the hard band.
+  const std::string filler = absl::StrCat("Notes on the weekly sync: ", std::string(3970, 'x'));
+  int64_t total = 0;
+  for (int i = 0; i < 200; ++i) {
+    v1::InspectContextRequest inspect;
+    inspect.set_conversation_id("near");
+    auto state = service_.InspectContext(ctx_, inspect);
+    ASSERT_TRUE(state.ok()) << state.status();
+    total = state->tokens().total();
+    if (total >= 102400 - 3000) break;
+    ASSERT_TRUE(service_.AppendTurn(ctx_, Append("near", filler)).ok());
+  }
+  ASSERT_GE(total, 102400 - 3000);
+  ASSERT_LT(total, 102400 - 2000);
+  v1::GetConversationRequest get;
+  get.set_conversation_id("near");
+  const int64_t before = service_.GetConversation(ctx_, get)->compaction_version();
+  auto view = Ask("near", "Which host does the fjord-tide database live on, and its guard value?");
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->compaction_version(), before) << "compacted for recall's budget";
+  ASSERT_NE(Recalled(*view), nullptr);
+  EXPECT_NE(Recalled(*view)->content().find("db-41.north.internal"), std::string::npos);
+  EXPECT_LT(view->tokens().total(), 102400);
+}
+
 TEST_F(RecallTest, ABudgetOfZeroTurnsRecallOffAndErasedTextNeverComesBack) {
   v1::CreateConversationRequest create;
   create.set_conversation_id("off");

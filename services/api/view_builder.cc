@@ -1,5 +1,6 @@
 #include "services/api/view_builder.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,9 +68,16 @@ absl::StatusOr<ViewBuilder::Answer> ViewBuilder::Build(const CallContext& ctx,
   } else {
     const CompactionMode mode = profiles_->CallMode(resolved.profile);
     // Room for what recall may add, so that it never lifts the view into
-    // the band the call would have compacted.
+    // the band the call would have compacted: the section's floor
+    // (recall.min_tokens), which the call compacts to make; above it,
+    // recall takes what room the view leaves, up to its budget. Counting
+    // the whole budget made a call compact itself for it three times as
+    // often (18 calls in 160 against 5 with recall off, at 32k).
     CompactionControl control;
-    if (recall != nullptr) control.headroom = HistoryRecall::RecallBudget(resolved.profile);
+    if (recall != nullptr) {
+      control.headroom = std::min(HistoryRecall::RecallBudget(resolved.profile),
+                                  resolved.profile.recall.min_tokens);
+    }
     ASSIGN_OR_RETURN(CompactionOutcome outcome,
                      runner_->Run(ctx, std::move(snapshot), resolved, pending, mode, "", progress,
                                   /*background=*/false, control));
