@@ -175,7 +175,7 @@ std::vector<std::pair<size_t, absl::string_view>> LinePieces(absl::string_view l
   return out;
 }
 
-ItemPieces SplitIntoPieces(absl::string_view text) {
+ItemPieces SplitIntoPieces(absl::string_view text, bool whole_text) {
   ItemPieces out;
   absl::flat_hash_map<std::string, uint32_t> id_of;
   auto id = [&](std::string term) {
@@ -186,8 +186,10 @@ ItemPieces SplitIntoPieces(absl::string_view text) {
     }
     return it->second;
   };
-  for (std::string& term : SearchTerms(text)) id(std::move(term));
-  out.whole = out.terms.size();
+  if (whole_text) {
+    for (std::string& term : SearchTerms(text)) id(std::move(term));
+    out.whole = out.terms.size();
+  }
   const auto lines = TextLines(text);
   for (size_t li = 0; li < lines.size(); ++li) {
     if (absl::StripAsciiWhitespace(lines[li].second).empty()) continue;

@@ -394,9 +394,9 @@ struct ItemPieces {
     uint32_t from = 0;    // Its terms: terms[ids[from]] ... terms[ids[to - 1]].
     uint32_t to = 0;
   };
-  // The item's terms: those of SearchTerms(text) first, in its order
-  // (`whole` of them), then any only a piece holds (a word a long line's
-  // cut split in two).
+  // The item's terms: with `whole_text`, those of SearchTerms(text) first,
+  // in its order (`whole` of them; 0 without), then any only a piece holds
+  // (a word a long line's cut split in two).
   std::vector<std::string> terms;
   size_t whole = 0;
   std::vector<Piece> pieces;
@@ -405,8 +405,10 @@ struct ItemPieces {
   size_t bytes = 0;
 };
 
-// Splits `text` (an item's content) into its ItemPieces.
-ItemPieces SplitIntoPieces(absl::string_view text);
+// Splits `text` (an item's content) into its ItemPieces; `whole_text`: the
+// terms of the whole text first (what a message's talk is ranked by; an
+// output's are not read, and splitting the whole text too doubled the work).
+ItemPieces SplitIntoPieces(absl::string_view text, bool whole_text);
 
 // The lines of `text` (split at '\n'), each with where it starts.
 std::vector<std::pair<size_t, absl::string_view>> TextLines(absl::string_view text);

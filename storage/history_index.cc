@@ -191,7 +191,9 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
       hits.found.push_back(e->item);
       Entry& entry = entries_[static_cast<size_t>(e->item.sequence - 1)];
       if (entry.pieces == nullptr) {
-        entry.pieces = std::make_shared<const ItemPieces>(SplitIntoPieces(e->item.data.content));
+        // A message's whole-text terms are its talk's (RankPassages).
+        entry.pieces = std::make_shared<const ItemPieces>(SplitIntoPieces(
+            e->item.data.content, e->item.data.kind == ItemKind::kMessage));
         bytes_ += entry.pieces->bytes;
       }
       hits.pieces[e->item.sequence] = entry.pieces;
