@@ -39,8 +39,6 @@ namespace {
 
 // Turns before a question that its view shows verbatim, roughly.
 constexpr int kRecentTurns = 8;
-// The candidates a view's recall ranks (services/api/recall.cc).
-constexpr int kCandidates = 24;
 
 struct Question {
   std::string fact;
@@ -118,7 +116,7 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
     const RecallQuery query = ParseRecallQuery(q.text);
     HistorySearch search;
     search.terms = query.terms;
-    search.max_items = kCandidates;
+    search.max_items = kRecallCandidates;
     const HistoryHits hits = index.Search(search, upto, upto);
     bool got[2] = {false, false};
     for (int r = 0; r < 2; ++r) {

@@ -24,12 +24,6 @@ constexpr int64_t kDefaultResultTokens = 2000;
 // Conversations whose common words are remembered (a few kilobytes each).
 constexpr size_t kMaxCommonTermConversations = 10000;
 
-// Candidate items a view's recall reads: whole items (tool outputs of
-// kilobytes each), so few, from the best turns. A turn that reads a file
-// and runs the tests brings two of them; 16 left the fourth or fifth best
-// turn out when the best ones were long (a morning's overview).
-constexpr int kRecallCandidates = 24;
-
 HistorySearch SearchOf(const ConversationKey& key, const RecallQuery& query) {
   HistorySearch search;
   search.key = key;

@@ -28,9 +28,7 @@ namespace {
 
 replay::Conversation* g_conversation = nullptr;
 std::vector<std::string>* g_questions = nullptr;
-// How many candidates a view's recall reads (services/api/recall.cc).
 const Tokenizer* g_tokenizer = nullptr;
-constexpr int kCandidates = 24;
 
 // Every word of `text` with `salt` appended: the programme's text, as
 // another conversation's would be, with words of its own.
@@ -81,7 +79,7 @@ HistorySearch SearchOf(const RecallQuery& query) {
   HistorySearch search;
   search.terms = query.terms;
   search.compacted_only = true;
-  search.max_items = kCandidates;
+  search.max_items = kRecallCandidates;
   return search;
 }
 

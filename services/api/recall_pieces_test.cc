@@ -57,7 +57,7 @@ TEST(RecallPiecesTest, RankingFromKeptPiecesChoosesWhatRankingTheTextChooses) {
         const RecallQuery query = ParseRecallQuery(question);
         HistorySearch search;
         search.terms = query.terms;
-        search.max_items = 24;
+        search.max_items = kRecallCandidates;
         const HistoryHits kept = index.Search(search, before, before);
         HistoryHits split = kept;
         split.pieces.clear();

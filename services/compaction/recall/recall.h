@@ -56,6 +56,13 @@ struct RecallQuery {
 // At most this many terms (the first ones): each costs the search a look-up.
 inline constexpr size_t kMaxRecallTerms = 32;
 
+// Candidate items a view's recall searches for and ranks
+// (HistorySearch::max_items): whole items (tool outputs of kilobytes each),
+// so few, from the best turns. A turn that reads a file and runs the tests
+// brings two of them; 16 left the fourth or fifth best turn out when the
+// best ones were long (a morning's overview).
+inline constexpr int kRecallCandidates = 24;
+
 RecallQuery ParseRecallQuery(absl::string_view text);
 
 // One recalled passage: a line of a stored item (a long line is cut into
