@@ -36,7 +36,7 @@ absl::StatusOr<std::vector<Item>> HistoryCache::ReadAfter(const CallContext& ctx
                                                            const ConversationKey& key,
                                                            int64_t after, int64_t upto) const {
   std::vector<Item> items;
-  const int64_t cap = max_bytes_ / 4;
+  const int64_t cap = Share();
   int64_t bytes = 0;
   while (after < upto) {
     ASSIGN_OR_RETURN(Page<Item> page, storage_->ListItems(ctx, key, after, kReadPage));
@@ -62,14 +62,18 @@ bool HistoryCache::Add(Copy& copy, const std::vector<Item>& items) const {
     if (item.sequence != copy.index->through() + 1) return false;
     copy.index->Add(item);
   }
-  if (static_cast<int64_t>(copy.index->bytes()) > max_bytes_ / 4) {
-    // Grown past its share: never copied again while it is known.
-    copy.index = nullptr;
-    copy.ready = false;
+  if (static_cast<int64_t>(copy.index->bytes()) > Share()) {
+    Lose(copy);
     return false;
   }
   copy.through = copy.index->through();
   return true;
+}
+
+void HistoryCache::Lose(Copy& copy) {
+  // Grown past its share: never copied again while it is known.
+  copy.index = nullptr;
+  copy.ready = false;
 }
 
 bool HistoryCache::CatchUp(const CallContext& ctx, Copy& copy, int64_t upto,
@@ -80,8 +84,7 @@ bool HistoryCache::CatchUp(const CallContext& ctx, Copy& copy, int64_t upto,
     absl::StatusOr<std::vector<Item>> read = ReadAfter(ctx, copy.key, through, upto);
     if (absl::IsResourceExhausted(read.status())) {
       absl::MutexLock lock(&copy.mu);
-      copy.index = nullptr;
-      copy.ready = false;
+      Lose(copy);
       return false;
     }
     // A failed read (the call's deadline, the database) leaves the copy as
@@ -101,7 +104,7 @@ void HistoryCache::Make(std::shared_ptr<Copy> copy, int64_t upto) {
   auto index = std::make_unique<HistoryIndex>();
   if (read.ok()) {
     for (const Item& item : *read) index->Add(item);
-    if (static_cast<int64_t>(index->bytes()) > max_bytes_ / 4) {
+    if (static_cast<int64_t>(index->bytes()) > Share()) {
       read = absl::ResourceExhaustedError("the history holds more than a quarter of the cache");
     }
   }

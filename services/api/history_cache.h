@@ -119,6 +119,10 @@ class HistoryCache {
                absl::FunctionRef<void(HistoryIndex&)> then);
   // What `copy`'s index holds, in bytes (0 without one).
   static int64_t Bytes(Copy& copy);
+  // Drops `copy`'s index for good: it grew past its share.
+  static void Lose(Copy& copy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(copy.mu);
+  // The most one copy may hold: a quarter of the budget.
+  int64_t Share() const { return max_bytes_ / 4; }
   // The conversation's copy, most recently used now; with `true` when it
   // is new (being made on the maker thread, through `upto`).
   std::pair<std::shared_ptr<Copy>, bool> Admit(const Conversation& conversation, int64_t upto);
