@@ -161,15 +161,19 @@ TEST(RecallBudgetTest, AShareOfTheWindowWithAFloorForSmallWindows) {
   p.recall.min_tokens = 640;
   p.context_window = 32768;
   EXPECT_EQ(HistoryRecall::RecallBudget(p), 1638);  // The share.
+  EXPECT_EQ(HistoryRecall::RecallHeadroom(p), 640);  // A call compacts for the floor.
   p.context_window = 8192;
   EXPECT_EQ(HistoryRecall::RecallBudget(p), 640);  // The floor, not 409.
+  EXPECT_EQ(HistoryRecall::RecallHeadroom(p), 640);
   p.context_window = 4096;
   EXPECT_EQ(HistoryRecall::RecallBudget(p), 409);  // A tenth of the window, not 640.
+  EXPECT_EQ(HistoryRecall::RecallHeadroom(p), 409);  // The budget, smaller than the floor.
   p.recall.min_tokens = 0;
   EXPECT_EQ(HistoryRecall::RecallBudget(p), 204);
   p.recall.budget_fraction = 0;
   p.recall.min_tokens = 640;
   EXPECT_EQ(HistoryRecall::RecallBudget(p), 0);  // Off is off.
+  EXPECT_EQ(HistoryRecall::RecallHeadroom(p), 0);
 }
 
 // A view within a recall budget of the hard band, but with more room than

@@ -125,6 +125,10 @@ int64_t HistoryRecall::RecallBudget(const ModelProfile& profile) {
   return std::max(FractionOfWindow(profile, profile.recall.budget_fraction), floor);
 }
 
+int64_t HistoryRecall::RecallHeadroom(const ModelProfile& profile) {
+  return std::min(RecallBudget(profile), profile.recall.min_tokens);
+}
+
 std::vector<RecalledPassage> HistoryRecall::AddRecall(
     const std::shared_ptr<PendingRecall>& pending, const Conversation& conversation,
     const ResolvedProfile& resolved, ContextView& view) {

@@ -1,6 +1,5 @@
 #include "services/api/view_builder.h"
 
-#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,16 +67,9 @@ absl::StatusOr<ViewBuilder::Answer> ViewBuilder::Build(const CallContext& ctx,
   } else {
     const CompactionMode mode = profiles_->CallMode(resolved.profile);
     // Room for what recall may add, so that it never lifts the view into
-    // the band the call would have compacted: the section's floor
-    // (recall.min_tokens), which the call compacts to make; above it,
-    // recall takes what room the view leaves, up to its budget. Counting
-    // the whole budget made a call compact itself for it three times as
-    // often (18 calls in 160 against 5 with recall off, at 32k).
+    // the band the call would have compacted.
     CompactionControl control;
-    if (recall != nullptr) {
-      control.headroom = std::min(HistoryRecall::RecallBudget(resolved.profile),
-                                  resolved.profile.recall.min_tokens);
-    }
+    if (recall != nullptr) control.headroom = HistoryRecall::RecallHeadroom(resolved.profile);
     ASSIGN_OR_RETURN(CompactionOutcome outcome,
                      runner_->Run(ctx, std::move(snapshot), resolved, pending, mode, "", progress,
                                   /*background=*/false, control));
