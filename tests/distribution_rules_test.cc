@@ -10,11 +10,16 @@
 //   conversation_id), the same in SQL and in C++, so that a lookup by name
 //   is routed with no cross-shard unique index.
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include <pqxx/pqxx>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "storage/distribution_key.h"
@@ -63,6 +68,24 @@ TEST_P(DistributionRulesTest, TheSchemaHasTheTablesItShould) {
   for (const char* t : {"conversations", "items", "summary_chunks", "compaction_events",
                         "idempotency_keys", "view_states"}) {
     EXPECT_NE(std::find(tables.begin(), tables.end(), t), tables.end()) << t;
+  }
+}
+
+// The Citus overlay's script distributes every table (a table left out
+// stays on the coordinator, and no statement joining it to a distributed
+// one is routed).
+TEST_P(DistributionRulesTest, TheCitusScriptDistributesEveryTable) {
+  const std::string path = absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
+                                        std::getenv("TEST_WORKSPACE"),
+                                        "/deploy/k8s/overlays/citus/distribute.sql");
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  const std::string script((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<std::string> tables = Rows(
+      *db_, "SELECT relname::text FROM pg_class WHERE oid IN (" + Tables() + ") ORDER BY 1");
+  ASSERT_FALSE(tables.empty());
+  for (const std::string& t : tables) {
+    EXPECT_TRUE(absl::StrContains(script, absl::StrCat("'", t, "'"))) << t << " is not distributed";
   }
 }
 
