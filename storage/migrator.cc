@@ -55,14 +55,17 @@ std::string HashPartitionedLayoutSql(int partitions) {
       "SET DEFAULT nextval('compaction_events_event_id_seq');\n"
       "CREATE TRIGGER items_append_only BEFORE UPDATE ON items "
       "FOR EACH ROW EXECUTE FUNCTION items_are_append_only();\n"
+      // Pins and recounts (and the word index, migrations/0019) reference
+      // the items' table until migrations/0025, which makes them reference
+      // the conversation (they name items a fork shares with its source).
+      "DO $$ BEGIN IF to_regclass('item_segments') IS NULL THEN "
       "ALTER TABLE item_pins ADD FOREIGN KEY (conv_key, sequence) "
-      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE;\n"
+      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE; "
       "ALTER TABLE item_token_counts ADD FOREIGN KEY (conv_key, sequence) "
-      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE;\n"
-      // The word index's rows (migrations/0019), once that migration is in.
-      "DO $$ BEGIN IF to_regclass('item_words') IS NOT NULL THEN "
+      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE; "
+      "IF to_regclass('item_words') IS NOT NULL THEN "
       "ALTER TABLE item_words ADD FOREIGN KEY (conv_key, sequence) "
-      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE; END IF; END $$;\n"
+      "REFERENCES items (conv_key, sequence) ON DELETE CASCADE; END IF; END IF; END $$;\n"
       // The stored-bytes triggers of the recreated tables
       // (migrations/0015_stored_bytes.sql), once that migration is in.
       "DO $$ BEGIN IF to_regprocedure('install_stored_bytes_triggers()') IS NOT NULL THEN "

@@ -22,6 +22,7 @@ ConnectionPool::ConnectionPool(const PostgresOptions& options)
           options.connect_timeout)),
       connect_timeout_(options.connect_timeout),
       prepare_(!options.pooler),
+      layout_(options.shared_forks ? ForkLayout::kShared : ForkLayout::kCopied),
       max_size_(options.pool_size < 1 ? 1 : options.pool_size) {}
 
 absl::StatusOr<std::unique_ptr<pqxx::connection>> ConnectionPool::Acquire(absl::Time deadline) {
@@ -58,7 +59,7 @@ absl::StatusOr<std::unique_ptr<pqxx::connection>> ConnectionPool::Acquire(absl::
     // the first time it runs, inside the call's transaction (and under
     // its deadline).
     if (prepare_) {
-      for (const Statement& s : Statements()) conn->prepare(s.name, s.sql);
+      for (const Statement& s : Statements(layout_)) conn->prepare(s.name, s.sql);
     }
     return conn;
   } catch (const std::exception& e) {

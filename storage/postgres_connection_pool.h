@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "storage/postgres_statements.h"
 #include "storage/postgres_storage.h"
 
 namespace convstate::pg {
@@ -34,6 +35,8 @@ class ConnectionPool {
   const std::string url_;
   const absl::Duration connect_timeout_;
   const bool prepare_;
+  // Which statements it prepares.
+  const ForkLayout layout_;
   const int max_size_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);

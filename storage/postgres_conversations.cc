@@ -134,6 +134,8 @@ absl::StatusOr<int64_t> PostgresStorage::DeleteConversation(const CallContext& c
       Exec(tx, "set_fork_link", child_keys[i], relinked[i].parent_id, relinked[i].parent_key,
            relinked[i].at);
     }
+    // The items its forks share go to one of them first (copy on delete).
+    if (options_.shared_forks) Exec(tx, "hand_over_items", deleted.conv_key);
     pqxx::result r = ExecNamed(tx, "delete_conversation", key);
     if (r.empty()) return NotFound(key);
     // What its forks shared with it counts to them now (or to the source

@@ -57,10 +57,11 @@ absl::StatusOr<PostgresStorage::ForkPlan> PostgresStorage::PlanFork(
   return plan;
 }
 
-// A fork is copied inside the database, statement by statement, in the
-// caller's transaction: the items through the fork point, the chunks and
-// view states of the state it starts from, that state's pins, recounts and
-// the word index. Nothing of the items' content passes through the server.
+// A fork is made inside the database, statement by statement, in the
+// caller's transaction: it shares the items through the fork point (no
+// item is copied: migrations/0025), and gets copies of the chunks and view
+// states of the state it starts from, that state's pins and recounts. Its
+// word index is built after the call, by the background indexer.
 absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& tx,
                                                        const ConversationRow& source,
                                                        const ForkRequest& request,
@@ -81,10 +82,11 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
       state.compaction_version, state.overflow_correction, state.prompt_limit, own_bytes,
       request.metadata.has_value());
   const int64_t to = ParseConversation(inserted[0]).conv_key;
-  // The copies count to the source, not to the tenant again (fork_items
-  // records them as shared): a fork past the tenant's limits by what it
-  // adds is not committed.
-  Exec1(tx, "fork_items", from, to, plan.at, plan.version);
+  // The shared items count to the source, not to the tenant again
+  // (fork_share records them as shared): a fork past the tenant's limits
+  // by what it adds is not committed.
+  Exec1(tx, options_.shared_forks ? "fork_share" : "fork_items", from, to, plan.at,
+        plan.version);
   const int64_t bytes = own_bytes;
   if (usage.has_value()) {
     RETURN_IF_ERROR(CheckTenantLimits(request.fork.tenant_id, *usage, bytes, 1,
@@ -208,7 +210,7 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
            c.forked_at);
       Exec(tx, "set_fork_link", conv_key, c.forked_from, c.forked_from_key, to);
     }
-    const int64_t version = RewindIn(tx, row, request, back, usage.has_value());
+    const int64_t version = RewindIn(tx, row, request, back, abandoned.conv_key, usage.has_value());
     // The abandoned branch now shares 1..to with this conversation (and
     // this one maybe less with its source): counted again.
     const int64_t shared = Exec1(tx, "recount_shared",
@@ -238,11 +240,15 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
 
 int64_t PostgresStorage::RewindIn(pqxx::transaction_base& tx, const ConversationRow& row,
                                   const RewindRequest& request, const ForkPlan& back,
-                                  bool limited) {
+                                  int64_t abandoned, bool limited) {
   const int64_t conv_key = row.conv_key;
   const int64_t to = request.to_sequence;
+  // What it stops reading (its own items after the point, which move to
+  // the abandoned fork, and those it shared past it).
+  const int64_t removed_bytes = Exec1(tx, "rewind_bytes", conv_key, to)[0].as<int64_t>();
+  if (options_.shared_forks) Exec(tx, "rewind_hand_over", conv_key, to, abandoned);
   Exec(tx, "rewind_words", conv_key, to);
-  const int64_t removed_bytes = Exec1(tx, "rewind_items", conv_key, to)[0].as<int64_t>();
+  Exec(tx, "rewind_items", conv_key, to);
   Exec(tx, "rewind_usage", conv_key, to);
   Exec(tx, "rewind_idempotency", conv_key, to);
   Exec(tx, "rewind_proposals", conv_key);

@@ -58,7 +58,9 @@ absl::StatusOr<RedactResult> PostgresStorage::RedactItems(const CallContext& ctx
     std::vector<std::string> digest_list;
     for (int64_t s : request.sequences) digest_list.push_back(digests[s]);
     RedactResult result;
-    const Erasure erased = Erase(tx, conv_key, request.sequences, digest_list, request);
+    Tombstoned tombstoned;
+    const Erasure erased =
+        Erase(tx, conv_key, request.sequences, digest_list, request, tombstoned);
     result.chunks_removed = static_cast<int64_t>(erased.retired.size());
     result.compaction_version = erased.compaction_version;
     InsertEvents(tx, conv_key, {RedactedEvent(request, result.chunks_removed)});
@@ -71,8 +73,8 @@ absl::StatusOr<RedactResult> PostgresStorage::RedactItems(const CallContext& ctx
         result.items.push_back(item);
       }
     }
-    RETURN_IF_ERROR(
-        EraseContinuations(tx, request, row.conversation.storage_key, erased.retired, result));
+    RETURN_IF_ERROR(EraseContinuations(tx, request, row.conversation.storage_key, erased.retired,
+                                       tombstoned, result));
     // The forks and sources that hold copies of the items, held: a fork
     // being made of one of them (which holds its source FOR SHARE) commits
     // first and is read again here, and one made later copies the items as
@@ -109,11 +111,12 @@ absl::StatusOr<RedactResult> PostgresStorage::RedactItems(const CallContext& ctx
         here.sequences = seqs;
         std::vector<std::string> copy_digests;
         for (int64_t s : seqs) copy_digests.push_back(digests[s]);
-        const Erasure copy = Erase(tx, conv_keys[link.id], seqs, copy_digests, here);
+        const Erasure copy = Erase(tx, conv_keys[link.id], seqs, copy_digests, here, tombstoned);
         InsertEvents(tx, conv_keys[link.id],
                      {RedactedEvent(here, static_cast<int64_t>(copy.retired.size()))});
         // And what was continued from the copy.
-        RETURN_IF_ERROR(EraseContinuations(tx, here, link.key, copy.retired, result));
+        RETURN_IF_ERROR(
+            EraseContinuations(tx, here, link.key, copy.retired, tombstoned, result));
       }
     }
     tx.commit();
@@ -124,10 +127,31 @@ absl::StatusOr<RedactResult> PostgresStorage::RedactItems(const CallContext& ctx
 PostgresStorage::Erasure PostgresStorage::Erase(pqxx::transaction_base& tx, int64_t conv_key,
                                                 const std::vector<int64_t>& seqs,
                                                 const std::vector<std::string>& digests,
-                                                const RedactRequest& request) {
+                                                const RedactRequest& request,
+                                                Tombstoned& tombstoned) {
   const std::string sequences = IdArray(seqs);
-  const pqxx::row removed = Exec1(tx, "redact_items", conv_key, sequences, request.tombstone,
-                                  request.tombstone_tokens, pg::TextArray(digests));
+  // What others tombstoned of the items it may share, and it has not
+  // counted yet.
+  Tombstoned earlier;
+  for (size_t k = 0; k < tombstoned.sequences.size(); ++k) {
+    if (tombstoned.counted.contains({conv_key, tombstoned.sequences[k]})) continue;
+    earlier.owners.push_back(tombstoned.owners[k]);
+    earlier.sequences.push_back(tombstoned.sequences[k]);
+    earlier.bytes.push_back(tombstoned.bytes[k]);
+    earlier.tokens.push_back(tombstoned.tokens[k]);
+  }
+  const pqxx::row removed = Exec1(
+      tx, "redact_items", conv_key, sequences, request.tombstone, request.tombstone_tokens,
+      pg::TextArray(digests), IdArray(earlier.owners), IdArray(earlier.sequences),
+      IdArray(earlier.bytes), IdArray(earlier.tokens));
+  auto add = [&](int column, std::vector<int64_t>& to) {
+    for (int64_t v : ParseIdArray(removed[column].as<std::string>())) to.push_back(v);
+  };
+  add(3, tombstoned.owners);
+  add(4, tombstoned.sequences);
+  add(5, tombstoned.bytes);
+  add(6, tombstoned.tokens);
+  for (int64_t s : seqs) tombstoned.counted.insert({conv_key, s});
   Exec(tx, "redact_token_counts", conv_key, sequences);
   Erasure erasure;
   const pqxx::row cut = Exec1(tx, "redact_cut", conv_key, sequences);
@@ -160,7 +184,7 @@ absl::Status PostgresStorage::EraseContinuations(pqxx::transaction_base& tx,
                                                  const RedactRequest& request,
                                                  int64_t root_incarnation,
                                                  const std::vector<int64_t>& retired_here,
-                                                 RedactResult& result) {
+                                                 Tombstoned& tombstoned, RedactResult& result) {
   std::map<std::string, std::set<int64_t>> retired;
   if (!retired_here.empty()) {
     retired[request.key.conversation_id].insert(retired_here.begin(), retired_here.end());
@@ -209,7 +233,8 @@ absl::Status PostgresStorage::EraseContinuations(pqxx::transaction_base& tx,
       }
       if (!carried.empty()) {
         const Erasure copies =
-            Erase(tx, continued, carried, std::vector<std::string>(carried.size()), request);
+            Erase(tx, continued, carried, std::vector<std::string>(carried.size()), request,
+                  tombstoned);
         retired[id].insert(copies.retired.begin(), copies.retired.end());
         removed += static_cast<int64_t>(copies.retired.size());
         for (int64_t s : carried) erased[id].push_back(absl::StrCat(s));

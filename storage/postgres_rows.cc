@@ -10,7 +10,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "services/core/chunk_json.h"
 #include "storage/pg_util.h"
@@ -217,6 +220,16 @@ std::string SearchLexemes(int64_t conv_key, absl::string_view content) {
 // A bigint[] literal of `ids`.
 std::string IdArray(const std::vector<int64_t>& ids) {
   return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
+}
+
+std::vector<int64_t> ParseIdArray(absl::string_view text) {
+  std::vector<int64_t> ids;
+  text = absl::StripPrefix(absl::StripSuffix(text, "}"), "{");
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int64_t id = 0;
+    if (absl::SimpleAtoi(part, &id)) ids.push_back(id);
+  }
+  return ids;
 }
 
 EventArrays::EventArrays(const std::vector<CompactionEvent>& events) {

@@ -21,22 +21,80 @@ const std::string& ItemColumns() {
   static const auto* const kColumns = new std::string(absl::StrJoin(kItemColumnList, ", "));
   return *kColumns;
 }
+// The items the conversation `reader` (an SQL expression of its conv_key)
+// reads: its own rows and those of its sources that its item_segments name
+// (migrations/0025), with the items' columns; a row's conv_key is its
+// owner's. Each row has one column more, seen_version: the version at
+// which the reader has the item (a fork inside an append has that append's
+// items through the fork point at the version before it, the fork's
+// first). `where` (over the row `x`), when given, is applied in both
+// parts: a condition naming an outer query's columns must be given here
+// (or the subquery be LATERAL with a WHERE of its own), as PostgreSQL does
+// not push a join's condition into a union. A source's items are read by
+// their key, segment by segment, in a LATERAL subquery its ORDER BY keeps
+// from being merged into a join: a conversation without segments reads no
+// other partition (or Citus shard), and one with them only its sources'.
+std::string ItemsOf(ForkLayout layout, absl::string_view reader, absl::string_view where) {
+  const std::string also = where.empty() ? "" : absl::StrCat(" AND (", where, ")");
+  if (layout == ForkLayout::kCopied) {
+    // A fork holds copies: a conversation reads its own rows only.
+    return absl::StrCat("(SELECT x.*, x.appended_version AS seen_version FROM items x "
+                        "WHERE x.conv_key = ", reader, also, ")");
+  }
+  return absl::StrCat(
+      "(SELECT x.*, x.appended_version AS seen_version FROM items x WHERE x.conv_key = ", reader,
+      also,
+      " UNION ALL SELECT y.* FROM item_segments g CROSS JOIN LATERAL (SELECT x.*, "
+      "least(coalesce(x.appended_version, 0), g.version_cap) AS seen_version FROM items x "
+      "WHERE x.conv_key = g.owner_key AND x.sequence BETWEEN g.from_sequence "
+      "AND g.through_sequence", also, " ORDER BY x.sequence) y WHERE g.conv_key = ", reader, ")");
+}
+
+// A copy of the items `from` (a FROM clause and WHERE over the items'
+// rows, aliased `i`) under the conversation `to` (an SQL expression of its
+// conv_key), their words indexed under its key (a lexeme is
+// "<conv_key>#<word>"): what a rewind's abandoned fork takes of the items
+// that leave, and what a deleted owner's heir takes of the items it shares.
+// Each copy's appended_version is `appended_version` (over `i`). The
+// inserted rows are `i` to a RETURNING clause after it.
+std::string CopyItemsSql(absl::string_view to, absl::string_view from,
+                         absl::string_view appended_version) {
+  return absl::StrCat(
+      "INSERT INTO items AS i (conv_key, sequence, turn_index, role, kind, content, tool_name, "
+      "tool_call_id, pinned, metadata, token_count, summary_chunk_id, created_at, "
+      "appended_version, redacted_digest, search) "
+      "SELECT ", to, ", i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, "
+      "i.tool_call_id, i.pinned, i.metadata, i.token_count, i.summary_chunk_id, i.created_at, ",
+      appended_version, ", i.redacted_digest, ", Rekeyed(to, "i.search"), " ", from);
+}
+
+// The lexemes of `search` (a tsvector expression) under the conversation
+// `to` (an expression of its conv_key); NULL for NULL.
+std::string Rekeyed(absl::string_view to, absl::string_view search) {
+  return absl::StrCat("(SELECT array_to_tsvector(array_agg((", to,
+                      ")::text || substr(u.lexeme, strpos(u.lexeme, '#')))) FROM unnest(", search,
+                      ") u)");
+}
+
 // `encoding` names the parameter holding the conversation's count_encoding.
 // Items are joined with item_token_counts only in the statements for
 // conversations that were recounted (the "_recounted" variants); the
 // others read the items' own counts and take the same parameter unused.
-std::string ItemsWithPins(const char* encoding, bool recounted) {
+// The items are those `reader` reads (ItemsOf), its pins and counts its
+// own.
+std::string ItemsWithPins(ForkLayout layout, absl::string_view reader, const char* encoding,
+                          bool recounted) {
   if (!recounted) {
     return absl::StrCat(
-        " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key "
-        "AND p.sequence = i.sequence "
+        " FROM ", ItemsOf(layout, reader), " i LEFT JOIN item_pins p ON p.conv_key = ", reader,
+        " AND p.sequence = i.sequence "
         "CROSS JOIN (SELECT NULL::bigint AS token_count, ", encoding, "::text AS encoding) tc ");
   }
   return absl::StrCat(
-      " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
-      "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
-      "AND tc.encoding = ",
-      encoding, " ");
+      " FROM ", ItemsOf(layout, reader), " i LEFT JOIN item_pins p ON p.conv_key = ", reader,
+      " AND p.sequence = i.sequence "
+      "LEFT JOIN item_token_counts tc ON tc.conv_key = ", reader,
+      " AND tc.sequence = i.sequence AND tc.encoding = ", encoding, " ");
 }
 
 const std::string& ChunkColumns() {
@@ -98,12 +156,13 @@ std::string PagedSelect(const std::vector<std::string>& columns, const std::stri
 // Everything a view needs ($1 tenant, $2 conversation id, $3 its
 // distribution key): the row, the
 // active chunks, the pinned items behind the marker and the items after it.
-std::string LoadContextSql() {
+std::string LoadContextSql(ForkLayout layout) {
+  constexpr absl::string_view kReader = "(SELECT conv_key FROM c)";
   const std::string items_from = absl::StrCat(
-      " FROM items i LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
-      "LEFT JOIN item_token_counts tc ON tc.conv_key = i.conv_key AND tc.sequence = i.sequence "
-      "AND tc.encoding = (SELECT count_encoding FROM c WHERE recounted) "
-      "WHERE i.conv_key = (SELECT conv_key FROM c) ");
+      " FROM ", ItemsOf(layout, kReader), " i LEFT JOIN item_pins p ON p.conv_key = ", kReader,
+      " AND p.sequence = i.sequence "
+      "LEFT JOIN item_token_counts tc ON tc.conv_key = ", kReader, " AND tc.sequence = i.sequence "
+      "AND tc.encoding = (SELECT count_encoding FROM c WHERE recounted) WHERE true ");
   const std::string item = ContextRow(2, "i.sequence", Columns(kItemColumnList));
   return absl::StrCat(
       "WITH c AS (SELECT * FROM conversations WHERE ", Named(3), ") "
@@ -115,7 +174,7 @@ std::string LoadContextSql() {
       "UNION ALL SELECT ", item, items_from,
       "AND i.sequence <= (SELECT summarized_through FROM c) "
       "AND coalesce(p.pinned, i.pinned) AND i.sequence IN ("
-      "SELECT sequence FROM items WHERE conv_key = (SELECT conv_key FROM c) AND pinned "
+      "SELECT sequence FROM ", ItemsOf(layout, kReader, "x.pinned"), " pinned_items "
       "UNION ALL SELECT sequence FROM item_pins WHERE conv_key = (SELECT conv_key FROM c)) "
       "ORDER BY 1, 2");
 }
@@ -139,6 +198,7 @@ std::string LoadAppendedSql() {
     std::string column = kItemColumnList[k];
     if (column == "coalesce(p.pinned, i.pinned)") column = "i.pinned";
     if (column == "coalesce(tc.token_count, i.token_count)") column = "i.token_count";
+    if (column == "coalesce(i.seen_version, 0)") column = "coalesce(i.appended_version, 0)";
     item_columns.push_back(absl::StrCat("(", column, ")::text AS i", k));
     columns.push_back(absl::StrCat("x.i", k));
   }
@@ -224,14 +284,18 @@ constexpr char kTermWeight[] = "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)
 // and a NULL count when there is no conversation. A lexeme is matched
 // quoted (terms come from SearchTerms: no quote, no backslash). Scores are
 // rounded as MemoryStorage rounds them, so both rank alike.
-std::string SearchHistorySql() {
+std::string SearchHistorySql(ForkLayout layout) {
   constexpr absl::string_view kMax = "9223372036854775807";
-  // The items of the tail that hold the lexeme `q`.
-  auto tail = [&](absl::string_view q) {
+  // The items of the tail that hold the lexeme `q` of `term` (a source's
+  // item, shared: its lexeme under its owner's key).
+  auto tail = [&](absl::string_view q, absl::string_view term) {
     return absl::StrCat(
-        "FROM items i WHERE i.conv_key = $8 AND i.sequence > (SELECT indexed FROM conv) "
-        "AND i.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
-        "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL AND i.search @@ ", q);
+        "FROM ", ItemsOf(layout, "$8", absl::StrCat(
+        "x.sequence > (SELECT indexed FROM conv) "
+        "AND x.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+        "AND x.kind <> 'summary_marker' AND x.redacted_digest IS NULL AND x.search @@ "
+        "CASE WHEN x.conv_key = $8 THEN ", q, " ELSE quote_literal(x.conv_key::text || '#' || ",
+        term, ")::tsquery END")), " i");
   };
   auto indexed = [&](absl::string_view q) {
     return absl::StrCat("FROM item_words w WHERE w.search @@ ", q,
@@ -251,7 +315,7 @@ std::string SearchHistorySql() {
       "THEN (SELECT cap FROM conv) + 1 ELSE least((SELECT cap FROM conv) + 1, "
       "coalesce((SELECT k.items FROM word_counts k WHERE k.conv_key = $8 AND k.word = l.term), 0)"
       " + CASE WHEN (SELECT indexed FROM conv) >= (SELECT coalesce(upto, ", kMax,
-      ") FROM conv) THEN 0 ELSE (SELECT count(*) FROM (SELECT 1 ", tail("l.q"),
+      ") FROM conv) THEN 0 ELSE (SELECT count(*) FROM (SELECT 1 ", tail("l.q", "l.term"),
       " LIMIT (SELECT cap FROM conv) + 1) x) END) END AS df "
       "FROM lexemes l), ",
       "searched AS (SELECT terms.term, terms.q, ",
@@ -261,9 +325,10 @@ std::string SearchHistorySql() {
       "array_agg(m.term) AS terms FROM ("
       "SELECT w.sequence, s.term, s.weight FROM searched s, LATERAL (SELECT w.sequence ",
       indexed("s.q"), ") w UNION ALL SELECT i.sequence, s.term, s.weight FROM searched s, "
-      "LATERAL (SELECT i.sequence ", tail("s.q"), ") i) m GROUP BY m.sequence), ",
+      "LATERAL (SELECT i.sequence ", tail("s.q", "s.term"), ") i) m GROUP BY m.sequence), ",
       "hit_items AS (SELECT h.sequence, h.score, h.terms, i.turn_index FROM hits h "
-      "JOIN items i ON i.conv_key = $8 AND i.sequence = h.sequence), ",
+      "CROSS JOIN LATERAL (SELECT i.turn_index FROM ", ItemsOf(layout, "$8"),
+      " i WHERE i.sequence = h.sequence) i), ",
       "turn_terms AS (SELECT DISTINCT turn_index, unnest(terms) AS term FROM hit_items), ",
       "turns AS (SELECT t.turn_index, round(sum(s.weight)::numeric, 6) AS score, "
       "array_agg(t.term) AS terms, "
@@ -274,8 +339,8 @@ std::string SearchHistorySql() {
       "turn_items AS (SELECT h.sequence, h.score AS own, t.turn_index, 0 AS extra "
       "FROM turns t JOIN hit_items h ON h.turn_index = t.turn_index "
       "UNION ALL SELECT r.sequence, 0, t.turn_index, 1 FROM turns t, "
-      "LATERAL (SELECT r.sequence FROM items r WHERE r.conv_key = $8 "
-      "AND r.sequence BETWEEN t.lo - ", kExchangeReach, " AND t.hi + ", kExchangeReach,
+      "LATERAL (SELECT r.sequence FROM ", ItemsOf(layout, "$8"), " r "
+      "WHERE r.sequence BETWEEN t.lo - ", kExchangeReach, " AND t.hi + ", kExchangeReach,
       " AND r.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
       "AND r.turn_index = t.turn_index AND r.kind = 'tool_result' "
       "AND r.redacted_digest IS NULL "
@@ -288,13 +353,14 @@ std::string SearchHistorySql() {
       // Each item's words are read once (not once per term).
       "turn_common AS (SELECT d.turn_index, round(sum(d.weight)::numeric, 6) AS score, "
       "array_agg(d.term) AS terms FROM (SELECT DISTINCT ti.turn_index, c.term, c.weight "
-      "FROM turn_items ti CROSS JOIN LATERAL (SELECT w.search FROM item_words w "
+      "FROM turn_items ti CROSS JOIN LATERAL (SELECT w.search, $8::bigint AS k FROM item_words w "
       "WHERE w.conv_key = $8 AND w.sequence = ti.sequence "
       "AND w.sequence <= (SELECT indexed FROM conv) "
-      "UNION ALL SELECT x.search FROM items x WHERE x.conv_key = $8 AND x.sequence = ti.sequence "
-      "AND x.sequence > (SELECT indexed FROM conv) AND x.search IS NOT NULL) v "
+      "UNION ALL SELECT y.search, y.conv_key FROM ", ItemsOf(layout, "$8"), " y "
+      "WHERE y.sequence = ti.sequence "
+      "AND y.sequence > (SELECT indexed FROM conv) AND y.search IS NOT NULL) v "
       "CROSS JOIN LATERAL unnest(v.search) u "
-      "JOIN common c ON u.lexeme = $8::text || '#' || c.term "
+      "JOIN common c ON u.lexeme = v.k::text || '#' || c.term "
       "WHERE EXISTS (SELECT 1 FROM common)) d "
       "GROUP BY d.turn_index), ",
       "ranked AS (SELECT t.turn_index, t.score + coalesce(tc.score, 0) AS score, "
@@ -310,14 +376,14 @@ std::string SearchHistorySql() {
       "SELECT (SELECT item_count FROM conv), "
       "(SELECT coalesce(json_object_agg(term, df), '{}')::text FROM terms), c.own, "
       "to_json(c.terms)::text, "
-      "(SELECT left(k.content, ", kMaxCallChars, ") FROM items k WHERE i.kind = 'tool_result' "
-      "AND k.conv_key = $8 AND k.sequence BETWEEN i.sequence - ", kExchangeReach,
+      "(SELECT left(k.content, ", kMaxCallChars, ") FROM ", ItemsOf(layout, "$8"),
+      " k WHERE i.kind = 'tool_result' AND k.sequence BETWEEN i.sequence - ", kExchangeReach,
       " AND i.sequence - 1 AND k.kind = 'tool_call' AND k.tool_call_id = i.tool_call_id "
       "AND k.redacted_digest IS NULL ORDER BY k.sequence DESC LIMIT 1), ",
       ItemColumns(),
-      " FROM (SELECT 1) one LEFT JOIN (candidates c JOIN items i ON i.conv_key = $8 "
-      "AND i.sequence = c.sequence "
-      "LEFT JOIN item_pins p ON p.conv_key = i.conv_key AND p.sequence = i.sequence "
+      " FROM (SELECT 1) one LEFT JOIN (candidates c CROSS JOIN LATERAL (SELECT * FROM ",
+      ItemsOf(layout, "$8"), " y WHERE y.sequence = c.sequence) i "
+      "LEFT JOIN item_pins p ON p.conv_key = $8 AND p.sequence = i.sequence "
       "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) ON true "
       "ORDER BY c.ord");
 }

@@ -30,16 +30,19 @@ constexpr char kChunkBytes[] = "octet_length(text) + octet_length(structure::tex
 // (its copies of its source's items counted to the source: 0024).
 constexpr char kItemStoredBytes[] =
     "octet_length(i.content) + octet_length(i.tool_name) + octet_length(i.tool_call_id) + 64 + "
-    "(SELECT coalesce(sum(octet_length(m.key) + octet_length(m.value)), 0) "
-    "FROM jsonb_each_text(i.metadata) m)";
+    "CASE WHEN i.metadata = '{}' THEN 0 ELSE (SELECT coalesce(sum(octet_length(m.key) + "
+    "octet_length(m.value)), 0) FROM jsonb_each_text(i.metadata) m) END";
 constexpr char kChargedBytes[] = "greatest(0, stored_bytes - shared_bytes)";
 constexpr char kEventBytes[] = "octet_length(detail::text)";
 
 }  // namespace
 
-// Data table. Every prepared statement, by name.
-const std::vector<Statement>& Statements() {
-  static const auto* const kStatements = new std::vector<Statement>{
+namespace {
+
+// Every prepared statement, by name, for forks laid out as `layout`.
+// Data table.
+std::vector<Statement> BuildStatements(ForkLayout layout) {
+  return {
       {"create_conversation",
        absl::StrCat("INSERT INTO conversations (tenant_id, conversation_id, model, "
                     "system_prompt, pinned_instructions, metadata, profile_overrides, "
@@ -104,17 +107,19 @@ const std::vector<Statement>& Statements() {
                     " FOR SHARE")},
       // The tool calls and results of the turn of item $2.
       {"fork_turn",
-       "SELECT i.sequence, i.kind, i.tool_call_id FROM items i WHERE i.conv_key = $1 "
-       "AND i.turn_index = (SELECT turn_index FROM items WHERE conv_key = $1 AND sequence = $2) "
-       "AND i.kind IN ('tool_call', 'tool_result')"},
+       absl::StrCat("SELECT i.sequence, i.kind, i.tool_call_id FROM ", ItemsOf(layout, "$1"), " i "
+                    "WHERE i.turn_index = (SELECT t.turn_index FROM ",
+                    ItemsOf(layout, "$1", "x.sequence = $2"), " t) "
+                    "AND i.kind IN ('tool_call', 'tool_result')")},
       // The version of the append that wrote item $2, and that of the next
       // item that is not a summary marker (-1 if none; an append's items
       // are contiguous).
       {"fork_version",
-       "SELECT coalesce(a.appended_version, 0), coalesce((SELECT coalesce(n.appended_version, 0) "
-       "FROM items n WHERE n.conv_key = $1 AND n.sequence > $2 AND n.kind <> 'summary_marker' "
-       "ORDER BY n.sequence LIMIT 1), -1) "
-       "FROM items a WHERE a.conv_key = $1 AND a.sequence = $2"},
+       absl::StrCat("SELECT coalesce(a.seen_version, 0), coalesce((SELECT "
+                    "coalesce(n.seen_version, 0) FROM ", ItemsOf(layout, "$1"), " n "
+                    "WHERE n.sequence > $2 AND n.kind <> 'summary_marker' "
+                    "ORDER BY n.sequence LIMIT 1), -1) FROM ", ItemsOf(layout, "$1", "x.sequence = $2"),
+                    " a")},
       // The last chunk id the view states the fork keeps name (at versions
       // up to $2 and compaction versions up to $3).
       {"fork_last_chunk",
@@ -129,9 +134,10 @@ const std::vector<Statement>& Statements() {
       // (when $18, else the source's), overrides $9, version $10, then the
       // state's summarized_through, token correction, prune boundary,
       // compaction version, overflow correction and prompt limit ($11 to
-      // $16), and the bytes its prompts and metadata store ($17; its items'
-      // are added by fork_items). Its word index is built after the fork,
-      // by the background indexer (as a compaction's is).
+      // $16), and the bytes its prompts and metadata store ($17; its
+      // items' bytes and tokens are added by fork_share). Its word index is
+      // built after the fork, by the background indexer (as a compaction's
+      // is).
       {"fork_conversation",
        absl::StrCat(
            "INSERT INTO conversations (tenant_id, conversation_id, conv_key, model, "
@@ -142,37 +148,55 @@ const std::vector<Statement>& Statements() {
            "continued_from, count_encoding, recounted, stored_bytes, words_indexed_through, "
            "continued_from_incarnation, forked_from, forked_from_incarnation, forked_at) "
            "SELECT $1, $2, $19, $5, $6, $7, CASE WHEN $18 THEN $8::jsonb ELSE s.metadata END, "
-           "$9::jsonb, $10, $4, $4, coalesce((SELECT turn_index FROM items "
-           "WHERE conv_key = s.conv_key AND sequence = $4), 0), $11, s.system_prompt_tokens, "
-           "s.pinned_instructions_tokens, (SELECT coalesce(sum(token_count), 0) FROM items "
-           "WHERE conv_key = s.conv_key AND sequence <= $4), $12, $13, $14, $15, $16, "
+           "$9::jsonb, $10, $4, $4, coalesce((SELECT t.turn_index FROM ",
+           ItemsOf(layout, "$3::bigint", "x.sequence = $4"), " t), 0), $11, s.system_prompt_tokens, "
+           "s.pinned_instructions_tokens, 0, $12, $13, $14, $15, $16, "
            "s.continued_from, s.count_encoding, s.recounted, $17, "
            "0, "
            "s.continued_from_incarnation, s.conversation_id, s.incarnation, $4 "
            "FROM conversations s WHERE s.conv_key = $3 RETURNING ",
            ConversationColumns())},
-      // The items, and what they store (StoredBytes of their data) added
-      // to the fork's row and answered; none appended after the fork's
-      // version ($4: a fork inside an append is at the version before it).
+      // The items the fork ($2) shares with its source ($1) through $3, at
+      // the fork's version at the latest ($4): the source's segments
+      // clipped to the point, then the source's own items (which follow
+      // its last segment: migrations/0025). What they store (StoredBytes
+      // of their data) is added to the fork's row as shared (0024) and
+      // answered, and their tokens are its items' tokens. Nothing of the
+      // items is copied.
+      {"fork_share",
+       absl::StrCat(
+           "WITH own AS (SELECT coalesce(max(through_sequence), 0) + 1 AS first "
+           "FROM item_segments WHERE conv_key = $1), "
+           "segments AS (INSERT INTO item_segments (conv_key, from_sequence, through_sequence, "
+           "owner_key, version_cap) SELECT $2::bigint, g.from_sequence, "
+           "least(g.through_sequence, $3::bigint), g.owner_key, least(g.version_cap, $4::bigint) "
+           "FROM item_segments g WHERE g.conv_key = $1 AND g.from_sequence <= $3 "
+           "UNION ALL SELECT $2::bigint, own.first, $3::bigint, $1::bigint, $4::bigint FROM own "
+           "WHERE own.first <= $3), "
+           "total AS (SELECT coalesce(sum(", kItemStoredBytes, "), 0)::bigint AS n, "
+           "coalesce(sum(i.token_count), 0)::bigint AS tokens FROM ",
+           ItemsOf(layout, "$1::bigint", "x.sequence <= $3"), " i), "
+           "counted AS (UPDATE conversations SET stored_bytes = stored_bytes + (SELECT n FROM total), "
+           "shared_bytes = (SELECT n FROM total), item_tokens = (SELECT tokens FROM total) "
+           "WHERE conv_key = $2) "
+           "SELECT n FROM total")},
+      // In the copied layout: the items through $3, and what they store
+      // (StoredBytes of their data) and their tokens added to the fork's
+      // row and answered; none appended after the fork's version ($4: a
+      // fork inside an append is at the version before it).
       {"fork_items",
-       absl::StrCat("WITH ins AS (INSERT INTO items AS i (conv_key, sequence, turn_index, role, kind, content, "
-       "tool_name, tool_call_id, pinned, metadata, token_count, summary_chunk_id, created_at, "
-       "appended_version, redacted_digest, search) "
-       "SELECT $2::bigint, sequence, turn_index, role, kind, content, tool_name, tool_call_id, "
-       "pinned, metadata, token_count, summary_chunk_id, created_at, "
-       "least(appended_version, $4::bigint), "
-       "redacted_digest, "
-       // Its words under the fork's key (a lexeme is "<conv_key>#<word>").
-       "(SELECT array_to_tsvector(array_agg($2::bigint::text || "
-       "substr(u.lexeme, strpos(u.lexeme, '#')))) "
-       "FROM unnest(search) u) FROM items WHERE conv_key = $1 AND sequence <= $3 "
-       "RETURNING ", kItemStoredBytes, " AS b), "
-       "total AS (SELECT coalesce(sum(b), 0)::bigint AS n FROM ins), "
-       // Every copy is at or before the fork point of a living source:
-       // shared (0024).
-       "counted AS (UPDATE conversations SET stored_bytes = stored_bytes + (SELECT n FROM total), "
-       "shared_bytes = (SELECT n FROM total) WHERE conv_key = $2) "
-       "SELECT n FROM total")},
+       absl::StrCat("WITH ins AS (", CopyItemsSql("$2::bigint", "FROM items i WHERE i.conv_key = $1 "
+                                                              "AND i.sequence <= $3",
+                                                 "least(i.appended_version, $4::bigint)"),
+                    " RETURNING ", kItemStoredBytes, " AS b, i.token_count AS t), "
+                    "total AS (SELECT coalesce(sum(b), 0)::bigint AS n, "
+                    "coalesce(sum(t), 0)::bigint AS tokens FROM ins), "
+                    // Every copy is at or before the fork point of a living
+                    // source: shared (0024).
+                    "counted AS (UPDATE conversations SET stored_bytes = stored_bytes + "
+                    "(SELECT n FROM total), shared_bytes = (SELECT n FROM total), "
+                    "item_tokens = (SELECT tokens FROM total) WHERE conv_key = $2) "
+                    "SELECT n FROM total")},
       // The chunks $3 with how each stands in the fork ($4: superseded by,
       // 0 for active).
       {"fork_chunks",
@@ -227,12 +251,40 @@ const std::vector<Statement>& Statements() {
                     "AND c.word = g.word AND c.items <= g.n) "
                     "UPDATE word_counts c SET items = c.items - g.n FROM gone g "
                     "WHERE c.conv_key = $1 AND c.word = g.word AND c.items > g.n")},
-      // The items after $2 (their pins, recounts and words with them): what
-      // they stored and how many.
+      // What the items the conversation reads after $2 store (its own and
+      // those it shares).
+      {"rewind_bytes",
+       absl::StrCat("SELECT coalesce(sum(", kItemStoredBytes, "), 0)::bigint FROM ",
+                    ItemsOf(layout, "$1::bigint", "x.sequence > $2"), " i")},
+      // Its own items after $2 go to the abandoned fork ($3), which shares
+      // those before; the readers of them read them there
+      // (migrations/0025): a segment of them is split at $2 (the abandoned
+      // fork's own ends there), and one past $2 names the abandoned fork;
+      // the conversation's own segments past $2 go.
+      {"rewind_hand_over",
+       absl::StrCat(
+           "WITH moved AS (", CopyItemsSql("$3::bigint", "FROM items i WHERE i.conv_key = $1 "
+                                                        "AND i.sequence > $2"), "), "
+           "tails AS (INSERT INTO item_segments (conv_key, from_sequence, through_sequence, "
+           "owner_key, version_cap) SELECT g.conv_key, $2 + 1, g.through_sequence, $3, "
+           "g.version_cap FROM item_segments g WHERE g.owner_key = $1 AND g.from_sequence <= $2 "
+           "AND g.through_sequence > $2 AND g.conv_key <> $3), "
+           "clipped AS (UPDATE item_segments g SET through_sequence = $2 WHERE g.owner_key = $1 "
+           "AND g.from_sequence <= $2 AND g.through_sequence > $2), "
+           "renamed AS (UPDATE item_segments g SET owner_key = $3 WHERE g.owner_key = $1 "
+           "AND g.from_sequence > $2 AND g.conv_key <> $3), "
+           "taken AS (DELETE FROM item_segments g WHERE g.conv_key = $3 AND g.owner_key = $1 "
+           "AND g.from_sequence > $2), "
+           "left_out AS (DELETE FROM item_segments g WHERE g.conv_key = $1 "
+           "AND g.from_sequence > $2) "
+           "UPDATE item_segments g SET through_sequence = $2 WHERE g.conv_key = $1 "
+           "AND g.from_sequence <= $2 AND g.through_sequence > $2")},
+      // Its own items after $2, and its pins, recounts and words of any
+      // item after $2.
       {"rewind_items",
-       absl::StrCat("WITH d AS (DELETE FROM items i WHERE i.conv_key = $1 AND i.sequence > $2 "
-                    "RETURNING ", kItemStoredBytes, " AS b) "
-                    "SELECT coalesce(sum(b), 0)::bigint, count(*) FROM d")},
+       "WITH d AS (DELETE FROM items i WHERE i.conv_key = $1 AND i.sequence > $2), "
+       "w AS (DELETE FROM item_words w WHERE w.conv_key = $1 AND w.sequence > $2) "
+       "DELETE FROM item_token_counts t WHERE t.conv_key = $1 AND t.sequence > $2"},
       {"rewind_usage", "DELETE FROM provider_usage WHERE conv_key = $1 AND sequence > $2"},
       {"rewind_idempotency",
        "DELETE FROM idempotency_keys WHERE conv_key = $1 AND last_sequence > $2"},
@@ -259,17 +311,17 @@ const std::vector<Statement>& Statements() {
       // through $2, $12 bytes fewer, its versions moved on, any lease ended,
       // and its history's copies on replicas read again (redactions).
       {"rewind_conversation",
-       "UPDATE conversations SET model = $3, system_prompt = $4, pinned_instructions = $5, "
+       absl::StrCat("UPDATE conversations SET model = $3, system_prompt = $4, pinned_instructions = $5, "
        "profile_overrides = $6::jsonb, summarized_through = $7, prune_boundary = $8, "
        "token_correction = $9, overflow_correction = $10, prompt_limit = $11, "
-       "item_count = (SELECT count(*) FROM items WHERE conv_key = $1), last_sequence = $2, "
-       "last_turn_index = coalesce((SELECT turn_index FROM items WHERE conv_key = $1 "
-       "AND sequence = $2), 0), item_tokens = (SELECT coalesce(sum(token_count), 0) FROM items "
-       "WHERE conv_key = $1), version = version + 1, compaction_version = compaction_version + 1, "
+       "item_count = (SELECT count(*) FROM ", ItemsOf(layout, "$1"), " n), last_sequence = $2, "
+       "last_turn_index = coalesce((SELECT t.turn_index FROM ", ItemsOf(layout, "$1", "x.sequence = $2"),
+       " t), 0), item_tokens = (SELECT coalesce(sum(t.token_count), 0) FROM ", ItemsOf(layout, "$1"),
+       " t), version = version + 1, compaction_version = compaction_version + 1, "
        "redactions = redactions + 1, words_indexed_through = least(words_indexed_through, $2), "
        "stored_bytes = greatest(0, stored_bytes - $12), lease_token = lease_token + 1, "
        "lease_holder = NULL, lease_expires_at = NULL, updated_at = now() "
-       "WHERE conv_key = $1 RETURNING version"},
+       "WHERE conv_key = $1 RETURNING version")},
       // The tenant's forks and the conversations they were forked from:
       // id, incarnation, the incarnation forked from, the fork point, key.
       {"fork_family",
@@ -286,6 +338,24 @@ const std::vector<Statement>& Statements() {
        "SELECT conversation_id, incarnation, forked_at, conv_key FROM conversations "
        "WHERE tenant_id = $1 AND forked_from = $2 AND forked_from_incarnation = $3 "
        "ORDER BY conv_key FOR UPDATE"},
+      // Before a conversation ($1) that other conversations read items of
+      // is deleted (migrations/0025): the reader that shares the most of
+      // them, one whose last segment they are, gets them as its own, and
+      // the others read them from it. No row when none reads its items.
+      {"hand_over_items",
+       absl::StrCat(
+           "WITH heir AS (SELECT g.conv_key AS k, g.from_sequence AS lo, g.through_sequence AS hi "
+           "FROM item_segments g WHERE g.owner_key = $1 ORDER BY g.through_sequence DESC, "
+           "(SELECT count(*) FROM item_segments l WHERE l.conv_key = g.conv_key "
+           "AND l.from_sequence > g.from_sequence), g.conv_key LIMIT 1), "
+           "copied AS (", CopyItemsSql("heir.k", "FROM items i, heir WHERE i.conv_key = $1 "
+                                                 "AND i.sequence BETWEEN heir.lo AND heir.hi"),
+           "), "
+           "renamed AS (UPDATE item_segments g SET owner_key = heir.k FROM heir "
+           "WHERE g.owner_key = $1 AND g.conv_key <> heir.k), "
+           "taken AS (DELETE FROM item_segments g USING heir WHERE g.conv_key = heir.k "
+           "AND g.owner_key = $1) "
+           "SELECT k FROM heir")},
       {"delete_conversation",
        absl::StrCat("DELETE FROM conversations WHERE ", Named(3),
                     " RETURNING item_count, ", kChargedBytes)},
@@ -300,8 +370,8 @@ const std::vector<Statement>& Statements() {
            "SELECT 1 FROM conversations p WHERE p.tenant_id = c.tenant_id "
            "AND p.conversation_id = c.forked_from "
            "AND p.incarnation = c.forked_from_incarnation) THEN (SELECT coalesce(sum(",
-           kItemStoredBytes, "), 0) FROM items i WHERE i.conv_key = c.conv_key "
-           "AND i.sequence <= c.forked_at) ELSE 0 END AS b "
+           kItemStoredBytes, "), 0) FROM ", ItemsOf(layout, "c.conv_key", "x.sequence <= c.forked_at"),
+           " i) ELSE 0 END AS b "
            "FROM conversations c WHERE c.conv_key = ANY($1::bigint[])), "
            "set AS (UPDATE conversations c SET shared_bytes = n.b FROM now_shared n "
            "WHERE c.conv_key = n.conv_key AND c.shared_bytes <> n.b) "
@@ -439,9 +509,13 @@ const std::vector<Statement>& Statements() {
       // The counts of their words go up with them (migrations/0020).
       {"index_words",
        absl::StrCat("WITH ins AS (INSERT INTO item_words (conv_key, sequence, search) "
-       "SELECT i.conv_key, i.sequence, i.search FROM items i WHERE i.conv_key = $1 "
-       "AND i.sequence > $2 AND i.sequence <= $3 AND i.search IS NOT NULL "
-       "AND i.kind <> 'summary_marker' AND i.redacted_digest IS NULL "
+       // A source's item (migrations/0025) with its words under this
+       // conversation's key.
+       "SELECT $1, i.sequence, CASE WHEN i.conv_key = $1 THEN i.search ELSE coalesce(",
+       Rekeyed("$1::bigint", "i.search"), ", ''::tsvector) END FROM ",
+       ItemsOf(layout, "$1", "x.sequence > $2 AND x.sequence <= $3"),
+       " i WHERE i.search IS NOT NULL AND i.kind <> 'summary_marker' "
+       "AND i.redacted_digest IS NULL "
        "ON CONFLICT (conv_key, sequence) DO NOTHING RETURNING search), "
        "counted AS (INSERT INTO word_counts (conv_key, word, items) "
        "SELECT $1, ", kLexemeWord, ", count(*) "
@@ -481,49 +555,62 @@ const std::vector<Statement>& Statements() {
                    "FROM compaction_events WHERE conv_key = $1 AND event_id > $2", "event_id",
                    kEventBytes, 3, 4)},
       {"items_range",
-       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", false),
-                    "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
+       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins(layout, "$1", "$4", false),
+                    "WHERE i.sequence BETWEEN $2 AND $3 "
                     "ORDER BY i.sequence")},
       {"items_range_recounted",
-       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins("$4", true),
-                    "WHERE i.conv_key = $1 AND i.sequence BETWEEN $2 AND $3 "
+       absl::StrCat("SELECT ", ItemColumns(), ItemsWithPins(layout, "$1", "$4", true),
+                    "WHERE i.sequence BETWEEN $2 AND $3 "
                     "ORDER BY i.sequence")},
       // $2 after this sequence, $3 rows, $4 the count encoding, $5 bytes.
       {"list_items",
        PagedSelect(Columns(kItemColumnList),
-                   absl::StrCat(ItemsWithPins("$4", false), "WHERE i.conv_key = $1 AND i.sequence > $2"),
+                   absl::StrCat(ItemsWithPins(layout, "$1", "$4", false), "WHERE i.sequence > $2"),
                    "i.sequence", kItemBytes, 3, 5)},
       {"list_items_recounted",
        PagedSelect(Columns(kItemColumnList),
-                   absl::StrCat(ItemsWithPins("$4", true), "WHERE i.conv_key = $1 AND i.sequence > $2"),
+                   absl::StrCat(ItemsWithPins(layout, "$1", "$4", true), "WHERE i.sequence > $2"),
                    "i.sequence", kItemBytes, 3, 5)},
       {"pin_item",
-       "INSERT INTO item_pins (conv_key, sequence, pinned) "
-       "SELECT conv_key, sequence, $3 FROM items "
-       "WHERE conv_key = $1 AND sequence = $2 AND kind <> 'summary_marker' "
+       absl::StrCat("INSERT INTO item_pins (conv_key, sequence, pinned) "
+       "SELECT $1, i.sequence, $3 FROM ", ItemsOf(layout, "$1", "x.sequence = $2"), " i "
+       "WHERE i.kind <> 'summary_marker' "
        "ON CONFLICT (conv_key, sequence) DO UPDATE SET pinned = $3, updated_at = now() "
-       "RETURNING sequence"},
+       "RETURNING sequence")},
       // RedactItems. $2 is the array of sequences throughout.
       {"redact_check",
-       "SELECT s, i.kind FROM unnest($2::bigint[]) s "
-       "LEFT JOIN items i ON i.conv_key = $1 AND i.sequence = s ORDER BY s"},
+       absl::StrCat("SELECT s, (SELECT i.kind FROM ", ItemsOf(layout, "$1", "x.sequence = s"),
+                    " i) FROM unnest($2::bigint[]) s ORDER BY s")},
       // What the items to erase hold, for their digests.
       {"redact_read",
-       "SELECT sequence, content FROM items WHERE conv_key = $1 "
-       "AND sequence = ANY($2::bigint[]) AND redacted_digest IS NULL"},
+       absl::StrCat("SELECT i.sequence, i.content FROM ",
+                    ItemsOf(layout, "$1", "x.sequence = ANY($2::bigint[])"),
+                    " i WHERE i.redacted_digest IS NULL")},
       // Tombstones ($3 the content, $4 its tokens) with the digest of what
-      // they replace ($5, in the order of $2; '' for none); the bytes and
-      // tokens removed, for the totals.
+      // they replace ($5, in the order of $2; '' for none), on the items
+      // the conversation reads (its own, or its sources' it shares:
+      // migrations/0025). What its totals lose: the bytes and tokens
+      // removed and how many items, counting those it reads that this
+      // erasure tombstoned before, for another conversation sharing them
+      // ($6 owners, $7 sequences, $8 bytes, $9 tokens: only those it has
+      // not counted yet); and those it tombstones here, in the same four
+      // arrays.
       {"redact_items",
        absl::StrCat("WITH d AS (SELECT * FROM unnest($2::bigint[], $5::text[]) AS d(seq, digest)), "
-       "old AS (SELECT i.sequence, octet_length(i.content) + coalesce((SELECT "
+       "fresh AS (SELECT i.conv_key AS owner, i.sequence, octet_length(i.content) + coalesce((SELECT "
        "sum(octet_length(key) + octet_length(value)) FROM jsonb_each_text(i.metadata)), 0) "
-       "AS bytes, i.token_count, d.digest "
-       "FROM items i JOIN d ON d.seq = i.sequence "
-       "WHERE i.conv_key = $1 AND i.redacted_digest IS NULL), "
-       "done AS (UPDATE items i SET redacted_digest = old.digest, content = $3, metadata = '{}', "
+       "AS bytes, i.token_count, d.digest FROM ", ItemsOf(layout, "$1", "x.sequence = ANY($2::bigint[])"),
+       " i JOIN d ON d.seq = i.sequence WHERE i.redacted_digest IS NULL), "
+       "earlier AS (SELECT e.owner, e.seq AS sequence, e.bytes, e.tokens AS token_count "
+       "FROM unnest($6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[]) "
+       "AS e(owner, seq, bytes, tokens) WHERE e.seq = ANY($2::bigint[]) AND (e.owner = $1 "
+       "OR EXISTS (SELECT 1 FROM item_segments g WHERE g.conv_key = $1 "
+       "AND g.owner_key = e.owner AND e.seq BETWEEN g.from_sequence AND g.through_sequence))), "
+       "old AS (SELECT sequence, bytes, token_count FROM fresh "
+       "UNION ALL SELECT sequence, bytes, token_count FROM earlier), "
+       "done AS (UPDATE items i SET redacted_digest = fresh.digest, content = $3, metadata = '{}', "
        "search = NULL, "
-       "token_count = $4 FROM old WHERE i.conv_key = $1 AND i.sequence = old.sequence "
+       "token_count = $4 FROM fresh WHERE i.conv_key = fresh.owner AND i.sequence = fresh.sequence "
        "RETURNING i.sequence), "
        // Their words leave the index too (migrations/0019), and its counts
        // (0020).
@@ -538,7 +625,10 @@ const std::vector<Statement>& Statements() {
        "uncounted AS (UPDATE word_counts c SET items = c.items - g.n FROM gone_words g "
        "WHERE c.conv_key = $1 AND c.word = g.word AND c.items > g.n) "
        "SELECT coalesce(sum(bytes), 0)::bigint, coalesce(sum(token_count), 0)::bigint, "
-       "count(*) FROM old")},
+       "count(*), (SELECT coalesce(array_agg(owner), '{}') FROM fresh)::text, "
+       "(SELECT coalesce(array_agg(sequence), '{}') FROM fresh)::text, "
+       "(SELECT coalesce(array_agg(bytes), '{}') FROM fresh)::text, "
+       "(SELECT coalesce(array_agg(token_count), '{}') FROM fresh)::text FROM old")},
       // An erasure's: every proposal of the conversation ($1), and their
       // bytes.
       {"redact_proposals",
@@ -608,8 +698,9 @@ const std::vector<Statement>& Statements() {
       // The items of a continued conversation ($1) carried over from the
       // items of its source named by $2 (their sequences, as text).
       {"carried_items",
-       "SELECT sequence FROM items WHERE conv_key = $1 AND redacted_digest IS NULL "
-       "AND metadata->>'convstate.continued_from_sequence' = ANY($2::text[]) ORDER BY sequence"},
+       absl::StrCat("SELECT i.sequence FROM ", ItemsOf(layout, "$1"), " i WHERE i.redacted_digest IS NULL "
+       "AND i.metadata->>'convstate.continued_from_sequence' = ANY($2::text[]) "
+       "ORDER BY i.sequence")},
       // A proposal ($2 its body, $3 seconds to live) with the next id of
       // the conversation ($1, locked), after its expired ones (the newest
       // stays, so that ids are never given twice) and their bytes.
@@ -694,18 +785,19 @@ const std::vector<Statement>& Statements() {
                     " FROM summary_chunks WHERE conv_key = $1 AND chunk_id = ANY($2::bigint[]) "
                     "ORDER BY chunk_id")},
       {"items_at",
+       absl::StrCat(
        "SELECT i.sequence, i.turn_index, i.role, i.kind, i.content, i.tool_name, "
        "i.tool_call_id, i.pinned, i.metadata::text, i.token_count, "
        "coalesce(i.summary_chunk_id, 0), floor(extract(epoch FROM i.created_at) * 1000000)::bigint, "
-       "coalesce(i.appended_version, 0), i.redacted_digest IS NOT NULL, "
-       "coalesce(i.redacted_digest, '') FROM items i "
+       "coalesce(i.seen_version, 0), i.redacted_digest IS NOT NULL, "
+       "coalesce(i.redacted_digest, '') FROM ", ItemsOf(layout, "$1"), " i "
        // Only what the view at version $2 shows: the items after the
        // summarized part ($3), the pinned ones ($4: pinned later), and the
        // last one (the log's end then).
-       "WHERE i.conv_key = $1 AND coalesce(i.appended_version, 0) <= $2 "
+       "WHERE coalesce(i.seen_version, 0) <= $2 "
        "AND (i.sequence > $3 OR i.pinned OR i.sequence = ANY($4::bigint[]) OR i.sequence = "
-       "(SELECT max(l.sequence) FROM items l WHERE l.conv_key = $1 "
-       "AND coalesce(l.appended_version, 0) <= $2)) ORDER BY i.sequence"},
+       "(SELECT max(l.sequence) FROM ", ItemsOf(layout, "$1"), " l "
+       "WHERE coalesce(l.seen_version, 0) <= $2)) ORDER BY i.sequence")},
       {"update_conversation",
        "UPDATE conversations SET model = $2, system_prompt = $3, pinned_instructions = $4, "
        "profile_overrides = $5::jsonb, system_prompt_tokens = $6, "
@@ -729,25 +821,35 @@ const std::vector<Statement>& Statements() {
       {"bump_compaction_version",
        "UPDATE conversations SET compaction_version = compaction_version + 1, updated_at = now() "
        "WHERE conv_key = $1"},
-      {"load_context", LoadContextSql()},
-      {"search_history", SearchHistorySql()},
+      {"load_context", LoadContextSql(layout)},
+      {"search_history", SearchHistorySql(layout)},
       {"load_appended", LoadAppendedSql()},
       {"active_chunks",
        absl::StrCat("SELECT ", ChunkColumns(),
                     " FROM summary_chunks WHERE conv_key = $1 AND superseded_by IS NULL "
                     "ORDER BY chunk_id")},
   };
-  return *kStatements;
+}
+
+}  // namespace
+
+const std::vector<Statement>& Statements(ForkLayout layout) {
+  static const auto* const kShared = new std::vector<Statement>(BuildStatements(ForkLayout::kShared));
+  static const auto* const kCopied = new std::vector<Statement>(BuildStatements(ForkLayout::kCopied));
+  return layout == ForkLayout::kShared ? *kShared : *kCopied;
 }
 
 // The text of the statement `name`, for running it unprepared.
-const std::string& SqlOf(const char* name) {
-  static const auto* const kByName = [] {
-    auto* by_name = new absl::flat_hash_map<std::string, const std::string*>();
-    for (const Statement& s : Statements()) by_name->emplace(s.name, &s.sql);
+const std::string& SqlOf(ForkLayout layout, const char* name) {
+  using ByName = absl::flat_hash_map<std::string, const std::string*>;
+  auto index = [](ForkLayout l) {
+    auto* by_name = new ByName();
+    for (const Statement& s : Statements(l)) by_name->emplace(s.name, &s.sql);
     return by_name;
-  }();
-  return *kByName->at(name);
+  };
+  static const ByName* const kShared = index(ForkLayout::kShared);
+  static const ByName* const kCopied = index(ForkLayout::kCopied);
+  return *(layout == ForkLayout::kShared ? kShared : kCopied)->at(name);
 }
 
 }  // namespace convstate::pg

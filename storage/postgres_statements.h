@@ -32,7 +32,7 @@ inline constexpr const char* kItemColumnList[] = {
     "i.tool_call_id", "coalesce(p.pinned, i.pinned)", "i.metadata::text",
     "coalesce(tc.token_count, i.token_count)", "coalesce(i.summary_chunk_id, 0)",
     "floor(extract(epoch FROM i.created_at) * 1000000)::bigint",
-    "coalesce(i.appended_version, 0)", "i.redacted_digest IS NOT NULL",
+    "coalesce(i.seen_version, 0)", "i.redacted_digest IS NOT NULL",
     "coalesce(i.redacted_digest, '')"};
 
 inline constexpr const char* kChunkColumnList[] = {
@@ -54,9 +54,14 @@ struct Statement {
   std::string sql;
 };
 
-const std::vector<Statement>& Statements();
+// How forks hold their source's items (PostgresOptions::shared_forks):
+// shared through item_segments (migrations/0025), or copied (a layout where
+// a statement must stay on its conversation's shard, Citus).
+enum class ForkLayout { kShared, kCopied };
 
-const std::string& SqlOf(const char* name);
+const std::vector<Statement>& Statements(ForkLayout layout);
+
+const std::string& SqlOf(ForkLayout layout, const char* name);
 
 }  // namespace convstate::pg
 

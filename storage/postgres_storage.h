@@ -27,6 +27,12 @@ struct PostgresOptions {
   // then sent with their text instead of prepared once per connection, and
   // no setting is made at connect. Off: connections are the server's own.
   bool pooler = false;
+  // A fork shares its source's items (migrations/0025): nothing of them is
+  // copied, and its reads of them go to its sources' rows. Off, a fork
+  // copies them, and every statement reads the rows of its own
+  // conversation only: on Citus, where a statement must stay on its
+  // conversation's shard (docs/deployment.md).
+  bool shared_forks = true;
 };
 
 // A Storage on PostgreSQL with the schema of migrations/ (apply it first,

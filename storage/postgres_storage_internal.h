@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -294,10 +295,12 @@ class PostgresStorage final : public Storage {
                                          const ForkRequest& request, const ForkPlan& plan,
                                          const std::optional<TenantUsage>& usage);
   // The conversation of `row` (locked) as it stood at request.to_sequence
-  // (`back`), in `tx`: its later items, their derived rows and its later
-  // view states gone, its chunks standing as there; returns its version.
+  // (`back`), in `tx`: its later items handed to the abandoned fork (its
+  // key `abandoned`), their derived rows and its later view states gone,
+  // its chunks standing as there; returns its version.
   int64_t RewindIn(pqxx::transaction_base& tx, const ConversationRow& row,
-                   const RewindRequest& request, const ForkPlan& back, bool limited);
+                   const RewindRequest& request, const ForkPlan& back, int64_t abandoned,
+                   bool limited);
   // The rows of fork_chunk_links or all_chunk_links.
   static std::vector<SummaryChunk> ChunkLinks(const pqxx::result& rows);
   // The state's pins through `through` on `conv_key`.
@@ -330,13 +333,23 @@ class PostgresStorage final : public Storage {
     std::vector<int64_t> retired;
     int64_t compaction_version = 0;
   };
+  // The items one erasure tombstoned so far, with what they held: a
+  // conversation sharing one (migrations/0025) finds it tombstoned when
+  // its turn comes, and still loses what it held from its totals.
+  struct Tombstoned {
+    std::vector<int64_t> owners, sequences, bytes, tokens;
+    // The (conversation, sequence) pairs each conversation's totals lost
+    // already.
+    std::set<std::pair<int64_t, int64_t>> counted;
+  };
 
   // Erases `seqs` of the conversation `conv_key` (locked) with `digests`
   // (in their order): tombstones, their counts, every chunk derived from
   // them emptied and retired, the totals, the idempotency records, the
   // view state. Items already erased are left alone.
   Erasure Erase(pqxx::transaction_base& tx, int64_t conv_key, const std::vector<int64_t>& seqs,
-                const std::vector<std::string>& digests, const RedactRequest& request);
+                const std::vector<std::string>& digests, const RedactRequest& request,
+                Tombstoned& tombstoned);
 
   // Conversations continued from the one `request` erased items of (and
   // from those, down the chain): their copies of the retired chunks (and
@@ -344,12 +357,16 @@ class PostgresStorage final : public Storage {
   // item (pinned items, recent turns), go in the same transaction.
   absl::Status EraseContinuations(pqxx::transaction_base& tx, const RedactRequest& request,
                                   int64_t root_incarnation,
-                                  const std::vector<int64_t>& retired_here, RedactResult& result);
+                                  const std::vector<int64_t>& retired_here,
+                                  Tombstoned& tombstoned, RedactResult& result);
 
   // How long one conversation's indexing may take.
   static constexpr absl::Duration kWordIndexTimeout = absl::Seconds(10);
 
   const PostgresOptions options_;
+  ForkLayout Layout() const {
+    return options_.shared_forks ? ForkLayout::kShared : ForkLayout::kCopied;
+  }
   // Before the pool: destroyed after it, once no connection is in use.
   pg::CancelWatchdog watchdog_;
   ConnectionPool pool_;
@@ -366,7 +383,7 @@ class PostgresStorage final : public Storage {
 template <typename... Args>
 pqxx::result PostgresStorage::Exec(pqxx::transaction_base& tx, const char* name, Args&&... args) {
   if (!options_.pooler) return tx.exec_prepared(name, std::forward<Args>(args)...);
-  return tx.exec_params(SqlOf(name), std::forward<Args>(args)...);
+  return tx.exec_params(SqlOf(Layout(), name), std::forward<Args>(args)...);
 }
 
 template <typename... Args>

@@ -206,10 +206,11 @@ std::string Orphans(const ScratchDatabase& db) {
 }
 
 // kill -9 while a fork, and then a rewind, is being written (held at its
-// view states by a lock the test takes, after the items were copied): the
-// transaction never commits, so there is no fork, no abandoned branch, and
-// the source is as it was; once the lock is gone and a replica is back,
-// both succeed whole.
+// view states by a lock the test takes, after the items were shared with
+// it, and a rewind's items after its point moved to its abandoned fork):
+// the transaction never commits, so there is no fork, no abandoned branch,
+// no segment of shared items and no moved item, and the source is as it
+// was; once the lock is gone and a replica is back, both succeed whole.
 TEST(FaultE2eTest, KillDuringAForkOrARewindLeavesAllOrNothing) {
   auto db = ScratchDatabase::Create(/*migrate=*/true);
   ASSERT_TRUE(db.ok()) << db.status();
@@ -268,6 +269,7 @@ TEST(FaultE2eTest, KillDuringAForkOrARewindLeavesAllOrNothing) {
   kill_while_held(server, [&] { return ForkAt20(*stub, &forked); });
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM conversations"), "1");
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items"), items);
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM item_segments"), "0");
   EXPECT_EQ(Orphans(**db), "items=0 view_states=0 summary_chunks=0 compaction_events=0 ");
 
   auto b = testing::StartServerOn(**db, flags);
@@ -281,6 +283,7 @@ TEST(FaultE2eTest, KillDuringAForkOrARewindLeavesAllOrNothing) {
   EXPECT_EQ(*(*db)->QueryValue("SELECT version FROM conversations WHERE conversation_id = "
                                "'source'"),
             version);
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM item_segments"), "0");
   EXPECT_EQ(Orphans(**db), "items=0 view_states=0 summary_chunks=0 compaction_events=0 ");
 
   // Back: both, whole.
@@ -294,6 +297,10 @@ TEST(FaultE2eTest, KillDuringAForkOrARewindLeavesAllOrNothing) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(rewound.conversation().item_count(), 10);
   EXPECT_EQ(rewound.abandoned().item_count(), 2 * kTurns);
+  // The fork and the abandoned branch share what they hold of the source
+  // (the source's items after 10 moved to the abandoned branch): no item
+  // was copied.
+  EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM items"), items);
   EXPECT_EQ(Orphans(**db), "items=0 view_states=0 summary_chunks=0 compaction_events=0 ");
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "migrations/embedded_migrations.h"
@@ -235,9 +236,13 @@ TEST_P(RekeyTest, ExistingConversationsMoveToTheirDerivedKeys) {
                                          "conversation_id = '", id, "'"))
                     .ok());
   }
-  const std::string foreign_keys = *(*db)->QueryValue(
-      "SELECT string_agg(conname::text, ',' ORDER BY conname) FROM pg_constraint "
-      "WHERE contype = 'f' AND conparentid = 0");
+  // Each foreign key as "table>referenced table".
+  constexpr char kForeignKeys[] =
+      "SELECT string_agg(k, ',' ORDER BY k) FROM (SELECT conrelid::regclass::text || '>' || "
+      "confrelid::regclass::text AS k FROM pg_constraint WHERE contype = 'f' AND conparentid = 0 "
+      "AND conrelid::regclass::text NOT IN ('compaction_proposals', 'item_words', 'word_counts', "
+      "'item_segments')) f";
+  const std::string foreign_keys = *(*db)->QueryValue(kForeignKeys);
   const std::string old_keys =
       *(*db)->QueryValue("SELECT string_agg(conv_key::text, ',' ORDER BY conv_key) FROM conversations");
 
@@ -259,13 +264,13 @@ TEST_P(RekeyTest, ExistingConversationsMoveToTheirDerivedKeys) {
         << table;
   }
   // The foreign keys are back (beside those of tables later migrations
-  // add), and items are append-only again.
-  EXPECT_EQ(*(*db)->QueryValue("SELECT string_agg(conname::text, ',' ORDER BY conname) "
-                               "FROM pg_constraint WHERE contype = 'f' AND conparentid = 0 "
-                               "AND conrelid::regclass::text NOT IN ('compaction_proposals', 'item_words', "
-                               "'word_counts')"),
-            foreign_keys);
-  EXPECT_THAT(foreign_keys, ::testing::HasSubstr("item_pins"));
+  // add; pins and recounts reference their conversation since
+  // migrations/0025), and items are append-only again.
+  EXPECT_THAT(foreign_keys, ::testing::HasSubstr("item_pins>items"));
+  EXPECT_EQ(*(*db)->QueryValue(kForeignKeys),
+            absl::StrReplaceAll(foreign_keys, {{"item_pins>items", "item_pins>conversations"},
+                                               {"item_token_counts>items",
+                                                "item_token_counts>conversations"}}));
   EXPECT_FALSE((*db)->Exec("UPDATE items SET content = 'changed'").ok());
   EXPECT_EQ(*(*db)->QueryValue("SELECT count(*) FROM pg_trigger WHERE tgname = "
                                "'items_append_only' AND tgenabled <> 'O'"),

@@ -86,9 +86,10 @@ void AwaitSessions(const ScratchDatabase& db, const std::string& sessions,
 // Straight to PostgreSQL, or through PgBouncer in transaction pooling mode.
 enum class Route { kDirect, kPgBouncer };
 
-std::unique_ptr<Storage> MakeStorage(Route route) {
+std::unique_ptr<Storage> MakeStorage(Route route, bool shared_forks = true) {
   PostgresOptions options;
   options.database_url = SharedDatabase().url();
+  options.shared_forks = shared_forks;
   if (route == Route::kPgBouncer) {
     auto pooled = SharedDatabase().pooler_url();
     EXPECT_TRUE(pooled.ok()) << pooled.status();
@@ -104,6 +105,10 @@ std::unique_ptr<Storage> MakeStorage(Route route) {
 
 std::unique_ptr<Storage> MakePostgres() { return MakeStorage(Route::kDirect); }
 std::unique_ptr<Storage> MakePgBouncer() { return MakeStorage(Route::kPgBouncer); }
+// Forks copied, as on Citus (PostgresOptions::shared_forks).
+std::unique_ptr<Storage> MakeCopiedForks() {
+  return MakeStorage(Route::kDirect, /*shared_forks=*/false);
+}
 
 // Creates conversation `key` in `storage`; appends one user message with
 // `text` unless it is empty.
@@ -130,6 +135,9 @@ INSTANTIATE_TEST_SUITE_P(Partitioned, StorageConformanceTest,
 // depend on a session outliving its transaction.
 INSTANTIATE_TEST_SUITE_P(PgBouncer, StorageConformanceTest,
                          ::testing::Values(StorageFactory{"pgbouncer", MakePgBouncer}),
+                         StorageFactoryName);
+INSTANTIATE_TEST_SUITE_P(CopiedForks, StorageConformanceTest,
+                         ::testing::Values(StorageFactory{"copied_forks", MakeCopiedForks}),
                          StorageFactoryName);
 
 // What only a database can do wrong, on both routes.

@@ -205,6 +205,10 @@ const std::vector<Flag>& Flags() {
          c.postgres.pooler = v == "transaction";
          return absl::OkStatus();
        }},
+      {"db_shared_forks",
+       "a fork shares its source's items instead of copying them (default true; false on "
+       "Citus, where each statement must stay on its conversation's shard)",
+       BoolField([](ServerConfig& c) -> bool& { return c.postgres.shared_forks; })},
       {"db_default_timeout_ms", "statement timeout for calls without a deadline (default 30000)",
        MillisField([](ServerConfig& c) -> absl::Duration& { return c.postgres.default_timeout; })},
       {"migrate", "apply pending migrations at start-up (default true)",

@@ -12,7 +12,8 @@ BEGIN
   END IF;
   FOREACH t IN ARRAY ARRAY['items', 'summary_chunks', 'compaction_events', 'idempotency_keys',
                            'provider_usage', 'item_pins', 'item_token_counts', 'view_states',
-                           'compaction_proposals', 'item_words', 'word_counts'] LOOP
+                           'compaction_proposals', 'item_words', 'word_counts',
+                           'item_segments'] LOOP
     IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = t::regclass) THEN
       PERFORM create_distributed_table(t::regclass, 'conv_key', colocate_with => 'conversations');
     END IF;
