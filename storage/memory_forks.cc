@@ -183,7 +183,9 @@ absl::StatusOr<RewindResult> MemoryStorage::RewindConversation(const CallContext
   whole.tenant_limits = request.tenant_limits;
   ASSIGN_OR_RETURN(ConversationState abandoned, ForkOf(*state, whole));
   abandoned.conversation.forked_at = request.to_sequence;
-  // Forks past the point share those items with the abandoned branch now.
+  // Forks past the point share those items with the abandoned branch now,
+  // and the conversations continued from this one carried items the
+  // abandoned branch holds (RewindContinuations).
   Conversation& c = state->conversation;
   for (auto& [id, other] : tenant) {
     Conversation& o = other.conversation;
@@ -191,6 +193,11 @@ absl::StatusOr<RewindResult> MemoryStorage::RewindConversation(const CallContext
         o.forked_at > request.to_sequence) {
       o.forked_from = request.abandoned.conversation_id;
       o.forked_from_key = abandoned.conversation.storage_key;
+    }
+    if (o.continued_from == request.key.conversation_id &&
+        (other.continued_from_key == 0 || other.continued_from_key == c.storage_key)) {
+      o.continued_from = request.abandoned.conversation_id;
+      other.continued_from_key = abandoned.conversation.storage_key;
     }
   }
   if (!c.forked_from.empty() && request.to_sequence < c.forked_at) {

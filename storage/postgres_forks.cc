@@ -201,6 +201,9 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
     Exec(tx, "rewind_reparent", request.key.tenant_id, to, request.key.conversation_id,
          row.conversation.storage_key, request.abandoned.conversation_id,
          abandoned.conversation.storage_key, abandoned.conv_key);
+    Exec(tx, "rewind_continuations", request.key.tenant_id, request.key.conversation_id,
+         row.conversation.storage_key, request.abandoned.conversation_id,
+         abandoned.conversation.storage_key);
     const Conversation& c = row.conversation;
     if (!c.forked_from.empty() && to < c.forked_at) {
       // Below its own fork point: the abandoned fork holds what it shared

@@ -242,6 +242,15 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
        "WHERE tenant_id = $1 AND forked_from = $3 AND forked_from_incarnation = $4 "
        "AND forked_at > $2 AND conv_key <> $7) "
        "UPDATE conversations SET forked_at = $2 WHERE conv_key = $7"},
+      // The conversations continued from the rewound one ($1 tenant, $2 its
+      // id, $3 its incarnation; by id for those continued before
+      // incarnations were kept) carried items its abandoned fork ($4 id, $5
+      // incarnation) holds, at their sequences: they are continued from it
+      // now (the rewound conversation's next items take those sequences).
+      {"rewind_continuations",
+       "UPDATE conversations SET continued_from = $4, continued_from_incarnation = $5 "
+       "WHERE tenant_id = $1 AND continued_from = $2 AND continued_from <> '' "
+       "AND (continued_from_incarnation IS NULL OR continued_from_incarnation = $3)"},
       // The word counts of the items after $2 go down with them.
       {"rewind_words",
        absl::StrCat("WITH gone AS (SELECT ", kLexemeWord, " AS word, count(*) AS n "

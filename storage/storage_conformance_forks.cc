@@ -561,6 +561,39 @@ TEST_P(StorageConformanceTest, AnErasureInAForkReachesWhatItsSourceCarriedIntoAC
   EXPECT_EQ(AllItems(*storage_, ctx_, Key("c"))[0].data.content, "[gone]");
 }
 
+// A rewind's abandoned fork holds every item a continuation of the
+// conversation carried (the items after the point left the conversation,
+// and its next items take their sequences): the continuation is continued
+// from the abandoned fork after it. An erasure of an item that left
+// reaches the continuation's copy; an erasure of the item that took its
+// sequence does not.
+TEST_P(StorageConformanceTest, ARewindHandsItsContinuationsToTheAbandonedFork) {
+  History(*storage_, ctx_, Key("s"));  // s's item 3: "two".
+  ContinueCarryingItem3(*storage_, ctx_, Key("s"), Key("c"), {});
+  RewindRequest rewind;
+  rewind.key = Key("s");
+  rewind.to_sequence = 2;
+  rewind.abandoned = Key("a");
+  ASSERT_TRUE(storage_->RewindConversation(ctx_, rewind).ok());
+  auto c = storage_->GetConversation(ctx_, Key("c"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->continued_from, "a");
+  AppendRequest again;
+  again.key = Key("s");
+  again.items = {Message(Role::kUser, "two again")};
+  ASSERT_TRUE(storage_->AppendItems(ctx_, again).ok());
+  RedactRequest redact;
+  redact.key = Key("s");
+  redact.sequences = {3};
+  redact.tombstone = "[gone]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("c"))[0].data.content, "two");
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("a"))[2].data.content, "two");
+  redact.key = Key("a");
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("c"))[0].data.content, "[gone]");
+}
+
 TEST_P(StorageConformanceTest, AnErasureReachesTheForksOfAContinuationItCarriedInto) {
   History(*storage_, ctx_, Key("s"));  // s's item 3: "two".
   ContinueCarryingItem3(*storage_, ctx_, Key("s"), Key("c"),
