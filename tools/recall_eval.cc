@@ -101,6 +101,8 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
   const int64_t rooms[] = {640, 1600};
   int asked = 0, found[2] = {0, 0}, unrelated = 0, unrelated_recalled = 0;
   for (const Question& q : questions) {
+    // --show asks about one question: the others are not ranked.
+    if (!show.empty() && q.fact != show) continue;
     std::string text;
     int fact_turn = 0;
     for (const replay::Fact& f : loaded->facts) {
@@ -118,6 +120,13 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
     search.terms = query.terms;
     search.max_items = kRecallCandidates;
     const HistoryHits hits = index.Search(search, upto, upto);
+    if (!show.empty() && show == q.fact) {
+      std::printf("terms:");
+      for (const std::string& t : query.terms) std::printf(" %s", t.c_str());
+      std::printf("\ncandidates, best first:");
+      for (const Item& item : hits.found) std::printf(" #%lld", static_cast<long long>(item.sequence));
+      std::printf("\n");
+    }
     bool got[2] = {false, false};
     for (int r = 0; r < 2; ++r) {
       RecallLimits limits;
