@@ -163,8 +163,9 @@ absl::string_view WithoutLineNumber(absl::string_view line) {
 }
 
 // Whether `line` sets a name to a value that holds a digit, however short
-// ("replicas: 3", "GRACE_DAYS = 5", "timeout=30s", "\"port\": 8080"): a
-// configuration's or a constant's line, whose figure is the answer.
+// ("replicas: 3", "GRACE_DAYS = 5", "timeout=30s", "\"port\": 8080",
+// "unapplied_deltas | 6118"): a configuration's, a constant's or a
+// record's line, whose figure is the answer.
 bool AssignsFigure(absl::string_view line) {
   line = WithoutLineNumber(line);
   size_t i = 0;
@@ -186,7 +187,11 @@ bool AssignsFigure(absl::string_view line) {
   }
   if (!letter) return false;
   while (i < line.size() && line[i] == ' ') ++i;
-  if (i >= line.size() || (line[i] != ':' && line[i] != '=')) return false;
+  // A record's field, as psql's expanded display and `Format-List` write
+  // one ("unapplied_deltas | 6118"): one bar, not a table's row.
+  const bool field = i < line.size() && line[i] == '|' &&
+                     line.find('|', i + 1) == absl::string_view::npos;
+  if (i >= line.size() || (line[i] != ':' && line[i] != '=' && !field)) return false;
   const absl::string_view value = line.substr(i + 1);
   return value.find_first_of("0123456789") != absl::string_view::npos && value.size() <= 80;
 }
@@ -226,7 +231,7 @@ bool IsCronSchedule(absl::string_view value) {
 absl::string_view AssignedValue(absl::string_view line) {
   if (!AssignsFigure(line)) return {};
   line = WithoutLineNumber(line);
-  absl::string_view value = line.substr(line.find_first_of(":=") + 1);
+  absl::string_view value = line.substr(line.find_first_of(":=|") + 1);
   for (absl::string_view comment : {"#", "//"}) {
     if (size_t at = value.find(comment); at != absl::string_view::npos) value = value.substr(0, at);
   }
@@ -677,6 +682,61 @@ std::string Provenance(const RecalledPassage& p) {
   return out;
 }
 
+// The words of `sentence` as written, lowercased, without a possessive
+// "'s" and trailing punctuation; "" for a word holding other punctuation
+// and after a word a punctuation mark ends (it ends a name).
+std::vector<std::string> PlainWords(absl::string_view sentence) {
+  std::vector<std::string> words;
+  for (absl::string_view raw : absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+    std::string word = absl::AsciiStrToLower(raw);
+    if (absl::EndsWith(word, "'s")) word.resize(word.size() - 2);
+    while (!word.empty() && absl::ascii_ispunct(static_cast<unsigned char>(word.back()))) {
+      word.pop_back();
+    }
+    const bool plain = !word.empty() && word.size() == raw.size() &&
+                       std::all_of(word.begin(), word.end(), [](char c) {
+                         return absl::ascii_isalnum(static_cast<unsigned char>(c));
+                       });
+    const bool ends = !plain && !word.empty() &&
+                      std::all_of(word.begin(), word.end(), [](char c) {
+                        return absl::ascii_isalnum(static_cast<unsigned char>(c));
+                      });
+    words.push_back(plain || ends ? word : "");
+    if (ends) words.push_back("");
+  }
+  return words;
+}
+
+// A name of two or three words as a system writes it ("message queue
+// bridge" is the `message-queue-bridge` of a call's arguments, "web
+// sessionize" a `web_sessionize`): the compound stands for the name's
+// first word, where the history holds it.
+void AddNames(absl::string_view text, absl::flat_hash_map<std::string, size_t>& index_of,
+              RecallQuery& q) {
+  for (absl::string_view sentence : Sentences(text)) {
+    const std::vector<std::string> words = PlainWords(sentence);
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      for (size_t n : {size_t{3}, size_t{2}}) {
+        if (i + n > words.size()) continue;
+        bool name = true;
+        for (size_t k = i; k < i + n; ++k) name &= !words[k].empty() && !IsStopword(words[k]);
+        if (!name) continue;
+        auto first = index_of.find(WordForm(words[i]));
+        if (first == index_of.end()) continue;
+        const int word = q.word_of[first->second];
+        for (const char* joiner : {"-", "_"}) {
+          std::string compound = words[i];
+          for (size_t k = i + 1; k < i + n; ++k) absl::StrAppend(&compound, joiner, words[k]);
+          if (index_of.contains(compound) || q.terms.size() >= kMaxRecallTerms) continue;
+          index_of[compound] = q.terms.size();
+          q.terms.push_back(compound);
+          q.word_of.push_back(word);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 RecallQuery ParseRecallQuery(absl::string_view text) {
@@ -766,50 +826,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
     q.terms.push_back(std::move(joined));
     q.word_of.push_back(word);
   }
-  // A name of two or three words as a system writes it ("message queue
-  // bridge" is the `message-queue-bridge` of a call's arguments, "web
-  // sessionize" a `web_sessionize`): the compound stands for the name's
-  // first word, where the history holds it.
-  for (absl::string_view sentence : Sentences(text)) {
-    std::vector<std::string> words;
-    for (absl::string_view raw : absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
-      std::string word = absl::AsciiStrToLower(raw);
-      if (absl::EndsWith(word, "'s")) word.resize(word.size() - 2);
-      while (!word.empty() && absl::ascii_ispunct(static_cast<unsigned char>(word.back()))) {
-        word.pop_back();
-      }
-      const bool plain = !word.empty() && word.size() == raw.size() &&
-                         std::all_of(word.begin(), word.end(), [](char c) {
-                           return absl::ascii_isalnum(static_cast<unsigned char>(c));
-                         });
-      // A word ending in punctuation ends the name; one holding it is none.
-      const bool ends = !plain && !word.empty() &&
-                        std::all_of(word.begin(), word.end(), [](char c) {
-                          return absl::ascii_isalnum(static_cast<unsigned char>(c));
-                        });
-      words.push_back(plain || ends ? word : "");
-      if (ends) words.push_back("");
-    }
-    for (size_t i = 0; i + 1 < words.size(); ++i) {
-      for (size_t n : {size_t{3}, size_t{2}}) {
-        if (i + n > words.size()) continue;
-        bool name = true;
-        for (size_t k = i; k < i + n; ++k) name &= !words[k].empty() && !IsStopword(words[k]);
-        if (!name) continue;
-        auto first = index_of.find(WordForm(words[i]));
-        if (first == index_of.end()) continue;
-        const int word = q.word_of[first->second];
-        for (const char* joiner : {"-", "_"}) {
-          std::string compound = words[i];
-          for (size_t k = i + 1; k < i + n; ++k) absl::StrAppend(&compound, joiner, words[k]);
-          if (index_of.contains(compound) || q.terms.size() >= kMaxRecallTerms) continue;
-          index_of[compound] = q.terms.size();
-          q.terms.push_back(compound);
-          q.word_of.push_back(word);
-        }
-      }
-    }
-  }
+  AddNames(text, index_of, q);
   return q;
 }
 
@@ -1192,13 +1209,19 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     if (!eligible && !value) continue;
     std::string text(absl::StripTrailingAsciiWhitespace(piece));
     size_t first_line = li, last_line = li;
-    if (value && !eligible && piece.size() == line.size()) {
-      // The lines around a value may say what it is.
-      if (li > 0 && !neighbour(li - 1).empty()) {
+    // The lines around a value may say what it is; around one holding the
+    // question's words, in a block of settings or a record's fields, they
+    // may be the setting asked for by other names.
+    const bool block = value && eligible && AssignsFigure(piece);
+    auto shown_beside = [&](absl::string_view n) {
+      return !n.empty() && (!eligible || AssignsFigure(n));
+    };
+    if (value && (!eligible || block) && piece.size() == line.size()) {
+      if (li > 0 && shown_beside(neighbour(li - 1))) {
         text = absl::StrCat(neighbour(li - 1), "\n  ", text);
         first_line = li - 1;
       }
-      if (!neighbour(li + 1).empty()) {
+      if (shown_beside(neighbour(li + 1))) {
         absl::StrAppend(&text, "\n  ", neighbour(li + 1));
         last_line = li + 1;
       }

@@ -313,6 +313,39 @@ TEST_F(RecallTest, AQuantityQuestionIsAnsweredByTheSettingsFigure) {
   EXPECT_THAT(texts, ::testing::Contains(HasSubstr("SIGNATURE_TOLERANCE_S = 510"))) << RenderRecalled(got);
 }
 
+// A record's fields ("name | value", as psql's expanded display writes
+// them) are settings of a figure; the field holding the question's words
+// is shown with the fields around it, which may be the figure asked for
+// by other names ("disagreed" for `mismatched_accounts`).
+TEST_F(RecallTest, ARecordsFieldIsShownWithTheFieldsAroundIt) {
+  std::string record = "-[ RECORD 1 ]-------+------------\n";
+  record += "accounts_compared   | 448562\n";
+  record += "mismatched_accounts | 333\n";
+  record += "points_diff_total   | -22663\n";
+  record += "max_abs_diff        | 3000\n";
+  std::string rows = " store | member | points\n-------+--------+-------\n";
+  for (int i = 0; i < 20; ++i) absl::StrAppend(&rows, " 0", 100 + i, "  | m", i, "     | ", i * 7, "\n");
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Some members' points balances are off between the two systems. Compare them."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, record, "psql"),
+      Stored(3, Role::kTool, ItemKind::kToolResult, rows, "psql")};
+  const RecallQuery q =
+      ParseRecallQuery("How many members had points totals that disagreed between the systems?");
+  HistoryHits hits = HitsFor(items, q);
+  for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
+  hits.calls[2] = R"({"query": "SELECT count(*) AS accounts_compared FROM points_compare"})";
+  hits.calls[3] = R"({"query": "SELECT store, member, points FROM points"})";
+  RecallLimits limits;
+  limits.max_tokens = 120;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("mismatched_accounts | 333"));
+  // A table's row is no record's field: its neighbours are not shown.
+  for (const RecalledPassage& p : got) {
+    if (p.sequence == 3) EXPECT_EQ(p.text.find('\n'), std::string::npos) << p.text;
+  }
+}
+
 TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
   // Words of the sentence around the question count less; a short
   // fragment after it ("In minutes.") is part of the question.
