@@ -707,6 +707,66 @@ std::vector<std::string> PlainWords(absl::string_view sentence) {
   return words;
 }
 
+// Other words for a word, as people and systems name the same thing
+// ("shops" for a system's "stores", "bounced" for "rejected", a
+// "rehearsal" for a dry run). A question's word stands in for by these
+// only where the history holds none of its own terms (QuestionWeights).
+// Both ways unless noted; each a word's one form (WordForm).
+const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
+  static const auto* const kStandIns = [] {
+    const std::vector<std::vector<std::string>> groups = {
+        {"shop", "store", "branch", "outlet"},
+        {"bounce", "reject", "refuse", "decline"},
+        {"skip", "miss", "omit"},
+        {"rehears", "dry-run", "dryrun", "trial"},
+        {"blocker", "block"},
+        {"cap", "limit", "max", "ceil"},
+        {"wait", "delay", "backoff", "pause"},
+        {"disagre", "mismatch", "differ"},
+        {"backlog", "pend", "queu"},
+        {"expir", "ttl"},
+        {"crash", "panic"},
+        {"reboot", "restart"},
+        {"cutov", "switchov", "go-liv"},
+        {"purg", "delet", "remov"},
+        {"folder", "directori", "dir"},
+        {"machin", "host", "server", "box"},
+        {"scottish", "scotland"},
+        {"welsh", "wale"},
+        {"english", "england"},
+        {"irish", "ireland"},
+    };
+    auto* m = new absl::flat_hash_map<std::string, std::vector<std::string>>();
+    for (const std::vector<std::string>& group : groups) {
+      for (const std::string& word : group) {
+        const std::string form = WordForm(word);
+        for (const std::string& other : group) {
+          if (other != word) (*m)[form].push_back(WordForm(other));
+        }
+      }
+    }
+    return m;
+  }();
+  return *kStandIns;
+}
+
+// The question's words' stand-ins (StandIns), as terms of those words.
+void AddStandIns(absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
+  q.stand_in.resize(q.terms.size(), false);
+  for (size_t i = 0, n = q.terms.size(); i < n; ++i) {
+    auto others = StandIns().find(q.terms[i]);
+    if (others == StandIns().end()) continue;
+    const int word = q.word_of[i];
+    for (const std::string& other : others->second) {
+      if (index_of.contains(other) || q.terms.size() >= kMaxRecallTerms) continue;
+      index_of[other] = q.terms.size();
+      q.terms.push_back(other);
+      q.word_of.push_back(word);
+      q.stand_in.push_back(true);
+    }
+  }
+}
+
 // A name of two or three words as a system writes it ("message queue
 // bridge" is the `message-queue-bridge` of a call's arguments, "web
 // sessionize" a `web_sessionize`): the compound stands for the name's
@@ -827,6 +887,8 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
     q.word_of.push_back(word);
   }
   AddNames(text, index_of, q);
+  AddStandIns(index_of, q);
+  q.stand_in.resize(q.terms.size(), false);
   return q;
 }
 
@@ -858,10 +920,22 @@ struct QuestionWeights {
         asks_hash(query.asks_hash) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
+    // The words the history holds a term of their own of: their stand-ins
+    // count for nothing.
+    absl::flat_hash_set<int> held;
+    for (size_t i = 0; i < query.terms.size(); ++i) {
+      auto df = hits.document_frequency.find(query.terms[i]);
+      const bool stand_in = i < query.stand_in.size() && query.stand_in[i];
+      if (!stand_in && df != hits.document_frequency.end() && df->second > 0) {
+        held.insert(query.word_of[i]);
+      }
+    }
     absl::flat_hash_set<int> seen_words;
     for (size_t i = 0; i < query.terms.size(); ++i) {
       auto df = hits.document_frequency.find(query.terms[i]);
       if (df == hits.document_frequency.end()) continue;
+      const bool stand_in = i < query.stand_in.size() && query.stand_in[i];
+      if (stand_in && held.contains(query.word_of[i])) continue;
       const int word = query.word_of[i];
       const double share =
           static_cast<size_t>(word) < query.asked.size() && !query.asked[word] ? kAside : 1.0;

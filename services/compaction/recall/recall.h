@@ -51,6 +51,11 @@ struct RecallQuery {
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") count less.
   std::vector<bool> asked;
+  // For each term: whether it stands in for its word (another word for it:
+  // "store" for "shop", StandIns) and counts only where the history holds
+  // none of the word's own terms (the question was asked in other words
+  // than the history's).
+  std::vector<bool> stand_in;
 };
 
 // At most this many terms (the first ones): each costs the search a look-up.

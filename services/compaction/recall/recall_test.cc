@@ -346,6 +346,39 @@ TEST_F(RecallTest, ARecordsFieldIsShownWithTheFieldsAroundIt) {
   }
 }
 
+// A question's word the history does not hold ("shops") is found by
+// another word for it ("stores"); where the history holds the word
+// itself, the other word counts for nothing.
+TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
+  const RecallQuery q = ParseRecallQuery("How many shops did the bundle build leave out?");
+  std::vector<std::string> stand_ins;
+  for (size_t i = 0; i < q.terms.size(); ++i) {
+    if (q.stand_in[i]) stand_ins.push_back(q.terms[i]);
+  }
+  EXPECT_THAT(stand_ins, ::testing::IsSupersetOf({"store"}));
+  std::string summary = "bundle build for group w6\n";
+  for (int i = 0; i < 15; ++i) absl::StrAppend(&summary, " 0", 600 + i, "  Z4  ok\n");
+  summary += "summary\n  stores: 27\n  skipped_stores: 2\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Build wave 6's bundle, dry run."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, summary, "bash")};
+  HistoryHits hits = HitsFor(items, q);
+  for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
+  hits.calls[2] = R"({"cmd": "pricecast bundle build --group w6 --dry-run"})";
+  RecallLimits limits;
+  limits.max_tokens = 120;
+  EXPECT_THAT(RenderRecalled(RankPassages(q, hits, *tokenizer_, limits)),
+              HasSubstr("skipped_stores: 2"));
+  // The history holds "shops" itself: "stores" is no word of the question
+  // there, and the line holding only it and "skipped" is not recalled.
+  items.push_back(Stored(3, Role::kUser, ItemKind::kMessage, "Which shops open late?"));
+  hits = HitsFor(items, q);
+  for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
+  hits.calls[2] = R"({"cmd": "pricecast bundle build --group w6 --dry-run"})";
+  EXPECT_THAT(RenderRecalled(RankPassages(q, hits, *tokenizer_, limits)),
+              Not(HasSubstr("skipped_stores: 2")));
+}
+
 TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
   // Words of the sentence around the question count less; a short
   // fragment after it ("In minutes.") is part of the question.
