@@ -131,11 +131,17 @@ bool IsRuleClause(absl::string_view clause) {
                            " are to ", " goes through ", " go through "})) {
     return true;
   }
-  // "no deploys without a ticket", "no restarts before 18:00".
-  if (absl::StartsWith(clause, "no ") &&
-      ContainsAny(clause, {" without ", " unless ", " before ", " after ", " during ",
-                           " outside ", " until "})) {
-    return true;
+  // "no deploys without a ticket", "no restarts before 18:00", and
+  // "nobody restarts a store's server while it is trading": an act with
+  // the condition it may not happen in (not "nobody knows why").
+  const Words kConditions = {" without ", " unless ", " before ", " after ", " during ",
+                             " outside ", " until ", " while "};
+  if (absl::StartsWith(clause, "no ") && ContainsAny(clause, kConditions)) return true;
+  for (absl::string_view nobody : {"nobody ", "no one "}) {
+    if (absl::StartsWith(clause, nobody) &&
+        !PastTense(FirstWord(clause.substr(nobody.size()))) && ContainsAny(clause, kConditions)) {
+      return true;
+    }
   }
   return false;
 }

@@ -47,6 +47,8 @@ TEST(InstructionsTest, FindsRulesWhereverTheyStand) {
       "And a second rule from finance, also permanent: money stays in Decimal end to end.",
       "And please don't forget to page me before any failover.",
       "Just so you know, at all times the audit log stays on the old hall until legal signs off.",
+      "Second rule, also permanent: nobody restarts a store's back-office server while that "
+      "store is trading.",
   };
   for (const char* rule : rules) {
     EXPECT_TRUE(IsStandingInstruction(rule)) << rule;
@@ -76,6 +78,8 @@ TEST(InstructionsTest, LeavesSentencesThatOnlyLookLikeRules) {
            "We never expected the array to fill up that fast.",
            "The runbook says it is always safe to retry.",
            "Thanks, that helps.",
+           "Nobody knows why it restarted.",
+           "Nobody noticed until the morning.",
        }) {
     EXPECT_FALSE(IsStandingInstruction(other)) << other;
   }
