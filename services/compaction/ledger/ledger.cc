@@ -192,15 +192,16 @@ bool ContainsAny(absl::string_view text, std::initializer_list<absl::string_view
   return false;
 }
 
-std::vector<std::string> SplitSentences(absl::string_view text) {
+std::vector<std::string> SplitSentences(absl::string_view text, bool at_semicolons) {
   std::vector<std::string> out;
   for (absl::string_view line : absl::StrSplit(text, absl::ByAnyChar("\r\n"), absl::SkipEmpty())) {
     line = StripListMarker(line);
     size_t begin = 0;
     for (size_t i = 0; i <= line.size(); ++i) {
-      const bool end = i == line.size() ||
-                       ((line[i] == '.' || line[i] == '?' || line[i] == '!' || line[i] == ';') &&
-                        (i + 1 == line.size() || line[i + 1] == ' '));
+      const bool end =
+          i == line.size() ||
+          ((line[i] == '.' || line[i] == '?' || line[i] == '!' || (at_semicolons && line[i] == ';')) &&
+           (i + 1 == line.size() || line[i + 1] == ' '));
       if (!end) continue;
       const size_t stop = i < line.size() && line[i] != ';' ? i + 1 : i;
       absl::string_view s = absl::StripAsciiWhitespace(line.substr(begin, stop - begin));
@@ -320,14 +321,18 @@ Extraction ExtractLedger(const std::vector<Item>& items,
         (in_block ? block.push_back(line) : absl::StrAppend(&prose, line, "\n"));
       }
       flush();  // An unclosed block.
-      for (std::string& sentence : SplitSentences(prose)) {
-        if (d.role == Role::kUser && IsStandingInstruction(sentence)) {
+      // A rule goes on after a semicolon ("nobody restarts a store's server
+      // while it trades; it waits for the night"): its sentence is whole
+      // there, a fact's ends at one.
+      for (std::string& whole : SplitSentences(prose, /*at_semicolons=*/false)) {
+        if (d.role == Role::kUser && IsStandingInstruction(whole)) {
           // The whole sentence, unless it is too long: then its rule.
           add(out.constraints, item, d.role,
-              sentence.size() <= kMaxInstructionBytes ? sentence
-                                                      : RuleOf(sentence, kMaxInstructionBytes));
-        } else if (HasHardFact(sentence)) {
-          add(out.facts, item, d.role, ClipFact(sentence));
+              whole.size() <= kMaxInstructionBytes ? whole : RuleOf(whole, kMaxInstructionBytes));
+          continue;
+        }
+        for (std::string& sentence : SplitSentences(whole)) {
+          if (HasHardFact(sentence)) add(out.facts, item, d.role, ClipFact(sentence));
         }
       }
     } else if (d.kind == ItemKind::kToolResult) {

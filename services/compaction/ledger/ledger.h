@@ -26,8 +26,9 @@ namespace convstate {
 bool ContainsAny(absl::string_view text, std::initializer_list<absl::string_view> words);
 
 // The sentences of `text`, trimmed: split at line breaks and after ". ",
-// "? ", "! " and "; ", with list markers ("- ", "* ", "1. ") removed.
-std::vector<std::string> SplitSentences(absl::string_view text);
+// "? ", "! " and, unless `at_semicolons` is false, "; ", with list markers
+// ("- ", "* ", "1. ") removed.
+std::vector<std::string> SplitSentences(absl::string_view text, bool at_semicolons = true);
 
 // True if `sentence` holds a hard fact: a token with a digit (ids,
 // versions, numbers with units, dates, times), a path or URL, an

@@ -101,6 +101,23 @@ TEST(LedgerTest, ExtractsFactsInstructionsAndErrorLinesWithProvenance) {
   for (const LedgerFact& f : e.facts) EXPECT_GT(f.token_count, 0);
 }
 
+// A rule that goes on after a semicolon is kept whole; a fact's sentence
+// ends at one.
+TEST(LedgerTest, ARuleGoesOnAfterASemicolon) {
+  auto tokenizer = NewApproximateTokenizer();
+  const std::vector<Item> items = {Message(
+      1, Role::kUser,
+      "Second rule: nobody restarts a store's server while it is trading; it waits for the "
+      "overnight window. Store 0340 runs agent 4.12.9; store 0341 runs 4.11.2.")};
+  const Extraction e = ExtractLedger(items, {}, *tokenizer);
+  ASSERT_EQ(e.constraints.size(), 1u);
+  EXPECT_EQ(e.constraints[0].text,
+            "Second rule: nobody restarts a store's server while it is trading; it waits for the "
+            "overnight window.");
+  EXPECT_TRUE(HasFact(e.facts, "Store 0340 runs agent 4.12.9"));
+  EXPECT_FALSE(HasFact(e.facts, "it waits for the overnight window"));
+}
+
 TEST(LedgerTest, PastedBlocksKeepErrorLinesAndHeadersNotRows) {
   auto tokenizer = NewApproximateTokenizer();
   const std::vector<Item> items = {Message(
