@@ -126,6 +126,23 @@ absl::StatusOr<int64_t> PostgresStorage::DeleteConversation(const CallContext& c
                                   f[2].as<int64_t>(), key.conversation_id});
       child_keys.push_back(f[3].as<int64_t>());
     }
+    const ForkLink* heir = ForkHeir(children);
+    const int64_t heir_key =
+        heir == nullptr ? 0 : child_keys[static_cast<size_t>(heir - children.data())];
+    // Conversations continued from it go to its heir, or its source: an
+    // erasure of what they carried reaches them there.
+    if (heir != nullptr) {
+      Exec(tx, "hand_over_continuations", key.tenant_id, key.conversation_id, c.storage_key,
+           heir->id, heir->key);
+    } else if (!c.forked_from.empty()) {
+      Exec(tx, "hand_over_continuations", key.tenant_id, key.conversation_id, c.storage_key,
+           c.forked_from, c.forked_from_key);
+    }
+    // The items its forks share go to the heir first (copy on delete).
+    if (options_.shared_forks) {
+      Exec(tx, "lock_readers", deleted.conv_key);
+      Exec(tx, "hand_over_items", deleted.conv_key, heir_key);
+    }
     const std::vector<ForkLink> relinked = RelinkForks(
         ForkLink{key.conversation_id, c.storage_key, c.forked_from_key, c.forked_at,
                  c.forked_from},
@@ -134,8 +151,6 @@ absl::StatusOr<int64_t> PostgresStorage::DeleteConversation(const CallContext& c
       Exec(tx, "set_fork_link", child_keys[i], relinked[i].parent_id, relinked[i].parent_key,
            relinked[i].at);
     }
-    // The items its forks share go to one of them first (copy on delete).
-    if (options_.shared_forks) Exec(tx, "hand_over_items", deleted.conv_key);
     pqxx::result r = ExecNamed(tx, "delete_conversation", key);
     if (r.empty()) return NotFound(key);
     // What its forks shared with it counts to them now (or to the source

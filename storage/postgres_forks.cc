@@ -85,6 +85,7 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
   // The shared items count to the source, not to the tenant again
   // (fork_share records them as shared): a fork past the tenant's limits
   // by what it adds is not committed.
+  if (options_.shared_forks) Exec(tx, "lock_owners", from);
   Exec1(tx, options_.shared_forks ? "fork_share" : "fork_items", from, to, plan.at,
         plan.version);
   const int64_t bytes = own_bytes;
@@ -249,7 +250,10 @@ int64_t PostgresStorage::RewindIn(pqxx::transaction_base& tx, const Conversation
   // What it stops reading (its own items after the point, which move to
   // the abandoned fork, and those it shared past it).
   const int64_t removed_bytes = Exec1(tx, "rewind_bytes", conv_key, to)[0].as<int64_t>();
-  if (options_.shared_forks) Exec(tx, "rewind_hand_over", conv_key, to, abandoned);
+  if (options_.shared_forks) {
+    Exec(tx, "lock_readers", conv_key);
+    Exec(tx, "rewind_hand_over", conv_key, to, abandoned);
+  }
   Exec(tx, "rewind_words", conv_key, to);
   Exec(tx, "rewind_items", conv_key, to);
   Exec(tx, "rewind_usage", conv_key, to);

@@ -348,23 +348,49 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
        "WHERE tenant_id = $1 AND forked_from = $2 AND forked_from_incarnation = $3 "
        "ORDER BY conv_key FOR UPDATE"},
       // Before a conversation ($1) that other conversations read items of
-      // is deleted (migrations/0025): the reader that shares the most of
-      // them, one whose last segment they are, gets them as its own, and
-      // the others read them from it. No row when none reads its items.
+      // is deleted (migrations/0025): its heir ($2, ForkHeir: the fork
+      // sharing the most with it) gets the items it reads of it as its
+      // own, at the versions it had them, and the others read them from
+      // the heir. (Should the heir read none, a fork made before 0025 and
+      // holding copies, the reader reading the most does.) The number of
+      // the heir's ranges it took.
       {"hand_over_items",
        absl::StrCat(
-           "WITH heir AS (SELECT g.conv_key AS k, g.from_sequence AS lo, g.through_sequence AS hi "
+           "WITH heir AS (SELECT coalesce((SELECT $2::bigint WHERE EXISTS (SELECT 1 "
+           "FROM item_segments WHERE conv_key = $2 AND owner_key = $1)), (SELECT g.conv_key "
            "FROM item_segments g WHERE g.owner_key = $1 ORDER BY g.through_sequence DESC, "
-           "(SELECT count(*) FROM item_segments l WHERE l.conv_key = g.conv_key "
-           "AND l.from_sequence > g.from_sequence), g.conv_key LIMIT 1), "
-           "copied AS (", CopyItemsSql("heir.k", "FROM items i, heir WHERE i.conv_key = $1 "
-                                                 "AND i.sequence BETWEEN heir.lo AND heir.hi"),
+           "g.conv_key LIMIT 1)) AS k), "
+           "ranges AS (SELECT g.from_sequence AS lo, g.through_sequence AS hi, "
+           "g.version_cap AS cap FROM item_segments g, heir WHERE g.conv_key = heir.k "
+           "AND g.owner_key = $1), "
+           "copied AS (", CopyItemsSql("(SELECT k FROM heir)",
+                                      "FROM items i JOIN ranges r ON i.sequence BETWEEN r.lo "
+                                      "AND r.hi WHERE i.conv_key = $1",
+                                      "least(i.appended_version, r.cap)"),
            "), "
            "renamed AS (UPDATE item_segments g SET owner_key = heir.k FROM heir "
            "WHERE g.owner_key = $1 AND g.conv_key <> heir.k), "
            "taken AS (DELETE FROM item_segments g USING heir WHERE g.conv_key = heir.k "
            "AND g.owner_key = $1) "
-           "SELECT k FROM heir")},
+           "SELECT count(*) FROM ranges")},
+      // The conversations reading items of $1 (migrations/0025), held
+      // before their segments change (a rewind or a delete of $1).
+      {"lock_readers",
+       "SELECT conv_key FROM conversations WHERE conv_key IN (SELECT g.conv_key "
+       "FROM item_segments g WHERE g.owner_key = $1) ORDER BY conv_key FOR UPDATE"},
+      // The conversations whose items $1 reads, held while a fork of $1
+      // reads its segments (a rewind or a delete of one waits for it).
+      {"lock_owners",
+       "SELECT conv_key FROM conversations WHERE conv_key IN (SELECT g.owner_key "
+       "FROM item_segments g WHERE g.conv_key = $1) ORDER BY conv_key FOR KEY SHARE"},
+      // The conversations continued from one being deleted ($1 tenant, $2
+      // its id, $3 its incarnation) carried items its heir or its source
+      // ($4 id, $5 incarnation) holds: continued from that one now, so that
+      // an erasure there still reaches their copies.
+      {"hand_over_continuations",
+       "UPDATE conversations SET continued_from = $4, continued_from_incarnation = $5 "
+       "WHERE tenant_id = $1 AND continued_from = $2 AND continued_from <> '' "
+       "AND (continued_from_incarnation IS NULL OR continued_from_incarnation = $3)"},
       {"delete_conversation",
        absl::StrCat("DELETE FROM conversations WHERE ", Named(3),
                     " RETURNING item_count, ", kChargedBytes)},
@@ -619,12 +645,17 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
        "UNION ALL SELECT sequence, bytes, token_count FROM earlier), "
        "done AS (UPDATE items i SET redacted_digest = fresh.digest, content = $3, metadata = '{}', "
        "search = NULL, "
-       "token_count = $4 FROM fresh WHERE i.conv_key = fresh.owner AND i.sequence = fresh.sequence "
-       "RETURNING i.sequence), "
+       "token_count = $4 FROM fresh WHERE i.conv_key = ",
+       // Copied forks (Citus): the conversation's own rows, named by its
+       // key so that the statement stays on its shard.
+       layout == ForkLayout::kShared ? "fresh.owner" : "$1",
+       " AND i.sequence = fresh.sequence RETURNING i.sequence), "
        // Their words leave the index too (migrations/0019), and its counts
        // (0020).
-       "unindexed AS (DELETE FROM item_words w USING old WHERE w.conv_key = $1 "
-       "AND w.sequence = old.sequence RETURNING w.search), "
+       // (All of them: an item tombstoned before, by a conversation this
+       // one was no longer linked to, leaves no word behind.)
+       "unindexed AS (DELETE FROM item_words w WHERE w.conv_key = $1 "
+       "AND w.sequence = ANY($2::bigint[]) RETURNING w.search), "
        "gone_words AS (SELECT ", kLexemeWord, " AS word, "
        "count(*) AS n FROM unindexed, unnest(unindexed.search) u GROUP BY 1), "
        // A word no other item holds goes with them (its row would keep the

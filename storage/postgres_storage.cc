@@ -69,6 +69,24 @@ absl::Status PostgresStorage::Ping(const CallContext& ctx) {
       .status();
 }
 
+absl::Status PostgresStorage::CheckForkLayout() {
+  if (options_.shared_forks) return absl::OkStatus();
+  return Run<bool>(CallContext{absl::Now() + options_.connect_timeout}, "check fork layout",
+                   [](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
+                     if (tx.exec("SELECT to_regclass('item_segments')")[0][0].is_null()) {
+                       return true;
+                     }
+                     if (tx.exec("SELECT EXISTS (SELECT 1 FROM item_segments)")[0][0].as<bool>()) {
+                       return absl::FailedPreconditionError(
+                           "db_shared_forks=false, but forks in this database share items "
+                           "(item_segments holds rows): a replica copying forks would read "
+                           "none of what they share; run with db_shared_forks=true");
+                     }
+                     return true;
+                   })
+      .status();
+}
+
 bool PostgresStorage::Limited(const TenantLimits& limits) {
   return limits.max_stored_bytes > 0 || limits.max_conversations > 0;
 }
@@ -105,6 +123,7 @@ absl::StatusOr<std::unique_ptr<Storage>> NewPostgresStorage(const PostgresOption
   }
   auto storage = std::make_unique<pg::PostgresStorage>(options);
   RETURN_IF_ERROR(Annotate(storage->Ping(), "connecting to PostgreSQL"));
+  RETURN_IF_ERROR(storage->CheckForkLayout());
   return storage;
 }
 

@@ -54,6 +54,10 @@ class PostgresStorage final : public Storage {
   ~PostgresStorage() override;
 
   absl::Status Ping();
+  // With copying forks (PostgresOptions::shared_forks false), FAILED_PRECONDITION
+  // when forks in the database share items: this replica would read none
+  // of what they share, and its rewinds and deletes would not hand it on.
+  absl::Status CheckForkLayout();
 
   absl::Status Ping(const CallContext& ctx) override;
 

@@ -334,31 +334,38 @@ CompactionEvent RewoundEvent(const RewindRequest& request, int64_t items_after) 
   return e;
 }
 
+const ForkLink* ForkHeir(const std::vector<ForkLink>& children) {
+  if (children.empty()) return nullptr;
+  return &*std::max_element(children.begin(), children.end(),
+                            [](const ForkLink& a, const ForkLink& b) {
+                              return a.at != b.at ? a.at < b.at : a.id > b.id;
+                            });
+}
+
 std::vector<ForkLink> RelinkForks(const ForkLink& deleted, std::vector<ForkLink> children) {
-  if (children.empty()) return children;
-  ForkLink parent = deleted;
-  if (deleted.parent_key == 0) {
-    // The fork sharing the most becomes the others' source.
-    auto root = std::max_element(children.begin(), children.end(),
-                                 [](const ForkLink& a, const ForkLink& b) {
-                                   return a.at != b.at ? a.at < b.at : a.id > b.id;
-                                 });
-    parent = ForkLink{root->id, root->key, 0, root->at, ""};
-    root->parent_key = 0;
-    root->parent_id.clear();
-    root->at = 0;
-    for (ForkLink& c : children) {
-      if (c.key == parent.key) continue;
-      c.parent_key = parent.key;
-      c.parent_id = parent.id;
-      c.at = std::min(c.at, parent.at);
-    }
-    return children;
-  }
+  const ForkLink* found = ForkHeir(children);
+  if (found == nullptr) return children;
+  const ForkLink heir = *found;
   for (ForkLink& c : children) {
-    c.parent_key = deleted.parent_key;
-    c.parent_id = deleted.parent_id;
-    c.at = std::min(c.at, deleted.at);
+    if (c.key == heir.key) {
+      // The heir holds what the deleted conversation held through its
+      // fork point: a fork of its source there, or of none.
+      c.parent_key = deleted.parent_key;
+      c.parent_id = deleted.parent_key == 0 ? "" : deleted.parent_id;
+      c.at = deleted.parent_key == 0 ? 0 : std::min(c.at, deleted.at);
+      continue;
+    }
+    if (deleted.parent_key != 0 && c.at <= deleted.at) {
+      // It shares only what the deleted one had from its source.
+      c.parent_key = deleted.parent_key;
+      c.parent_id = deleted.parent_id;
+      continue;
+    }
+    // It shares the deleted one's own items with the heir (which holds
+    // them through a later point): a fork of the heir.
+    c.parent_key = heir.key;
+    c.parent_id = heir.id;
+    c.at = std::min(c.at, heir.at);
   }
   return children;
 }

@@ -169,11 +169,18 @@ struct ForkLink {
   std::string parent_id;
 };
 
+// Of `children` (the forks of a conversation being deleted), the one that
+// shares the most with it (the latest fork point; the first id of those):
+// it takes over what the others shared with the deleted one (its items
+// too, where forks share them: migrations/0025). Null for none.
+const ForkLink* ForkHeir(const std::vector<ForkLink>& children);
+
 // The links of `children` (the forks of `deleted`) once `deleted` is gone,
-// so that each still reaches every copy it shares: forks of a fork go to
-// that fork's source, sharing what they shared with both; forks of a
-// conversation that was no fork go to the one of them that shares the most
-// with it, which becomes a conversation of its own.
+// so that each still reaches every copy it shares: the heir (ForkHeir)
+// becomes a fork of the deleted one's source at its fork point (or a
+// conversation of its own); a fork that shared only what the deleted one
+// had from its source goes to that source; the others, which shared the
+// deleted one's own items, become forks of the heir.
 std::vector<ForkLink> RelinkForks(const ForkLink& deleted, std::vector<ForkLink> children);
 
 // An erasure of `sequences` of `start` reaches every conversation of

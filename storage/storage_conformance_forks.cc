@@ -3,9 +3,11 @@
 // had when that item was its last; the two go on apart; an erasure reaches
 // every copy of an item and nothing else.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "storage/storage_conformance.h"
 #include "storage/storage_conformance_internal.h"
 #include "gmock/gmock.h"
@@ -623,6 +625,167 @@ TEST_P(StorageConformanceTest, AnErasureReachesTheForksOfAContinuationItCarriedI
     EXPECT_TRUE(items[0].redacted) << id;
   }
   EXPECT_EQ(AllItems(*storage_, ctx_, Key("f"))[1].data.content, "noted");
+}
+
+// `key` with `n` user messages "<key> k" (k = 1..n), appended `per` at a
+// time.
+void Messages(Storage& storage, const CallContext& ctx, const ConversationKey& key, int from,
+              int n, int per = 1) {
+  for (int k = from; k < from + n; k += per) {
+    AppendRequest req;
+    req.key = key;
+    for (int j = k; j < std::min(from + n, k + per); ++j) {
+      req.items.push_back(Message(Role::kUser, absl::StrCat(key.conversation_id, " ", j)));
+    }
+    ASSERT_TRUE(storage.AppendItems(ctx, req).ok());
+  }
+}
+
+void CreateEmpty(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
+  NewConversation nc;
+  nc.key = key;
+  nc.model = "m";
+  ASSERT_TRUE(storage.CreateConversation(ctx, nc).ok());
+}
+
+// The contents of a conversation's items, in order.
+std::vector<std::string> Texts(Storage& storage, const CallContext& ctx,
+                               const ConversationKey& key) {
+  std::vector<std::string> out;
+  for (const Item& item : AllItems(storage, ctx, key)) out.push_back(item.data.content);
+  return out;
+}
+
+std::vector<std::string> Numbered(const std::string& id, int from, int to) {
+  std::vector<std::string> out;
+  for (int k = from; k <= to; ++k) out.push_back(absl::StrCat(id, " ", k));
+  return out;
+}
+
+// Forks keep every item they hold through deletes of the conversations
+// they were forked from, one after the other, after a rewind split what
+// they shared between two of them.
+TEST_P(StorageConformanceTest, AForkKeepsItsItemsThroughDeletesOfItsSources) {
+  CreateEmpty(*storage_, ctx_, Key("s"));
+  Messages(*storage_, ctx_, Key("s"), 1, 10);
+  ForkRequest fork;
+  fork.source = Key("s");
+  fork.fork = Key("r");
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  RewindRequest rewind;
+  rewind.key = Key("s");
+  rewind.to_sequence = 5;
+  rewind.abandoned = Key("a");
+  ASSERT_TRUE(storage_->RewindConversation(ctx_, rewind).ok());
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("s")).ok());
+  EXPECT_EQ(Texts(*storage_, ctx_, Key("r")), Numbered("s", 1, 10));
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("a")).ok());
+  EXPECT_EQ(Texts(*storage_, ctx_, Key("r")), Numbered("s", 1, 10));
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("r"))->item_count, 10);
+
+  // A fork of a fork, and a later fork of the middle one.
+  CreateEmpty(*storage_, ctx_, Key("t"));
+  Messages(*storage_, ctx_, Key("t"), 1, 10);
+  fork.source = Key("t");
+  fork.fork = Key("d");
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  Messages(*storage_, ctx_, Key("d"), 11, 2);
+  fork.source = Key("d");
+  fork.fork = Key("x");
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("t")).ok());
+  fork.fork = Key("y");
+  fork.at_sequence = 11;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("d")).ok());
+  std::vector<std::string> x = Numbered("t", 1, 10);
+  x.push_back("d 11");
+  EXPECT_EQ(Texts(*storage_, ctx_, Key("y")), x);
+  x.push_back("d 12");
+  EXPECT_EQ(Texts(*storage_, ctx_, Key("x")), x);
+}
+
+// Two forks of a fork that is deleted still share its items: an erasure
+// in one reaches the other, its item and its search.
+TEST_P(StorageConformanceTest, AnErasureReachesTheSiblingsOfADeletedFork) {
+  CreateEmpty(*storage_, ctx_, Key("p"));
+  Messages(*storage_, ctx_, Key("p"), 1, 4);
+  ForkRequest fork;
+  fork.source = Key("p");
+  fork.fork = Key("d");
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  Messages(*storage_, ctx_, Key("d"), 5, 4);
+  fork.source = Key("d");
+  for (const char* id : {"c1", "c2"}) {
+    fork.fork = Key(id);
+    ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  }
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("d")).ok());
+  for (const char* id : {"c1", "c2"}) {
+    RedactRequest redact;
+    redact.key = Key(id);
+    redact.sequences = {std::string(id) == "c1" ? int64_t{6} : int64_t{7}};
+    redact.tombstone = "[gone]";
+    ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  }
+  for (const char* id : {"c1", "c2"}) {
+    const std::vector<std::string> texts = Texts(*storage_, ctx_, Key(id));
+    ASSERT_EQ(texts.size(), 8u) << id;
+    EXPECT_EQ(texts[5], "[gone]") << id;
+    EXPECT_EQ(texts[6], "[gone]") << id;
+    EXPECT_EQ(texts[7], "d 8") << id;
+    HistorySearch search;
+    search.key = Key(id);
+    search.terms = {"6", "7"};
+    auto hits = storage_->SearchHistory(ctx_, search);
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    for (const Item& item : hits->found) {
+      EXPECT_NE(item.sequence, 6) << id;
+      EXPECT_NE(item.sequence, 7) << id;
+    }
+  }
+  EXPECT_EQ(Texts(*storage_, ctx_, Key("p")), Numbered("p", 1, 4));
+}
+
+// A continuation goes on reaching what it carried when the conversation
+// it is continued from is deleted: to that one's heir, or its source.
+TEST_P(StorageConformanceTest, AContinuationOfADeletedForkIsReachedThroughItsSource) {
+  History(*storage_, ctx_, Key("s"));  // s's item 3: "two".
+  ContinueCarryingItem3(*storage_, ctx_, Key("s"), Key("c"), {});
+  RewindRequest rewind;
+  rewind.key = Key("s");
+  rewind.to_sequence = 4;
+  rewind.abandoned = Key("a");
+  ASSERT_TRUE(storage_->RewindConversation(ctx_, rewind).ok());
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("a")).ok());
+  EXPECT_EQ(storage_->GetConversation(ctx_, Key("c"))->continued_from, "s");
+  RedactRequest redact;
+  redact.key = Key("s");
+  redact.sequences = {3};
+  redact.tombstone = "[gone]";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, redact).ok());
+  EXPECT_EQ(AllItems(*storage_, ctx_, Key("c"))[0].data.content, "[gone]");
+}
+
+// A fork inside an append has that append's items at the version before
+// it; the heir of a deleted source keeps them there.
+TEST_P(StorageConformanceTest, AnHeirKeepsTheVersionsItHadItsItemsAt) {
+  CreateEmpty(*storage_, ctx_, Key("s"));
+  Messages(*storage_, ctx_, Key("s"), 1, 4, /*per=*/4);
+  ForkRequest fork;
+  fork.source = Key("s");
+  fork.fork = Key("f");
+  fork.at_sequence = 2;
+  ASSERT_TRUE(storage_->ForkConversation(ctx_, fork).ok());
+  auto versions = [&] {
+    std::vector<int64_t> out;
+    for (const Item& item : AllItems(*storage_, ctx_, Key("f"))) out.push_back(item.appended_version);
+    return out;
+  };
+  const std::vector<int64_t> before = versions();
+  ASSERT_EQ(before.size(), 2u);
+  ASSERT_TRUE(storage_->DeleteConversation(ctx_, Key("s")).ok());
+  EXPECT_EQ(versions(), before);
 }
 
 // A fork's copies of its source's items count to the source while it

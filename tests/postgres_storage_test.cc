@@ -86,10 +86,9 @@ void AwaitSessions(const ScratchDatabase& db, const std::string& sessions,
 // Straight to PostgreSQL, or through PgBouncer in transaction pooling mode.
 enum class Route { kDirect, kPgBouncer };
 
-std::unique_ptr<Storage> MakeStorage(Route route, bool shared_forks = true) {
+std::unique_ptr<Storage> MakeStorage(Route route) {
   PostgresOptions options;
   options.database_url = SharedDatabase().url();
-  options.shared_forks = shared_forks;
   if (route == Route::kPgBouncer) {
     auto pooled = SharedDatabase().pooler_url();
     EXPECT_TRUE(pooled.ok()) << pooled.status();
@@ -105,9 +104,25 @@ std::unique_ptr<Storage> MakeStorage(Route route, bool shared_forks = true) {
 
 std::unique_ptr<Storage> MakePostgres() { return MakeStorage(Route::kDirect); }
 std::unique_ptr<Storage> MakePgBouncer() { return MakeStorage(Route::kPgBouncer); }
-// Forks copied, as on Citus (PostgresOptions::shared_forks).
+// Forks copied, as on Citus (PostgresOptions::shared_forks), in a
+// database of their own: a replica copying forks refuses one where forks
+// share items.
 std::unique_ptr<Storage> MakeCopiedForks() {
-  return MakeStorage(Route::kDirect, /*shared_forks=*/false);
+  static ScratchDatabase* db = [] {
+    auto created = ScratchDatabase::Create(/*migrate=*/true);
+    if (!created.ok()) {
+      ADD_FAILURE() << created.status();
+      std::abort();
+    }
+    return created->release();
+  }();
+  PostgresOptions options;
+  options.database_url = db->url();
+  options.shared_forks = false;
+  options.pool_size = 8;
+  auto storage = NewPostgresStorage(options);
+  EXPECT_TRUE(storage.ok()) << storage.status();
+  return storage.ok() ? std::move(*storage) : nullptr;
 }
 
 // Creates conversation `key` in `storage`; appends one user message with
@@ -240,6 +255,24 @@ TEST(PartitionRoutingTest, CallsAboutOneConversationReadOnePartition) {
   for (const std::string& name : read) {
     EXPECT_TRUE(absl::EndsWith(name, partition)) << name << " was read too";
   }
+}
+
+// A replica copying forks refuses a database where forks share items:
+// it would read none of what they share.
+TEST(PostgresStorageTest, CopyingForksIsRefusedWhereForksShareItems) {
+  PostgresOptions options;
+  options.database_url = SharedDatabase().url();
+  auto shared = NewPostgresStorage(options);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  const ConversationKey source{"acme", "layout-source"}, fork{"acme", "layout-fork"};
+  CreateWithMessage(**shared, source, "first");
+  ForkRequest req;
+  req.source = source;
+  req.fork = fork;
+  ASSERT_TRUE((*shared)->ForkConversation(CallContext{}, req).ok());
+  options.shared_forks = false;
+  auto copying = NewPostgresStorage(options);
+  EXPECT_TRUE(absl::IsFailedPrecondition(copying.status())) << copying.status();
 }
 
 TEST(PostgresStorageTest, UnreachableDatabaseIsUnavailable) {
