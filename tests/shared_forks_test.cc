@@ -166,25 +166,23 @@ struct Layout {
   bool shared_forks;
 };
 
-class SharedForksTest : public ::testing::TestWithParam<Layout> {};
-
 // A random history of forks of forks, rewinds above and below fork points,
-// deletes of sources and erasures of shared items: after every step each
-// living conversation lists the same items on both storages, and searches
-// find the same ones.
-TEST_P(SharedForksTest, ForksReadWhatCopiesWouldHold) {
-  auto db = ScratchDatabase::Create(/*migrate=*/true, GetParam().partitions);
+// deletes of sources and erasures of shared items (seeded by `seed`):
+// after every step each living conversation lists the same items on both
+// storages, and searches find the same ones.
+void RandomHistory(const Layout& layout, uint32_t seed) {
+  auto db = ScratchDatabase::Create(/*migrate=*/true, layout.partitions);
   ASSERT_TRUE(db.ok()) << db.status();
   PostgresOptions options;
   options.database_url = (*db)->url();
   options.pool_size = 2;
-  options.shared_forks = GetParam().shared_forks;
+  options.shared_forks = layout.shared_forks;
   auto pg = NewPostgresStorage(options);
   ASSERT_TRUE(pg.ok()) << pg.status();
   std::unique_ptr<Storage> memory = NewMemoryStorage();
   Twin twin(**pg, *memory);
 
-  std::mt19937 random(20261128);
+  std::mt19937 random(seed);
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(random);
   };
@@ -197,7 +195,7 @@ TEST_P(SharedForksTest, ForksReadWhatCopiesWouldHold) {
     words.insert(words.end(), first.begin(), first.end());
   }
   std::map<std::string, int> done;
-  for (int step = 1; step <= 60 && !HasFatalFailure(); ++step) {
+  for (int step = 1; step <= 60 && !::testing::Test::HasFatalFailure(); ++step) {
     const std::string id = living[pick(0, static_cast<int64_t>(living.size()) - 1)];
     const int64_t last = twin.Last(id);
     const int64_t choice = pick(0, 9);
@@ -241,6 +239,17 @@ TEST_P(SharedForksTest, ForksReadWhatCopiesWouldHold) {
   // The history did each kind of step.
   for (const char* kind : {"append", "fork", "rewind", "erasure", "delete"}) {
     EXPECT_GT(done[kind], 0) << kind;
+  }
+}
+
+class SharedForksTest : public ::testing::TestWithParam<Layout> {};
+
+// Three random histories.
+TEST_P(SharedForksTest, ForksReadWhatCopiesWouldHold) {
+  for (const uint32_t seed : {20261128u, 7u, 1999u}) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    RandomHistory(GetParam(), seed);
+    if (HasFatalFailure()) return;
   }
 }
 
