@@ -85,7 +85,6 @@ absl::StatusOr<ConversationRow> PostgresStorage::ForkIn(pqxx::transaction_base& 
   // The shared items count to the source, not to the tenant again
   // (fork_share records them as shared): a fork past the tenant's limits
   // by what it adds is not committed.
-  if (options_.shared_forks) Exec(tx, "lock_owners", from);
   Exec1(tx, options_.shared_forks ? "fork_share" : "fork_items", from, to, plan.at,
         plan.version);
   const int64_t bytes = own_bytes;

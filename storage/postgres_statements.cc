@@ -374,15 +374,12 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
            "AND g.owner_key = $1) "
            "SELECT count(*) FROM ranges")},
       // The conversations reading items of $1 (migrations/0025), held
-      // before their segments change (a rewind or a delete of $1).
+      // before their segments change (a rewind or a delete of $1). A fork
+      // being made of one of them holds it (lock_fork_source): this waits
+      // for the fork, and the statements after it see its segments.
       {"lock_readers",
        "SELECT conv_key FROM conversations WHERE conv_key IN (SELECT g.conv_key "
        "FROM item_segments g WHERE g.owner_key = $1) ORDER BY conv_key FOR UPDATE"},
-      // The conversations whose items $1 reads, held while a fork of $1
-      // reads its segments (a rewind or a delete of one waits for it).
-      {"lock_owners",
-       "SELECT conv_key FROM conversations WHERE conv_key IN (SELECT g.owner_key "
-       "FROM item_segments g WHERE g.conv_key = $1) ORDER BY conv_key FOR KEY SHARE"},
       // The conversations continued from one being deleted ($1 tenant, $2
       // its id, $3 its incarnation) carried items its heir or its source
       // ($4 id, $5 incarnation) holds: continued from that one now, so that
