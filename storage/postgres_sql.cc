@@ -34,20 +34,28 @@ const std::string& ItemColumns() {
 // their key, segment by segment, in a LATERAL subquery its ORDER BY keeps
 // from being merged into a join: a conversation without segments reads no
 // other partition (or Citus shard), and one with them only its sources'.
-std::string ItemsOf(ForkLayout layout, absl::string_view reader, absl::string_view where) {
+// With `limit` (an expression), each part reads at most that many rows,
+// the first by sequence of those `where` leaves: a page of a long history
+// reads a page's rows, not the whole history sorted (a condition PostgreSQL
+// cannot push below the limit must be in `where`).
+std::string ItemsOf(ForkLayout layout, absl::string_view reader, absl::string_view where,
+                    absl::string_view limit) {
   const std::string also = where.empty() ? "" : absl::StrCat(" AND (", where, ")");
+  const std::string first =
+      limit.empty() ? "" : absl::StrCat(" ORDER BY x.sequence LIMIT ", limit);
+  const std::string own = absl::StrCat(
+      "SELECT x.*, x.appended_version AS seen_version FROM items x WHERE x.conv_key = ", reader,
+      also, first);
   if (layout == ForkLayout::kCopied) {
     // A fork holds copies: a conversation reads its own rows only.
-    return absl::StrCat("(SELECT x.*, x.appended_version AS seen_version FROM items x "
-                        "WHERE x.conv_key = ", reader, also, ")");
+    return absl::StrCat("(", own, ")");
   }
   return absl::StrCat(
-      "(SELECT x.*, x.appended_version AS seen_version FROM items x WHERE x.conv_key = ", reader,
-      also,
-      " UNION ALL SELECT y.* FROM item_segments g CROSS JOIN LATERAL (SELECT x.*, "
+      "((", own, ") UNION ALL SELECT y.* FROM item_segments g CROSS JOIN LATERAL (SELECT x.*, "
       "least(coalesce(x.appended_version, 0), g.version_cap) AS seen_version FROM items x "
       "WHERE x.conv_key = g.owner_key AND x.sequence BETWEEN g.from_sequence "
-      "AND g.through_sequence", also, " ORDER BY x.sequence) y WHERE g.conv_key = ", reader, ")");
+      "AND g.through_sequence", also, " ORDER BY x.sequence", limit.empty() ? "" : " LIMIT ",
+      limit, ") y WHERE g.conv_key = ", reader, ")");
 }
 
 // A copy of the items `from` (a FROM clause and WHERE over the items'
@@ -83,16 +91,16 @@ std::string Rekeyed(absl::string_view to, absl::string_view search) {
 // The items are those `reader` reads (ItemsOf), its pins and counts its
 // own.
 std::string ItemsWithPins(ForkLayout layout, absl::string_view reader, const char* encoding,
-                          bool recounted) {
+                          bool recounted, absl::string_view where, absl::string_view limit) {
   if (!recounted) {
     return absl::StrCat(
-        " FROM ", ItemsOf(layout, reader), " i LEFT JOIN item_pins p ON p.conv_key = ", reader,
+        " FROM ", ItemsOf(layout, reader, where, limit), " i LEFT JOIN item_pins p ON p.conv_key = ", reader,
         " AND p.sequence = i.sequence "
         "CROSS JOIN (SELECT NULL::bigint AS token_count, ", encoding, "::text AS encoding) tc ");
   }
   return absl::StrCat(
-      " FROM ", ItemsOf(layout, reader), " i LEFT JOIN item_pins p ON p.conv_key = ", reader,
-      " AND p.sequence = i.sequence "
+      " FROM ", ItemsOf(layout, reader, where, limit), " i LEFT JOIN item_pins p ON p.conv_key = ",
+      reader, " AND p.sequence = i.sequence "
       "LEFT JOIN item_token_counts tc ON tc.conv_key = ", reader,
       " AND tc.sequence = i.sequence AND tc.encoding = ", encoding, " ");
 }

@@ -17,12 +17,14 @@ namespace convstate::pg {
 const std::string& ConversationColumns();
 const std::string& ItemColumns();
 const std::string& ChunkColumns();
-std::string ItemsOf(ForkLayout layout, absl::string_view reader, absl::string_view where = "");
+std::string ItemsOf(ForkLayout layout, absl::string_view reader, absl::string_view where = "",
+                    absl::string_view limit = "");
 std::string Rekeyed(absl::string_view to, absl::string_view search);
 std::string CopyItemsSql(absl::string_view to, absl::string_view from,
                          absl::string_view appended_version = "i.appended_version");
 std::string ItemsWithPins(ForkLayout layout, absl::string_view reader, const char* encoding,
-                          bool recounted);
+                          bool recounted, absl::string_view where = "",
+                          absl::string_view limit = "");
 std::string Named(int key);
 std::vector<std::string> Columns(absl::Span<const char* const> list);
 std::string PagedSelect(const std::vector<std::string>& columns, const std::string& from,

@@ -116,10 +116,10 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
       // are contiguous).
       {"fork_version",
        absl::StrCat("SELECT coalesce(a.seen_version, 0), coalesce((SELECT "
-                    "coalesce(n.seen_version, 0) FROM ", ItemsOf(layout, "$1"), " n "
-                    "WHERE n.sequence > $2 AND n.kind <> 'summary_marker' "
-                    "ORDER BY n.sequence LIMIT 1), -1) FROM ", ItemsOf(layout, "$1", "x.sequence = $2"),
-                    " a")},
+                    "coalesce(n.seen_version, 0) FROM ",
+                    ItemsOf(layout, "$1", "x.sequence > $2 AND x.kind <> 'summary_marker'", "1"),
+                    " n ORDER BY n.sequence LIMIT 1), -1) FROM ",
+                    ItemsOf(layout, "$1", "x.sequence = $2"), " a")},
       // The last chunk id the view states the fork keeps name (at versions
       // up to $2 and compaction versions up to $3).
       {"fork_last_chunk",
@@ -597,11 +597,13 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
       // $2 after this sequence, $3 rows, $4 the count encoding, $5 bytes.
       {"list_items",
        PagedSelect(Columns(kItemColumnList),
-                   absl::StrCat(ItemsWithPins(layout, "$1", "$4", false), "WHERE i.sequence > $2"),
+                   absl::StrCat(ItemsWithPins(layout, "$1", "$4", false, "x.sequence > $2", "$3"),
+                                "WHERE i.sequence > $2"),
                    "i.sequence", kItemBytes, 3, 5)},
       {"list_items_recounted",
        PagedSelect(Columns(kItemColumnList),
-                   absl::StrCat(ItemsWithPins(layout, "$1", "$4", true), "WHERE i.sequence > $2"),
+                   absl::StrCat(ItemsWithPins(layout, "$1", "$4", true, "x.sequence > $2", "$3"),
+                                "WHERE i.sequence > $2"),
                    "i.sequence", kItemBytes, 3, 5)},
       {"pin_item",
        absl::StrCat("INSERT INTO item_pins (conv_key, sequence, pinned) "

@@ -136,9 +136,25 @@ class Twin {
     return found;
   }
 
+  // The sequences of a conversation's items read in pages of three.
+  std::vector<int64_t> Paged(Storage& s, const std::string& id) {
+    std::vector<int64_t> out;
+    int64_t after = 0;
+    for (int pages = 0; pages < 1000; ++pages) {
+      auto page = s.ListItems(ctx_, Key(id), after, PageLimit{3});
+      EXPECT_TRUE(page.ok()) << id << ": " << page.status();
+      if (!page.ok()) break;
+      for (const Item& item : page->rows) out.push_back(item.sequence);
+      if (!page->more || page->rows.empty()) break;
+      after = page->rows.back().sequence;
+    }
+    return out;
+  }
+
   void ExpectSame(const std::vector<std::string>& living, const std::string& when) {
     for (const std::string& id : living) {
       EXPECT_EQ(Items(pg_, id), Items(memory_, id)) << id << " after " << when;
+      EXPECT_EQ(Paged(pg_, id), Paged(memory_, id)) << id << " in pages, after " << when;
     }
   }
 
