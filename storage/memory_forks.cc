@@ -151,6 +151,18 @@ absl::StatusOr<Conversation> MemoryStorage::ForkConversation(const CallContext& 
   return tenant.emplace(request.fork.conversation_id, std::move(fork)).first->second.conversation;
 }
 
+void MemoryStorage::MoveContinuations(std::map<std::string, ConversationState>& tenant,
+                                      const std::string& from_id, int64_t from_key,
+                                      const std::string& to_id, int64_t to_key) {
+  for (auto& [id, other] : tenant) {
+    if (other.conversation.continued_from == from_id &&
+        (other.continued_from_key == 0 || other.continued_from_key == from_key)) {
+      other.conversation.continued_from = to_id;
+      other.continued_from_key = to_key;
+    }
+  }
+}
+
 absl::StatusOr<RewindResult> MemoryStorage::RewindConversation(const CallContext& ctx,
                                                                const RewindRequest& request) {
   RETURN_IF_ERROR(CheckDeadline(ctx, clock_->Now()));
@@ -185,7 +197,7 @@ absl::StatusOr<RewindResult> MemoryStorage::RewindConversation(const CallContext
   abandoned.conversation.forked_at = request.to_sequence;
   // Forks past the point share those items with the abandoned branch now,
   // and the conversations continued from this one carried items the
-  // abandoned branch holds (RewindContinuations).
+  // abandoned branch holds.
   Conversation& c = state->conversation;
   for (auto& [id, other] : tenant) {
     Conversation& o = other.conversation;
@@ -194,12 +206,9 @@ absl::StatusOr<RewindResult> MemoryStorage::RewindConversation(const CallContext
       o.forked_from = request.abandoned.conversation_id;
       o.forked_from_key = abandoned.conversation.storage_key;
     }
-    if (o.continued_from == request.key.conversation_id &&
-        (other.continued_from_key == 0 || other.continued_from_key == c.storage_key)) {
-      o.continued_from = request.abandoned.conversation_id;
-      other.continued_from_key = abandoned.conversation.storage_key;
-    }
   }
+  MoveContinuations(tenant, request.key.conversation_id, c.storage_key,
+                    request.abandoned.conversation_id, abandoned.conversation.storage_key);
   if (!c.forked_from.empty() && request.to_sequence < c.forked_at) {
     // Below its own fork point: the abandoned fork holds what it shared
     // with its source, and takes its place as that source's fork.

@@ -143,15 +143,9 @@ absl::StatusOr<int64_t> MemoryStorage::DeleteConversation(const CallContext& ctx
   // erasure of what they carried reaches them there.
   const ForkLink* heir = ForkHeir(children);
   if (heir != nullptr || !c.forked_from.empty()) {
-    const std::string to_id = heir != nullptr ? heir->id : c.forked_from;
-    const int64_t to_key = heir != nullptr ? heir->key : c.forked_from_key;
-    for (auto& [id, other] : tenant) {
-      if (other.conversation.continued_from == key.conversation_id &&
-          (other.continued_from_key == 0 || other.continued_from_key == c.storage_key)) {
-        other.conversation.continued_from = to_id;
-        other.continued_from_key = to_key;
-      }
-    }
+    MoveContinuations(tenant, key.conversation_id, c.storage_key,
+                      heir != nullptr ? heir->id : c.forked_from,
+                      heir != nullptr ? heir->key : c.forked_from_key);
   }
   for (const ForkLink& link : RelinkForks(
            ForkLink{key.conversation_id, c.storage_key, c.forked_from_key, c.forked_at,

@@ -221,6 +221,12 @@ class MemoryStorage final : public Storage {
   // through `at`, the state's fields and pins, chunks past it retired,
   // later view states gone.
   static void ApplyForkState(ConversationState& state, const ForkPlan& point);
+  // The conversations of `tenant` continued from `from_id` (incarnation
+  // `from_key`, or by id when none was kept) are continued from `to_id`
+  // (`to_key`) instead, which holds every item they carried.
+  static void MoveContinuations(std::map<std::string, ConversationState>& tenant,
+                                const std::string& from_id, int64_t from_key,
+                                const std::string& to_id, int64_t to_key);
   // The fork `request` asks of `source`, not yet stored.
   absl::StatusOr<ConversationState> ForkOf(const ConversationState& source,
                                            const ForkRequest& request)

@@ -131,12 +131,10 @@ absl::StatusOr<int64_t> PostgresStorage::DeleteConversation(const CallContext& c
         heir == nullptr ? 0 : child_keys[static_cast<size_t>(heir - children.data())];
     // Conversations continued from it go to its heir, or its source: an
     // erasure of what they carried reaches them there.
-    if (heir != nullptr) {
-      Exec(tx, "hand_over_continuations", key.tenant_id, key.conversation_id, c.storage_key,
-           heir->id, heir->key);
-    } else if (!c.forked_from.empty()) {
-      Exec(tx, "hand_over_continuations", key.tenant_id, key.conversation_id, c.storage_key,
-           c.forked_from, c.forked_from_key);
+    if (heir != nullptr || !c.forked_from.empty()) {
+      Exec(tx, "move_continuations", key.tenant_id, key.conversation_id, c.storage_key,
+           heir != nullptr ? heir->id : c.forked_from,
+           heir != nullptr ? heir->key : c.forked_from_key);
     }
     // The items its forks share go to the heir first (copy on delete).
     if (options_.shared_forks) {

@@ -201,7 +201,7 @@ absl::StatusOr<RewindResult> PostgresStorage::RewindConversation(const CallConte
     Exec(tx, "rewind_reparent", request.key.tenant_id, to, request.key.conversation_id,
          row.conversation.storage_key, request.abandoned.conversation_id,
          abandoned.conversation.storage_key, abandoned.conv_key);
-    Exec(tx, "rewind_continuations", request.key.tenant_id, request.key.conversation_id,
+    Exec(tx, "move_continuations", request.key.tenant_id, request.key.conversation_id,
          row.conversation.storage_key, request.abandoned.conversation_id,
          abandoned.conversation.storage_key);
     const Conversation& c = row.conversation;

@@ -242,12 +242,13 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
        "WHERE tenant_id = $1 AND forked_from = $3 AND forked_from_incarnation = $4 "
        "AND forked_at > $2 AND conv_key <> $7) "
        "UPDATE conversations SET forked_at = $2 WHERE conv_key = $7"},
-      // The conversations continued from the rewound one ($1 tenant, $2 its
-      // id, $3 its incarnation; by id for those continued before
-      // incarnations were kept) carried items its abandoned fork ($4 id, $5
-      // incarnation) holds, at their sequences: they are continued from it
-      // now (the rewound conversation's next items take those sequences).
-      {"rewind_continuations",
+      // The conversations continued from one ($1 tenant, $2 its id, $3 its
+      // incarnation; by id for those continued before incarnations were
+      // kept) continued from another ($4 id, $5 incarnation) that holds
+      // every item they carried: a rewound conversation's abandoned fork
+      // (its next items take the sequences of those that left), a deleted
+      // one's heir or source. An erasure there reaches their copies.
+      {"move_continuations",
        "UPDATE conversations SET continued_from = $4, continued_from_incarnation = $5 "
        "WHERE tenant_id = $1 AND continued_from = $2 AND continued_from <> '' "
        "AND (continued_from_incarnation IS NULL OR continued_from_incarnation = $3)"},
@@ -323,10 +324,10 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
        absl::StrCat("UPDATE conversations SET model = $3, system_prompt = $4, pinned_instructions = $5, "
        "profile_overrides = $6::jsonb, summarized_through = $7, prune_boundary = $8, "
        "token_correction = $9, overflow_correction = $10, prompt_limit = $11, "
-       "item_count = (SELECT count(*) FROM ", ItemsOf(layout, "$1"), " n), last_sequence = $2, "
+       "(item_count, item_tokens) = (SELECT count(*), coalesce(sum(n.token_count), 0) FROM ",
+       ItemsOf(layout, "$1"), " n), last_sequence = $2, "
        "last_turn_index = coalesce((SELECT t.turn_index FROM ", ItemsOf(layout, "$1", "x.sequence = $2"),
-       " t), 0), item_tokens = (SELECT coalesce(sum(t.token_count), 0) FROM ", ItemsOf(layout, "$1"),
-       " t), version = version + 1, compaction_version = compaction_version + 1, "
+       " t), 0), version = version + 1, compaction_version = compaction_version + 1, "
        "redactions = redactions + 1, words_indexed_through = least(words_indexed_through, $2), "
        "stored_bytes = greatest(0, stored_bytes - $12), lease_token = lease_token + 1, "
        "lease_holder = NULL, lease_expires_at = NULL, updated_at = now() "
@@ -380,14 +381,6 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
       {"lock_readers",
        "SELECT conv_key FROM conversations WHERE conv_key IN (SELECT g.conv_key "
        "FROM item_segments g WHERE g.owner_key = $1) ORDER BY conv_key FOR UPDATE"},
-      // The conversations continued from one being deleted ($1 tenant, $2
-      // its id, $3 its incarnation) carried items its heir or its source
-      // ($4 id, $5 incarnation) holds: continued from that one now, so that
-      // an erasure there still reaches their copies.
-      {"hand_over_continuations",
-       "UPDATE conversations SET continued_from = $4, continued_from_incarnation = $5 "
-       "WHERE tenant_id = $1 AND continued_from = $2 AND continued_from <> '' "
-       "AND (continued_from_incarnation IS NULL OR continued_from_incarnation = $3)"},
       {"delete_conversation",
        absl::StrCat("DELETE FROM conversations WHERE ", Named(3),
                     " RETURNING item_count, ", kChargedBytes)},
