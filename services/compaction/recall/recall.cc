@@ -888,7 +888,6 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   }
   AddNames(text, index_of, q);
   AddStandIns(index_of, q);
-  q.stand_in.resize(q.terms.size(), false);
   return q;
 }
 
