@@ -16,9 +16,9 @@
 // asked at their turns. Questions whose fact is newer than the copy are left
 // out (the view shows those). --show=FACT prints that question's section.
 // The development questions of tools/replay_data (NAME_dev_questions.jsonl,
-// platform_messages_dev_questions.jsonl) were written in other words about
-// facts no question set asks about; changes are made with them in view,
-// unlike the held-out sets.
+// NAME_dev2_questions.jsonl, platform_messages_dev_questions.jsonl) were
+// written in other words about facts no question set asks about; changes
+// are made with them in view, unlike the held-out sets.
 
 #include <cstdio>
 #include <fstream>
