@@ -80,6 +80,13 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
     // (A word that is no abbreviation has one form either way.)
     if (part && IsAbbreviation(w)) ForEachWordForm(w, /*spell_out=*/false, add);
     ForEachWordForm(w, /*spell_out=*/true, add);
+    // A word negated by "un" holds the word too ("not yet applied" finds
+    // `unapplied_deltas`); a short one ("undo", "until", "unique") is a
+    // word of its own.
+    if (w.size() >= 7 && absl::StartsWith(w, "un") &&
+        std::all_of(w.begin(), w.end(), [](char c) { return c >= 'a' && c <= 'z'; })) {
+      ForEachWordForm(w.substr(2), /*spell_out=*/false, add);
+    }
   };
   // A run of letters and digits [from, to): a camel-cased one as written
   // (lowercase) beside its parts, as a compound is, when every part has two

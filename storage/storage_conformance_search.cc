@@ -161,6 +161,10 @@ TEST(SearchTermsTest, SplitsLikeTheIndex) {
   EXPECT_THAT(SearchTerms("the vendor contract's guards"),
               ElementsAre("the", "vendor", "contract", "s", "guard"));
   EXPECT_THAT(SearchTerms("Checksums planning DB"), ElementsAre("checksum", "plan", "databas"));
+  // A word negated by "un" holds the word too: "not yet applied" finds
+  // "unapplied"; a short one ("undo", "until") is a word of its own.
+  EXPECT_THAT(SearchTerms("unapplied undo until"),
+              ElementsAre("unappli", "appli", "undo", "until"));
   EXPECT_THAT(SearchTerms("--a-- \xC3\xA9t\xC3\xA9 b_"), ElementsAre("a", "t", "b"));
   // Camel case, as code writes names: whole, and its parts.
   EXPECT_THAT(SearchTerms("maxReplicas: 27"),

@@ -37,7 +37,15 @@ const Abbreviation kAbbreviations[] = {
     // Training and evaluation, as ML engineers shorten them.
     {"grad", "gradient"},        {"grads", "gradients"},      {"accum", "accumulation"},
     {"ckpt", "checkpoint"},      {"ckpts", "checkpoints"},    {"eval", "evaluation"},
-    {"evals", "evaluations"},
+    {"evals", "evaluations"},    {"seq", "sequence"},         {"seqs", "sequences"},
+    {"tok", "token"},            {"toks", "tokens"},          {"ctx", "context"},
+    {"alloc", "allocation"},
+    // Names in code and settings, as programmers shorten them.
+    {"conn", "connection"},      {"conns", "connections"},    {"src", "source"},
+    {"dst", "destination"},      {"dest", "destination"},     {"pkg", "package"},
+    {"pkgs", "packages"},        {"ver", "version"},          {"img", "image"},
+    {"mgr", "manager"},          {"err", "error"},            {"errs", "errors"},
+    {"cnt", "count"},            {"qty", "quantity"},         {"pct", "percent"},
 };
 const size_t kAbbreviationCount = sizeof(kAbbreviations) / sizeof(kAbbreviations[0]);
 

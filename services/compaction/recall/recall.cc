@@ -162,19 +162,70 @@ absl::string_view WithoutLineNumber(absl::string_view line) {
   return line;
 }
 
+// `line` without a log line's time stamp and level ("2026-05-12
+// 00:57:37,952 INFO  order lines written: 42838", "[12:04:55] WARN x"):
+// what the program said. Unchanged when it does not open with a date or a
+// time followed by a level.
+absl::string_view WithoutLogPrefix(absl::string_view line) {
+  size_t i = 0;
+  bool clock = false;
+  while (i < line.size()) {
+    const char c = line[i];
+    if (absl::ascii_isdigit(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (c == ':' && i > 0 && i + 1 < line.size() &&
+               absl::ascii_isdigit(static_cast<unsigned char>(line[i + 1]))) {
+      clock = true;
+      ++i;
+    } else if (c == '-' || c == ',' || c == '.' || c == '[' || c == ']' || c == ' ' ||
+               c == 'T' || c == 'Z' || c == '+') {
+      ++i;
+    } else {
+      break;
+    }
+  }
+  if (!clock) return line;
+  static constexpr absl::string_view kLevels[] = {"TRACE", "DEBUG", "INFO",  "NOTICE", "WARNING",
+                                                  "WARN",  "ERROR", "FATAL", "CRITICAL"};
+  const absl::string_view rest = line.substr(i);
+  for (absl::string_view level : kLevels) {
+    if (absl::StartsWith(rest, level) && rest.size() > level.size() &&
+        (rest[level.size()] == ' ' || rest[level.size()] == ']' || rest[level.size()] == ':')) {
+      return absl::StripLeadingAsciiWhitespace(
+          absl::StripLeadingAsciiWhitespace(rest.substr(level.size())).substr(
+              rest.size() > level.size() && rest[level.size()] != ' ' ? 1 : 0));
+    }
+  }
+  return line;
+}
+
 // Whether `line` sets a name to a value that holds a digit, however short
 // ("replicas: 3", "GRACE_DAYS = 5", "timeout=30s", "\"port\": 8080",
 // "unapplied_deltas | 6118"): a configuration's, a constant's or a
 // record's line, whose figure is the answer.
-bool AssignsFigure(absl::string_view line) {
+bool AssignsFigure(absl::string_view line);
+
+// The value `line` sets a name to, whatever it holds; empty when `line`
+// is not a setting or a record's field (AssignsFigure's shape).
+absl::string_view Assigned(absl::string_view line) {
   line = WithoutLineNumber(line);
+  line = WithoutLogPrefix(line);
   size_t i = 0;
+  // A name of up to four words before a colon ("order lines written:
+  // 42838", "Total Objects: 1970").
+  int spaces = 0;
   while (i < line.size() && (absl::ascii_isalnum(static_cast<unsigned char>(line[i])) ||
                              line[i] == '_' || line[i] == '-' || line[i] == '.' ||
-                             line[i] == '"' || line[i] == '\'')) {
+                             line[i] == '"' || line[i] == '\'' ||
+                             (line[i] == ' ' && spaces < 3 && i > 0 && line[i - 1] != ' ' &&
+                              i + 1 < line.size() &&
+                              absl::ascii_isalpha(static_cast<unsigned char>(line[i + 1]))))) {
+    if (line[i] == ' ') ++spaces;
     ++i;
   }
-  if (i == 0) return false;
+  if (i == 0) return {};
+  // Words before anything but a colon are not a name.
+  if (spaces > 0 && (i >= line.size() || line[i] != ':')) return {};
   // A name holds a letter that is not a date's or a time's "T" ("13:42:17",
   // "2026-03-04T10:10:00Z" open log lines; they name nothing).
   const absl::string_view name = line.substr(0, i);
@@ -185,15 +236,19 @@ bool AssignsFigure(absl::string_view line) {
                         absl::ascii_isdigit(static_cast<unsigned char>(name[k + 1]));
     letter = absl::ascii_isalpha(static_cast<unsigned char>(name[k])) && !date_t;
   }
-  if (!letter) return false;
+  if (!letter) return {};
   while (i < line.size() && line[i] == ' ') ++i;
   // A record's field, as psql's expanded display and `Format-List` write
   // one ("unapplied_deltas | 6118"): one bar, not a table's row.
   const bool field = i < line.size() && line[i] == '|' &&
                      line.find('|', i + 1) == absl::string_view::npos;
-  if (i >= line.size() || (line[i] != ':' && line[i] != '=' && !field)) return false;
-  const absl::string_view value = line.substr(i + 1);
-  return value.find_first_of("0123456789") != absl::string_view::npos && value.size() <= 80;
+  if (i >= line.size() || (line[i] != ':' && line[i] != '=' && !field)) return {};
+  const absl::string_view value = absl::StripAsciiWhitespace(line.substr(i + 1));
+  return value.size() <= 80 ? value : absl::string_view();
+}
+
+bool AssignsFigure(absl::string_view line) {
+  return Assigned(line).find_first_of("0123456789") != absl::string_view::npos;
 }
 
 // Whether `value` is a cron schedule's five fields ("20 4 * * *",
@@ -231,6 +286,7 @@ bool IsCronSchedule(absl::string_view value) {
 absl::string_view AssignedValue(absl::string_view line) {
   if (!AssignsFigure(line)) return {};
   line = WithoutLineNumber(line);
+  line = WithoutLogPrefix(line);
   absl::string_view value = line.substr(line.find_first_of(":=|") + 1);
   for (absl::string_view comment : {"#", "//"}) {
     if (size_t at = value.find(comment); at != absl::string_view::npos) value = value.substr(0, at);
@@ -1285,11 +1341,12 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // The lines around a value may say what it is; around one holding the
     // question's words, in a block of settings or a record's fields, they
     // may be the setting asked for by other names.
-    const bool block = value && eligible && AssignsFigure(piece);
+    const bool block = (value && eligible && AssignsFigure(piece)) ||
+                       (q.asks_quantity && eligible && !Assigned(piece).empty());
     auto shown_beside = [&](absl::string_view n) {
       return !n.empty() && (!eligible || AssignsFigure(n));
     };
-    if (value && (!eligible || block) && piece.size() == line.size()) {
+    if ((value || block) && (!eligible || block) && piece.size() == line.size()) {
       if (li > 0 && shown_beside(neighbour(li - 1))) {
         text = absl::StrCat(neighbour(li - 1), "\n  ", text);
         first_line = li - 1;

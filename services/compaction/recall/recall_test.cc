@@ -346,6 +346,67 @@ TEST_F(RecallTest, ARecordsFieldIsShownWithTheFieldsAroundIt) {
   }
 }
 
+// A question for a quantity names a record by one of its fields (the task's
+// name): the record's figures beside that field are the answer, whatever
+// they are called ("dropped" for `NumberOfMissedRuns`).
+TEST_F(RecallTest, AQuantityQuestionIsAnsweredByTheFiguresOfTheRecordItNames) {
+  std::string tasks;
+  const char* const kTasks[] = {"Defrag", "EodUpload", "PriceImport", "LogRotate"};
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppend(&tasks, "LastRunTime        : 02/05/2026 23:1", i, ":02\n",
+                    "NumberOfMissedRuns : ", i == 1 ? 12 : 0, "\n",
+                    "TaskName           : ", kTasks[i], "\n\n");
+  }
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Ripon's end-of-day upload is overdue. Show me the scheduled tasks."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, tasks, "powershell")};
+  const RecallQuery q =
+      ParseRecallQuery("How many EOD uploads did Ripon's back office drop before the fix?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  RecallLimits limits;
+  limits.max_tokens = 200;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("NumberOfMissedRuns : 12")) << RenderRecalled(got);
+}
+
+// A log line's message sets a figure as a setting does, its time stamp and
+// level aside ("2026-05-12 00:57:37,952 INFO  order lines written: 42838"),
+// under a name of a few words.
+TEST_F(RecallTest, ALogLinesMessageSetsAFigure) {
+  std::string log = "2026-05-12 00:45:01,222 INFO  run start (attempt 1 of 2)\n";
+  for (int i = 0; i < 30; ++i) {
+    absl::StrAppend(&log, "2026-05-12 00:5", i % 10, ":1", i % 10, ",120 INFO  ordering: ",
+                    1200 + i * 37, " lines proposed for store 0", 700 + i, ", ", i,
+                    " capped at max_order_value_gbp\n");
+  }
+  log += "2026-05-12 00:57:37,952 INFO  order lines written: 42838\n";
+  log += "2026-05-12 00:57:38,517 INFO  EDI interchange ORD0512285 sent to wms-gw01\n";
+  // The job's configuration sets a figure named by the question's words.
+  std::string config = "job: replenishment\nordering:\n";
+  for (int i = 0; i < 12; ++i) absl::StrAppend(&config, "  store_group_", i, ": north\n");
+  config += "  min_order_lines_per_store: 25\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Read Doncaster's replenishment config."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, config, "read_file"),
+      Stored(3, Role::kUser, ItemKind::kMessage, "And Doncaster's last replenishment run?"),
+      Stored(4, Role::kTool, ItemKind::kToolResult, log, "bash")};
+  const RecallQuery q =
+      ParseRecallQuery("How big was the order Doncaster's replenishment sent, in lines?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  hits.exchange_terms[4] = SearchTerms(items[2].data.content);
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("order lines written: 42838")) << RenderRecalled(got);
+}
+
 // A question's word the history does not hold ("shops") is found by
 // another word for it ("stores"); where the history holds the word
 // itself, the other word counts for nothing.
