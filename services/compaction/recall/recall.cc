@@ -105,6 +105,10 @@ constexpr int64_t kMinPassageTokens = 16;
 // full (every further pick would be counted, and most would not fit
 // either).
 constexpr int kMaxMisfits = 8;
+// A question word of a key a line sits under ("prod:" over "threads: 7")
+// counts this much on the line, for at most kMaxKeys keys up.
+constexpr double kUnderKey = 0.8;
+constexpr int kMaxKeys = 3;
 // Neighbouring lines shown with a value line, when at most this long.
 constexpr size_t kMaxNeighbourBytes = 200;
 // Of a call's arguments, the provenance shows this many bytes at most.
@@ -207,7 +211,7 @@ bool AssignsFigure(absl::string_view line);
 
 // The value `line` sets a name to, whatever it holds; empty when `line`
 // is not a setting or a record's field (AssignsFigure's shape).
-absl::string_view Assigned(absl::string_view line) {
+absl::string_view Assigned(absl::string_view line, absl::string_view* name_out = nullptr) {
   line = WithoutLineNumber(line);
   line = WithoutLogPrefix(line);
   size_t i = 0;
@@ -244,7 +248,9 @@ absl::string_view Assigned(absl::string_view line) {
                      line.find('|', i + 1) == absl::string_view::npos;
   if (i >= line.size() || (line[i] != ':' && line[i] != '=' && !field)) return {};
   const absl::string_view value = absl::StripAsciiWhitespace(line.substr(i + 1));
-  return value.size() <= 80 ? value : absl::string_view();
+  if (value.size() > 80) return {};
+  if (name_out != nullptr) *name_out = name;
+  return value;
 }
 
 bool AssignsFigure(absl::string_view line) {
@@ -439,6 +445,31 @@ bool AsksTimeOfDay(const QuestionWords& question) {
   return false;
 }
 
+// Whether `text` asks how often something happens ("how often does the
+// sensor re-check the bucket?", "how frequently"): a line setting an
+// interval or a period answers it (SetsFrequency).
+bool AsksFrequency(const QuestionWords& question) {
+  const std::vector<absl::string_view>& words = question.words;
+  for (size_t i = 1; i < words.size(); ++i) {
+    if (words[i - 1] == "how" && (words[i] == "often" || words[i] == "frequently")) return true;
+  }
+  return false;
+}
+
+// Whether `line` sets a figure under a name of an interval or a period
+// ("poke_interval=840", "scrape_interval: 30s", "refresh_period_s = 60",
+// "every: 15m").
+bool SetsFrequency(absl::string_view line) {
+  absl::string_view name;
+  const absl::string_view value = Assigned(line, &name);
+  if (value.find_first_of("0123456789") == absl::string_view::npos) return false;
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (absl::string_view word : {"interval", "period", "every", "frequency", "cadence"}) {
+    if (absl::StrContains(lower, word)) return true;
+  }
+  return false;
+}
+
 // Whether `text` asks for a count or an amount: "how many", "how much", or
 // a word of cost or total ("what did the namespace cost", "the total").
 bool AsksTotal(const QuestionWords& question) {
@@ -509,7 +540,8 @@ bool StatesHash(absl::string_view line) {
 // by the setting's line, which names it.
 bool AsksDuration(const QuestionWords& question) {
   static const auto* const kTaking = new absl::flat_hash_set<absl::string_view>{
-      "take", "took", "taken", "takes", "last", "lasted", "run", "ran", "spend", "spent"};
+      "take", "took", "taken", "takes", "last", "lasted", "run", "ran", "spend", "spent",
+      "going", "running", "hung", "hanging", "stuck", "waited", "waiting"};
   const std::vector<absl::string_view>& words = question.words;
   for (size_t i = 1; i < words.size(); ++i) {
     const bool how_long = words[i - 1] == "how" && words[i] == "long";
@@ -823,6 +855,36 @@ void AddStandIns(absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery
   }
 }
 
+// A percentile as a measurement writes it: "the 99th percentile" is
+// `p99` (`p99_value`, `"p99_ms"`), a term of the word "percentile".
+void AddPercentiles(const QuestionWords& question,
+                    absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
+  auto word = index_of.find("percentil");
+  if (word == index_of.end()) return;
+  // The question's words, a hyphenated one ("95th-percentile") in parts.
+  std::vector<absl::string_view> words;
+  for (absl::string_view w : question.words) {
+    for (absl::string_view part : absl::StrSplit(w, '-', absl::SkipEmpty())) words.push_back(part);
+  }
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (!absl::StartsWith(words[i + 1], "percentile")) continue;
+    absl::string_view n = words[i];
+    for (absl::string_view suffix : {"st", "nd", "rd", "th"}) {
+      if (absl::EndsWith(n, suffix)) n.remove_suffix(suffix.size());
+    }
+    if (n.empty() || n.size() > 2 ||
+        !std::all_of(n.begin(), n.end(), [](char c) { return absl::ascii_isdigit(c); })) {
+      continue;
+    }
+    std::string term = absl::StrCat("p", n);
+    if (index_of.contains(term) || q.terms.size() >= kMaxRecallTerms) continue;
+    const int of = q.word_of[word->second];
+    index_of[term] = q.terms.size();
+    q.terms.push_back(std::move(term));
+    q.word_of.push_back(of);
+  }
+}
+
 // A name of two or three words as a system writes it ("message queue
 // bridge" is the `message-queue-bridge` of a call's arguments, "web
 // sessionize" a `web_sessionize`): the compound stands for the name's
@@ -860,9 +922,11 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   const QuestionWords question(text);
   q.asks_duration = AsksDuration(question);
   q.asks_time_of_day = AsksTimeOfDay(question);
+  q.asks_frequency = AsksFrequency(question);
   q.asks_total = AsksTotal(question);
   q.asks_hash = AsksHash(question);
-  q.asks_quantity = AsksQuantity(question) || q.asks_time_of_day || q.asks_total;
+  q.asks_quantity =
+      AsksQuantity(question) || q.asks_time_of_day || q.asks_total || q.asks_frequency;
   const bool asks = absl::StrContains(text, '?');
   const absl::flat_hash_set<std::string> frame = FrameTerms(question);
   // Each term once, by its place in q.terms.
@@ -943,6 +1007,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
     q.word_of.push_back(word);
   }
   AddNames(text, index_of, q);
+  AddPercentiles(question, index_of, q);
   AddStandIns(index_of, q);
   return q;
 }
@@ -954,6 +1019,7 @@ struct QuestionWeights {
   bool asks_quantity = false;
   bool asks_duration = false;
   bool asks_time_of_day = false;
+  bool asks_frequency = false;
   bool asks_total = false;
   bool asks_hash = false;
   // Searched terms: the question word each stands for and its weight.
@@ -971,6 +1037,7 @@ struct QuestionWeights {
       : asks_quantity(query.asks_quantity),
         asks_duration(query.asks_duration),
         asks_time_of_day(query.asks_time_of_day),
+        asks_frequency(query.asks_frequency),
         asks_total(query.asks_total),
         asks_hash(query.asks_hash) {
     // Terms nearly every item holds weigh nothing.
@@ -1180,6 +1247,7 @@ bool Shaped(const QuestionWeights& q, const std::optional<std::pair<size_t, size
   // shape, whatever words it holds. (A digest's does only with the
   // question's words beside it: a git log's every line holds one.)
   return longest == std::pair(li, offset) || (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
+         (q.asks_frequency && SetsFrequency(piece)) ||
          (q.asks_total && StatesTotal(piece));
 }
 
@@ -1261,6 +1329,135 @@ ItemPiecesFound FromKept(const QuestionWeights& q, const ItemPieces& kept,
   return found;
 }
 
+// How far `line`'s content is indented (a file reader's line number
+// aside), or -1 for a blank line.
+int IndentOf(absl::string_view line) {
+  size_t i = 0;  // Where the content starts: after a line number, if any.
+  size_t digits = 0;
+  while (digits < line.size() && line[digits] == ' ') ++digits;
+  const size_t number = digits;
+  while (digits < line.size() && absl::ascii_isdigit(static_cast<unsigned char>(line[digits]))) {
+    ++digits;
+  }
+  if (digits > number && digits < line.size() && (line[digits] == '\t' || line[digits] == '|')) {
+    i = digits + 1;
+    if (i < line.size() && line[i - 1] == '|' && line[i] == ' ') ++i;
+  }
+  size_t at = i;
+  while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) ++at;
+  if (at >= line.size() || absl::StripAsciiWhitespace(line.substr(at)).empty()) return -1;
+  return static_cast<int>(at - i);
+}
+
+// Whether `line` is a table's header: three columns or more (apart by two
+// spaces or more, or by bars), no digit, no sentence.
+bool IsTableHeader(absl::string_view line) {
+  line = absl::StripAsciiWhitespace(line);
+  if (line.empty() || line.find_first_of("0123456789.,;") != absl::string_view::npos) return false;
+  int columns = 1;
+  for (size_t i = 0; i + 1 < line.size(); ++i) {
+    if (line[i] == '|' || (line[i] == ' ' && line[i + 1] == ' ')) {
+      ++columns;
+      while (i + 1 < line.size() && (line[i + 1] == ' ' || line[i + 1] == '|')) ++i;
+    }
+  }
+  return columns >= 3;
+}
+
+// Whether `line` only draws a table's rule ("----+----", "=====").
+bool IsRule(absl::string_view line) {
+  line = absl::StripAsciiWhitespace(line);
+  return !line.empty() && line.find_first_not_of("-+=| ") == absl::string_view::npos;
+}
+
+// Whether `line` is a key that opens a block of lines under it: it ends
+// with ':' (YAML's "prod:", a Python "def"), '{' or '[' (JSON's
+// "\"result\": {"), its comment aside. Not a call's opening parenthesis
+// or a listing's indented continuation ("Total Objects: 39" over
+// "   Total Size: 1.5 GiB").
+bool OpensBlock(absl::string_view line) {
+  if (const size_t hash = line.find(" #"); hash != absl::string_view::npos) {
+    line = line.substr(0, hash);
+  }
+  line = absl::StripTrailingAsciiWhitespace(line);
+  return !line.empty() && (line.back() == ':' || line.back() == '{' || line.back() == '[');
+}
+
+// For each line of `lines`, the nearest line above it indented less (the
+// key or the statement it sits under), or -1.
+std::vector<int> Parents(const std::vector<std::pair<size_t, absl::string_view>>& lines) {
+  std::vector<int> parents(lines.size(), -1);
+  std::vector<std::pair<int, int>> open;  // (line, indent), indents rising.
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const int indent = IndentOf(lines[i].second);
+    if (indent < 0) continue;
+    while (!open.empty() && open.back().second >= indent) open.pop_back();
+    if (!open.empty()) parents[i] = open.back().first;
+    open.emplace_back(static_cast<int>(i), indent);
+  }
+  return parents;
+}
+
+// The question's words of the keys a line of an item sits under
+// (Parents, OpensBlock), each key's split once (most keys are over many
+// lines).
+class KeysOver {
+ public:
+  KeysOver(const QuestionWeights& q,
+           const std::vector<std::pair<size_t, absl::string_view>>& lines, bool needed)
+      : q_(q), lines_(lines), parents_(needed ? Parents(lines) : std::vector<int>()) {}
+
+  // Adds to `under` the question's words of the keys over line `li` (at
+  // most kMaxKeys up) that `words` (the line's own) does not hold, at
+  // kUnderKey of their weight; returns the nearest key holding one, or -1.
+  int Over(size_t li, const std::map<int, double>& words, std::map<int, double>& under) {
+    int nearest = -1;
+    int k = parents_[li];
+    for (int depth = 0; k >= 0 && depth < kMaxKeys;
+         ++depth, k = parents_[static_cast<size_t>(k)]) {
+      for (const auto& [w, weight] : WordsOf(k)) {
+        if (words.contains(w) || under.contains(w)) continue;
+        under[w] = weight * kUnderKey;
+        if (nearest < 0) nearest = k;
+      }
+    }
+    return nearest;
+  }
+
+ private:
+  const std::map<int, double>& WordsOf(int k) {
+    auto [it, added] = words_.try_emplace(k);
+    if (added) {
+      const absl::string_view key = absl::StripTrailingAsciiWhitespace(lines_[k].second);
+      if (key.size() <= kMaxNeighbourBytes && OpensBlock(key)) {
+        it->second = q_.Words(SearchTerms(key));
+      }
+    }
+    return it->second;
+  }
+
+  const QuestionWeights& q_;
+  const std::vector<std::pair<size_t, absl::string_view>>& lines_;
+  const std::vector<int> parents_;
+  absl::flat_hash_map<int, std::map<int, double>> words_;
+};
+
+// The first row under line `li` of `lines` when it is a table's header (a
+// rule between them aside) and the row holds a figure and is short enough
+// to show; npos otherwise.
+size_t FirstRowUnder(const std::vector<std::pair<size_t, absl::string_view>>& lines, size_t li) {
+  if (!IsTableHeader(lines[li].second)) return std::string::npos;
+  size_t row = li + 1;
+  while (row < lines.size() && IsRule(lines[row].second)) ++row;
+  if (row >= lines.size()) return std::string::npos;
+  const absl::string_view text = absl::StripTrailingAsciiWhitespace(lines[row].second);
+  if (text.empty() || text.size() > kMaxNeighbourBytes ||
+      text.find_first_of("0123456789") == absl::string_view::npos) {
+    return std::string::npos;
+  }
+  return row;
+}
+
 // The candidate passages of one found item, added to `out` (texts already
 // in `seen` are not added again).
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
@@ -1319,6 +1516,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i].second);
     return line.size() <= kMaxNeighbourBytes ? line : absl::string_view();
   };
+  // The keys each line sits under, in a text nested by indentation (a
+  // YAML or JSON file, `kubectl describe`, code): they name it.
+  KeysOver keys(q, lines, !pieces.empty());
   for (const Piece& p : pieces) {
     const size_t li = p.line;
     const size_t line_at = lines[li].first;
@@ -1327,7 +1527,13 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const absl::string_view piece = p.text;
     const std::map<int, double>& words = p.words;
     const std::map<int, double>& common = p.common;
-    const bool eligible = q.Answers(words);
+    // The question's words of the keys the line sits under ("prod:" over
+    // "threads: 7"), and the nearest of those keys holding one.
+    std::map<int, double> under;
+    const int key_line = piece.size() == line.size() ? keys.Over(li, words, under) : -1;
+    std::map<int, double> named = words;
+    named.insert(under.begin(), under.end());
+    const bool eligible = q.Answers(named);
     // A value line holds a word of the question too (often a common
     // one: "checksum"), or any line with a number would do. In an output
     // found through its exchange, a line that answers and holds a value is
@@ -1356,6 +1562,19 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
         last_line = li + 1;
       }
     }
+    if (key_line >= 0 && static_cast<size_t>(key_line) < first_line) {
+      text = absl::StrCat(neighbour(static_cast<size_t>(key_line)), "\n  ", text);
+    }
+    // A table's header holding the question's words names the columns of
+    // the rows under it: it comes with its first row (a listing's newest
+    // run, a query's only row).
+    const size_t row = eligible && last_line == li && piece.size() == line.size()
+                           ? FirstRowUnder(lines, li)
+                           : std::string::npos;
+    if (row != std::string::npos) {
+      absl::StrAppend(&text, "\n  ", neighbour(row));
+      last_line = row;
+    }
     if (!seen.insert(text).second) continue;
     Candidate c;
     c.passage.sequence = item.sequence;
@@ -1371,6 +1590,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const double norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
     for (const auto& [w, weight] : common) c.line[w] = weight * norm;
     for (const auto& [w, weight] : words) c.line[w] = std::max(c.line[w], weight * norm);
+    for (const auto& [w, weight] : under) c.line[w] = std::max(c.line[w], weight * norm);
     for (auto& [w, weight] : c.line) weight *= shown.contains(w) ? kShownInCall : 1.0;
     for (const auto& [w, weight] : item_words) {
       if (!c.line.contains(w)) c.context[w] = weight;
@@ -1379,7 +1599,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     for (const auto& [w, weight] : c.line) line_worth += weight;
     for (const auto& [w, weight] : c.context) context_worth += weight;
     c.worth = line_worth + context_worth;
-    c.value = value;
+    c.value = value || row != std::string::npos;
     c.figure = shape || (q.asks_quantity && SetsFigure(piece)) ||
                (values && q.asks_hash && !c.line.empty() && StatesHash(piece));
     c.first_line = first_line;
@@ -1509,7 +1729,12 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     int best = -1;
     double best_score = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      if (taken[i] || per_item[candidates[i].passage.sequence] >= kMaxPerItem) continue;
+      // An item's passages are capped; a line of the answer's shape (a
+      // figure asked for) has one more place than the item's other lines.
+      const bool shape = query.asks_quantity && candidates[i].figure;
+      if (taken[i] || per_item[candidates[i].passage.sequence] >= kMaxPerItem + (shape ? 1 : 0)) {
+        continue;
+      }
       // The first pick answers enough of the question: the best by its
       // words, when they are a few of the question's, is not it.
       if (chosen.empty() && !answers_enough[i]) continue;

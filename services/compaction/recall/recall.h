@@ -38,6 +38,10 @@ struct RecallQuery {
   // ... or a time of day ("what time does it start?"): a line setting a
   // schedule ("schedule: \"20 4 * * *\"") answers it the same way.
   bool asks_time_of_day = false;
+  // ... or how often something happens ("how often does the sensor
+  // re-check?"): a line setting an interval ("poke_interval=840") answers
+  // it the same way.
+  bool asks_frequency = false;
   // ... or a count or an amount ("how many files", "what did it cost"): a
   // line stating a total ("Total Objects: 1970", a table's TOTAL row)
   // answers it the same way.

@@ -407,6 +407,170 @@ TEST_F(RecallTest, ALogLinesMessageSetsAFigure) {
   EXPECT_THAT(got[0].text, HasSubstr("order lines written: 42838")) << RenderRecalled(got);
 }
 
+// "How often" is answered by a setting of an interval, in an output whose
+// exchange names the subject, whatever other figures the file sets.
+TEST_F(RecallTest, HowOftenIsAnsweredByAnInterval) {
+  EXPECT_TRUE(ParseRecallQuery("How often does the sensor re-check the bucket?").asks_frequency);
+  EXPECT_TRUE(ParseRecallQuery("how frequently do we poll?").asks_frequency);
+  EXPECT_FALSE(ParseRecallQuery("How long does the sensor wait?").asks_frequency);
+  std::string dag;
+  for (int i = 1; i <= 60; ++i) {
+    absl::StrAppend(&dag, "    ", i, "\t",
+                    i == 40   ? "        wait = S3KeySensor("
+                    : i == 41 ? "            bucket_name=RAW_BUCKET,"
+                    : i == 42 ? "            mode=\"reschedule\","
+                    : i == 43 ? "            poke_interval=840,"
+                    : i == 44 ? "            timeout=60 * 240,"
+                    : i == 45 ? "            retries=3,"
+                              : "    pass",
+                    "\n");
+  }
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Show me the orders DAG and its manifest sensor."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, dag, "read_file")};
+  const RecallQuery q =
+      ParseRecallQuery("How often does the orders manifest sensor look at the bucket again?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  hits.calls[2] = R"({"path": "dags/orders_nightly.py"})";
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("poke_interval=840")) << RenderRecalled(got);
+}
+
+// "The 99th percentile" is written `p99` where it is measured; "how long
+// had it been going" asks how long something took.
+TEST_F(RecallTest, APercentileIsSearchedAsAMeasurementWritesIt) {
+  EXPECT_THAT(ParseRecallQuery("Where did the 99th percentile of lifetime value come out?").terms,
+              ::testing::Contains("p99"));
+  EXPECT_THAT(ParseRecallQuery("the 95th-percentile latency").terms, ::testing::Contains("p95"));
+  EXPECT_THAT(ParseRecallQuery("the percentile of the 99th run").terms,
+              Not(::testing::Contains("p99")));
+  EXPECT_TRUE(ParseRecallQuery("How long had the all-reduce been going before the watchdog "
+                               "gave up?")
+                  .asks_duration);
+  std::string record = "-[ RECORD 1 ]+---------\n";
+  for (const char* field : {"population  | 48211", "p50_value   | 412.08",
+                            "p90_value   | 1273.97", "p99_value   | 3323.19",
+                            "max_value   | 62351.48", "null_values | 300"}) {
+    absl::StrAppend(&record, field, "\n");
+  }
+  std::string cohorts = " cohort_month | customers | p50 | p90 | mean_value\n";
+  for (int i = 1; i <= 12; ++i) {
+    absl::StrAppend(&cohorts, " 2026-", i, "      | ", 1000 + i, " | ", 300 + i, " | ", 900 + i,
+                    " | ", 500 + i, "\n");
+  }
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Sanity-check the LTV distribution: percentiles, and by cohort."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, record, "sql"),
+      Stored(3, Role::kTool, ItemKind::kToolResult, cohorts, "sql")};
+  const RecallQuery q = ParseRecallQuery(
+      "Where did the 99th percentile of customer lifetime value come out in the LTV check?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  hits.exchange_terms[3] = SearchTerms(items[0].data.content);
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("p99_value   | 3323.19")) << RenderRecalled(got);
+}
+
+// A setting is named by the keys it sits under too ("prod:" over
+// "threads: 7"), and the nearest of them that holds the question's words
+// is shown above it.
+TEST_F(RecallTest, ASettingIsNamedByTheKeysItSitsUnder) {
+  const std::string profiles =
+      "books:\n"
+      "  target: dev\n"
+      "  outputs:\n"
+      "    dev:\n"
+      "      type: redshift\n"
+      "      schema: dbt_dev\n"
+      "      threads: 16\n"
+      "      keepalives_idle: 0\n"
+      "    production:\n"
+      "      type: redshift\n"
+      "      schema: books\n"
+      "      threads: 7\n"
+      "      keepalives_idle: 0\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Show me the finance dbt project's profiles."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, profiles, "read_file")};
+  const RecallQuery q =
+      ParseRecallQuery("How many threads does the prod target of the books profile get?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  hits.calls[2] = R"({"path": "dbt_books/profiles.yml"})";
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("threads: 7")) << RenderRecalled(got);
+  EXPECT_THAT(got[0].text, HasSubstr("production:")) << RenderRecalled(got);
+  EXPECT_THAT(got[0].text, Not(HasSubstr("threads: 16"))) << RenderRecalled(got);
+}
+
+// A table's header holding the question's words comes with its first row:
+// the columns name the row's figures.
+TEST_F(RecallTest, ATablesHeaderComesWithItsFirstRow) {
+  std::string listing =
+      "RUN_ID      STARTED               STATUS     ROWS_WRITTEN  ONLINE_LAG\n";
+  for (int i = 0; i < 20; ++i) {
+    absl::StrAppend(&listing, "mat-", 1000 + i, "    2026-03-04T0", i % 10,
+                    ":15:00Z  SUCCEEDED  ", i == 0 ? 15390255 : 14000000 + i * 1111, "      16s\n");
+  }
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "List the user engagement view's recent materializations."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, listing, "bash")};
+  const RecallQuery q = ParseRecallQuery(
+      "How many rows had the newest user engagement materialization written?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("15390255")) << RenderRecalled(got);
+}
+
+// An item's passages are capped, but a line of the answer's shape (the
+// run's time, asked for) has a place after its item's lines that hold
+// more of the question's words.
+TEST_F(RecallTest, ALineOfTheAnswersShapeIsNotCrowdedOutByItsItem) {
+  std::string log;
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppend(&log, "2026-03-04T10:38:1", i, ".70Z tests/test_bootstrap.py::test_case_", i,
+                    " flaky bootstrap seed test FAILED\n");
+  }
+  log += "2026-03-04T10:38:56.84Z ======== 1 failed, 653 passed in 242.43s (0:04:02) ========\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Is the eval harness fix green in CI? Show me the tail of the test job's log."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, log, "bash")};
+  const RecallQuery q = ParseRecallQuery(
+      "How long did the eval harness CI run take, the one where the flaky bootstrap test failed?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  RecallLimits limits;
+  limits.max_tokens = 600;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("in 242.43s")) << RenderRecalled(got);
+}
+
 // A question's word the history does not hold ("shops") is found by
 // another word for it ("stores"); where the history holds the word
 // itself, the other word counts for nothing.
