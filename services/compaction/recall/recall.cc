@@ -474,7 +474,8 @@ bool SetsFrequency(absl::string_view line) {
 // a word of cost or total ("what did the namespace cost", "the total").
 bool AsksTotal(const QuestionWords& question) {
   static const auto* const kAmounts = new absl::flat_hash_set<absl::string_view>{
-      "cost", "costs", "costed", "spend", "spent", "total", "totals", "altogether"};
+      "cost", "costs", "costed", "spend", "spent", "total", "totals", "altogether",
+      "whole"};
   absl::string_view before;
   for (absl::string_view word : question.words) {
     if (before == "how" && (word == "many" || word == "much")) return true;
@@ -488,7 +489,9 @@ bool AsksTotal(const QuestionWords& question) {
 // a figure ("Total Objects: 1970", "TOTAL  571.99  ...  48,892.31",
 // "total: 42 passed").
 bool StatesTotal(absl::string_view line) {
-  line = WithoutLineNumber(line);
+  line = WithoutLogPrefix(WithoutLineNumber(line));
+  // A JSON key's quote ("\"total_tokens\": 398452475663").
+  if (!line.empty() && line.front() == '"') line.remove_prefix(1);
   if (line.size() < 6 || !absl::EqualsIgnoreCase(line.substr(0, 5), "total")) return false;
   if (absl::ascii_isalnum(static_cast<unsigned char>(line[5]))) return false;
   // `ls -l` opens with "total 48": disk blocks, not a count of anything.
@@ -1398,6 +1401,26 @@ std::vector<int> Parents(const std::vector<std::pair<size_t, absl::string_view>>
   return parents;
 }
 
+// Adds to `pieces` (an item's holding the question's searched words) its
+// `common_only` ones, in the order of the item's text: all of them where
+// the item's values are worth showing (`values`), only those of the
+// answer's shape where its shapes are (`shapes`).
+void JoinCommonOnly(const QuestionWeights& q, bool values, bool shapes,
+                    std::vector<Piece>& common_only, std::vector<Piece>& pieces) {
+  if (!shapes) return;
+  bool added = false;
+  for (Piece& p : common_only) {
+    if (!values && !p.shaped) continue;
+    if (!p.known) Know(q, SearchTerms(p.text), p);
+    pieces.push_back(std::move(p));
+    added = true;
+  }
+  if (!added) return;
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+    return std::pair(a.line, a.offset) < std::pair(b.line, b.offset);
+  });
+}
+
 // The question's words of the keys a line of an item sits under
 // (Parents, OpensBlock), each key's split once (most keys are over many
 // lines).
@@ -1501,16 +1524,10 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // A value's line does not name its subject: where the exchange names it
   // as a passage must, a line holding a value is worth showing.
   const bool values = through_exchange && q.Answers(item_words);
-  if (values && !common_only.empty()) {
-    for (Piece& p : common_only) {
-      if (!p.known) Know(q, SearchTerms(p.text), p);
-      pieces.push_back(std::move(p));
-    }
-    // In the order of the item's text, as every piece is weighed.
-    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
-      return std::pair(a.line, a.offset) < std::pair(b.line, b.offset);
-    });
-  }
+  // A line of the answer's shape (a duration, a time of day, an interval,
+  // a total) answers where the item or its exchange names the subject.
+  const bool shapes = values || q.Answers(item_words);
+  JoinCommonOnly(q, values, shapes, common_only, pieces);
   auto neighbour = [&lines](size_t i) -> absl::string_view {
     if (i >= lines.size()) return {};
     const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i].second);
@@ -1539,7 +1556,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // found through its exchange, a line that answers and holds a value is
     // one as well.
     const bool holds_value = p.holds_value || AssignsFigure(piece);
-    const bool shape = values && p.shaped;
+    const bool shape = shapes && p.shaped;
     const bool value = (values && (!words.empty() || !common.empty()) && holds_value) || shape;
     if (!eligible && !value) continue;
     std::string text(absl::StripTrailingAsciiWhitespace(piece));

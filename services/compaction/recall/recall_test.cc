@@ -571,6 +571,61 @@ TEST_F(RecallTest, ALineOfTheAnswersShapeIsNotCrowdedOutByItsItem) {
   EXPECT_THAT(RenderRecalled(got), HasSubstr("in 242.43s")) << RenderRecalled(got);
 }
 
+// A line of the answer's shape answers where the item names the subject
+// itself (a DAG file that says "orders" and "manifest" on its lines), as
+// well as where its exchange does.
+TEST_F(RecallTest, AShapeAnswersWhereTheItemItselfNamesTheSubject) {
+  std::string dag;
+  for (int i = 1; i <= 40; ++i) {
+    absl::StrAppend(&dag, "    ", i, "\t",
+                    i == 20   ? "        wait_for_orders_manifest = S3KeySensor("
+                    : i == 21 ? "            bucket_key=\"orders/_manifest.json\","
+                    : i == 22 ? "            mode=\"reschedule\","
+                    : i == 23 ? "            soft_fail=False,"
+                    : i == 24 ? "            poke_interval=840,"
+                    : i == 25 ? "            timeout=60 * 240,"
+                              : "    pass",
+                    "\n");
+  }
+  std::vector<Item> items = {Stored(1, Role::kUser, ItemKind::kMessage, "Next file, please."),
+                             Stored(2, Role::kTool, ItemKind::kToolResult, dag, "read_file")};
+  const RecallQuery q =
+      ParseRecallQuery("How often does the orders manifest sensor look at the bucket again?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("poke_interval=840")) << RenderRecalled(got);
+}
+
+// "How big is the whole thing" asks for a total; a JSON key states one too
+// ("\"total_tokens\": 398452475663" among the shards' own counts).
+TEST_F(RecallTest, AJsonKeyStatesATotal) {
+  EXPECT_TRUE(ParseRecallQuery("How big is the whole snapshot, in tokens?").asks_total);
+  std::string manifest = "{\n  \"snapshot\": \"webdocs-v9\",\n  \"shards\": [\n";
+  for (int i = 0; i < 12; ++i) {
+    absl::StrAppend(&manifest, "    {\n      \"index\": ", i, ",\n      \"tokens\": ",
+                    185000000 + i * 917, "\n    },\n");
+  }
+  manifest += "  ],\n  \"total_documents\": 104001759,\n  \"total_tokens\": 398452475663\n}\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Pull the webdocs-v9 snapshot's manifest."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, manifest, "bash")};
+  const RecallQuery q =
+      ParseRecallQuery("How big is the whole webdocs-v9 snapshot, counted in tokens?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("398452475663")) << RenderRecalled(got);
+}
+
 // A question's word the history does not hold ("shops") is found by
 // another word for it ("stores"); where the history holds the word
 // itself, the other word counts for nothing.
