@@ -517,6 +517,60 @@ bool AsksHash(const QuestionWords& question) {
   return false;
 }
 
+// Whether `text` holds a figure: a token with two digits or more ("EUR
+// 4,812.50", "PLAT-3397", "15:30").
+bool HoldsFigure(absl::string_view text) {
+  for (absl::string_view token : absl::StrSplit(text, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    int digits = 0;
+    for (char c : token) digits += absl::ascii_isdigit(static_cast<unsigned char>(c)) ? 1 : 0;
+    if (digits >= 2) return true;
+  }
+  return false;
+}
+
+// Whether `text` asks for a host's name ("what's the FQDN of the old
+// box", "full hostname").
+bool AsksHost(const QuestionWords& question) {
+  const std::vector<absl::string_view>& words = question.words;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "fqdn" || words[i] == "hostname" || words[i] == "hostnames") return true;
+    if (words[i] == "host" && i + 1 < words.size() && words[i + 1] == "name") return true;
+  }
+  return false;
+}
+
+// Whether `line` holds a host's full name: a token of three labels or more
+// joined by dots, its last a word of two to ten letters
+// ("hallb-pg-14.corp.tarnow.net", "wms-gw01.phl.internal"); not a file's
+// name ("values.canary.yaml") nor a version.
+bool StatesHost(absl::string_view line) {
+  for (absl::string_view token : absl::StrSplit(line, absl::ByAnyChar(" \t,;()[]{}<>\"'`=|"),
+                                                absl::SkipEmpty())) {
+    token = absl::StripSuffix(absl::StripSuffix(token, "."), ":");
+    if (const size_t colon = token.find(':'); colon != absl::string_view::npos) {
+      token = token.substr(0, colon);  // A port.
+    }
+    if (token.find('/') != absl::string_view::npos || token.find('@') != absl::string_view::npos) {
+      continue;
+    }
+    const std::vector<absl::string_view> labels = absl::StrSplit(token, '.');
+    if (labels.size() < 3) continue;
+    const absl::string_view last = labels.back();
+    if (last.size() < 2 || last.size() > 10 ||
+        !std::all_of(last.begin(), last.end(), [](char c) { return absl::ascii_islower(c); })) {
+      continue;
+    }
+    static const auto* const kFiles = new absl::flat_hash_set<absl::string_view>{
+        "yaml", "yml", "json", "py", "txt", "log", "csv", "gz", "tar", "conf", "ini", "toml",
+        "sql", "md", "sh", "tf", "html", "xml", "parquet", "jsonl", "lock", "cfg", "zip"};
+    if (kFiles->contains(last)) continue;
+    if (std::all_of(labels.begin(), labels.end(), [](absl::string_view l) { return !l.empty(); })) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Whether `line` holds a hex digest: a token of 7 to 64 hex digits with a
 // letter and a digit among them ("30a6359", "sha256:9f86d0..."), standing
 // alone: a part of a name ("exporter-febdfb11f-68e1e", a pod's) is not one.
@@ -928,6 +982,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   q.asks_frequency = AsksFrequency(question);
   q.asks_total = AsksTotal(question);
   q.asks_hash = AsksHash(question);
+  q.asks_host = AsksHost(question);
   q.asks_quantity =
       AsksQuantity(question) || q.asks_time_of_day || q.asks_total || q.asks_frequency;
   const bool asks = absl::StrContains(text, '?');
@@ -1025,6 +1080,7 @@ struct QuestionWeights {
   bool asks_frequency = false;
   bool asks_total = false;
   bool asks_hash = false;
+  bool asks_host = false;
   // Searched terms: the question word each stands for and its weight.
   absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
   // Words only a few items hold: specific enough alone.
@@ -1042,7 +1098,8 @@ struct QuestionWeights {
         asks_time_of_day(query.asks_time_of_day),
         asks_frequency(query.asks_frequency),
         asks_total(query.asks_total),
-        asks_hash(query.asks_hash) {
+        asks_hash(query.asks_hash),
+        asks_host(query.asks_host) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     // The words the history holds a term of their own of: their stand-ins
@@ -1481,6 +1538,22 @@ size_t FirstRowUnder(const std::vector<std::pair<size_t, absl::string_view>>& li
   return row;
 }
 
+// BM25's length normalization of a passage of `length` words (WordCount)
+// of `item`. What the user states (a ticket opened, a name, a time) is
+// weighed as talk, against a message's usual length: a long message's
+// words count as much on it as they lend the outputs of its turn (TalkOf,
+// at most in full; a short one keeps a line's weight). Not a question
+// that states nothing: its turn's outputs answer it.
+double LengthNorm(const Item& item, absl::string_view piece, double length) {
+  auto norm = [&](double average) {
+    return (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / average));
+  };
+  const bool stated = item.data.kind == ItemKind::kMessage && item.data.role == Role::kUser &&
+                      (!absl::StrContains(piece, "?") || HoldsFigure(piece));
+  return stated ? std::max(norm(kAverageTerms), std::min(1.0, norm(kAverageTalkTerms)))
+                : norm(kAverageTerms);
+}
+
 // The candidate passages of one found item, added to `out` (texts already
 // in `seen` are not added again).
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
@@ -1603,8 +1676,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     c.passage.offset = line_at + offset;
     if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
     c.passage.text = std::move(text);
-    const double length = p.length;
-    const double norm = (kK1 + 1) / (1 + kK1 * (1 - kB + kB * length / kAverageTerms));
+    const double norm = LengthNorm(item, piece, p.length);
     for (const auto& [w, weight] : common) c.line[w] = weight * norm;
     for (const auto& [w, weight] : words) c.line[w] = std::max(c.line[w], weight * norm);
     for (const auto& [w, weight] : under) c.line[w] = std::max(c.line[w], weight * norm);
@@ -1618,7 +1690,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     c.worth = line_worth + context_worth;
     c.value = value || row != std::string::npos;
     c.figure = shape || (q.asks_quantity && SetsFigure(piece)) ||
-               (values && q.asks_hash && !c.line.empty() && StatesHash(piece));
+               (values && q.asks_hash && !c.line.empty() && StatesHash(piece)) ||
+               (q.asks_host && !c.line.empty() && StatesHost(piece));
     c.first_line = first_line;
     c.last_line = last_line;
     c.piece_offset = piece.size() == line.size() ? std::string::npos : offset;

@@ -51,6 +51,9 @@ struct RecallQuery {
   // 30a6359") answers it the same way, and a line naming checksums
   // without one ("checksum: per-batch") does not.
   bool asks_hash = false;
+  // ... or a host's full name ("the FQDN of the old box", "full
+  // hostname"): a line holding a dotted host name answers it the same way.
+  bool asks_host = false;
   // For each word: whether a sentence that asks (ends with '?') holds it,
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") count less.

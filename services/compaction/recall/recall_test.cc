@@ -626,6 +626,69 @@ TEST_F(RecallTest, AJsonKeyStatesATotal) {
   EXPECT_THAT(got[0].text, HasSubstr("398452475663")) << RenderRecalled(got);
 }
 
+// What the user states in a long message ("I've opened PR #8127 for it")
+// weighs its words against a message's usual length, as they weigh when
+// lent to its turn's outputs: it is not outranked by the outputs' lines
+// that hold its words only through it.
+TEST_F(RecallTest, WhatTheUserStatesIsNotOutrankedByItsTurnsOutputs) {
+  const std::string said =
+      "Let's fix the root cause: clip_grad back to a safe default of 1.0 in the optimizer "
+      "groups, with an explicit 0.0 still allowed per experiment, so that the five experiments "
+      "without a clipping line of their own get clipping back. I've opened PR #8127 for it. Make "
+      "the change and run the tests.";
+  std::string config = "# AdamW with linear warmup and cosine decay\n";
+  for (int i = 0; i < 12; ++i) absl::StrAppend(&config, "lr_group_", i, ": 3.0e-4\n");
+  config += "clip_grad: ${oc.select:optim_override.clip_grad,1.0}\n";
+  config += "eps: 1.0e-8\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, said),
+      Stored(2, Role::kTool, ItemKind::kToolResult, config, "apply_patch")};
+  const RecallQuery q =
+      ParseRecallQuery("Which PR number is the grad clipping default fix going in under?");
+  HistoryHits hits = HitsFor(items, q);
+  // As a day's history holds them: the config's words on hundreds of
+  // items, the pull request on the one.
+  hits.items = 1000;
+  for (const std::string& term : q.terms) {
+    hits.document_frequency[term] = term == "pull" || term == "request" ? 2 : 300;
+  }
+  hits.exchange_terms[2] = SearchTerms(said);
+  RecallLimits limits;
+  limits.max_tokens = 400;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("PR #8127")) << RenderRecalled(got);
+}
+
+// A question for a host's full name ranks a line holding one higher
+// ("hallb-pg-14.corp.tarnow.net", not a file's "values.canary.yaml").
+TEST_F(RecallTest, AHostsNameAnswersForItsFullName) {
+  EXPECT_TRUE(ParseRecallQuery("What's the FQDN of the old box?").asks_host);
+  EXPECT_TRUE(ParseRecallQuery("Full hostname, please.").asks_host);
+  EXPECT_FALSE(ParseRecallQuery("Which host runs it?").asks_host);
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Let's start on the invoice archive. It holds eleven years of scanned invoices; "
+             "finance reads it all day. It belongs to Henrike Salo's team; the legacy box is "
+             "hallb-pg-14.corp.tarnow.net and the change record is PLAT-3397."),
+      Stored(2, Role::kAssistant, ItemKind::kMessage,
+             "The old hosts in hall B share storage, so a heavy copy of the invoice archive on "
+             "one service slows its neighbours; values.canary.yaml keeps the throttle."),
+      Stored(3, Role::kUser, ItemKind::kMessage,
+             "Next: the invoice archive's old hall B hosts and their storage.")};
+  const RecallQuery q =
+      ParseRecallQuery("What's the FQDN of the old hall-B server the invoice archive sits on?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  RecallLimits limits;
+  limits.max_tokens = 400;
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("hallb-pg-14.corp.tarnow.net")) << RenderRecalled(got);
+}
+
 // A question's word the history does not hold ("shops") is found by
 // another word for it ("stores"); where the history holds the word
 // itself, the other word counts for nothing.
