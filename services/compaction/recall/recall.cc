@@ -959,9 +959,15 @@ void AddNames(absl::string_view text, absl::flat_hash_map<std::string, size_t>& 
         auto first = index_of.find(WordForm(words[i]));
         if (first == index_of.end()) continue;
         const int word = q.word_of[first->second];
-        for (const char* joiner : {"-", "_"}) {
+        for (const char* joiner : {"-", "_", ""}) {
+          // Two words written as one ("gift cards" as `GIFTCARD`, "dry
+          // run" as `dryrun`), in their one form.
+          if (*joiner == '\0' && (n != 2 || words[i].size() < 3 || words[i + 1].size() < 3)) {
+            continue;
+          }
           std::string compound = words[i];
           for (size_t k = i + 1; k < i + n; ++k) absl::StrAppend(&compound, joiner, words[k]);
+          if (*joiner == '\0') compound = WordForm(compound);
           if (index_of.contains(compound) || q.terms.size() >= kMaxRecallTerms) continue;
           index_of[compound] = q.terms.size();
           q.terms.push_back(compound);
@@ -1064,8 +1070,8 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
     q.terms.push_back(std::move(joined));
     q.word_of.push_back(word);
   }
-  AddNames(text, index_of, q);
   AddPercentiles(question, index_of, q);
+  AddNames(text, index_of, q);
   AddStandIns(index_of, q);
   return q;
 }

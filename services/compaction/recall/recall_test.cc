@@ -93,10 +93,12 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
       "Going back to billing-ledger: what guard value did its config show?");
   // Words in their one form ("config" is "configuration", stemmed); the
   // compound as written beside its parts; last, the hyphenated word joined
-  // and the name of two words as a system writes it, for its first word.
+  // and the name of two words as a system writes it (joined too, in its
+  // one form), for its first word.
   EXPECT_THAT(q.terms, ElementsAre("billing-ledger", "bill", "ledger", "guard", "valu",
-                                   "configur", "billingledger", "guard-value", "guard_value"));
-  EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3, 0, 1, 1));
+                                   "configur", "billingledger", "guard-value", "guard_value",
+                                   "guardvalu"));
+  EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3, 0, 1, 1, 1));
   EXPECT_EQ(q.words, 4);
   EXPECT_THAT(ParseRecallQuery("What did you say, and why?").terms, IsEmpty());
   // A long pending message searches by its first words only.
@@ -134,6 +136,29 @@ TEST_F(RecallTest, ANameOfSeveralWordsIsSearchedAsASystemWritesIt) {
   ASSERT_LT(static_cast<size_t>(at("inflight")), hyphen.terms.size());
   EXPECT_EQ(hyphen.word_of[at("inflight")], hyphen.word_of[at("in-flight")]);
   EXPECT_THAT(ParseRecallQuery("the bridge first").terms, ::testing::Contains("bridge-first"));
+  // Two words are searched as one word too ("gift cards" is the
+  // `GIFTCARD` of a tender table), in its one form; not short ones.
+  EXPECT_THAT(ParseRecallQuery("What did the stores take on gift cards?").terms,
+              ::testing::Contains("giftcard"));
+  EXPECT_THAT(ParseRecallQuery("the web ui").terms, Not(::testing::Contains("webui")));
+  std::string tenders = "TenderType Txns  Amount\n---------- ----- ---------\n";
+  for (const char* row : {"CARD       13617 291457.97", "CASH        3528  44053.91",
+                          "POINTS       838  10342.32", "GIFTCARD     174   4098.40",
+                          "VOUCHER       69    766.44"}) {
+    absl::StrAppend(&tenders, row, "\n");
+  }
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "What does StoreLink have for the tenders?"),
+      Stored(2, Role::kTool, ItemKind::kToolResult, tenders, "sqlcmd")};
+  const RecallQuery gift = ParseRecallQuery("What did the stores take on gift cards?");
+  HistoryHits hits = HitsFor(items, gift);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.max_passages = 2;
+  const std::vector<RecalledPassage> got = RankPassages(gift, hits, *tokenizer_, limits);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("GIFTCARD     174   4098.40"));
 }
 
 TEST_F(RecallTest, AnAbbreviationSpelledOutIsOneWordOfTheQuestion) {
@@ -733,9 +758,9 @@ TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
     (q.asked[q.word_of[i]] ? asked : aside).push_back(q.terms[i]);
   }
   EXPECT_THAT(asked, UnorderedElementsAre("drain", "estim", "minut", "drain-estimate",
-                                          "drain_estimate"));
+                                          "drain_estimate", "drainestim"));
   EXPECT_THAT(aside, UnorderedElementsAre("teodor", "want", "line", "alert", "teodor-wants",
-                                          "teodor_wants"));
+                                          "teodor_wants", "teodorw"));
   EXPECT_TRUE(q.asks_quantity);  // "in minutes"
   // Without a question mark, every sentence asks.
   const RecallQuery plain = ParseRecallQuery("the drain estimate. teodor asked");
