@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/api/recall.h"
 #include "services/common/task_guard.h"
 #include "services/common/log.h"
 #include "services/common/status_macros.h"
@@ -86,9 +87,13 @@ void BackgroundCompactor::CompactInBackground(const ConversationKey& key) {
       absl::StatusOr<Counted> loaded = LoadCounted(ctx, key);
       absl::Status status = loaded.status();
       if (status.ok()) {
+        // Ahead of need, the room a call's recall takes is made too: the
+        // call need not compact for it.
+        CompactionControl control;
+        control.headroom = HistoryRecall::RecallHeadroom(loaded->resolved.profile);
         absl::StatusOr<CompactionOutcome> outcome =
             runner_->Run(ctx, std::move(loaded->snapshot), loaded->resolved, {},
-                         CompactionMode::kAhead, "", nullptr, /*background=*/true);
+                         CompactionMode::kAhead, "", nullptr, /*background=*/true, control);
         status = outcome.status();
         // The next call reads what was appended since, not the whole context,
         // and its recall nothing.

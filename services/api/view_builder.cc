@@ -75,8 +75,11 @@ absl::StatusOr<ViewBuilder::Answer> ViewBuilder::Build(const CallContext& ctx,
                                   /*background=*/false, control));
     // From the soft band on, the background gets ahead of need (kAhead); a
     // call that compacted already leaves it nothing to do.
+    // ... counting what recall takes after it, as the call's plan did.
+    const Band band_with_recall =
+        BandOf(outcome.view.tokens.total + control.headroom, resolved.profile);
     const bool compact_in_background = options_.background_compaction &&
-                                       outcome.plan.band >= Band::kSoft &&
+                                       band_with_recall >= Band::kSoft &&
                                        outcome.plan.empty() &&
                                        resolved.profile.compaction_enabled;
     if (compact_in_background) background_->CompactInBackground(key);

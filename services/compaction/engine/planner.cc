@@ -147,9 +147,11 @@ Band ActsFrom(CompactionMode mode) {
 }
 
 // What a call adds to the view after compaction, counted against the bands
-// (PlanInput::headroom); nothing for the other modes.
+// (PlanInput::headroom): by the call, and by the background's compaction
+// ahead of need, so that the call finds the room made; nothing for the
+// other modes.
 int64_t HeadroomOf(const PlanInput& in, CompactionMode mode) {
-  return ForCall(mode) ? std::max<int64_t>(0, in.headroom) : 0;
+  return ForCall(mode) || mode == CompactionMode::kAhead ? std::max<int64_t>(0, in.headroom) : 0;
 }
 
 }  // namespace

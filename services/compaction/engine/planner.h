@@ -70,10 +70,12 @@ struct PlanInput {
   // sequence (a task's end), whatever the recent buffer says; 0: the
   // planner's choice.
   int64_t through_sequence = 0;
-  // A call's modes only: tokens the call adds to the view after compaction
-  // (the recalled section, at most its budget), counted against the bands
-  // so that what it adds never lifts the view into the band it would have
-  // been compacted for.
+  // A call's modes and kAhead only: tokens a call adds to the view after
+  // compaction (the recalled section, at most its budget), counted against
+  // the bands so that what it adds never lifts the view into the band it
+  // would have been compacted for; the background's compaction ahead of
+  // need counts it too, so that calls seldom have to make that room
+  // themselves.
   int64_t headroom = 0;
 };
 

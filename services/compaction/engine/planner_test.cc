@@ -272,7 +272,8 @@ TEST(PlannerTest, ServingWhileTheBackgroundWorksWaitsForTheEmergencyBand) {
 }
 
 // What a call adds after compaction (its recalled section) counts against
-// the bands: a view that would reach the hard band with it is compacted.
+// the bands: a view that would reach the hard band with it is compacted,
+// by the call or ahead of it by the background.
 TEST(PlannerTest, ACallsHeadroomCountsAgainstTheBands) {
   auto tok = NewApproximateTokenizer();
   const ContextSnapshot soft = Builder()
@@ -291,9 +292,24 @@ TEST(PlannerTest, ACallsHeadroomCountsAgainstTheBands) {
   EXPECT_EQ(with.band, Band::kSoft) << "the band reported is the view's own";
   ASSERT_TRUE(Summarizes(with));
   EXPECT_LT(with.projected_tokens + in.headroom, Threshold(p, p.soft_threshold));
-  // The background adds nothing after it: no headroom there.
-  EXPECT_EQ(PlanCompaction(in, CompactionMode::kAhead).projected_tokens,
-            PlanCompaction(Input(&soft, p, tok.get()), CompactionMode::kAhead).projected_tokens);
+  // The background's compaction ahead of need makes that room too, so
+  // that the next call need not: a view under the soft band that reaches
+  // it with what a call adds is compacted ahead.
+  const ContextSnapshot under = Builder()
+                                    .User(400).Assistant(400)
+                                    .User(400).Assistant(400)
+                                    .User(300).Assistant(300)
+                                    .Build();
+  PlanInput ahead_in = Input(&under, p, tok.get());
+  const CompactionPlan alone = PlanCompaction(ahead_in, CompactionMode::kAhead);
+  ASSERT_EQ(alone.band, Band::kNormal);
+  EXPECT_TRUE(alone.empty());
+  ahead_in.headroom = Threshold(p, p.soft_threshold) - alone.tokens_before + 1;
+  const CompactionPlan ahead = PlanCompaction(ahead_in, CompactionMode::kAhead);
+  ASSERT_TRUE(Summarizes(ahead));
+  EXPECT_LT(ahead.projected_tokens + ahead_in.headroom, Threshold(p, p.soft_threshold));
+  // An idle conversation's compaction (kAuto) adds nothing after it.
+  EXPECT_TRUE(PlanCompaction(ahead_in, CompactionMode::kAuto).empty());
 }
 
 TEST(PlannerTest, OnTheCallAViewThatFitsAfterPruningIsNotSummarized) {
