@@ -119,7 +119,12 @@ struct RecallLimits {
 // of the question's words, or one that only a few items hold; or, in an
 // item whose exchange answers the question so, hold a value (a number, a
 // hash, an identifier: what a line that does not name its subject holds),
-// and then it comes with the line either side of it. Every passage scores
+// and then it comes with the line either side of it. A line is also named
+// by the keys it sits under ("prod:" over "threads: 7"), a table's header
+// comes with its first row, and a line of the answer's shape (a duration,
+// a time of day, an interval, a total) answers where the item or its
+// exchange names the subject. What the user states in a long message is
+// weighed against a message's length, not a line's. Every passage scores
 // at least a third of the best one: an unrelated question recalls nothing.
 // A room too small for a passage beside the header ranks nothing, and the
 // picks stop once several in a row do not fit what is left.

@@ -83,9 +83,28 @@ HistoryHits HitsFor(const std::vector<Item>& items, const RecallQuery& q) {
   return hits;
 }
 
+// HitsFor a history where item 2 is a tool's output after the user's
+// message (item 1), its exchange, weighed as in a history of a thousand
+// items.
+HistoryHits OutputAfterMessage(const std::vector<Item>& items, const RecallQuery& q) {
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  return hits;
+}
+
 class RecallTest : public ::testing::Test {
  protected:
   std::unique_ptr<Tokenizer> tokenizer_ = NewApproximateTokenizer();
+
+  // RankPassages within `max_tokens` and `max_passages`.
+  std::vector<RecalledPassage> Rank(const RecallQuery& q, const HistoryHits& hits,
+                                    int64_t max_tokens, int max_passages = 12) {
+    RecallLimits limits;
+    limits.max_tokens = max_tokens;
+    limits.max_passages = max_passages;
+    return RankPassages(q, hits, *tokenizer_, limits);
+  }
 };
 
 TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
@@ -151,13 +170,8 @@ TEST_F(RecallTest, ANameOfSeveralWordsIsSearchedAsASystemWritesIt) {
       Stored(1, Role::kUser, ItemKind::kMessage, "What does StoreLink have for the tenders?"),
       Stored(2, Role::kTool, ItemKind::kToolResult, tenders, "sqlcmd")};
   const RecallQuery gift = ParseRecallQuery("What did the stores take on gift cards?");
-  HistoryHits hits = HitsFor(items, gift);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.max_passages = 2;
-  const std::vector<RecalledPassage> got = RankPassages(gift, hits, *tokenizer_, limits);
+  HistoryHits hits = OutputAfterMessage(items, gift);
+  const std::vector<RecalledPassage> got = Rank(gift, hits, 300, 2);
   EXPECT_THAT(RenderRecalled(got), HasSubstr("GIFTCARD     174   4098.40"));
 }
 
@@ -330,9 +344,7 @@ TEST_F(RecallTest, AQuantityQuestionIsAnsweredByTheSettingsFigure) {
   for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
   hits.calls[2] = R"({"path": "services/webhooks/app/signing.py"})";
   hits.calls[3] = R"({"cmd": "poetry run pytest -v"})";
-  RecallLimits limits;
-  limits.max_tokens = 110;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 110);
   std::vector<std::string> texts;
   for (const RecalledPassage& p : got) texts.push_back(p.text);
   EXPECT_THAT(texts, ::testing::Contains(HasSubstr("SIGNATURE_TOLERANCE_S = 510"))) << RenderRecalled(got);
@@ -361,9 +373,7 @@ TEST_F(RecallTest, ARecordsFieldIsShownWithTheFieldsAroundIt) {
   for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
   hits.calls[2] = R"({"query": "SELECT count(*) AS accounts_compared FROM points_compare"})";
   hits.calls[3] = R"({"query": "SELECT store, member, points FROM points"})";
-  RecallLimits limits;
-  limits.max_tokens = 120;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 120);
   EXPECT_THAT(RenderRecalled(got), HasSubstr("mismatched_accounts | 333"));
   // A table's row is no record's field: its neighbours are not shown.
   for (const RecalledPassage& p : got) {
@@ -388,12 +398,8 @@ TEST_F(RecallTest, AQuantityQuestionIsAnsweredByTheFiguresOfTheRecordItNames) {
       Stored(2, Role::kTool, ItemKind::kToolResult, tasks, "powershell")};
   const RecallQuery q =
       ParseRecallQuery("How many EOD uploads did Ripon's back office drop before the fix?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
-  RecallLimits limits;
-  limits.max_tokens = 200;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  HistoryHits hits = OutputAfterMessage(items, q);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 200);
   EXPECT_THAT(RenderRecalled(got), HasSubstr("NumberOfMissedRuns : 12")) << RenderRecalled(got);
 }
 
@@ -420,14 +426,9 @@ TEST_F(RecallTest, ALogLinesMessageSetsAFigure) {
       Stored(4, Role::kTool, ItemKind::kToolResult, log, "bash")};
   const RecallQuery q =
       ParseRecallQuery("How big was the order Doncaster's replenishment sent, in lines?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  HistoryHits hits = OutputAfterMessage(items, q);
   hits.exchange_terms[4] = SearchTerms(items[2].data.content);
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("order lines written: 42838")) << RenderRecalled(got);
 }
@@ -455,14 +456,9 @@ TEST_F(RecallTest, HowOftenIsAnsweredByAnInterval) {
       Stored(2, Role::kTool, ItemKind::kToolResult, dag, "read_file")};
   const RecallQuery q =
       ParseRecallQuery("How often does the orders manifest sensor look at the bucket again?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  HistoryHits hits = OutputAfterMessage(items, q);
   hits.calls[2] = R"({"path": "dags/orders_nightly.py"})";
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("poke_interval=840")) << RenderRecalled(got);
 }
@@ -496,14 +492,9 @@ TEST_F(RecallTest, APercentileIsSearchedAsAMeasurementWritesIt) {
       Stored(3, Role::kTool, ItemKind::kToolResult, cohorts, "sql")};
   const RecallQuery q = ParseRecallQuery(
       "Where did the 99th percentile of customer lifetime value come out in the LTV check?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  HistoryHits hits = OutputAfterMessage(items, q);
   hits.exchange_terms[3] = SearchTerms(items[0].data.content);
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("p99_value   | 3323.19")) << RenderRecalled(got);
 }
@@ -531,14 +522,9 @@ TEST_F(RecallTest, ASettingIsNamedByTheKeysItSitsUnder) {
       Stored(2, Role::kTool, ItemKind::kToolResult, profiles, "read_file")};
   const RecallQuery q =
       ParseRecallQuery("How many threads does the prod target of the books profile get?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  HistoryHits hits = OutputAfterMessage(items, q);
   hits.calls[2] = R"({"path": "dbt_books/profiles.yml"})";
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("threads: 7")) << RenderRecalled(got);
   EXPECT_THAT(got[0].text, HasSubstr("production:")) << RenderRecalled(got);
@@ -560,13 +546,8 @@ TEST_F(RecallTest, ATablesHeaderComesWithItsFirstRow) {
       Stored(2, Role::kTool, ItemKind::kToolResult, listing, "bash")};
   const RecallQuery q = ParseRecallQuery(
       "How many rows had the newest user engagement materialization written?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  HistoryHits hits = OutputAfterMessage(items, q);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("15390255")) << RenderRecalled(got);
 }
@@ -587,12 +568,8 @@ TEST_F(RecallTest, ALineOfTheAnswersShapeIsNotCrowdedOutByItsItem) {
       Stored(2, Role::kTool, ItemKind::kToolResult, log, "bash")};
   const RecallQuery q = ParseRecallQuery(
       "How long did the eval harness CI run take, the one where the flaky bootstrap test failed?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
-  RecallLimits limits;
-  limits.max_tokens = 600;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  HistoryHits hits = OutputAfterMessage(items, q);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 600);
   EXPECT_THAT(RenderRecalled(got), HasSubstr("in 242.43s")) << RenderRecalled(got);
 }
 
@@ -616,12 +593,8 @@ TEST_F(RecallTest, AShapeAnswersWhereTheItemItselfNamesTheSubject) {
                              Stored(2, Role::kTool, ItemKind::kToolResult, dag, "read_file")};
   const RecallQuery q =
       ParseRecallQuery("How often does the orders manifest sensor look at the bucket again?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  HistoryHits hits = OutputAfterMessage(items, q);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300);
   EXPECT_THAT(RenderRecalled(got), HasSubstr("poke_interval=840")) << RenderRecalled(got);
 }
 
@@ -640,13 +613,8 @@ TEST_F(RecallTest, AJsonKeyStatesATotal) {
       Stored(2, Role::kTool, ItemKind::kToolResult, manifest, "bash")};
   const RecallQuery q =
       ParseRecallQuery("How big is the whole webdocs-v9 snapshot, counted in tokens?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  HistoryHits hits = OutputAfterMessage(items, q);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("398452475663")) << RenderRecalled(got);
 }
@@ -678,10 +646,7 @@ TEST_F(RecallTest, WhatTheUserStatesIsNotOutrankedByItsTurnsOutputs) {
     hits.document_frequency[term] = term == "pull" || term == "request" ? 2 : 300;
   }
   hits.exchange_terms[2] = SearchTerms(said);
-  RecallLimits limits;
-  limits.max_tokens = 400;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 400, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("PR #8127")) << RenderRecalled(got);
 }
@@ -706,10 +671,7 @@ TEST_F(RecallTest, AHostsNameAnswersForItsFullName) {
       ParseRecallQuery("What's the FQDN of the old hall-B server the invoice archive sits on?");
   HistoryHits hits = HitsFor(items, q);
   hits.items = 1000;
-  RecallLimits limits;
-  limits.max_tokens = 400;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 400, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("hallb-pg-14.corp.tarnow.net")) << RenderRecalled(got);
 }
@@ -789,10 +751,7 @@ TEST_F(RecallTest, WordsTheCallShowsCountLessOnALine) {
   HistoryHits hits = HitsFor(items, q);
   hits.items = 1000;
   hits.calls[3] = R"({"path": "emr/steps/web_sessionize/configurations.json"})";
-  RecallLimits limits;
-  limits.max_tokens = 400;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 400, 1);
   ASSERT_EQ(got.size(), 1u) << RenderRecalled(got);
   EXPECT_THAT(got[0].text, HasSubstr("spark.sql.shuffle.partitions")) << RenderRecalled(got);
 }
@@ -814,9 +773,7 @@ TEST_F(RecallTest, NoLineIsShownTwice) {
   HistoryHits hits = HitsFor(items, q);
   hits.items = 1000;
   for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
-  RecallLimits limits;
-  limits.max_tokens = 1000;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 1000);
   ASSERT_FALSE(got.empty());
   const std::string text = RenderRecalled(got);
   EXPECT_THAT(text, HasSubstr("batch-1 checksum 7a1f0\n  batch-2"));
@@ -846,9 +803,7 @@ TEST_F(RecallTest, AnOutputIsKnownByItsOwnCallAndItsTurnsTalk) {
   // config's call).
   for (int64_t s : {4, 5, 6}) hits.exchange_terms[s] = q.terms;
   hits.calls[6] = R"({"path": "deploy/quokka-relay/values.yaml"})";
-  RecallLimits limits;
-  limits.max_tokens = 400;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 400);
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got[0].sequence, 6) << RenderRecalled(got);
   for (const RecalledPassage& p : got) EXPECT_NE(p.sequence, 5) << RenderRecalled(got);
@@ -869,9 +824,7 @@ TEST_F(RecallTest, TheFirstPickIsTheBestThatAnswersEnoughOfTheQuestion) {
   const RecallQuery q = ParseRecallQuery("zebra walrus otter heron capybara pangolin?");
   HistoryHits hits = HitsFor(items, q);
   hits.items = 1000;
-  RecallLimits limits;
-  limits.max_tokens = 400;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 400);
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got[0].sequence, 4) << RenderRecalled(got);
 }
@@ -904,9 +857,7 @@ TEST_F(RecallTest, ARunsTotalTimeAnswersHowLongItTook) {
   hits.items = 1000;
   for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
   hits.calls[2] = R"({"cmd": "dbt run --selector nightly_core --full-refresh --target prod"})";
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300);
   std::vector<std::string> texts;
   for (const RecalledPassage& p : got) texts.push_back(p.text);
   EXPECT_THAT(texts, ::testing::Contains(HasSubstr("0 hours 34 minutes"))) << RenderRecalled(got);
@@ -925,9 +876,7 @@ TEST_F(RecallTest, ACompactDurationIsARunsTime) {
       Stored(1, Role::kUser, ItemKind::kMessage, "Run the ingress gateway dry run."),
       Stored(2, Role::kTool, ItemKind::kToolResult, log, "migctl")};
   const RecallQuery q = ParseRecallQuery("How long did the ingress gateway dry run take?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  HistoryHits hits = OutputAfterMessage(items, q);
   hits.calls[2] = R"({"cmd": "migctl dry-run --area ingress-gateway --throttle 40"})";
   RecallLimits limits;
   limits.max_tokens = 300;
@@ -965,9 +914,7 @@ TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
   hits.items = 1000;
   hits.exchange_terms[2] = SearchTerms("The inventory snapshot DAG failed. Show me its config.");
   hits.calls[2] = R"({"path": "dags/config/inventory_snapshot.yaml"})";
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300);
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got[0].sequence, 2) << RenderRecalled(got);
   EXPECT_THAT(got[0].text, HasSubstr("20 4 * * *")) << RenderRecalled(got);
@@ -994,9 +941,7 @@ TEST_F(RecallTest, ATotalAnswersHowManyAndWhatItCost) {
   hits.items = 1000;
   hits.exchange_terms[2] = SearchTerms("Is the webdocs snapshot complete? List it.");
   hits.calls[2] = R"({"cmd": "aws s3 ls s3://datasets/webdocs-v9/snap-20260301/ --summarize"})";
-  RecallLimits limits;
-  limits.max_tokens = 120;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 120);
   std::vector<std::string> texts;
   for (const RecalledPassage& p : got) texts.push_back(p.text);
   EXPECT_THAT(texts, ::testing::Contains(HasSubstr("Total Objects: 1970"))) << RenderRecalled(got);
@@ -1056,10 +1001,7 @@ TEST_F(RecallTest, TheWorstIsFoundWhereALineWritesMax) {
   HistoryHits hits = HitsFor(items, q);
   hits.items = 1000;
   hits.exchange_terms[2] = SearchTerms("Pull the canary's p99 latency for the last 6h.");
-  RecallLimits limits;
-  limits.max_tokens = 100;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 100, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("max=4.068")) << RenderRecalled(got);
 }
@@ -1080,10 +1022,7 @@ TEST_F(RecallTest, ShapesAreNotTakenFromLogLinesListingsOrWindows) {
   HistoryHits hits = HitsFor(items, q);
   hits.items = 1000;
   hits.exchange_terms[2] = SearchTerms("Show me the export job's log and config.");
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("start_at: 04:20")) << RenderRecalled(got);
 
@@ -1096,8 +1035,7 @@ TEST_F(RecallTest, ShapesAreNotTakenFromLogLinesListingsOrWindows) {
   hits = HitsFor(items, many);
   hits.items = 1000;
   hits.exchange_terms[2] = SearchTerms("List the webdocs shard folder.");
-  limits.max_passages = 8;
-  for (const RecalledPassage& p : RankPassages(many, hits, *tokenizer_, limits)) {
+  for (const RecalledPassage& p : Rank(many, hits, 300, 8)) {
     EXPECT_THAT(p.text, Not(HasSubstr("total 48")));
   }
 
@@ -1110,8 +1048,7 @@ TEST_F(RecallTest, ShapesAreNotTakenFromLogLinesListingsOrWindows) {
   hits = HitsFor(items, took);
   hits.items = 1000;
   hits.exchange_terms[2] = SearchTerms("Run the latency query for the canary.");
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> first = RankPassages(took, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> first = Rank(took, hits, 300, 1);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_THAT(first[0].text, HasSubstr("query took 212 ms")) << RenderRecalled(first);
 }
