@@ -154,16 +154,22 @@ bool HoldsValue(const std::vector<std::string>& terms) {
   return std::any_of(terms.begin(), terms.end(), [](const std::string& t) { return IsValueTerm(t); });
 }
 
+// `line` after the number a file reader puts before each line ("    34\t",
+// "34| "), its indentation kept; `line` itself when it has none.
+absl::string_view AfterLineNumber(absl::string_view line) {
+  const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
+  size_t i = 0;
+  while (i < stripped.size() && absl::ascii_isdigit(static_cast<unsigned char>(stripped[i]))) ++i;
+  if (i == 0 || i >= stripped.size() || (stripped[i] != '\t' && stripped[i] != '|')) return line;
+  absl::string_view rest = stripped.substr(i + 1);
+  if (stripped[i] == '|' && absl::StartsWith(rest, " ")) rest.remove_prefix(1);
+  return rest;
+}
+
 // `line` without its leading white space and the number a file reader
 // puts before each line ("    34\tMAX = 5", "34| MAX = 5").
 absl::string_view WithoutLineNumber(absl::string_view line) {
-  line = absl::StripLeadingAsciiWhitespace(line);
-  size_t i = 0;
-  while (i < line.size() && absl::ascii_isdigit(static_cast<unsigned char>(line[i]))) ++i;
-  if (i > 0 && i < line.size() && (line[i] == '\t' || line[i] == '|')) {
-    line = absl::StripLeadingAsciiWhitespace(line.substr(i + 1));
-  }
-  return line;
+  return absl::StripLeadingAsciiWhitespace(AfterLineNumber(line));
 }
 
 // `line` without a log line's time stamp and level ("2026-05-12
@@ -193,24 +199,19 @@ absl::string_view WithoutLogPrefix(absl::string_view line) {
                                                   "WARN",  "ERROR", "FATAL", "CRITICAL"};
   const absl::string_view rest = line.substr(i);
   for (absl::string_view level : kLevels) {
-    if (absl::StartsWith(rest, level) && rest.size() > level.size() &&
-        (rest[level.size()] == ' ' || rest[level.size()] == ']' || rest[level.size()] == ':')) {
-      return absl::StripLeadingAsciiWhitespace(
-          absl::StripLeadingAsciiWhitespace(rest.substr(level.size())).substr(
-              rest.size() > level.size() && rest[level.size()] != ' ' ? 1 : 0));
-    }
+    if (!absl::StartsWith(rest, level) || rest.size() == level.size()) continue;
+    absl::string_view said = rest.substr(level.size());
+    if (said.front() == ']' || said.front() == ':') said.remove_prefix(1);
+    else if (said.front() != ' ') continue;
+    return absl::StripLeadingAsciiWhitespace(said);
   }
   return line;
 }
 
-// Whether `line` sets a name to a value that holds a digit, however short
-// ("replicas: 3", "GRACE_DAYS = 5", "timeout=30s", "\"port\": 8080",
-// "unapplied_deltas | 6118"): a configuration's, a constant's or a
-// record's line, whose figure is the answer.
-bool AssignsFigure(absl::string_view line);
-
-// The value `line` sets a name to, whatever it holds; empty when `line`
-// is not a setting or a record's field (AssignsFigure's shape).
+// The value `line` sets a name to, whatever it holds ("replicas: 3",
+// "GRACE_DAYS = 5", "\"port\": 8080", "unapplied_deltas | 6118", "order
+// lines written: 42838"), with the name in `name_out`; empty when `line`
+// is not a setting, a constant or a record's field.
 absl::string_view Assigned(absl::string_view line, absl::string_view* name_out = nullptr) {
   line = WithoutLineNumber(line);
   line = WithoutLogPrefix(line);
@@ -253,9 +254,15 @@ absl::string_view Assigned(absl::string_view line, absl::string_view* name_out =
   return value;
 }
 
-bool AssignsFigure(absl::string_view line) {
-  return Assigned(line).find_first_of("0123456789") != absl::string_view::npos;
+// Whether an assigned value holds a digit, however short ("3", "30s").
+bool HasDigit(absl::string_view value) {
+  return value.find_first_of("0123456789") != absl::string_view::npos;
 }
+
+// Whether `line` sets a name to a value that holds a digit: a
+// configuration's, a constant's or a record's line, whose figure is the
+// answer.
+bool AssignsFigure(absl::string_view line) { return HasDigit(Assigned(line)); }
 
 // Whether `value` is a cron schedule's five fields ("20 4 * * *",
 // "*/15 2-5 * * 1,3"): a time of day written as a schedule.
@@ -290,10 +297,8 @@ bool IsCronSchedule(absl::string_view value) {
 // its comment, its trailing separator and its quotes; empty when it sets
 // none.
 absl::string_view AssignedValue(absl::string_view line) {
-  if (!AssignsFigure(line)) return {};
-  line = WithoutLineNumber(line);
-  line = WithoutLogPrefix(line);
-  absl::string_view value = line.substr(line.find_first_of(":=|") + 1);
+  absl::string_view value = Assigned(line);
+  if (!HasDigit(value)) return {};
   for (absl::string_view comment : {"#", "//"}) {
     if (size_t at = value.find(comment); at != absl::string_view::npos) value = value.substr(0, at);
   }
@@ -461,8 +466,7 @@ bool AsksFrequency(const QuestionWords& question) {
 // "every: 15m").
 bool SetsFrequency(absl::string_view line) {
   absl::string_view name;
-  const absl::string_view value = Assigned(line, &name);
-  if (value.find_first_of("0123456789") == absl::string_view::npos) return false;
+  if (!HasDigit(Assigned(line, &name))) return false;
   const std::string lower = absl::AsciiStrToLower(name);
   for (absl::string_view word : {"interval", "period", "every", "frequency", "cadence"}) {
     if (absl::StrContains(lower, word)) return true;
@@ -1398,21 +1402,12 @@ ItemPiecesFound FromKept(const QuestionWeights& q, const ItemPieces& kept,
 // How far `line`'s content is indented (a file reader's line number
 // aside), or -1 for a blank line.
 int IndentOf(absl::string_view line) {
-  size_t i = 0;  // Where the content starts: after a line number, if any.
-  size_t digits = 0;
-  while (digits < line.size() && line[digits] == ' ') ++digits;
-  const size_t number = digits;
-  while (digits < line.size() && absl::ascii_isdigit(static_cast<unsigned char>(line[digits]))) {
-    ++digits;
+  const absl::string_view content = AfterLineNumber(line);
+  const size_t at = content.find_first_not_of(" \t");
+  if (at == absl::string_view::npos || absl::StripAsciiWhitespace(content.substr(at)).empty()) {
+    return -1;
   }
-  if (digits > number && digits < line.size() && (line[digits] == '\t' || line[digits] == '|')) {
-    i = digits + 1;
-    if (i < line.size() && line[i - 1] == '|' && line[i] == ' ') ++i;
-  }
-  size_t at = i;
-  while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) ++at;
-  if (at >= line.size() || absl::StripAsciiWhitespace(line.substr(at)).empty()) return -1;
-  return static_cast<int>(at - i);
+  return static_cast<int>(at);
 }
 
 // Whether `line` is a table's header: three columns or more (apart by two
@@ -1484,6 +1479,14 @@ void JoinCommonOnly(const QuestionWeights& q, bool values, bool shapes,
   });
 }
 
+// Line `i` of `lines` without its trailing white space, when it is short
+// enough to show beside a passage (kMaxNeighbourBytes); empty otherwise.
+absl::string_view Shown(const std::vector<std::pair<size_t, absl::string_view>>& lines, size_t i) {
+  if (i >= lines.size()) return {};
+  const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i].second);
+  return line.size() <= kMaxNeighbourBytes ? line : absl::string_view();
+}
+
 // The question's words of the keys a line of an item sits under
 // (Parents, OpensBlock), each key's split once (most keys are over many
 // lines).
@@ -1514,10 +1517,8 @@ class KeysOver {
   const std::map<int, double>& WordsOf(int k) {
     auto [it, added] = words_.try_emplace(k);
     if (added) {
-      const absl::string_view key = absl::StripTrailingAsciiWhitespace(lines_[k].second);
-      if (key.size() <= kMaxNeighbourBytes && OpensBlock(key)) {
-        it->second = q_.Words(SearchTerms(key));
-      }
+      const absl::string_view key = Shown(lines_, static_cast<size_t>(k));
+      if (OpensBlock(key)) it->second = q_.Words(SearchTerms(key));
     }
     return it->second;
   }
@@ -1535,13 +1536,7 @@ size_t FirstRowUnder(const std::vector<std::pair<size_t, absl::string_view>>& li
   if (!IsTableHeader(lines[li].second)) return std::string::npos;
   size_t row = li + 1;
   while (row < lines.size() && IsRule(lines[row].second)) ++row;
-  if (row >= lines.size()) return std::string::npos;
-  const absl::string_view text = absl::StripTrailingAsciiWhitespace(lines[row].second);
-  if (text.empty() || text.size() > kMaxNeighbourBytes ||
-      text.find_first_of("0123456789") == absl::string_view::npos) {
-    return std::string::npos;
-  }
-  return row;
+  return HasDigit(Shown(lines, row)) ? row : std::string::npos;
 }
 
 // BM25's length normalization of a passage of `length` words (WordCount)
@@ -1607,11 +1602,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // a total) answers where the item or its exchange names the subject.
   const bool shapes = values || q.Answers(item_words);
   JoinCommonOnly(q, values, shapes, common_only, pieces);
-  auto neighbour = [&lines](size_t i) -> absl::string_view {
-    if (i >= lines.size()) return {};
-    const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i].second);
-    return line.size() <= kMaxNeighbourBytes ? line : absl::string_view();
-  };
+  auto neighbour = [&lines](size_t i) { return Shown(lines, i); };
   // The keys each line sits under, in a text nested by indentation (a
   // YAML or JSON file, `kubectl describe`, code): they name it.
   KeysOver keys(q, lines, !pieces.empty());
@@ -1634,7 +1625,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // one: "checksum"), or any line with a number would do. In an output
     // found through its exchange, a line that answers and holds a value is
     // one as well.
-    const bool holds_value = p.holds_value || AssignsFigure(piece);
+    const absl::string_view assigned = Assigned(piece);
+    const bool holds_value = p.holds_value || HasDigit(assigned);
     const bool shape = shapes && p.shaped;
     const bool value = (values && (!words.empty() || !common.empty()) && holds_value) || shape;
     if (!eligible && !value) continue;
@@ -1643,8 +1635,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // The lines around a value may say what it is; around one holding the
     // question's words, in a block of settings or a record's fields, they
     // may be the setting asked for by other names.
-    const bool block = (value && eligible && AssignsFigure(piece)) ||
-                       (q.asks_quantity && eligible && !Assigned(piece).empty());
+    const bool block = eligible && ((value && HasDigit(assigned)) ||
+                                    (q.asks_quantity && !assigned.empty()));
     auto shown_beside = [&](absl::string_view n) {
       return !n.empty() && (!eligible || AssignsFigure(n));
     };
