@@ -87,6 +87,10 @@ void BackgroundCompactor::CompactInBackground(const ConversationKey& key) {
       absl::StatusOr<Counted> loaded = LoadCounted(ctx, key);
       absl::Status status = loaded.status();
       if (status.ok()) {
+        // This replica's copy of the history for recall holds everything
+        // stored before the compaction moves the boundary: the next call
+        // searches up to the new boundary without reading what it passed.
+        history_->Refresh(ctx, loaded->snapshot.conversation);
         // Ahead of need, the room a call's recall takes is made too: the
         // call need not compact for it.
         CompactionControl control;
@@ -95,11 +99,13 @@ void BackgroundCompactor::CompactInBackground(const ConversationKey& key) {
             runner_->Run(ctx, std::move(loaded->snapshot), loaded->resolved, {},
                          CompactionMode::kAhead, "", nullptr, /*background=*/true, control);
         status = outcome.status();
-        // The next call reads what was appended since, not the whole context,
-        // and its recall nothing.
+        // The next call reads what was appended since, not the whole context
+        // (offered first: the next call may come meanwhile), and its recall
+        // nothing.
         if (outcome.ok() && outcome->stored != nullptr) {
-          history_->Refresh(ctx, outcome->stored->conversation);
+          const Conversation stored = outcome->stored->conversation;
           cache_->Offer(key, std::move(outcome->stored));
+          history_->Refresh(ctx, stored);
         }
       }
       if (!status.ok() && !absl::IsNotFound(status)) {

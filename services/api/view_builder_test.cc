@@ -164,6 +164,88 @@ TEST_F(ConversationServiceTest, AViewThatFitsWaitsForNoCompaction) {
   EXPECT_EQ(service_.BuildContext(bounded, build).status().code(),
             absl::StatusCode::kDeadlineExceeded);
 }
+// Storage that notes, at each compaction's commit, how far the items read
+// so far reach (a replica's copy of the history for recall reads them
+// with ListItems) and how far the commit moves the boundary.
+class CommitReadWatch : public ForwardingStorage {
+ public:
+  using ForwardingStorage::ForwardingStorage;
+  absl::StatusOr<Page<Item>> ListItems(const CallContext& ctx, const ConversationKey& key,
+                                       int64_t after, const PageLimit& limit) override {
+    absl::StatusOr<Page<Item>> page = ForwardingStorage::ListItems(ctx, key, after, limit);
+    if (page.ok() && !page->rows.empty()) {
+      absl::MutexLock lock(&mu_);
+      read_ = std::max(read_, page->rows.back().sequence);
+    }
+    return page;
+  }
+  absl::StatusOr<CompactionResult> CommitCompaction(const CallContext& ctx,
+                                                    const CompactionCommit& c) override {
+    {
+      absl::MutexLock lock(&mu_);
+      const int64_t through = c.chunk.has_value() ? c.chunk->through_sequence : 0;
+      commits_.push_back({read_, std::max(c.new_prune_boundary, through)});
+    }
+    return ForwardingStorage::CommitCompaction(ctx, c);
+  }
+  int64_t read() {
+    absl::MutexLock lock(&mu_);
+    return read_;
+  }
+  // For each commit: the items read before it, and its boundary.
+  std::vector<std::pair<int64_t, int64_t>> commits() {
+    absl::MutexLock lock(&mu_);
+    return commits_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int64_t read_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<int64_t, int64_t>> commits_ ABSL_GUARDED_BY(mu_);
+};
+
+// The background's compaction brings this replica's copy of the history up
+// to date before it moves the boundary: a call that sees the new boundary
+// searches up to it without reading what it passed.
+TEST_F(ConversationServiceTest, TheBackgroundBringsTheHistoryCopyUpBeforeItCompacts) {
+  CommitReadWatch storage(storage_.get());
+  ConversationService service(ConversationService::Options{}, models_.get(), &storage,
+                              summarizer_.get());
+  v1::CreateConversationRequest create;
+  create.set_conversation_id("ahead");
+  create.set_model("small-1");  // 4096 window, 512 reserve, 2 bytes per token.
+  ASSERT_TRUE(service.CreateConversation(ctx_, create).ok());
+  v1::BuildContextRequest build;
+  build.set_conversation_id("ahead");
+  // Turns, each followed by a plain view (no recall), until the background
+  // compacted twice; each time, until what it made is read.
+  for (int turn = 0; storage.commits().size() < 2; ++turn) {
+    ASSERT_LT(turn, 200);
+    v1::AppendTurnRequest req = Append("ahead", absl::StrCat("Turn ", turn, std::string(150, 'u')));
+    *req.add_items() =
+        Message(v1::ROLE_ASSISTANT, absl::StrCat("Reply ", turn, std::string(150, 'a')));
+    const size_t commits = storage.commits().size();
+    ASSERT_TRUE(service.AppendTurn(ctx_, req).ok());
+    auto view = service.BuildContext(ctx_, build);
+    ASSERT_TRUE(view.ok()) << view.status();
+    ASSERT_LT(view->band(), v1::BAND_HARD) << "the call would compact itself";
+    if (view->band() < v1::BAND_SOFT) continue;
+    for (int i = 0; i < 2500 && storage.commits().size() == commits; ++i) {
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    ASSERT_GT(storage.commits().size(), commits) << "no background compaction within 5 s";
+    // The copy a compaction makes, read in full.
+    const int64_t last = 2 * (turn + 1);
+    for (int i = 0; i < 2500 && storage.read() < last; ++i) absl::SleepFor(absl::Milliseconds(2));
+    ASSERT_GE(storage.read(), last);
+  }
+  const auto commits = storage.commits();
+  ASSERT_EQ(commits.size(), 2u);
+  EXPECT_GE(commits[1].first, commits[1].second)
+      << "the copy read through " << commits[1].first << " when the boundary moved to "
+      << commits[1].second;
+}
+
 
 // Storage that counts the recounts it is asked to keep.
 class CountingRecountStorage : public ForwardingStorage {
