@@ -228,17 +228,7 @@ absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool backgr
     RETURN_IF_ERROR(Refresh(job));
     return !job.plan.Stores();
   };
-  // The room for what the call adds after (recall) is worth a compaction
-  // when no one else is at the conversation, not a wait for theirs: the
-  // background's compaction that makes it is usually the one running, and
-  // the call adds only what fits under the band meanwhile.
-  const bool for_headroom_only = !background && job.headroom > 0 && [&] {
-    PlanInput without = job.InputFor(job.snapshot);
-    without.headroom = 0;
-    return !PlanCompaction(without, job.mode).Stores();
-  }();
-  ASSIGN_OR_RETURN(job.lease,
-                   AcquireLease(job.ctx, key, background || for_headroom_only, settled));
+  ASSIGN_OR_RETURN(job.lease, AcquireLease(job.ctx, key, background, settled));
   const absl::Duration waited = options_.clock->Now() - asked;
   if (!background) job.steps.LeaseWait(waited);
   waited_ms = absl::ToInt64Milliseconds(waited);
@@ -248,16 +238,11 @@ absl::StatusOr<bool> CompactionRunner::TakeLease(CompactionJob& job, bool backgr
     // The compaction this call waited for stored what it needed.
     if (!job.plan.Stores()) return true;
     // Another compaction runs and enough requests of this process already
-    // wait for it, or this call compacted only for its headroom: it takes
-    // the view as it stands (truncated if it does not fit) instead of
-    // holding a worker.
+    // wait for it: this one takes the view as it stands (truncated if it
+    // does not fit) instead of holding a worker.
     job.steps.Note(job.plan.Step(Tier::kSummarize) != nullptr ? Tier::kSummarize : Tier::kPrune,
-                   for_headroom_only
-                       ? "another compaction of this conversation is under way, and the view "
-                         "needs none without the room kept for recall: it is served as it "
-                         "stands, recall adding what fits"
-                       : "another compaction of this conversation is under way and enough "
-                         "calls wait for it: the view is served as it stands");
+                   "another compaction of this conversation is under way and enough calls "
+                   "wait for it: the view is served as it stands");
     std::erase_if(job.plan.steps, [](const TierStep& s) { return s.stores; });
     return true;
   }

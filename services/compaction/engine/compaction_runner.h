@@ -196,9 +196,6 @@ class CompactionRunner {
   bool Store(CompactionJob& job, CompactionOutcome& out, const CompactionCommit& c, Tier tier);
   // The compaction lease for `job`, and the plan again from what is stored
   // once it is held; false when `background` and someone else is at it.
-  // A call that compacts only to make the room of its headroom (the view
-  // is under the band the call acts from without it) does not wait for
-  // someone else's compaction either: it serves the view as it stands.
   // `waited_ms`: how long it took.
   absl::StatusOr<bool> TakeLease(CompactionJob& job, bool background, int64_t& waited_ms);
 

@@ -67,7 +67,7 @@ class CompactionRunnerTest : public ::testing::Test {
   }
 
   absl::StatusOr<CompactionOutcome> Run(CompactionMode mode, bool background = false,
-                                        CallContext ctx = {}, CompactionControl control = {}) {
+                                        CallContext ctx = {}) {
     auto snap = storage_->LoadContext(ctx_, {"t", "c"});
     if (!snap.ok()) return snap.status();
     CompactionRunner::Options options;
@@ -75,7 +75,7 @@ class CompactionRunnerTest : public ::testing::Test {
     options.lease = absl::Seconds(10);
     options.clock = &clock_;
     CompactionRunner runner(options, storage_.get(), &summarizer_);
-    return runner.Run(ctx, *snap, profile_, {}, mode, "", nullptr, background, control);
+    return runner.Run(ctx, *snap, profile_, {}, mode, "", nullptr, background);
   }
 
   static absl::StatusOr<SummaryResult> Short(const SummaryRequest&) {
@@ -571,43 +571,6 @@ TEST_F(CompactionRunnerTest, BackgroundSkipsWhenSomeoneElseIsCompacting) {
   EXPECT_EQ(clock_.Now(), before);  // No waiting.
   EXPECT_EQ(summarizer_.calls, 0);
   EXPECT_TRUE(AllSummaries(*storage_, ctx_, {"t", "c"}, true)->empty());
-}
-
-// The room a call keeps for recall makes it compact when no one else is at
-// the conversation; while someone is (the background's compaction that
-// makes that room, most often), the call does not wait for them when the
-// view needs no compaction without it.
-TEST_F(CompactionRunnerTest, ACallCompactingOnlyForItsHeadroomDoesNotWaitForAnother) {
-  AppendTurns(3, 200);  // About 1,340 of a 2,000 window: under the soft band (1,400).
-  summarizer_.answer = Short;
-  CompactionControl room;
-  room.headroom = 400;  // With it, past the hard band (1,600).
-  auto other = storage_->TryAcquireCompactionLease(ctx_, {"t", "c"}, "other", absl::Seconds(60));
-  ASSERT_TRUE(other.ok() && other->has_value());
-  const absl::Time before = clock_.Now();
-  auto out = Run(CompactionMode::kByBand, false, CallContext{clock_.Now() + absl::Seconds(5)}, room);
-  ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(clock_.Now(), before);  // No waiting.
-  EXPECT_EQ(summarizer_.calls, 0);
-  EXPECT_EQ(out->chunk_id, 0);
-  EXPECT_LT(out->view.tokens.total, 1400);
-  EXPECT_GE(out->view.tokens.total + room.headroom, 1600);
-
-  // A view past the hard band without it waits as before (and times out
-  // here, the other holding on).
-  CompactionControl more;
-  more.headroom = 400;
-  AppendTurns(1, 200);
-  auto waited =
-      Run(CompactionMode::kByBand, false, CallContext{clock_.Now() + absl::Milliseconds(200)}, more);
-  EXPECT_EQ(waited.status().code(), absl::StatusCode::kDeadlineExceeded) << waited.status();
-
-  // With no one else at it, the headroom is made.
-  ASSERT_TRUE(storage_->ReleaseCompactionLease(ctx_, {"t", "c"}, **other).ok());
-  auto made = Run(CompactionMode::kByBand, false, CallContext{clock_.Now() + absl::Seconds(5)}, room);
-  ASSERT_TRUE(made.ok()) << made.status();
-  EXPECT_GT(made->chunk_id, 0);
-  EXPECT_LT(made->view.tokens.total + room.headroom, 1600);
 }
 
 // Storage that counts the compaction leases asked of it.
