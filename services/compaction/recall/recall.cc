@@ -860,16 +860,19 @@ std::vector<std::string> PlainWords(absl::string_view sentence) {
 // ("shops" for a system's "stores", "bounced" for "rejected", a
 // "rehearsal" for a dry run). A question's word stands in for by these
 // only where the history holds none of its own terms (QuestionWeights).
-// Both ways unless noted; each a word's one form (WordForm).
+// Both ways; each a word or its form (both go through WordForm). A word
+// with a meaning of its own in systems' output ("retry" against an
+// "attempt") has none: its stand-ins are searched for candidates even
+// where the history holds the word.
 const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
   static const auto* const kStandIns = [] {
     const std::vector<std::vector<std::string>> groups = {
         {"shop", "store", "branch", "outlet"},
         {"bounce", "reject", "refuse", "decline"},
-        {"skip", "miss", "omit"},
+        {"skip", "miss", "omit", "exclude", "ignore"},
         {"rehears", "dry-run", "dryrun", "trial"},
         {"blocker", "block"},
-        {"cap", "limit", "max", "ceil"},
+        {"cap", "limit", "max", "ceil", "quota"},
         {"wait", "delay", "backoff", "pause"},
         {"disagre", "mismatch", "differ"},
         {"backlog", "pend", "queu"},
@@ -880,6 +883,22 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"purg", "delet", "remov"},
         {"folder", "directori", "dir"},
         {"machin", "host", "server", "box"},
+        {"pod", "replica"},
+        {"owner", "maintainer"},
+        {"upgrade", "bump"},
+        {"rollback", "revert"},
+        {"cost", "spend"},
+        {"outage", "incident", "downtime"},
+        {"alert", "alarm"},
+        {"deploy", "rollout", "release"},
+        {"schedule", "cron"},
+        {"timeout", "deadline"},
+        {"credential", "secret"},
+        {"slow", "latency", "lag"},
+        {"tolerance", "threshold", "allowance"},
+        {"company", "organization", "organisation", "employer"},
+        {"tally", "count", "total"},
+        {"duplicate", "double"},
         {"scottish", "scotland"},
         {"welsh", "wale"},
         {"english", "england"},

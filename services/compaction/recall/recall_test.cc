@@ -709,6 +709,39 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
               Not(HasSubstr("skipped_stores: 2")));
 }
 
+// Other words for the things operators talk about: "replicas" for the
+// pods an orchestrator lists, an "outage" for an incident, a "cost" for a
+// spend, a "tolerance" for a threshold.
+TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
+  auto stand_ins_of = [](absl::string_view question) {
+    const RecallQuery q = ParseRecallQuery(question);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < q.terms.size(); ++i) {
+      if (q.stand_in[i]) out.push_back(q.terms[i]);
+    }
+    return out;
+  };
+  EXPECT_THAT(stand_ins_of("What did the outage cost us?"),
+              ::testing::IsSupersetOf({WordForm("incident"), WordForm("spend")}));
+  EXPECT_THAT(stand_ins_of("What's the drift tolerance on the feature store?"),
+              ::testing::IsSupersetOf({WordForm("threshold")}));
+  const RecallQuery q = ParseRecallQuery("How many replicas is the ledger worker running?");
+  EXPECT_THAT(stand_ins_of("How many replicas is the ledger worker running?"),
+              ::testing::Contains(WordForm("pod")));
+  std::string status = "NAME              READY   STATUS\n";
+  for (int i = 0; i < 12; ++i) absl::StrAppend(&status, "job-", 4100 + i, "   1/1   Completed\n");
+  status += "deployment ledger-worker\n  image: ledger-worker:2.4.1\n  pods: 7 desired, 7 ready\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Check the ledger worker deployment."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, status, "kubectl")};
+  HistoryHits hits = HitsFor(items, q);
+  for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
+  RecallLimits limits;
+  limits.max_tokens = 120;
+  EXPECT_THAT(RenderRecalled(RankPassages(q, hits, *tokenizer_, limits)),
+              HasSubstr("pods: 7 desired"));
+}
+
 TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
   // Words of the sentence around the question count less; a short
   // fragment after it ("In minutes.") is part of the question.
@@ -721,8 +754,9 @@ TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
   }
   EXPECT_THAT(asked, UnorderedElementsAre("drain", "estim", "minut", "drain-estimate",
                                           "drain_estimate", "drainestim"));
+  // ("alarm" stands in for "alert", a word of the same sentence.)
   EXPECT_THAT(aside, UnorderedElementsAre("teodor", "want", "line", "alert", "teodor-wants",
-                                          "teodor_wants", "teodorw"));
+                                          "teodor_wants", "teodorw", "alarm"));
   EXPECT_TRUE(q.asks_quantity);  // "in minutes"
   // Without a question mark, every sentence asks.
   const RecallQuery plain = ParseRecallQuery("the drain estimate. teodor asked");
