@@ -206,14 +206,46 @@ ItemPieces SplitIntoPieces(absl::string_view text, bool whole_text) {
       p.offset = static_cast<uint32_t>(offset);
       p.size = static_cast<uint32_t>(piece.size());
       p.from = static_cast<uint32_t>(out.ids.size());
-      for (std::string& term : SearchTerms(piece)) out.ids.push_back(id(std::move(term)));
+      for (std::string& term : SearchTerms(piece)) {
+        p.value = p.value || IsValueTerm(term);
+        p.length += TermLength(term);
+        out.ids.push_back(id(std::move(term)));
+      }
       p.to = static_cast<uint32_t>(out.ids.size());
       out.pieces.push_back(p);
     }
   }
+  out.sorted.resize(out.terms.size());
+  for (uint32_t i = 0; i < out.sorted.size(); ++i) out.sorted[i] = i;
+  std::sort(out.sorted.begin(), out.sorted.end(),
+            [&](uint32_t a, uint32_t b) { return out.terms[a] < out.terms[b]; });
   out.bytes += sizeof(ItemPieces) + out.pieces.size() * sizeof(ItemPieces::Piece) +
-               out.ids.size() * sizeof(uint32_t);
+               (out.ids.size() + out.sorted.size()) * sizeof(uint32_t);
   return out;
+}
+
+int64_t ItemPieces::IdOf(absl::string_view term) const {
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), term,
+                             [&](uint32_t id, absl::string_view t) { return terms[id] < t; });
+  return it != sorted.end() && terms[*it] == term ? static_cast<int64_t>(*it) : -1;
+}
+
+bool IsValueTerm(absl::string_view t) {
+  if (t.size() < 3) return false;
+  for (char c : t) {
+    if ((c >= '0' && c <= '9') || c == '-' || c == '.' || c == '/' || c == ':' || c == '_' ||
+        c == '@') {
+      return true;
+    }
+  }
+  return false;
+}
+
+double TermLength(absl::string_view t) {
+  for (char c : t) {
+    if ((c < '0' || c > '9') && c != '.' && c != ',') return 1.0;
+  }
+  return 0.5;
 }
 
 std::vector<std::string> SurfaceProbes(absl::string_view term) {

@@ -393,6 +393,10 @@ struct ItemPieces {
     uint32_t size = 0;
     uint32_t from = 0;    // Its terms: terms[ids[from]] ... terms[ids[to - 1]].
     uint32_t to = 0;
+    // Whether one of its terms is a value (IsValueTerm), and the sum of
+    // their lengths (TermLength), worked out once.
+    bool value = false;
+    double length = 0;
   };
   // The item's terms: with `whole_text`, those of SearchTerms(text) first,
   // in its order (`whole` of them; 0 without), then any only a piece holds
@@ -401,9 +405,24 @@ struct ItemPieces {
   size_t whole = 0;
   std::vector<Piece> pieces;
   std::vector<uint32_t> ids;
+  // The ids of `terms` in their byte order: a question's few terms are
+  // looked up (IdOf) rather than each of the item's many.
+  std::vector<uint32_t> sorted;
   // What it holds, roughly, in bytes.
   size_t bytes = 0;
+
+  // The id of `term` in `terms`, or -1 when the item does not hold it.
+  int64_t IdOf(absl::string_view term) const;
 };
+
+// Whether a term is a value: a word with a digit (an id, a figure, a hash,
+// a version) of three characters or more, or a compound (a host, a path, a
+// key=value pair's key). A line holds a value when one of its terms is one.
+bool IsValueTerm(absl::string_view t);
+// How long a term makes a line for ranking: a figure counts half a word (a
+// test's failed comparison of two lists of numbers is one statement, not a
+// long line).
+double TermLength(absl::string_view t);
 
 // Splits `text` (an item's content) into its ItemPieces; `whole_text`: the
 // terms of the whole text first (what a message's talk is ranked by; an

@@ -137,19 +137,7 @@ struct Candidate {
   size_t first_line = 0, last_line = 0, piece_offset = std::string::npos;
 };
 
-// Whether a term is a value: a word with a digit (an id, a figure, a hash,
-// a version) of three characters or more, or a compound (a host, a path, a
-// key=value pair's key). A line holds a value when one of its terms is one.
-bool IsValueTerm(absl::string_view t) {
-  if (t.size() < 3) return false;
-  for (char c : t) {
-    if ((c >= '0' && c <= '9') || c == '-' || c == '.' || c == '/' || c == ':' || c == '_' ||
-        c == '@') {
-      return true;
-    }
-  }
-  return false;
-}
+// Whether a line's terms hold a value (IsValueTerm).
 bool HoldsValue(const std::vector<std::string>& terms) {
   return std::any_of(terms.begin(), terms.end(), [](const std::string& t) { return IsValueTerm(t); });
 }
@@ -367,15 +355,7 @@ bool SetsFigure(absl::string_view line) {
   return true;
 }
 
-// How long `terms` make a line for ranking (WordCount): a figure counts
-// half a word (a test's failed comparison of two lists of numbers is one
-// statement, not a long line).
-double TermLength(absl::string_view t) {
-  for (char c : t) {
-    if ((c < '0' || c > '9') && c != '.' && c != ',') return 1.0;
-  }
-  return 0.5;
-}
+// How long `terms` make a line for ranking (TermLength of each).
 template <typename Terms>
 double WordCount(const Terms& terms) {
   double n = 0;
@@ -1366,26 +1346,22 @@ ItemPiecesFound SplitHere(const QuestionWeights& q, const std::string& content,
   return found;
 }
 
-// The same from the pieces the search kept (ItemPieces): each term of the
-// item looked up once, no text split. A piece holding a probe of a searched
-// word but none of its terms is split above and weighs nothing; here it is
-// not among `pieces`, and the candidates are the same.
+// The same from the pieces the search kept (ItemPieces): each of the
+// question's terms looked up in the item once, no text split. A piece
+// holding a probe of a searched word but none of its terms is split above
+// and weighs nothing; here it is not among `pieces`, and the candidates are
+// the same.
 ItemPiecesFound FromKept(const QuestionWeights& q, const ItemPieces& kept,
                          const std::vector<std::pair<size_t, absl::string_view>>& lines,
                          const std::optional<std::pair<size_t, size_t>>& longest) {
-  struct Term {
-    const std::pair<int, double>* searched = nullptr;
-    const std::pair<int, double>* common = nullptr;
-    bool value = false;
-    double length = 0;
-  };
-  std::vector<Term> terms(kept.terms.size());
-  for (size_t i = 0; i < kept.terms.size(); ++i) {
-    const std::string& t = kept.terms[i];
-    if (auto w = q.weight_of.find(t); w != q.weight_of.end()) terms[i].searched = &w->second;
-    if (auto w = q.common_of.find(t); w != q.common_of.end()) terms[i].common = &w->second;
-    terms[i].value = IsValueTerm(t);
-    terms[i].length = TermLength(t);
+  // By term id: its word and weight, when the question searched or counts it.
+  std::vector<const std::pair<int, double>*> searched(kept.terms.size(), nullptr);
+  std::vector<const std::pair<int, double>*> common(kept.terms.size(), nullptr);
+  for (const auto& [t, w] : q.weight_of) {
+    if (const int64_t id = kept.IdOf(t); id >= 0) searched[static_cast<size_t>(id)] = &w;
+  }
+  for (const auto& [t, w] : q.common_of) {
+    if (const int64_t id = kept.IdOf(t); id >= 0) common[static_cast<size_t>(id)] = &w;
   }
   ItemPiecesFound found;
   for (const ItemPieces::Piece& kp : kept.pieces) {
@@ -1393,21 +1369,18 @@ ItemPiecesFound FromKept(const QuestionWeights& q, const ItemPieces& kept,
     const absl::string_view line = lines[kp.line].second;
     const absl::string_view piece = line.substr(kp.offset, kp.size);
     Piece p{kp.line, kp.offset, piece, Shaped(q, longest, kp.line, kp.offset, piece)};
-    double length = 0;
     for (uint32_t k = kp.from; k < kp.to; ++k) {
-      const Term& t = terms[kept.ids[k]];
-      if (t.searched != nullptr) {
-        double& best = p.words[t.searched->first];
-        best = std::max(best, t.searched->second);
+      if (const auto* w = searched[kept.ids[k]]; w != nullptr) {
+        double& best = p.words[w->first];
+        best = std::max(best, w->second);
       }
-      if (t.common != nullptr) {
-        double& best = p.common[t.common->first];
-        best = std::max(best, t.common->second);
+      if (const auto* w = common[kept.ids[k]]; w != nullptr) {
+        double& best = p.common[w->first];
+        best = std::max(best, w->second);
       }
-      p.holds_value |= t.value;
-      length += t.length;
     }
-    p.length = std::max(1.0, length);
+    p.holds_value = kp.value;
+    p.length = std::max(1.0, kp.length);
     p.known = true;
     if (!p.words.empty()) {
       found.pieces.push_back(std::move(p));
