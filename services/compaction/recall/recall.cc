@@ -1719,6 +1719,28 @@ absl::flat_hash_map<int64_t, std::map<int, double>> TalkOf(const HistoryHits& hi
 
 }  // namespace
 
+// The passage holding a value that shows the lines of candidate `i` and
+// more, in the same item (the best by its own worth), or -1: where `i`
+// names the subject and a line beside it holds the value (`name =
+// "weasyprint"` over `version = "63.3"`), the value's passage is shown
+// rather than the name's alone, which would keep it out.
+int ValueAround(const std::vector<Candidate>& candidates, const std::vector<bool>& taken,
+                size_t i) {
+  const Candidate& c = candidates[i];
+  if (c.value || c.piece_offset != std::string::npos) return -1;
+  int best = -1;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const Candidate& v = candidates[k];
+    if (k == i || taken[k] || !v.value || v.passage.sequence != c.passage.sequence ||
+        v.piece_offset != std::string::npos || v.first_line > c.first_line ||
+        v.last_line < c.last_line) {
+      continue;
+    }
+    if (best < 0 || v.worth > candidates[static_cast<size_t>(best)].worth) best = static_cast<int>(k);
+  }
+  return best;
+}
+
 std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
                                           const Tokenizer& tokenizer,
                                           const RecallLimits& limits) {
@@ -1828,6 +1850,10 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
       }
     }
     if (best < 0) break;
+    if (const int around = ValueAround(candidates, taken, static_cast<size_t>(best)); around >= 0) {
+      best = around;
+      best_score = score(candidates[static_cast<size_t>(best)]);
+    }
     taken[best] = true;
     Candidate& c = candidates[best];
     if (shows_again(c) || InText(limits.shown_text, c.passage.text)) continue;

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "services/common/utf8.h"
 #include "services/common/word_forms.h"
@@ -740,6 +741,35 @@ TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
   limits.max_tokens = 120;
   EXPECT_THAT(RenderRecalled(RankPassages(q, hits, *tokenizer_, limits)),
               HasSubstr("pods: 7 desired"));
+}
+
+// A line naming the subject (`name = "weasyprint"`) and the value beside
+// it (`version = "63.3"`): the value's passage, which shows the name too,
+// is shown rather than the name's line alone (which would keep the value
+// out).
+TEST_F(RecallTest, TheValueBesideTheSubjectsLineComesWithIt) {
+  const RecallQuery q =
+      ParseRecallQuery("Which weasyprint version does the invoicing service's lockfile pin?");
+  std::string lock;
+  for (const char* name : {"tinycss2", "tinyhtml5", "weasyprint", "webencodings", "zopfli"}) {
+    absl::StrAppend(&lock, "[[package]]\nname = \"", name, "\"\nversion = \"",
+                    std::string(name).size(), ".", std::string(name).size() % 7,
+                    "\"\ndescription = \"A package\"\noptional = false\n\n");
+  }
+  absl::StrReplaceAll({{"version = \"10.3\"", "version = \"63.3\""}}, &lock);
+  ASSERT_NE(lock.find("name = \"weasyprint\"\nversion = \"63.3\""), std::string::npos) << lock;
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Which weasyprint is invoicing locked to? Show me that part of its poetry.lock."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, lock, "read_file")};
+  HistoryHits hits = OutputAfterMessage(items, q);
+  hits.calls[2] = R"({"path": "services/invoicing/poetry.lock"})";
+  // Every package, manifest and changelog names a version: too common to
+  // search by.
+  hits.document_frequency[WordForm("version")] = 900;
+  const std::vector<RecalledPassage> got = Rank(q, hits, 200);
+  ASSERT_FALSE(got.empty());
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("version = \"63.3\"")) << RenderRecalled(got);
 }
 
 TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
