@@ -523,6 +523,56 @@ bool AsksHost(const QuestionWords& question) {
   return false;
 }
 
+// Whether `text` asks for a ticket: "ticket", "jira", a change record or
+// request, an issue's, a case's or a pull request's number.
+bool AsksTicket(const QuestionWords& question) {
+  const std::vector<absl::string_view>& words = question.words;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "ticket" || words[i] == "tickets" || words[i] == "jira") return true;
+    const bool next_names = i + 1 < words.size() &&
+                            (words[i + 1] == "number" || words[i + 1] == "record" ||
+                             words[i + 1] == "request" || words[i + 1] == "id");
+    if ((words[i] == "change" || words[i] == "issue" || words[i] == "case") && next_names) {
+      return true;
+    }
+    // A pull request's number ("the PR number", "the pull request number").
+    if ((words[i] == "pr" || words[i] == "request") && i + 1 < words.size() &&
+        words[i + 1] == "number") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether `line` holds a tracker's key: letters, a hyphen and two digits
+// or more ("MTR-4821", "PLAT-2612", "INC-40021"), or a number of three
+// digits or more after '#' ("PR #2291").
+bool StatesTicket(absl::string_view line) {
+  for (absl::string_view token : absl::StrSplit(line, absl::ByAnyChar(" \t,;:()[]{}<>\"'`=|"),
+                                                absl::SkipEmpty())) {
+    token = absl::StripSuffix(token, ".");
+    if (absl::ConsumePrefix(&token, "#")) {
+      if (token.size() >= 3 && std::all_of(token.begin(), token.end(), [](char c) {
+            return absl::ascii_isdigit(static_cast<unsigned char>(c));
+          })) {
+        return true;
+      }
+      continue;
+    }
+    const size_t dash = token.find('-');
+    if (dash == absl::string_view::npos || dash < 2 || dash > 10) continue;
+    const absl::string_view key = token.substr(0, dash), number = token.substr(dash + 1);
+    if (number.size() >= 2 && number.size() <= 9 &&
+        std::all_of(key.begin(), key.end(),
+                    [](char c) { return absl::ascii_isupper(static_cast<unsigned char>(c)); }) &&
+        std::all_of(number.begin(), number.end(),
+                    [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); })) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Whether `line` holds a host's full name: a token of three labels or more
 // joined by dots, its last a word of two to ten letters
 // ("hallb-pg-14.corp.tarnow.net", "wms-gw01.phl.internal"); not a file's
@@ -992,6 +1042,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   q.asks_total = AsksTotal(question);
   q.asks_hash = AsksHash(question);
   q.asks_host = AsksHost(question);
+  q.asks_ticket = AsksTicket(question);
   q.asks_quantity =
       AsksQuantity(question) || q.asks_time_of_day || q.asks_total || q.asks_frequency;
   const bool asks = absl::StrContains(text, '?');
@@ -1090,6 +1141,7 @@ struct QuestionWeights {
   bool asks_total = false;
   bool asks_hash = false;
   bool asks_host = false;
+  bool asks_ticket = false;
   // Searched terms: the question word each stands for and its weight.
   absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
   // Words only a few items hold: specific enough alone.
@@ -1108,7 +1160,8 @@ struct QuestionWeights {
         asks_frequency(query.asks_frequency),
         asks_total(query.asks_total),
         asks_hash(query.asks_hash),
-        asks_host(query.asks_host) {
+        asks_host(query.asks_host),
+        asks_ticket(query.asks_ticket) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     // The words the history holds a term of their own of: their stand-ins
@@ -1681,7 +1734,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     c.value = value || row != std::string::npos;
     c.figure = shape || (q.asks_quantity && SetsFigure(piece)) ||
                (values && q.asks_hash && !c.line.empty() && StatesHash(piece)) ||
-               (q.asks_host && !c.line.empty() && StatesHost(piece));
+               (q.asks_host && !c.line.empty() && StatesHost(piece)) ||
+               (q.asks_ticket && !c.line.empty() && StatesTicket(piece));
     c.first_line = first_line;
     c.last_line = last_line;
     c.piece_offset = piece.size() == line.size() ? std::string::npos : offset;

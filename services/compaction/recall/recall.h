@@ -54,6 +54,10 @@ struct RecallQuery {
   // ... or a host's full name ("the FQDN of the old box", "full
   // hostname"): a line holding a dotted host name answers it the same way.
   bool asks_host = false;
+  // ... or a ticket ("the ticket # for the double charge", "the change
+  // record you opened"): a line holding a tracker's key ("MTR-4821",
+  // "PLAT-2612", "#2291") answers it where it holds the question's words.
+  bool asks_ticket = false;
   // For each word: whether a sentence that asks (ends with '?') holds it,
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") count less.

@@ -772,6 +772,31 @@ TEST_F(RecallTest, TheValueBesideTheSubjectsLineComesWithIt) {
   EXPECT_THAT(RenderRecalled(got), HasSubstr("version = \"63.3\"")) << RenderRecalled(got);
 }
 
+// A question for a ticket ("ticket #", "the change record", "the PR
+// number") is answered by a line holding a tracker's key beside its words.
+TEST_F(RecallTest, AQuestionForATicketFindsTheTrackersKey) {
+  for (const char* asks : {"ticket # for the double charge again?",
+                           "What's the change record number for the double charge?",
+                           "Which PR number has the double charge fix?"}) {
+    EXPECT_TRUE(ParseRecallQuery(asks).asks_ticket) << asks;
+  }
+  EXPECT_FALSE(ParseRecallQuery("What did the double charge cost?").asks_ticket);
+  const RecallQuery q = ParseRecallQuery("ticket # for the double charge again?");
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Morning! Big day: Halcyon Freight got charged twice for the same usage last week "
+             "(MTR-4821), and there are smaller fixes I want in before the release."),
+      Stored(2, Role::kAssistant, ItemKind::kMessage,
+             "The charge job runs nightly at 02:00 and posts one charge per usage record."),
+      Stored(3, Role::kUser, ItemKind::kMessage,
+             "Charges for the storage tier go out on the first of the month.")};
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  const std::vector<RecalledPassage> got = Rank(q, hits, 200, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("MTR-4821")) << RenderRecalled(got);
+}
+
 TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
   // Words of the sentence around the question count less; a short
   // fragment after it ("In minutes.") is part of the question.
