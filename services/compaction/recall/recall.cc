@@ -921,7 +921,6 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"outage", "incident", "downtime"},
         {"alert", "alarm"},
         {"deploy", "rollout", "release"},
-        {"schedule", "cron"},
         {"timeout", "deadline"},
         {"credential", "secret"},
         {"slow", "latency", "lag"},
