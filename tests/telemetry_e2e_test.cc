@@ -233,7 +233,7 @@ TEST_F(TelemetryE2eTest, OneTracePerCallWithChildSpansAttributesAndMatchingMetri
   for (const Span& s : spans) EXPECT_FALSE(AnyTextContains(s, kMarker)) << s.name();
 
   // One server span per traced BuildContext, the child of the caller's span.
-  int traced_builds = 0;
+  int traced_builds = 0, recall_searches = 0, recall_ranks = 0;
   bool saw_compaction = false, saw_llm = false;
   for (const Span& s : spans) {
     if (s.name() != absl::StrCat(kMethod, "BuildContext")) continue;
@@ -267,6 +267,18 @@ TEST_F(TelemetryE2eTest, OneTracePerCallWithChildSpansAttributesAndMatchingMetri
         EXPECT_FALSE(ca.at("db.operation.name").empty());
         EXPECT_EQ(c->name(), ca.at("db.query.summary"));
       }
+      // Recall's search and ranking, each on a span of its own.
+      if (c->name() == "recall search") {
+        ++recall_searches;
+        EXPECT_EQ(c->kind(), Span::SPAN_KIND_INTERNAL);
+        EXPECT_GT(std::stoll(ca.at("convstate.recall.terms")), 0);
+        EXPECT_TRUE(ca.count("convstate.recall.copy"));
+        EXPECT_TRUE(ca.count("convstate.recall.candidates") || ca.count("convstate.recall.error"));
+      }
+      if (c->name() == "recall rank") {
+        ++recall_ranks;
+        EXPECT_TRUE(ca.count("convstate.recall.passages"));
+      }
       if (c->name() == "compaction") {
         saw_compaction = true;
         for (const auto& e : c->events()) {
@@ -288,6 +300,8 @@ TEST_F(TelemetryE2eTest, OneTracePerCallWithChildSpansAttributesAndMatchingMetri
     EXPECT_GE(db_spans, 1) << "BuildContext in trace " << Hex(s.trace_id());
   }
   EXPECT_EQ(traced_builds, kTurns);
+  EXPECT_GT(recall_searches, 0) << "a question after a compaction searches the history";
+  EXPECT_GT(recall_ranks, 0);
   EXPECT_TRUE(saw_compaction);
   EXPECT_TRUE(saw_llm);
 

@@ -40,6 +40,17 @@ HistorySearch RecallSearchOf(const ConversationKey& key, const RecallQuery& quer
   return search;
 }
 
+// Ends a "recall search" span with what the search found.
+void EndSearchSpan(telemetry::Span& span, const absl::StatusOr<HistoryHits>& hits) {
+  if (!span.recording()) return;
+  if (hits.ok()) {
+    span.SetAttribute("convstate.recall.candidates", static_cast<int64_t>(hits->found.size()));
+  } else {
+    span.SetAttribute("convstate.recall.error", std::string(hits.status().message()));
+  }
+  span.End();
+}
+
 }  // namespace
 
 std::string RecallQueryOf(const v1::BuildContextRequest& req) {
@@ -95,22 +106,32 @@ std::shared_ptr<HistoryRecall::PendingRecall> HistoryRecall::StartRecall(
   }
   // Nothing discriminative: no search at all.
   if (search.terms.size() == search.known_common.size()) return nullptr;
+  // What the search costs the call, on a span of its own.
+  telemetry::Span span = telemetry::StartSpan("recall search", telemetry::SpanKind::kInternal);
+  span.SetAttribute("convstate.recall.terms", static_cast<int64_t>(search.terms.size()));
   if (history_.Ready(conversation)) {
     // This replica's copy of the history, brought up to date from the
     // database when a compaction moved: searched here, in memory.
+    span.SetAttribute("convstate.recall.copy", true);
+    telemetry::ScopedSpan scope(&span);
     std::promise<absl::StatusOr<HistoryHits>> hits;
-    hits.set_value(history_.Search(ctx, conversation, search));
+    absl::StatusOr<HistoryHits> found = history_.Search(ctx, conversation, search);
+    EndSearchSpan(span, found);
+    hits.set_value(std::move(found));
     pending->hits = hits.get_future();
     return pending;
   }
   // The database's search (while a copy is made) waits on the database
   // while this thread builds the view.
+  span.SetAttribute("convstate.recall.copy", false);
   pending->hits = std::async(std::launch::async, [this, ctx, conversation,
-                                                  search = std::move(search)] {
+                                                  search = std::move(search),
+                                                  span = std::move(span)]() mutable {
     // Recall adds to a view that is complete without it: nothing thrown
     // here may end the call (or the process).
     absl::StatusOr<HistoryHits> hits = absl::InternalError("recall's search failed");
     RunGuarded("recall search", [&] { hits = history_.Search(ctx, conversation, search); });
+    EndSearchSpan(span, hits);
     return hits;
   });
   return pending;
@@ -175,7 +196,11 @@ std::vector<RecalledPassage> HistoryRecall::AddRecall(
       absl::StrAppend(&limits.shown_text, e.content, "\n");
     }
   }
+  // What ranking and counting the section cost the call, on a span of
+  // their own.
+  telemetry::Span rank = telemetry::StartSpan("recall rank", telemetry::SpanKind::kInternal);
   std::vector<RecalledPassage> passages = RankPassages(parsed, *hits, *resolved.tokenizer, limits);
+  rank.SetAttribute("convstate.recall.passages", static_cast<int64_t>(passages.size()));
   if (span != nullptr && span->recording()) {
     span->SetAttribute("convstate.recall.candidates", static_cast<int64_t>(hits->found.size()));
     span->SetAttribute("convstate.recall.passages", static_cast<int64_t>(passages.size()));
@@ -184,6 +209,8 @@ std::vector<RecalledPassage> HistoryRecall::AddRecall(
   std::string text = RenderRecalled(passages);
   const int64_t tokens = Corrected(
       CountSystemTokens(*resolved.tokenizer, text, profile.per_message_tokens), correction);
+  rank.SetAttribute("convstate.recall.tokens", tokens);
+  rank.End();
   // RankPassages keeps to it; never let a view outgrow its room.
   if (tokens > budget) return {};
   AddRecalled(view, std::move(text), tokens);
