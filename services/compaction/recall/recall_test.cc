@@ -94,6 +94,16 @@ HistoryHits OutputAfterMessage(const std::vector<Item>& items, const RecallQuery
   return hits;
 }
 
+// The terms standing in for the question's words (StandIns).
+std::vector<std::string> StandInsOf(absl::string_view question) {
+  const RecallQuery q = ParseRecallQuery(question);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < q.terms.size(); ++i) {
+    if (q.stand_in[i]) out.push_back(q.terms[i]);
+  }
+  return out;
+}
+
 class RecallTest : public ::testing::Test {
  protected:
   std::unique_ptr<Tokenizer> tokenizer_ = NewApproximateTokenizer();
@@ -682,11 +692,8 @@ TEST_F(RecallTest, AHostsNameAnswersForItsFullName) {
 // itself, the other word counts for nothing.
 TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
   const RecallQuery q = ParseRecallQuery("How many shops did the bundle build leave out?");
-  std::vector<std::string> stand_ins;
-  for (size_t i = 0; i < q.terms.size(); ++i) {
-    if (q.stand_in[i]) stand_ins.push_back(q.terms[i]);
-  }
-  EXPECT_THAT(stand_ins, ::testing::IsSupersetOf({"store"}));
+  EXPECT_THAT(StandInsOf("How many shops did the bundle build leave out?"),
+              ::testing::IsSupersetOf({"store"}));
   std::string summary = "bundle build for group w6\n";
   for (int i = 0; i < 15; ++i) absl::StrAppend(&summary, " 0", 600 + i, "  Z4  ok\n");
   summary += "summary\n  stores: 27\n  skipped_stores: 2\n";
@@ -714,20 +721,12 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
 // pods an orchestrator lists, an "outage" for an incident, a "cost" for a
 // spend, a "tolerance" for a threshold.
 TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
-  auto stand_ins_of = [](absl::string_view question) {
-    const RecallQuery q = ParseRecallQuery(question);
-    std::vector<std::string> out;
-    for (size_t i = 0; i < q.terms.size(); ++i) {
-      if (q.stand_in[i]) out.push_back(q.terms[i]);
-    }
-    return out;
-  };
-  EXPECT_THAT(stand_ins_of("What did the outage cost us?"),
+  EXPECT_THAT(StandInsOf("What did the outage cost us?"),
               ::testing::IsSupersetOf({WordForm("incident"), WordForm("spend")}));
-  EXPECT_THAT(stand_ins_of("What's the drift tolerance on the feature store?"),
+  EXPECT_THAT(StandInsOf("What's the drift tolerance on the feature store?"),
               ::testing::IsSupersetOf({WordForm("threshold")}));
   const RecallQuery q = ParseRecallQuery("How many replicas is the ledger worker running?");
-  EXPECT_THAT(stand_ins_of("How many replicas is the ledger worker running?"),
+  EXPECT_THAT(StandInsOf("How many replicas is the ledger worker running?"),
               ::testing::Contains(WordForm("pod")));
   std::string status = "NAME              READY   STATUS\n";
   for (int i = 0; i < 12; ++i) absl::StrAppend(&status, "job-", 4100 + i, "   1/1   Completed\n");
@@ -735,12 +734,8 @@ TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
   std::vector<Item> items = {
       Stored(1, Role::kUser, ItemKind::kMessage, "Check the ledger worker deployment."),
       Stored(2, Role::kTool, ItemKind::kToolResult, status, "kubectl")};
-  HistoryHits hits = HitsFor(items, q);
-  for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
-  RecallLimits limits;
-  limits.max_tokens = 120;
-  EXPECT_THAT(RenderRecalled(RankPassages(q, hits, *tokenizer_, limits)),
-              HasSubstr("pods: 7 desired"));
+  const HistoryHits hits = OutputAfterMessage(items, q);
+  EXPECT_THAT(RenderRecalled(Rank(q, hits, 120)), HasSubstr("pods: 7 desired"));
 }
 
 // A line naming the subject (`name = "weasyprint"`) and the value beside
