@@ -14,7 +14,8 @@
 // the conversation holds, "turn": when it is asked, "question": text}.
 // Without it, the recall questions of NAME_probes.jsonl (or --probes=FILE),
 // asked at their turns. Questions whose fact is newer than the copy are left
-// out (the view shows those). --show=FACT prints that question's section.
+// out (the view shows those). --show=FACT prints that question's section;
+// --verbose lists the questions missed and what unrelated ones recalled.
 // The development questions of tools/replay_data (NAME_dev_questions.jsonl,
 // NAME_dev2_questions.jsonl, platform_messages_dev_questions.jsonl) were
 // written in other words about facts no question set asks about; changes
@@ -128,10 +129,11 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
       std::printf("\n");
     }
     bool got[2] = {false, false};
+    std::string section;  // The larger room's.
     for (int r = 0; r < 2; ++r) {
       RecallLimits limits;
       limits.max_tokens = rooms[r];
-      const std::string section = RenderRecalled(RankPassages(query, hits, *tokenizer, limits));
+      section = RenderRecalled(RankPassages(query, hits, *tokenizer, limits));
       const bool recalled = !section.empty() && absl::StrContains(section, "\n[#");
       got[r] = q.fact.empty() ? recalled : absl::StrContains(section, text);
       if (!show.empty() && show == q.fact && r == 1) std::printf("%s\n", section.c_str());
@@ -139,7 +141,10 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
     if (q.fact.empty()) {
       ++unrelated;
       unrelated_recalled += got[1];
-      if (verbose && got[1]) std::printf("unrelated, recalled something | %s\n", q.text.c_str());
+      // With what it recalled: the words it matched on.
+      if (verbose && got[1]) {
+        std::printf("unrelated, recalled something | %s\n%s\n", q.text.c_str(), section.c_str());
+      }
       continue;
     }
     ++asked;
