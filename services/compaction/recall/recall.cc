@@ -67,6 +67,16 @@ constexpr double kCovered = 0.25;
 constexpr double kRelativeFloor = 0.35;
 // A word held by at most this many items is specific enough alone.
 constexpr int64_t kRareItems = 3;
+// In a history of at least kLongHistory items, a question of at least
+// kMinOffTopicWords words whose words the history lacks entirely weigh
+// this share of it or more is about something else (a recipe, a weekend
+// away): what its everyday words match is not what it asks about, and
+// nothing is recalled. A short history lacks many everyday words a real
+// question holds, and a question of three words ("ticket # for the double
+// charge?") lacks too few to tell.
+constexpr int64_t kLongHistory = 100;
+constexpr int kMinOffTopicWords = 4;
+constexpr double kMaxUnseenShare = 0.6;
 constexpr size_t kMaxTitleBytes = 160;
 // Candidates the greedy pass weighs, the best by their own score.
 constexpr size_t kMaxCandidates = 500;
@@ -1267,6 +1277,15 @@ struct QuestionWeights {
     for (const auto& [w, weight] : unseen) sum += weight;
     return sum;
   }
+  // Whether the question is about something else than a history of
+  // `items` (kMaxUnseenShare).
+  bool OffTopic(int64_t items, int words) const {
+    if (items < kLongHistory || words < kMinOffTopicWords) return false;
+    double missing = 0;
+    for (const auto& [w, weight] : unseen) missing += weight;
+    const double total = Total();
+    return total > 0 && missing / total >= kMaxUnseenShare;
+  }
   // Whether `words` answer the question as a passage must: two of its
   // words, or a rare one.
   bool Answers(const std::map<int, double>& words) const {
@@ -1804,7 +1823,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   int64_t used = limits.per_message_tokens + tokenizer.CountTokens(RenderRecalled({})) + 1;
   if (limits.max_tokens - used < kMinPassageTokens) return chosen;
   const QuestionWeights weights(query, hits);
-  if (weights.weight_of.empty()) return chosen;
+  if (weights.weight_of.empty() || weights.OffTopic(hits.items, query.words)) return chosen;
   std::vector<Candidate> candidates;
   absl::flat_hash_set<std::string> seen_texts;
   const absl::flat_hash_map<int64_t, std::map<int, double>> talk = TalkOf(hits, weights);

@@ -792,6 +792,37 @@ TEST_F(RecallTest, AQuestionForATicketFindsTheTrackersKey) {
   EXPECT_THAT(got[0].text, HasSubstr("MTR-4821")) << RenderRecalled(got);
 }
 
+// In a long history, a question whose own words the history lacks (a
+// recipe's) recalls nothing, whatever its everyday words match; in a short
+// one, whose words are still few, its matches are ranked as any question's.
+TEST_F(RecallTest, AQuestionAboutSomethingElseRecallsNothingFromALongHistory) {
+  const RecallQuery q =
+      ParseRecallQuery("Random, but what's a good substitute for buttermilk when making pancakes?");
+  std::string tests;
+  for (int i = 0; i < 8; ++i) {
+    absl::StrAppend(&tests, "tests/test_ledger.py::test_case_", i, " PASSED\n");
+  }
+  tests += "    request = make_request(amount=Decimal(\"125.00\"), reference=\"ref-1\")\n";
+  tests += "=== 8 passed, random order seed 4411, a good run ===\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Run the ledger tests."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, tests, "bash")};
+  HistoryHits hits = OutputAfterMessage(items, q);
+  hits.items = 40;
+  ASSERT_FALSE(Rank(q, hits, 400).empty()) << "the everyday words match in a short history";
+  // A long history: the everyday words are in a few dozen of its items.
+  hits.items = 1000;
+  for (auto& [term, df] : hits.document_frequency) {
+    if (df > 0) df = 20;
+  }
+  EXPECT_TRUE(Rank(q, hits, 400).empty()) << RenderRecalled(Rank(q, hits, 400));
+  // A question in the history's words, asked of the same long history.
+  const RecallQuery asked = ParseRecallQuery("Which seed did the random test order use?");
+  HistoryHits real = OutputAfterMessage(items, asked);
+  real.items = 1000;
+  EXPECT_THAT(RenderRecalled(Rank(asked, real, 400)), HasSubstr("seed 4411"));
+}
+
 TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
   // Words of the sentence around the question count less; a short
   // fragment after it ("In minutes.") is part of the question.
