@@ -187,7 +187,9 @@ void HistoryCache::Refresh(const CallContext& ctx, const Conversation& conversat
   // A conversation this replica compacts is one it will likely recall
   // from: its copy is made now, off the request path, if it has none.
   const auto [copy, made] = Admit(conversation, upto);
-  if (made) return;
+  // A copy still being made reads the history itself: catching it up now
+  // would read the whole history a second time, to add none of it.
+  if (made || !copy->ready) return;
   CatchUp(ctx, *copy, upto, [](HistoryIndex&) {});
   Account(copy, Bytes(*copy));
 }
