@@ -1272,8 +1272,13 @@ struct QuestionWeights {
         best = std::max(best, word_weight.second);
       }
     }
-    double sum = 0;
+    double sum = UnseenWeight();
     for (const auto& [w, weight] : words) sum += weight;
+    return sum;
+  }
+  // What the question words the history does not hold weigh together.
+  double UnseenWeight() const {
+    double sum = 0;
     for (const auto& [w, weight] : unseen) sum += weight;
     return sum;
   }
@@ -1281,10 +1286,8 @@ struct QuestionWeights {
   // `items` (kMaxUnseenShare).
   bool OffTopic(int64_t items, int words) const {
     if (items < kLongHistory || words < kMinOffTopicWords) return false;
-    double missing = 0;
-    for (const auto& [w, weight] : unseen) missing += weight;
     const double total = Total();
-    return total > 0 && missing / total >= kMaxUnseenShare;
+    return total > 0 && UnseenWeight() / total >= kMaxUnseenShare;
   }
   // Whether `words` answer the question as a passage must: two of its
   // words, or a rare one.
@@ -1789,8 +1792,6 @@ absl::flat_hash_map<int64_t, std::map<int, double>> TalkOf(const HistoryHits& hi
   return talk;
 }
 
-}  // namespace
-
 // The passage holding a value that shows the lines of candidate `i` and
 // more, in the same item (the best by its own worth), or -1: where `i`
 // names the subject and a line beside it holds the value (`name =
@@ -1812,6 +1813,8 @@ int ValueAround(const std::vector<Candidate>& candidates, const std::vector<bool
   }
   return best;
 }
+
+}  // namespace
 
 std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
                                           const Tokenizer& tokenizer,
