@@ -108,13 +108,18 @@ class RecallTest : public ::testing::Test {
  protected:
   std::unique_ptr<Tokenizer> tokenizer_ = NewApproximateTokenizer();
 
-  // The text of the best passage for `q` over `items`, weighed as in a
-  // history of a thousand items ("" when nothing is recalled).
+  // The text of the best passage for `q` in `hits` within `max_tokens`
+  // ("" when nothing is recalled).
+  std::string First(const RecallQuery& q, const HistoryHits& hits, int64_t max_tokens) {
+    const std::vector<RecalledPassage> got = Rank(q, hits, max_tokens, 1);
+    return got.empty() ? "" : got[0].text;
+  }
+
+  // The same over `items`, weighed as in a history of a thousand items.
   std::string Best(const RecallQuery& q, const std::vector<Item>& items, int64_t max_tokens) {
     HistoryHits hits = HitsFor(items, q);
     hits.items = 1000;
-    const std::vector<RecalledPassage> got = Rank(q, hits, max_tokens, 1);
-    return got.empty() ? "" : got[0].text;
+    return First(q, hits, max_tokens);
   }
 
   // RankPassages within `max_tokens` and `max_passages`.
@@ -448,9 +453,7 @@ TEST_F(RecallTest, ALogLinesMessageSetsAFigure) {
       ParseRecallQuery("How big was the order Doncaster's replenishment sent, in lines?");
   HistoryHits hits = OutputAfterMessage(items, q);
   hits.exchange_terms[4] = SearchTerms(items[2].data.content);
-  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_THAT(got[0].text, HasSubstr("order lines written: 42838")) << RenderRecalled(got);
+  EXPECT_THAT(First(q, hits, 300), HasSubstr("order lines written: 42838"));
 }
 
 // "How often" is answered by a setting of an interval, in an output whose
@@ -478,9 +481,7 @@ TEST_F(RecallTest, HowOftenIsAnsweredByAnInterval) {
       ParseRecallQuery("How often does the orders manifest sensor look at the bucket again?");
   HistoryHits hits = OutputAfterMessage(items, q);
   hits.calls[2] = R"({"path": "dags/orders_nightly.py"})";
-  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_THAT(got[0].text, HasSubstr("poke_interval=840")) << RenderRecalled(got);
+  EXPECT_THAT(First(q, hits, 300), HasSubstr("poke_interval=840"));
 }
 
 // "The 99th percentile" is written `p99` where it is measured; "how long
@@ -514,9 +515,7 @@ TEST_F(RecallTest, APercentileIsSearchedAsAMeasurementWritesIt) {
       "Where did the 99th percentile of customer lifetime value come out in the LTV check?");
   HistoryHits hits = OutputAfterMessage(items, q);
   hits.exchange_terms[3] = SearchTerms(items[0].data.content);
-  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_THAT(got[0].text, HasSubstr("p99_value   | 3323.19")) << RenderRecalled(got);
+  EXPECT_THAT(First(q, hits, 300), HasSubstr("p99_value   | 3323.19"));
 }
 
 // A setting is named by the keys it sits under too ("prod:" over
@@ -567,9 +566,7 @@ TEST_F(RecallTest, ATablesHeaderComesWithItsFirstRow) {
   const RecallQuery q = ParseRecallQuery(
       "How many rows had the newest user engagement materialization written?");
   HistoryHits hits = OutputAfterMessage(items, q);
-  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_THAT(got[0].text, HasSubstr("15390255")) << RenderRecalled(got);
+  EXPECT_THAT(First(q, hits, 300), HasSubstr("15390255"));
 }
 
 // An item's passages are capped, but a line of the answer's shape (the
@@ -634,9 +631,7 @@ TEST_F(RecallTest, AJsonKeyStatesATotal) {
   const RecallQuery q =
       ParseRecallQuery("How big is the whole webdocs-v9 snapshot, counted in tokens?");
   HistoryHits hits = OutputAfterMessage(items, q);
-  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_THAT(got[0].text, HasSubstr("398452475663")) << RenderRecalled(got);
+  EXPECT_THAT(First(q, hits, 300), HasSubstr("398452475663"));
 }
 
 // What the user states in a long message ("I've opened PR #8127 for it")
@@ -666,9 +661,7 @@ TEST_F(RecallTest, WhatTheUserStatesIsNotOutrankedByItsTurnsOutputs) {
     hits.document_frequency[term] = term == "pull" || term == "request" ? 2 : 300;
   }
   hits.exchange_terms[2] = SearchTerms(said);
-  const std::vector<RecalledPassage> got = Rank(q, hits, 400, 1);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_THAT(got[0].text, HasSubstr("PR #8127")) << RenderRecalled(got);
+  EXPECT_THAT(First(q, hits, 400), HasSubstr("PR #8127"));
 }
 
 // A question for a host's full name ranks a line holding one higher
@@ -1117,9 +1110,7 @@ TEST_F(RecallTest, TheWorstIsFoundWhereALineWritesMax) {
   HistoryHits hits = HitsFor(items, q);
   hits.items = 1000;
   hits.exchange_terms[2] = SearchTerms("Pull the canary's p99 latency for the last 6h.");
-  const std::vector<RecalledPassage> got = Rank(q, hits, 100, 1);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_THAT(got[0].text, HasSubstr("max=4.068")) << RenderRecalled(got);
+  EXPECT_THAT(First(q, hits, 100), HasSubstr("max=4.068"));
 }
 
 TEST_F(RecallTest, ShapesAreNotTakenFromLogLinesListingsOrWindows) {
@@ -1138,9 +1129,7 @@ TEST_F(RecallTest, ShapesAreNotTakenFromLogLinesListingsOrWindows) {
   HistoryHits hits = HitsFor(items, q);
   hits.items = 1000;
   hits.exchange_terms[2] = SearchTerms("Show me the export job's log and config.");
-  const std::vector<RecalledPassage> got = Rank(q, hits, 300, 1);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_THAT(got[0].text, HasSubstr("start_at: 04:20")) << RenderRecalled(got);
+  EXPECT_THAT(First(q, hits, 300), HasSubstr("start_at: 04:20"));
 
   // `ls -l`'s "total 48" counts disk blocks, not files: no total.
   std::string listing = "total 48\n";
