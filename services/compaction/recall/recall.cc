@@ -77,6 +77,12 @@ constexpr int64_t kRareItems = 3;
 constexpr int64_t kLongHistory = 100;
 constexpr int kMinOffTopicWords = 4;
 constexpr double kMaxUnseenShare = 0.6;
+// A message that opens by saying it is about something else ("Unrelated:",
+// "Off-topic, but", "Random question:") is, where the history lacks this
+// share of its words or more, in a history of any length.
+constexpr double kMaxUnseenShareAside = 0.25;
+// The words of such an opening at most, before its ':' or ','.
+constexpr size_t kMaxAsideWords = 6;
 constexpr size_t kMaxTitleBytes = 160;
 // Candidates the greedy pass weighs, the best by their own score.
 constexpr size_t kMaxCandidates = 500;
@@ -1042,8 +1048,39 @@ void AddNames(absl::string_view text, absl::flat_hash_map<std::string, size_t>& 
 
 }  // namespace
 
+// How many bytes of `text` open it by saying it is about something else:
+// a few words before its first ':' or ',', one of them "unrelated",
+// "off-topic" (or "off topic") or "tangent", or opening with "random"
+// said of the message ("Totally off-topic:", "Random one while things
+// run:", "Random, but"); 0 otherwise. Those words name no
+// subject: a history that holds an earlier aside holds them too.
+size_t AsideOpening(absl::string_view text) {
+  const size_t end = text.find_first_of(":,");
+  if (end == absl::string_view::npos) return 0;
+  std::vector<std::string> words;
+  for (absl::string_view raw :
+       absl::StrSplit(text.substr(0, end), absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+    words.push_back(absl::AsciiStrToLower(absl::StripAsciiWhitespace(raw)));
+  }
+  if (words.empty() || words.size() > kMaxAsideWords) return 0;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const bool off_topic = w == "off-topic" || w == "offtopic" ||
+                           (w == "off" && i + 1 < words.size() && words[i + 1] == "topic");
+    // "Random:", "Random one ...", "Random question:", not "random seed".
+    const bool random = w == "random" && i == 0 &&
+                        (words.size() == 1 || words[1] == "one" || words[1] == "question" ||
+                         words[1] == "thought" || words[1] == "aside");
+    if (w == "unrelated" || w == "tangent" || random || off_topic) return end + 1;
+  }
+  return 0;
+}
+
 RecallQuery ParseRecallQuery(absl::string_view text) {
   RecallQuery q;
+  const size_t aside = AsideOpening(text);
+  q.aside = aside > 0;
+  text.remove_prefix(aside);
   const QuestionWords question(text);
   q.asks_duration = AsksDuration(question);
   q.asks_time_of_day = AsksTimeOfDay(question);
@@ -1284,10 +1321,12 @@ struct QuestionWeights {
   }
   // Whether the question is about something else than a history of
   // `items` (kMaxUnseenShare).
-  bool OffTopic(int64_t items, int words) const {
-    if (items < kLongHistory || words < kMinOffTopicWords) return false;
+  bool OffTopic(int64_t items, int words, bool aside) const {
     const double total = Total();
-    return total > 0 && UnseenWeight() / total >= kMaxUnseenShare;
+    if (total <= 0) return false;
+    if (aside) return UnseenWeight() / total >= kMaxUnseenShareAside;
+    if (items < kLongHistory || words < kMinOffTopicWords) return false;
+    return UnseenWeight() / total >= kMaxUnseenShare;
   }
   // Whether `words` answer the question as a passage must: two of its
   // words, or a rare one.
@@ -1826,7 +1865,9 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   int64_t used = limits.per_message_tokens + tokenizer.CountTokens(RenderRecalled({})) + 1;
   if (limits.max_tokens - used < kMinPassageTokens) return chosen;
   const QuestionWeights weights(query, hits);
-  if (weights.weight_of.empty() || weights.OffTopic(hits.items, query.words)) return chosen;
+  if (weights.weight_of.empty() || weights.OffTopic(hits.items, query.words, query.aside)) {
+    return chosen;
+  }
   std::vector<Candidate> candidates;
   absl::flat_hash_set<std::string> seen_texts;
   const absl::flat_hash_map<int64_t, std::map<int, double>> talk = TalkOf(hits, weights);

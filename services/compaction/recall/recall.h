@@ -67,6 +67,10 @@ struct RecallQuery {
   // none of the word's own terms (the question was asked in other words
   // than the history's).
   std::vector<bool> stand_in;
+  // The message opens by saying it is about something else ("Unrelated:",
+  // "Off-topic, but"): those words are not searched, and a smaller share
+  // of words the history lacks makes it recall nothing.
+  bool aside = false;
 };
 
 // At most this many terms (the first ones): each costs the search a look-up.

@@ -20,6 +20,7 @@
 namespace convstate {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -791,7 +792,8 @@ TEST_F(RecallTest, AQuestionForATicketFindsTheTrackersKey) {
 // one, whose words are still few, its matches are ranked as any question's.
 TEST_F(RecallTest, AQuestionAboutSomethingElseRecallsNothingFromALongHistory) {
   const RecallQuery q =
-      ParseRecallQuery("Random, but what's a good substitute for buttermilk when making pancakes?");
+      ParseRecallQuery("So what's a good substitute for buttermilk when making pancakes?");
+  ASSERT_FALSE(q.aside);
   std::string tests;
   for (int i = 0; i < 8; ++i) {
     absl::StrAppend(&tests, "tests/test_ledger.py::test_case_", i, " PASSED\n");
@@ -815,6 +817,43 @@ TEST_F(RecallTest, AQuestionAboutSomethingElseRecallsNothingFromALongHistory) {
   HistoryHits real = OutputAfterMessage(items, asked);
   real.items = 1000;
   EXPECT_THAT(RenderRecalled(Rank(asked, real, 400)), HasSubstr("seed 4411"));
+}
+
+// A message that opens by saying it is about something else is, in a
+// history of any length, where the history lacks a quarter of its words;
+// the opening's own words ("unrelated", an earlier aside's) match nothing.
+TEST_F(RecallTest, AMessageThatSaysItIsAnAsideRecallsNothing) {
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Completely unrelated: my kettle is furred up with limescale. How long in vinegar?"),
+      Stored(2, Role::kUser, ItemKind::kMessage, "Resync the snapshot, then plan the next run."),
+      Stored(3, Role::kTool, ItemKind::kToolResult,
+             "INFO planning 80 shards to copy, 24 workers\nINFO first shard verified in 3 weeks "
+             "of training data\nINFO random order seed 4411",
+             "bash")};
+  const std::string text =
+      "I signed up for my first marathon in the spring. How many weeks of training should I "
+      "plan for?";
+  const RecallQuery aside = ParseRecallQuery("Unrelated: " + text);
+  EXPECT_TRUE(aside.aside);
+  EXPECT_THAT(aside.terms, Not(Contains("unrel")));
+  EXPECT_TRUE(Rank(aside, HitsFor(items, aside), 400).empty())
+      << RenderRecalled(Rank(aside, HitsFor(items, aside), 400));
+  // The same words without the opening are ranked as any question's in a
+  // short history (a long one gates them by their own share).
+  const RecallQuery plain = ParseRecallQuery(text);
+  EXPECT_FALSE(plain.aside);
+  EXPECT_FALSE(Rank(plain, HitsFor(items, plain), 400).empty());
+  // Other openings that say so; "random" said of something else is a word.
+  EXPECT_TRUE(ParseRecallQuery("Totally off-topic: basil keeps wilting?").aside);
+  EXPECT_TRUE(ParseRecallQuery("Off topic, any tips for basil?").aside);
+  EXPECT_TRUE(ParseRecallQuery("Random one while things run: toddler sleep tips?").aside);
+  const RecallQuery seed = ParseRecallQuery("Random seed, which one did the test order use?");
+  EXPECT_FALSE(seed.aside);
+  EXPECT_THAT(First(seed, HitsFor(items, seed), 400), HasSubstr("seed 4411"));
+  // An opening that names a subject of its own past the limit is not one.
+  EXPECT_FALSE(
+      ParseRecallQuery("Not unrelated to the snapshot resync we ran this morning, the seed?").aside);
 }
 
 TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
