@@ -383,9 +383,10 @@ struct HistorySearch {
 // An item's text split as recall ranks it (services/compaction/recall):
 // its pieces (TextLines, a long line cut by LinePieces; blank lines have
 // none), each with the terms SearchTerms finds in it. A replica's copy of
-// the history (storage/history_index.h) splits an item once, the first time
-// it answers a search with it, and keeps the split: ranking it for the
-// next question reads these rather than splitting its text again.
+// the history (storage/history_index.h) splits an item once, when the copy
+// is made or brought up to date off the request path (or else the first
+// time it answers a search with it), and keeps the split: ranking it reads
+// these rather than splitting its text again.
 struct ItemPieces {
   struct Piece {
     uint32_t line = 0;    // Its line's index.

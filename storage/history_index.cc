@@ -17,6 +17,11 @@ namespace {
 // backend ranks alike.
 double Rounded(double score) { return std::round(score * 1e6) / 1e6; }
 
+// What a search may find: not a summary marker, not erased.
+bool Searchable(const Item& item) {
+  return item.data.kind != ItemKind::kSummaryMarker && !item.redacted;
+}
+
 }  // namespace
 
 struct HistoryIndex::Turn {
@@ -30,9 +35,20 @@ struct HistoryIndex::Turn {
   std::vector<const Entry*> items;
 };
 
-void HistoryIndex::Add(const Item& item) {
+std::shared_ptr<const ItemPieces> HistoryIndex::PiecesOf(const Item& item) {
+  if (!Searchable(item)) return nullptr;
+  // A message's whole-text terms are its talk's (RankPassages).
+  return std::make_shared<const ItemPieces>(
+      SplitIntoPieces(item.data.content, item.data.kind == ItemKind::kMessage));
+}
+
+void HistoryIndex::Add(const Item& item, std::shared_ptr<const ItemPieces> pieces) {
   Entry entry;
-  entry.searchable = item.data.kind != ItemKind::kSummaryMarker && !item.redacted;
+  entry.searchable = Searchable(item);
+  if (entry.searchable && pieces != nullptr) {
+    bytes_ += pieces->bytes;
+    entry.pieces = std::move(pieces);
+  }
   entry.item.sequence = item.sequence;
   entry.item.turn_index = item.turn_index;
   entry.item.data.kind = item.data.kind;
@@ -191,9 +207,7 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
       hits.found.push_back(e->item);
       Entry& entry = entries_[static_cast<size_t>(e->item.sequence - 1)];
       if (entry.pieces == nullptr) {
-        // A message's whole-text terms are its talk's (RankPassages).
-        entry.pieces = std::make_shared<const ItemPieces>(SplitIntoPieces(
-            e->item.data.content, e->item.data.kind == ItemKind::kMessage));
+        entry.pieces = PiecesOf(e->item);
         bytes_ += entry.pieces->bytes;
       }
       hits.pieces[e->item.sequence] = entry.pieces;

@@ -22,8 +22,14 @@ class HistoryIndex {
  public:
   // Adds the item after through() (its sequence must be through() + 1).
   // Summary markers and redacted items are kept as placeholders only:
-  // never searched, never answered.
-  void Add(const Item& item);
+  // never searched, never answered. `pieces` (PiecesOf the item, split
+  // ahead, off the request path), when given, are kept: a search that
+  // finds the item does not split it then.
+  void Add(const Item& item, std::shared_ptr<const ItemPieces> pieces = nullptr);
+
+  // The item split into its pieces as a search that finds it would split
+  // it; null for what is never searched.
+  static std::shared_ptr<const ItemPieces> PiecesOf(const Item& item);
 
   // The last sequence added; 0 when empty.
   int64_t through() const { return static_cast<int64_t>(entries_.size()); }
@@ -43,7 +49,7 @@ class HistoryIndex {
     Item item;  // Content empty when not searchable.
     bool searchable = false;
     std::vector<uint32_t> words;  // Term ids, sorted.
-    // Split the first time it is a candidate.
+    // Split when added (PiecesOf), or the first time it is a candidate.
     std::shared_ptr<const ItemPieces> pieces;
   };
   struct Turn;

@@ -55,12 +55,13 @@ absl::StatusOr<std::vector<Item>> HistoryCache::ReadAfter(const CallContext& ctx
   return items;
 }
 
-bool HistoryCache::Add(Copy& copy, const std::vector<Item>& items) const {
+bool HistoryCache::Add(Copy& copy, const std::vector<Item>& items, Pieces pieces) const {
   if (copy.index == nullptr) return false;
-  for (const Item& item : items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& item = items[i];
     if (item.sequence <= copy.index->through()) continue;  // Another call added it.
     if (item.sequence != copy.index->through() + 1) return false;
-    copy.index->Add(item);
+    copy.index->Add(item, i < pieces.size() ? std::move(pieces[i]) : nullptr);
   }
   if (static_cast<int64_t>(copy.index->bytes()) > Share()) {
     Lose(copy);
@@ -76,9 +77,10 @@ void HistoryCache::Lose(Copy& copy) {
   copy.ready = false;
 }
 
-bool HistoryCache::CatchUp(const CallContext& ctx, Copy& copy, int64_t upto,
+bool HistoryCache::CatchUp(const CallContext& ctx, Copy& copy, int64_t upto, bool split,
                            absl::FunctionRef<void(HistoryIndex&)> then) {
   std::vector<Item> items;
+  Pieces pieces;
   const int64_t through = copy.through;
   if (through < upto) {
     absl::StatusOr<std::vector<Item>> read = ReadAfter(ctx, copy.key, through, upto);
@@ -91,9 +93,13 @@ bool HistoryCache::CatchUp(const CallContext& ctx, Copy& copy, int64_t upto,
     // it was, for the next call to go on from.
     if (!read.ok()) return false;
     items = *std::move(read);
+    // Split before the lock, which a call's search waits for.
+    if (split) {
+      for (const Item& item : items) pieces.push_back(HistoryIndex::PiecesOf(item));
+    }
   }
   absl::MutexLock lock(&copy.mu);
-  if (!Add(copy, items) || copy.index->through() < upto) return false;
+  if (!Add(copy, items, std::move(pieces)) || copy.index->through() < upto) return false;
   then(*copy.index);
   return true;
 }
@@ -103,7 +109,8 @@ void HistoryCache::Make(std::shared_ptr<Copy> copy, int64_t upto) {
   absl::StatusOr<std::vector<Item>> read = ReadAfter(ctx, copy->key, 0, upto);
   auto index = std::make_unique<HistoryIndex>();
   if (read.ok()) {
-    for (const Item& item : *read) index->Add(item);
+    // Off the request path: split now, so that no call's search does.
+    for (const Item& item : *read) index->Add(item, HistoryIndex::PiecesOf(item));
     if (static_cast<int64_t>(index->bytes()) > Share()) {
       read = absl::ResourceExhaustedError("the history holds more than a quarter of the cache");
     }
@@ -137,7 +144,8 @@ absl::StatusOr<HistoryHits> HistoryCache::Search(const CallContext& ctx,
   if (!copy->ready) return storage_->SearchHistory(ctx, search);
   HistoryHits hits;
   int64_t bytes = 0;
-  const bool answered = CatchUp(ctx, *copy, upto, [&](HistoryIndex& index) {
+  // On the call's path: what it adds is split when a search finds it.
+  const bool answered = CatchUp(ctx, *copy, upto, /*split=*/false, [&](HistoryIndex& index) {
     hits = index.Search(search, conversation.item_count, upto);
     bytes = static_cast<int64_t>(index.bytes());
   });
@@ -190,7 +198,7 @@ void HistoryCache::Refresh(const CallContext& ctx, const Conversation& conversat
   // A copy still being made reads the history itself: catching it up now
   // would read the whole history a second time, to add none of it.
   if (made || !copy->ready) return;
-  CatchUp(ctx, *copy, upto, [](HistoryIndex&) {});
+  CatchUp(ctx, *copy, upto, /*split=*/true, [](HistoryIndex&) {});
   Account(copy, Bytes(*copy));
 }
 

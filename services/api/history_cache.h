@@ -105,17 +105,21 @@ class HistoryCache {
   // the budget.
   absl::StatusOr<std::vector<Item>> ReadAfter(const CallContext& ctx, const ConversationKey& key,
                                               int64_t after, int64_t upto) const;
+  // Each item's pieces (HistoryIndex::PiecesOf), split ahead; or none.
+  using Pieces = std::vector<std::shared_ptr<const ItemPieces>>;
   // Adds `items` (read after what the copy held then) to `copy`'s index,
-  // skipping what it has gained since; false when they do not follow on
-  // (another history) or the copy grew past its share, which loses its
-  // index for good.
-  bool Add(Copy& copy, const std::vector<Item>& items) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(copy.mu);
+  // with their `pieces` when split ahead, skipping what it has gained
+  // since; false when they do not follow on (another history) or the copy
+  // grew past its share, which loses its index for good.
+  bool Add(Copy& copy, const std::vector<Item>& items, Pieces pieces) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(copy.mu);
   void Make(std::shared_ptr<Copy> copy, int64_t upto);
-  // Brings `copy`'s index through `upto`, reading what is missing before
+  // Brings `copy`'s index through `upto`, reading what is missing (and,
+  // with `split`, splitting it into pieces, off the request path) before
   // taking its lock; true when it is there, and then `then` has run on the
   // index under the lock. A copy grown past its share loses its index for
   // good.
-  bool CatchUp(const CallContext& ctx, Copy& copy, int64_t upto,
+  bool CatchUp(const CallContext& ctx, Copy& copy, int64_t upto, bool split,
                absl::FunctionRef<void(HistoryIndex&)> then);
   // What `copy`'s index holds, in bytes (0 without one).
   static int64_t Bytes(Copy& copy);

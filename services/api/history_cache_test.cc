@@ -98,6 +98,27 @@ TEST_F(HistoryCacheTest, AnswersAsStorageDoesAndThenFromItsCopy) {
   EXPECT_GT(cache.bytes(), 0);
 }
 
+// A copy made, or brought up to date by Refresh (off the request path),
+// holds its items split into pieces: a call's search then splits nothing
+// (the copy's size, which counts the pieces, stays as it was).
+TEST_F(HistoryCacheTest, SplitsWhatItCopiesOrRefreshesAheadOfTheSearches) {
+  HistoryCache cache(&storage_, Clock::Real(), int64_t{64} << 20);
+  ASSERT_TRUE(cache.Search(ctx_, Row(), Searching("ledger")).ok());
+  WaitForCopy(cache);
+  const int64_t made = cache.bytes();
+  const HistoryHits hits = *cache.Search(ctx_, Row(), Searching("ledger rebuild"));
+  ASSERT_FALSE(hits.found.empty());
+  EXPECT_FALSE(hits.pieces.empty());
+  EXPECT_EQ(cache.bytes(), made);
+  Turn("Now the claims archive.", "dry-run checksum 5be1e90");
+  cache.Refresh(ctx_, Row());
+  const int64_t refreshed = cache.bytes();
+  EXPECT_GT(refreshed, made);
+  const HistoryHits claims = *cache.Search(ctx_, Row(), Searching("claims archive"));
+  ASSERT_FALSE(claims.found.empty());
+  EXPECT_EQ(cache.bytes(), refreshed);
+}
+
 TEST_F(HistoryCacheTest, ReadsOnlyWhatWasAppendedSince) {
   HistoryCache cache(&storage_, Clock::Real(), int64_t{64} << 20);
   ASSERT_TRUE(cache.Search(ctx_, Row(), Searching("ledger")).ok());
