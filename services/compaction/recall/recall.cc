@@ -1660,6 +1660,16 @@ double LengthNorm(const Item& item, absl::string_view piece, double length) {
                 : norm(kAverageTerms);
 }
 
+// Whether `piece` holds a value (IsValueTerm) that is not one of the
+// question's terms: what it says beyond naming the subject ("webdocs-v9"
+// asked about is no answer).
+bool HoldsValueBeyond(const QuestionWeights& q, absl::string_view piece) {
+  for (const std::string& t : SearchTerms(piece)) {
+    if (IsValueTerm(t) && !q.weight_of.contains(t) && !q.common_of.contains(t)) return true;
+  }
+  return false;
+}
+
 // The candidate passages of one found item, added to `out` (texts already
 // in `seen` are not added again).
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
@@ -1733,7 +1743,17 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const absl::string_view assigned = Assigned(piece);
     const bool holds_value = p.holds_value || HasDigit(assigned);
     const bool shape = shapes && p.shaped;
-    const bool value = (values && (!words.empty() || !common.empty()) && holds_value) || shape;
+    const bool asked_words = !words.empty() || !common.empty();
+    const bool value = (values && asked_words && holds_value) || shape;
+    // ... and so is a line naming its subject itself, in two of the
+    // question's words or more ("dry-run summary for billing-ledger:
+    // verification checksum sha256:aece3e47"): it ranks as one, though it
+    // needs no lines around it to say what it is.
+    std::set<int> own_words;
+    for (const auto& [w, weight] : named) own_words.insert(w);
+    for (const auto& [w, weight] : common) own_words.insert(w);
+    const bool named_value = value || (eligible && own_words.size() >= 2 && holds_value &&
+                                       HoldsValueBeyond(q, piece));
     if (!eligible && !value) continue;
     std::string text(absl::StripTrailingAsciiWhitespace(piece));
     size_t first_line = li, last_line = li;
@@ -1791,9 +1811,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     for (const auto& [w, weight] : c.line) line_worth += weight;
     for (const auto& [w, weight] : c.context) context_worth += weight;
     c.worth = line_worth + context_worth;
-    c.value = value || row != std::string::npos;
+    c.value = named_value || row != std::string::npos;
     c.figure = shape || (q.asks_quantity && SetsFigure(piece)) ||
-               (values && q.asks_hash && !c.line.empty() && StatesHash(piece)) ||
+               ((values || eligible) && q.asks_hash && !c.line.empty() && StatesHash(piece)) ||
                (q.asks_host && !c.line.empty() && StatesHost(piece)) ||
                (q.asks_ticket && !c.line.empty() && StatesTicket(piece));
     c.first_line = first_line;

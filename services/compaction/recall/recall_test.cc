@@ -616,6 +616,62 @@ TEST_F(RecallTest, AShapeAnswersWhereTheItemItselfNamesTheSubject) {
   EXPECT_THAT(RenderRecalled(got), HasSubstr("poke_interval=840")) << RenderRecalled(got);
 }
 
+// A line naming its subject itself and holding a value the question does
+// not ("dry-run summary for billing-ledger: verification checksum
+// sha256:..."), in an output whose call names nothing more, ranks as a
+// value line (and, asked for a checksum, as the answer's shape): above the
+// talk around it, which names every word of the question and no value.
+// (AJsonKeyStatesATotal: a line holding no value but the subject's own
+// name, "webdocs-v9", is not one.)
+TEST_F(RecallTest, ALineNamingItsSubjectAndHoldingAValueRanksAsAValueLine) {
+  std::vector<Item> items;
+  int64_t seq = 0;
+  auto add = [&](Role role, ItemKind kind, std::string content, std::string tool = "") {
+    items.push_back(Stored(++seq, role, kind, std::move(content), std::move(tool)));
+  };
+  add(Role::kUser, ItemKind::kMessage, "Read each service's migration config.");
+  const char* services[] = {"billing-ledger", "session-store", "media-cdn", "orders-db",
+                            "search-index", "audit-log"};
+  for (int i = 0; i < 6; ++i) {
+    add(Role::kTool, ItemKind::kToolResult,
+        absl::StrCat("# ", services[i], ": migration settings\nservice: ", services[i],
+                     "\n  # cutover guard\n  guard_value: ", 1318 + 1111 * i, "\n"),
+        "shell");
+  }
+  add(Role::kUser, ItemKind::kMessage, "Dry runs next, one per service.");
+  for (int i = 0; i < 6; ++i) {
+    std::string log;
+    for (int r = 0; r < 30; ++r) {
+      absl::StrAppend(&log, "INFO copy ledger_", r, ": ", 1000 + r * 37, " rows in ", 200 + r,
+                      " ms (batch ", r % 7, ")\n");
+    }
+    absl::StrAppend(&log, "dry-run summary for ", services[i],
+                    ": verification checksum sha256:", i == 0 ? "aece3e47de6e169f" : "0b1c2d3e4f5a6978",
+                    "\n");
+    add(Role::kAssistant, ItemKind::kToolCall,
+        absl::StrCat("{\"args\": [\"--dry-run\", \"", services[i], "\"]}"), "migrate");
+    add(Role::kTool, ItemKind::kToolResult, log, "migrate");
+    // The talk around each: every word of the question, no value.
+    add(Role::kAssistant, ItemKind::kMessage,
+        absl::StrCat("The dry run for ", services[i], " finished; its verification checksum "
+                     "is in the output and the guard value in its config still holds."));
+  }
+  const RecallQuery q = ParseRecallQuery(
+      "Going back to billing-ledger: what guard value did its config show, and what was the "
+      "dry-run checksum?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  const std::vector<RecalledPassage> got = Rank(q, hits, 400);
+  ASSERT_GE(got.size(), 2u);
+  // The two first picks answer the two parts; the talk that names every
+  // word of the question and no value comes after them.
+  EXPECT_THAT((std::vector<std::string>{got[0].text, got[1].text}),
+              UnorderedElementsAre("  guard_value: 1318",
+                                   "dry-run summary for billing-ledger: verification checksum "
+                                   "sha256:aece3e47de6e169f"))
+      << RenderRecalled(got);
+}
+
 // "How big is the whole thing" asks for a total; a JSON key states one too
 // ("\"total_tokens\": 398452475663" among the shards' own counts).
 TEST_F(RecallTest, AJsonKeyStatesATotal) {
