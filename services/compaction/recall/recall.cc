@@ -446,6 +446,50 @@ bool AsksTimeOfDay(const QuestionWords& question) {
   return false;
 }
 
+// Whether `text` asks for a day or a date: "what day", "which night",
+// "what date", or a question opening with "when" that asks for no time of
+// day ("When is the identity provider sync cutover planned for?").
+bool AsksDate(const QuestionWords& question) {
+  static const auto* const kDays = new absl::flat_hash_set<absl::string_view>{
+      "day", "date", "night", "evening", "weekend", "weekday"};
+  const std::vector<absl::string_view>& words = question.words;
+  for (size_t i = 1; i < words.size(); ++i) {
+    if ((words[i - 1] == "what" || words[i - 1] == "which") && kDays->contains(words[i])) {
+      return true;
+    }
+  }
+  return !words.empty() && words[0] == "when" && !AsksTimeOfDay(question);
+}
+
+// Whether `line` states a day: a weekday's name, or a month's beside a
+// day of the month ("Monday 8 March", "on March 8th", "14 Feb"). A time
+// stamp's ISO date is not one (every log line holds one).
+bool StatesDate(absl::string_view line) {
+  static const auto* const kWeekdays = new absl::flat_hash_set<absl::string_view>{
+      "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
+  static const auto* const kMonths = new absl::flat_hash_set<absl::string_view>{
+      "january", "february", "march", "april", "may", "june", "july", "august", "september",
+      "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
+      "sep", "sept", "oct", "nov", "dec"};
+  const std::string lower = absl::AsciiStrToLower(line);
+  const std::vector<absl::string_view> tokens =
+      absl::StrSplit(lower, absl::ByAnyChar(" \t,.;:()/\"'"), absl::SkipEmpty());
+  auto day_of_month = [](absl::string_view t) {
+    for (absl::string_view suffix : {"st", "nd", "rd", "th"}) t = absl::StripSuffix(t, suffix);
+    int day = 0;
+    return t.size() <= 2 && absl::SimpleAtoi(t, &day) && day >= 1 && day <= 31;
+  };
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (kWeekdays->contains(tokens[i])) return true;
+    if (!kMonths->contains(tokens[i])) continue;
+    if ((i > 0 && day_of_month(tokens[i - 1])) ||
+        (i + 1 < tokens.size() && day_of_month(tokens[i + 1]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Whether `text` asks how often something happens ("how often does the
 // sensor re-check the bucket?", "how frequently"): a line setting an
 // interval or a period answers it (SetsFrequency).
@@ -1084,6 +1128,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   const QuestionWords question(text);
   q.asks_duration = AsksDuration(question);
   q.asks_time_of_day = AsksTimeOfDay(question);
+  q.asks_date = AsksDate(question);
   q.asks_frequency = AsksFrequency(question);
   q.asks_total = AsksTotal(question);
   q.asks_hash = AsksHash(question);
@@ -1183,6 +1228,7 @@ struct QuestionWeights {
   bool asks_quantity = false;
   bool asks_duration = false;
   bool asks_time_of_day = false;
+  bool asks_date = false;
   bool asks_frequency = false;
   bool asks_total = false;
   bool asks_hash = false;
@@ -1203,6 +1249,7 @@ struct QuestionWeights {
       : asks_quantity(query.asks_quantity),
         asks_duration(query.asks_duration),
         asks_time_of_day(query.asks_time_of_day),
+        asks_date(query.asks_date),
         asks_frequency(query.asks_frequency),
         asks_total(query.asks_total),
         asks_hash(query.asks_hash),
@@ -1429,6 +1476,7 @@ bool Shaped(const QuestionWeights& q, const std::optional<std::pair<size_t, size
   // shape, whatever words it holds. (A digest's does only with the
   // question's words beside it: a git log's every line holds one.)
   return longest == std::pair(li, offset) || (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
+         (q.asks_date && StatesDate(piece)) ||
          (q.asks_frequency && SetsFrequency(piece)) ||
          (q.asks_total && StatesTotal(piece));
 }

@@ -38,6 +38,10 @@ struct RecallQuery {
   // ... or a time of day ("what time does it start?"): a line setting a
   // schedule ("schedule: \"20 4 * * *\"") answers it the same way.
   bool asks_time_of_day = false;
+  // ... or a day ("what night did we pencil in for the cutover?", "when
+  // is it planned for?"): a line naming a weekday, or a day of a month
+  // ("Monday 8 March"), answers it the same way.
+  bool asks_date = false;
   // ... or how often something happens ("how often does the sensor
   // re-check?"): a line setting an interval ("poke_interval=840") answers
   // it the same way.

@@ -672,6 +672,30 @@ TEST_F(RecallTest, ALineNamingItsSubjectAndHoldingAValueRanksAsAValueLine) {
       << RenderRecalled(got);
 }
 
+// "Which day", "what night", or a question opening with "when" asks for a
+// day: a line naming a weekday or a day of a month ranks as the answer's
+// shape, above the lines holding more of the question's words and no day.
+TEST_F(RecallTest, AQuestionForADayIsAnsweredByALineNamingOne) {
+  EXPECT_TRUE(ParseRecallQuery("On which day does ops want to roll out the collector?").asks_date);
+  EXPECT_TRUE(ParseRecallQuery("What night did we pencil in for the pricing DB cutover?").asks_date);
+  EXPECT_TRUE(ParseRecallQuery("When is the identity provider sync cutover planned for?").asks_date);
+  EXPECT_FALSE(ParseRecallQuery("When does the export kick off?").asks_date);  // A time of day.
+  EXPECT_FALSE(ParseRecallQuery("How many rows did the day's load write?").asks_date);
+  std::string code;
+  for (int i = 0; i < 6; ++i) {
+    absl::StrAppend(&code, "// The new ingest collector's frame ", i,
+                    ": ops run it per region (ingest/collector/frame.go)\n");
+  }
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Ops wants to roll the new collector out on Tuesday 9 December. Anything you'd do "
+             "differently?"),
+      Stored(2, Role::kTool, ItemKind::kToolResult, code, "read_file")};
+  const RecallQuery q =
+      ParseRecallQuery("On which day does ops want to roll out the new ingest collector?");
+  EXPECT_THAT(Best(q, items, 200), HasSubstr("Tuesday 9 December"));
+}
+
 // "How big is the whole thing" asks for a total; a JSON key states one too
 // ("\"total_tokens\": 398452475663" among the shards' own counts).
 TEST_F(RecallTest, AJsonKeyStatesATotal) {
