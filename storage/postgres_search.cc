@@ -93,6 +93,7 @@ void PostgresStorage::IndexWords(const CallContext& ctx, int64_t conv_key, int64
     const pqxx::result indexed = Exec(tx, "words_indexed", conv_key);
     if (indexed.empty() || indexed[0][0].as<int64_t>() >= through) return false;
     Exec(tx, "index_words", conv_key, indexed[0][0].as<int64_t>(), through);
+    Exec(tx, "mark_words_indexed", conv_key, through);
     tx.commit();
     return true;
   }).status();

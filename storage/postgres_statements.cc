@@ -531,7 +531,10 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
       {"words_indexed",
        "SELECT words_indexed_through FROM conversations WHERE conv_key = $1 FOR KEY SHARE"},
       // The words of the searchable items after $2 through $3, indexed.
-      // The counts of their words go up with them (migrations/0020).
+      // The counts of their words go up with them (migrations/0020). The
+      // conversation's row is not written here: mark_words_indexed does
+      // that last, so that the row is locked (against appends, leases and
+      // commits) only from then to the commit, not while words are written.
       {"index_words",
        absl::StrCat("WITH ins AS (INSERT INTO item_words (conv_key, sequence, search) "
        // A source's item (migrations/0025) with its words under this
@@ -545,11 +548,13 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
        "counted AS (INSERT INTO word_counts (conv_key, word, items) "
        "SELECT $1, ", kLexemeWord, ", count(*) "
        "FROM ins, unnest(ins.search) u GROUP BY 2 "
-       "ON CONFLICT (conv_key, word) DO UPDATE SET items = word_counts.items + excluded.items) "
-       // Never past the last item (a rewind takes items away; a job queued
-       // before it must not mark the sequences appended after it indexed).
+       "ON CONFLICT (conv_key, word) DO UPDATE SET items = word_counts.items + excluded.items "
+       "RETURNING 1) SELECT count(*) FROM counted")},
+      // Never past the last item (a rewind takes items away; a job queued
+      // before it must not mark the sequences appended after it indexed).
+      {"mark_words_indexed",
        "UPDATE conversations SET words_indexed_through = "
-       "greatest(words_indexed_through, least($3, last_sequence)) WHERE conv_key = $1")},
+       "greatest(words_indexed_through, least($2, last_sequence)) WHERE conv_key = $1"},
       // Audit rows, in order: arrays of their events, tiers, tokens before
       // and after, and details.
       {"insert_events", InsertEventsSql("$1", "", 2)},
