@@ -234,7 +234,9 @@ TEST_F(ConversationServiceTest, TheBackgroundBringsTheHistoryCopyUpBeforeItCompa
     // conversation's is still finishing: the same view, asked for again
     // every 100 ms, asks again.
     for (int i = 0; i < 2500 && storage.commits().size() == commits; ++i) {
-      if (i % 50 == 49) ASSERT_TRUE(service.BuildContext(ctx_, build).ok());
+      if (i % 50 == 49) {
+        ASSERT_TRUE(service.BuildContext(ctx_, build).ok());
+      }
       absl::SleepFor(absl::Milliseconds(2));
     }
     ASSERT_GT(storage.commits().size(), commits) << "no background compaction within 5 s";
