@@ -38,10 +38,10 @@ class HistoryIndex {
 
   // `search` over the items at or before `upto` (and through()): the
   // candidates and counts Storage::SearchHistory answers, ranked the same
-  // way, and each candidate's pieces (HistoryHits::pieces: split the first
-  // time an item is a candidate, and kept). `item_count` is the
-  // conversation's (term weights count every item). Not at the same time as
-  // another call (it keeps what it splits).
+  // way, and each candidate's pieces (HistoryHits::pieces: split when added
+  // with them, or else the first time an item is a candidate, and kept).
+  // `item_count` is the conversation's (term weights count every item).
+  // Not at the same time as another call (it keeps what it splits).
   HistoryHits Search(const HistorySearch& search, int64_t item_count, int64_t upto);
 
  private:
