@@ -1090,8 +1090,6 @@ void AddNames(absl::string_view text, absl::flat_hash_map<std::string, size_t>& 
   }
 }
 
-}  // namespace
-
 // How many bytes of `text` open it by saying it is about something else:
 // a few words before its first ':' or ',', one of them "unrelated",
 // "off-topic" (or "off topic") or "tangent", or opening with "random"
@@ -1119,6 +1117,8 @@ size_t AsideOpening(absl::string_view text) {
   }
   return 0;
 }
+
+}  // namespace
 
 RecallQuery ParseRecallQuery(absl::string_view text) {
   RecallQuery q;
