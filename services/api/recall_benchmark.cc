@@ -5,8 +5,10 @@
 // ranking the lines of its candidates, for a history of the programme
 // alone (its 488 items) and of 10,000 items that end with it.
 //
-//   bazel run -c opt //services/api:recall_benchmark -- $PWD/tools/replay_data/platform.jsonl \
-//     $PWD/tools/replay_data/platform_facts.jsonl $PWD/tools/replay_data/platform_probes.jsonl
+//   bazel run -c opt //services/api:recall_benchmark --
+//     $PWD/tools/replay_data/platform.jsonl $PWD/tools/replay_data/platform_facts.jsonl
+//     $PWD/tools/replay_data/platform_probes.jsonl
+// (one command line).
 
 #include <cstdio>
 #include <cstdlib>
