@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
@@ -2079,10 +2080,23 @@ std::string RenderRecalled(const std::vector<RecalledPassage>& passages) {
     return std::pair(a->sequence, a->offset) < std::pair(b->sequence, b->offset);
   });
   int64_t last = 0;
+  // An item's lines already shown: the key a line sits under comes with
+  // each passage beneath it ("def with_key(...)" over two of its lines),
+  // and is shown once.
+  absl::flat_hash_set<absl::string_view> shown;
   for (const RecalledPassage* p : ordered) {
-    if (p->sequence != last) absl::StrAppend(&out, "\n", Provenance(*p));
+    if (p->sequence != last) {
+      absl::StrAppend(&out, "\n", Provenance(*p));
+      shown.clear();
+    }
     last = p->sequence;
-    absl::StrAppend(&out, "\n  ", p->text);
+    // A passage's lines after its first are joined with "\n  ".
+    std::vector<absl::string_view> lines = absl::StrSplit(p->text, "\n  ");
+    std::vector<absl::string_view> kept;
+    for (absl::string_view line : lines) {
+      if (shown.insert(line).second) kept.push_back(line);
+    }
+    if (!kept.empty()) absl::StrAppend(&out, "\n  ", absl::StrJoin(kept, "\n  "));
   }
   return out;
 }

@@ -144,7 +144,8 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
                                           const Tokenizer& tokenizer, const RecallLimits& limits);
 
 // The section's text: a header, then the passages in the order they were
-// said, each under its provenance ("[#12, turn 4, shell result]").
+// said, each under its provenance ("[#12, turn 4, shell result]"); a line
+// two passages of an item both show (the key they sit under) once.
 std::string RenderRecalled(const std::vector<RecalledPassage>& passages);
 
 }  // namespace convstate

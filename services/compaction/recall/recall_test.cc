@@ -696,6 +696,32 @@ TEST_F(RecallTest, AQuestionForADayIsAnsweredByALineNamingOne) {
   EXPECT_THAT(Best(q, items, 200), HasSubstr("Tuesday 9 December"));
 }
 
+// Two passages of an item under the same key ("def with_key(...)" over
+// two of its lines) show the key once.
+TEST_F(RecallTest, TheSectionShowsALineTwoPassagesShareOnce) {
+  RecalledPassage a;
+  a.sequence = 7;
+  a.turn_index = 3;
+  a.role = Role::kTool;
+  a.kind = ItemKind::kToolResult;
+  a.tool_name = "read_file";
+  a.text = "    def with_key(self, key):\n      idempotency_key=key,";
+  a.offset = 10;
+  RecalledPassage b = a;
+  b.text = "    def with_key(self, key):\n      requested_at=self.requested_at,";
+  b.offset = 40;
+  const std::string text = RenderRecalled({b, a});
+  EXPECT_THAT(text, HasSubstr("\n      def with_key(self, key):\n      idempotency_key=key,"
+                              "\n      requested_at=self.requested_at,"))
+      << text;
+  size_t keys = 0;
+  for (size_t at = text.find("def with_key"); at != std::string::npos;
+       at = text.find("def with_key", at + 1)) {
+    ++keys;
+  }
+  EXPECT_EQ(keys, 1u) << text;
+}
+
 // "How big is the whole thing" asks for a total; a JSON key states one too
 // ("\"total_tokens\": 398452475663" among the shards' own counts).
 TEST_F(RecallTest, AJsonKeyStatesATotal) {
