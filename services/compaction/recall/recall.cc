@@ -64,6 +64,9 @@ constexpr double kItemContext = 0.6;
 // A question word a chosen passage already answered counts this much in the
 // passages chosen after it, so that the next pick answers another part.
 constexpr double kCovered = 0.25;
+// A value line of a later output that reads as an earlier one's, when the
+// question asks for the first, counts this much.
+constexpr double kLater = 0.5;
 // Passages scoring less than this share of the first pick are not recalled.
 constexpr double kRelativeFloor = 0.35;
 // A word held by at most this many items is specific enough alone.
@@ -152,7 +155,24 @@ struct Candidate {
   // included), and where in its line a piece of a long line starts (npos:
   // it shows whole lines; a piece has no neighbours).
   size_t first_line = 0, last_line = 0, piece_offset = std::string::npos;
+  // A later one of alike lines, when the question asks for the first.
+  bool later = false;
 };
+
+// `text` with its runs of digits (and the hex words holding one) as '#':
+// alike lines of two runs of a tool ("dry-run checksum 30a6359", "dry-run
+// checksum 9b1c2e4") read the same.
+std::string LineTemplate(absl::string_view text) {
+  std::string out;
+  for (absl::string_view word : absl::StrSplit(text, ' ')) {
+    if (!out.empty()) out.push_back(' ');
+    const bool figure = std::any_of(word.begin(), word.end(), [](char c) {
+      return absl::ascii_isdigit(static_cast<unsigned char>(c));
+    });
+    out.append(figure ? "#" : std::string(word));
+  }
+  return out;
+}
 
 // Whether a line's terms hold a value (IsValueTerm).
 bool HoldsValue(const std::vector<std::string>& terms) {
@@ -460,6 +480,17 @@ bool AsksDate(const QuestionWords& question) {
     }
   }
   return !words.empty() && words[0] == "when" && !AsksTimeOfDay(question);
+}
+
+// Whether `text` asks for the first of several ("the first dry run",
+// "what was it originally", "the initial value").
+bool AsksFirst(const QuestionWords& question) {
+  static const auto* const kFirst = new absl::flat_hash_set<absl::string_view>{
+      "first", "initial", "initially", "original", "originally", "earliest"};
+  for (absl::string_view w : question.words) {
+    if (kFirst->contains(w)) return true;
+  }
+  return false;
 }
 
 // Whether `line` states a day: a weekday's name, or a month's beside a
@@ -1130,6 +1161,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   q.asks_duration = AsksDuration(question);
   q.asks_time_of_day = AsksTimeOfDay(question);
   q.asks_date = AsksDate(question);
+  q.asks_first = AsksFirst(question);
   q.asks_frequency = AsksFrequency(question);
   q.asks_total = AsksTotal(question);
   q.asks_hash = AsksHash(question);
@@ -1922,6 +1954,26 @@ int ValueAround(const std::vector<Candidate>& candidates, const std::vector<bool
   return best;
 }
 
+// For a question asking for the first of several alike outputs ("the
+// first dry run, before the batch change"): marks the value lines said
+// after one that reads the same but for its figures (LineTemplate)
+// `later`, and they count less.
+void MarkLater(std::vector<Candidate>& candidates) {
+  // Where each passage was said: its item, then its place in the item.
+  auto said = [](const Candidate& c) { return std::pair(c.passage.sequence, c.passage.offset); };
+  absl::flat_hash_map<std::string, std::pair<int64_t, size_t>> earliest;
+  std::vector<std::string> templates(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!candidates[i].value && !candidates[i].figure) continue;
+    templates[i] = LineTemplate(candidates[i].passage.text);
+    auto [it, added] = earliest.try_emplace(templates[i], said(candidates[i]));
+    if (!added) it->second = std::min(it->second, said(candidates[i]));
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!templates[i].empty()) candidates[i].later = earliest.at(templates[i]) < said(candidates[i]);
+  }
+}
+
 }  // namespace
 
 std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
@@ -1963,8 +2015,10 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     // A figure line holding none of the question's words (a schedule, a
     // run's total time) is the answer's shape in an item its exchange
     // names: what the exchange says counts as its own.
-    if (c.figure && c.line.empty()) return context * (1 + kValueLine) * (1 + kFigureLine);
-    return s * (c.value ? 1 + kValueLine : 1.0) * (c.figure ? 1 + kFigureLine : 1.0) + context;
+    const double order = c.later ? kLater : 1.0;
+    if (c.figure && c.line.empty()) return order * context * (1 + kValueLine) * (1 + kFigureLine);
+    return order * (s * (c.value ? 1 + kValueLine : 1.0) * (c.figure ? 1 + kFigureLine : 1.0) +
+                    context);
   };
   // How much of the question a passage answers, on its line or through its
   // item and exchange: a question the history has only a word or two of
@@ -1984,6 +2038,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     for (const auto& [w, weight] : words) sum += weight;
     return total > 0 ? sum / total : 0;
   };
+  if (query.asks_first) MarkLater(candidates);  // "The first dry run": the earliest counts.
   // The greedy pass looks at the best candidates by their own score only.
   if (candidates.size() > kMaxCandidates) {
     std::vector<std::pair<double, size_t>> order;

@@ -42,6 +42,9 @@ struct RecallQuery {
   // is it planned for?"): a line naming a weekday, or a day of a month
   // ("Monday 8 March"), answers it the same way.
   bool asks_date = false;
+  // ... and the first of several alike ("the first dry run, before the
+  // batch change"): of alike value lines, the earliest item's counts most.
+  bool asks_first = false;
   // ... or how often something happens ("how often does the sensor
   // re-check?"): a line setting an interval ("poke_interval=840") answers
   // it the same way.

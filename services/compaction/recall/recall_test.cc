@@ -722,6 +722,28 @@ TEST_F(RecallTest, TheSectionShowsALineTwoPassagesShareOnce) {
   EXPECT_EQ(keys, 1u) << text;
 }
 
+// "The first dry run" asks for the earliest of alike outputs: its value
+// line ranks above a later run's line that reads the same but for its
+// figures (of equals, the newest would be picked).
+TEST_F(RecallTest, AQuestionForTheFirstPrefersTheEarliestOfAlikeLines) {
+  EXPECT_TRUE(ParseRecallQuery("What did the first dry run report?").asks_first);
+  EXPECT_TRUE(ParseRecallQuery("What was the timeout originally?").asks_first);
+  EXPECT_FALSE(ParseRecallQuery("What did the dry run report?").asks_first);
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Dry-run the invoice archive."),
+      Stored(2, Role::kTool, ItemKind::kToolResult,
+             "copying 40 tables\ninvoice archive dry-run checksum 30a6359", "migctl"),
+      Stored(3, Role::kUser, ItemKind::kMessage, "Again, with the tuned profile."),
+      Stored(4, Role::kTool, ItemKind::kToolResult,
+             "copying 40 tables\ninvoice archive dry-run checksum 9b1c2e4", "migctl")};
+  const RecallQuery first =
+      ParseRecallQuery("What checksum did the first invoice archive dry run give?");
+  EXPECT_THAT(Best(first, items, 200), HasSubstr("30a6359"));
+  // Without "first", of equals the newest.
+  const RecallQuery any = ParseRecallQuery("What checksum did the invoice archive dry run give?");
+  EXPECT_THAT(Best(any, items, 200), HasSubstr("9b1c2e4"));
+}
+
 // "How big is the whole thing" asks for a total; a JSON key states one too
 // ("\"total_tokens\": 398452475663" among the shards' own counts).
 TEST_F(RecallTest, AJsonKeyStatesATotal) {
