@@ -1186,9 +1186,7 @@ TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
   }
   const RecallQuery q = ParseRecallQuery(
       "What time does the inventory snapshot DAG kick off? The cron from its config.");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms("The inventory snapshot DAG failed. Show me its config.");
+  HistoryHits hits = OutputAfterMessage(items, q);
   hits.calls[2] = R"({"path": "dags/config/inventory_snapshot.yaml"})";
   const std::vector<RecalledPassage> got = Rank(q, hits, 300);
   ASSERT_FALSE(got.empty());
@@ -1213,9 +1211,7 @@ TEST_F(RecallTest, ATotalAnswersHowManyAndWhatItCost) {
       Stored(2, Role::kTool, ItemKind::kToolResult, listing, "bash")};
   const RecallQuery q =
       ParseRecallQuery("How many shards were sitting in the webdocs snapshot prefix?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms("Is the webdocs snapshot complete? List it.");
+  HistoryHits hits = OutputAfterMessage(items, q);
   hits.calls[2] = R"({"cmd": "aws s3 ls s3://datasets/webdocs-v9/snap-20260301/ --summarize"})";
   const std::vector<RecalledPassage> got = Rank(q, hits, 120);
   std::vector<std::string> texts;
@@ -1241,14 +1237,12 @@ TEST_F(RecallTest, ADigestAnswersWhatChecksumARunCameBackWith) {
       Stored(2, Role::kTool, ItemKind::kToolResult, run, "migctl")};
   const RecallQuery q = ParseRecallQuery(
       "Quick one on the invoice-archive: what checksum did its dry run come back with?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
+  HistoryHits hits = OutputAfterMessage(items, q);
   // As in a migration's history: dry runs and checksums on every other
   // item, the service on a few.
   for (auto& [term, df] : hits.document_frequency) {
     if (!absl::StrContains(term, "invoice") && !absl::StrContains(term, "archive")) df = 600;
   }
-  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
   hits.calls[2] = R"({"cmd": "migctl dry-run --area invoice-archive --throttle 40"})";
   RecallLimits limits;
   limits.max_tokens = 200;
@@ -1274,9 +1268,7 @@ TEST_F(RecallTest, TheWorstIsFoundWhereALineWritesMax) {
   std::vector<Item> items = {
       Stored(1, Role::kUser, ItemKind::kMessage, "Pull the canary's p99 latency for the last 6h."),
       Stored(2, Role::kTool, ItemKind::kToolResult, series, "bash")};
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms("Pull the canary's p99 latency for the last 6h.");
+  HistoryHits hits = OutputAfterMessage(items, q);
   EXPECT_THAT(First(q, hits, 100), HasSubstr("max=4.068"));
 }
 
@@ -1293,9 +1285,7 @@ TEST_F(RecallTest, ShapesAreNotTakenFromLogLinesListingsOrWindows) {
       Stored(1, Role::kUser, ItemKind::kMessage, "Show me the export job's log and config."),
       Stored(2, Role::kTool, ItemKind::kToolResult, log, "bash")};
   const RecallQuery q = ParseRecallQuery("What time does the export job start?");
-  HistoryHits hits = HitsFor(items, q);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms("Show me the export job's log and config.");
+  HistoryHits hits = OutputAfterMessage(items, q);
   EXPECT_THAT(First(q, hits, 300), HasSubstr("start_at: 04:20"));
 
   // `ls -l`'s "total 48" counts disk blocks, not files: no total.
@@ -1304,9 +1294,7 @@ TEST_F(RecallTest, ShapesAreNotTakenFromLogLinesListingsOrWindows) {
   items = {Stored(1, Role::kUser, ItemKind::kMessage, "List the webdocs shard folder."),
            Stored(2, Role::kTool, ItemKind::kToolResult, listing, "bash")};
   const RecallQuery many = ParseRecallQuery("How many webdocs shards were in the folder?");
-  hits = HitsFor(items, many);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms("List the webdocs shard folder.");
+  hits = OutputAfterMessage(items, many);
   for (const RecalledPassage& p : Rank(many, hits, 300, 8)) {
     EXPECT_THAT(p.text, Not(HasSubstr("total 48")));
   }
@@ -1317,9 +1305,7 @@ TEST_F(RecallTest, ShapesAreNotTakenFromLogLinesListingsOrWindows) {
   items = {Stored(1, Role::kUser, ItemKind::kMessage, "Run the latency query for the canary."),
            Stored(2, Role::kTool, ItemKind::kToolResult, promq, "bash")};
   const RecallQuery took = ParseRecallQuery("How long did the canary's latency query take?");
-  hits = HitsFor(items, took);
-  hits.items = 1000;
-  hits.exchange_terms[2] = SearchTerms("Run the latency query for the canary.");
+  hits = OutputAfterMessage(items, took);
   const std::vector<RecalledPassage> first = Rank(took, hits, 300, 1);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_THAT(first[0].text, HasSubstr("query took 212 ms")) << RenderRecalled(first);
