@@ -159,7 +159,7 @@ struct Candidate {
   bool later = false;
 };
 
-// `text` with its runs of digits (and the hex words holding one) as '#':
+// `text` with each word holding a digit (a figure, a hash, an id) as '#':
 // alike lines of two runs of a tool ("dry-run checksum 30a6359", "dry-run
 // checksum 9b1c2e4") read the same.
 std::string LineTemplate(absl::string_view text) {
@@ -438,6 +438,11 @@ struct QuestionWords {
         words(absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"), absl::SkipEmpty())) {}
   QuestionWords(const QuestionWords&) = delete;
   QuestionWords& operator=(const QuestionWords&) = delete;
+  // Whether one of the question's words is one of `these`.
+  bool HoldsAny(const absl::flat_hash_set<absl::string_view>& these) const {
+    return std::any_of(words.begin(), words.end(),
+                       [&](absl::string_view w) { return these.contains(w); });
+  }
   const std::string lower;
   const std::vector<absl::string_view> words;  // Into `lower`.
 };
@@ -487,10 +492,7 @@ bool AsksDate(const QuestionWords& question) {
 bool AsksFirst(const QuestionWords& question) {
   static const auto* const kFirst = new absl::flat_hash_set<absl::string_view>{
       "first", "initial", "initially", "original", "originally", "earliest"};
-  for (absl::string_view w : question.words) {
-    if (kFirst->contains(w)) return true;
-  }
-  return false;
+  return question.HoldsAny(*kFirst);
 }
 
 // Whether `line` states a day: a weekday's name, or a month's beside a
@@ -587,10 +589,7 @@ bool AsksHash(const QuestionWords& question) {
   static const auto* const kHashes = new absl::flat_hash_set<absl::string_view>{
       "checksum", "checksums", "hash",   "hashes",      "digest",      "digests",
       "sha",      "shas",      "sha1",   "sha256",      "fingerprint", "fingerprints"};
-  for (absl::string_view word : question.words) {
-    if (kHashes->contains(word)) return true;
-  }
-  return false;
+  return question.HoldsAny(*kHashes);
 }
 
 // Whether `text` holds a figure: a token with two digits or more ("EUR
