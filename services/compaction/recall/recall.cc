@@ -664,6 +664,50 @@ bool StatesTicket(absl::string_view line) {
   return false;
 }
 
+// Whether `text` asks for a version: "version", or "build" or "release"
+// a word or two after "which" or "what" ("which NCCL build", "what release").
+bool AsksVersion(const QuestionWords& question) {
+  const std::vector<absl::string_view>& words = question.words;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "version" || words[i] == "versions") return true;
+    if (words[i] != "build" && words[i] != "release") continue;
+    for (size_t j = i >= 3 ? i - 3 : 0; j < i; ++j) {
+      if (words[j] == "which" || words[j] == "what") return true;
+    }
+  }
+  return false;
+}
+
+// Whether `line` holds a release's number: three numbers joined by dots
+// ("2.18.6-1", "1.4.0rc2"), or two or more after a 'v' ("v0.6.3",
+// "v2.31"); not four (an IPv4 address) nor a plain decimal ("242.8").
+bool StatesVersion(absl::string_view line) {
+  for (absl::string_view token : absl::StrSplit(line, absl::ByAnyChar(" \t,;:()[]{}<>\"'`=|@/"),
+                                                absl::SkipEmpty())) {
+    token = absl::StripSuffix(token, ".");
+    const bool v = absl::ConsumePrefix(&token, "v") || absl::ConsumePrefix(&token, "V");
+    int numbers = 0;
+    size_t at = 0;
+    while (at < token.size()) {
+      size_t end = at;
+      while (end < token.size() && absl::ascii_isdigit(static_cast<unsigned char>(token[end]))) {
+        ++end;
+      }
+      if (end == at) break;
+      ++numbers;
+      at = end;
+      if (at + 1 < token.size() && token[at] == '.' &&
+          absl::ascii_isdigit(static_cast<unsigned char>(token[at + 1]))) {
+        ++at;
+        continue;
+      }
+      break;
+    }
+    if (numbers == 3 || (v && numbers >= 2 && numbers <= 4)) return true;
+  }
+  return false;
+}
+
 // Whether `line` holds a host's full name: a token of three labels or more
 // joined by dots, its last a word of two to ten letters
 // ("hallb-pg-14.corp.tarnow.net", "wms-gw01.phl.internal"); not a file's
@@ -1166,6 +1210,7 @@ RecallQuery ParseRecallQuery(absl::string_view text) {
   q.asks_hash = AsksHash(question);
   q.asks_host = AsksHost(question);
   q.asks_ticket = AsksTicket(question);
+  q.asks_version = AsksVersion(question);
   q.asks_quantity =
       AsksQuantity(question) || q.asks_time_of_day || q.asks_total || q.asks_frequency;
   const bool asks = absl::StrContains(text, '?');
@@ -1266,6 +1311,7 @@ struct QuestionWeights {
   bool asks_hash = false;
   bool asks_host = false;
   bool asks_ticket = false;
+  bool asks_version = false;
   // Searched terms: the question word each stands for and its weight.
   absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
   // Words only a few items hold: specific enough alone.
@@ -1286,7 +1332,8 @@ struct QuestionWeights {
         asks_total(query.asks_total),
         asks_hash(query.asks_hash),
         asks_host(query.asks_host),
-        asks_ticket(query.asks_ticket) {
+        asks_ticket(query.asks_ticket),
+        asks_version(query.asks_version) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     // The words the history holds a term of their own of: their stand-ins
@@ -1750,6 +1797,29 @@ bool HoldsValueBeyond(const QuestionWeights& q, absl::string_view piece) {
   return false;
 }
 
+// A passage of `item` (its call's arguments `call`) starting at `offset`
+// in its content.
+RecalledPassage PassageOf(const Item& item, const std::string& call, size_t offset,
+                          std::string text) {
+  RecalledPassage p;
+  p.sequence = item.sequence;
+  p.turn_index = item.turn_index;
+  p.role = item.data.role;
+  p.kind = item.data.kind;
+  p.tool_name = item.data.tool_name;
+  p.call = call;
+  p.offset = offset;
+  p.text = std::move(text);
+  return p;
+}
+
+// Whether `piece` holds a ticket's, a version's or a host's name the
+// question asks for (AsksTicket, AsksVersion, AsksHost).
+bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
+  return (q.asks_ticket && StatesTicket(piece)) || (q.asks_version && StatesVersion(piece)) ||
+         (q.asks_host && StatesHost(piece));
+}
+
 // The candidate passages of one found item, added to `out` (texts already
 // in `seen` are not added again).
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
@@ -1824,7 +1894,13 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const bool holds_value = p.holds_value || HasDigit(assigned);
     const bool shape = shapes && p.shaped;
     const bool asked_words = !words.empty() || !common.empty();
-    const bool value = (values && asked_words && holds_value) || shape;
+    // A message stating a ticket, a version or a host beside a word of the
+    // question answers a question for one: talk names what it states
+    // ("charged twice for the same usage (MTR-4821)" for "the ticket # for
+    // the double charge").
+    const bool stated = item.data.kind == ItemKind::kMessage && asked_words &&
+                        StatesAskedName(q, piece);
+    const bool value = (values && asked_words && holds_value) || shape || stated;
     // ... and so is a line naming its subject itself, in two of the
     // question's words or more ("dry-run summary for billing-ledger:
     // verification checksum sha256:aece3e47"): it ranks as one, though it
@@ -1870,15 +1946,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     }
     if (!seen.insert(text).second) continue;
     Candidate c;
-    c.passage.sequence = item.sequence;
-    c.passage.turn_index = item.turn_index;
-    c.passage.role = item.data.role;
-    c.passage.kind = item.data.kind;
-    c.passage.tool_name = item.data.tool_name;
-    c.passage.call = call;
-    c.passage.offset = line_at + offset;
+    c.passage = PassageOf(item, call, line_at + offset, std::move(text));
     if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
-    c.passage.text = std::move(text);
     const double norm = LengthNorm(item, piece, p.length);
     for (const auto& [w, weight] : common) c.line[w] = weight * norm;
     for (const auto& [w, weight] : words) c.line[w] = std::max(c.line[w], weight * norm);
@@ -1894,8 +1963,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     c.value = named_value || row != std::string::npos;
     c.figure = shape || (q.asks_quantity && SetsFigure(piece)) ||
                ((values || eligible) && q.asks_hash && !c.line.empty() && StatesHash(piece)) ||
-               (q.asks_host && !c.line.empty() && StatesHost(piece)) ||
-               (q.asks_ticket && !c.line.empty() && StatesTicket(piece));
+               (!c.line.empty() && StatesAskedName(q, piece));
     c.first_line = first_line;
     c.last_line = last_line;
     c.piece_offset = piece.size() == line.size() ? std::string::npos : offset;

@@ -65,6 +65,10 @@ struct RecallQuery {
   // record you opened"): a line holding a tracker's key ("MTR-4821",
   // "PLAT-2612", "#2291") answers it where it holds the question's words.
   bool asks_ticket = false;
+  // ... or a version ("which version number is this release", "what NCCL
+  // build is the image pinned to"): a line holding a release's number
+  // ("v2.31.0", "NCCL_VERSION=2.18.6-1") answers it the same way.
+  bool asks_version = false;
   // For each word: whether a sentence that asks (ends with '?') holds it,
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") count less.

@@ -915,6 +915,72 @@ TEST_F(RecallTest, AQuestionForATicketFindsTheTrackersKey) {
   EXPECT_THAT(Best(q, items, 200), HasSubstr("MTR-4821"));
 }
 
+// A message stating a ticket or a version beside one of the question's
+// words answers a question for one, though a message holding more of its
+// words ("the double charge") outranks it on words alone.
+TEST_F(RecallTest, AMessageStatingTheNameAskedForAnswersBesideOneWordOfTheQuestion) {
+  for (const char* asks : {"Which version number is this release going out as?",
+                           "which NCCL build is the training image pinned to?",
+                           "What release are the canaries on?"}) {
+    EXPECT_TRUE(ParseRecallQuery(asks).asks_version) << asks;
+  }
+  EXPECT_FALSE(ParseRecallQuery("Did the build pass before the release?").asks_version);
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Morning! Halcyon Freight got charged twice for the same usage last week "
+             "(MTR-4821), and there are smaller fixes I want in before the cut."),
+      Stored(2, Role::kUser, ItemKind::kMessage,
+             "OK, the double charge. Support traced the duplicates to the ledger: two postings "
+             "with the same reference, seconds apart, both right after a timeout."),
+      Stored(3, Role::kUser, ItemKind::kMessage,
+             "We're shipping v2.31.0; the branch is cut on Thursday at 14:00 UTC."),
+      Stored(4, Role::kAssistant, ItemKind::kMessage,
+             "The release notes go out with the release; the release manager owns the "
+             "changelog and the release checklist."),
+      Stored(5, Role::kAssistant, ItemKind::kMessage,
+             "The schema's version number is kept in the migrations table; a ticket for a "
+             "charge goes to the billing queue.")};
+  // Words common enough that one alone does not answer.
+  for (int i = 0; i < 4; ++i) {
+    items.push_back(Stored(6 + i, Role::kAssistant, ItemKind::kMessage,
+                           absl::StrCat("The charge job of region ", i,
+                                        " runs nightly; shipping its fix waits for review.")));
+  }
+  auto recalled = [&](absl::string_view question) {
+    const RecallQuery q = ParseRecallQuery(question);
+    HistoryHits hits = HitsFor(items, q);
+    hits.items = 1000;
+    std::string text;
+    for (const RecalledPassage& p : Rank(q, hits, 200)) absl::StrAppend(&text, p.text, "\n");
+    return text;
+  };
+  EXPECT_THAT(recalled("ticket # for the double charge again?"), HasSubstr("MTR-4821"));
+  EXPECT_THAT(recalled("Which version number are we shipping this release as?"),
+              HasSubstr("v2.31.0"));
+}
+
+// A line holding a version answers a question for one where its exchange
+// names the subject, over the lines around it holding more of its words.
+TEST_F(RecallTest, AQuestionForAVersionIsAnsweredByALineHoldingOne) {
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Kestrel's hang: I want to rule out an NCCL bump in the training image. Show me "
+             "the trainer's Dockerfile, where the build is pinned."),
+      Stored(2, Role::kTool, ItemKind::kToolResult,
+             "1\t# syntax=docker/dockerfile:1.7\n"
+             "2\tFROM nvcr.io/nvidia/pytorch:24.05-py3\n"
+             "3\tARG NCCL_VERSION=2.18.6-1\n"
+             "4\tARG CUDA_SHORT=cu121\n"
+             "5\tENV NCCL_DEBUG=WARN \\\n"
+             "6\t    TORCH_NCCL_ASYNC_ERROR_HANDLING=1\n"
+             "7\t# NCCL is pinned explicitly: the base image's build lags the fabric firmware.\n"
+             "8\tRUN apt-get install -y libnccl2=${NCCL_VERSION}+cuda${CUDA_SHORT}\n",
+             "read_file")};
+  const RecallQuery q = ParseRecallQuery("which NCCL build is the training image pinned to?");
+  const std::vector<RecalledPassage> got = Rank(q, OutputAfterMessage(items, q), 300, 1);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("NCCL_VERSION=2.18.6-1")) << RenderRecalled(got);
+}
+
 // In a long history, a question whose own words the history lacks (a
 // recipe's) recalls nothing, whatever its everyday words match; in a short
 // one, whose words are still few, its matches are ranked as any question's.
