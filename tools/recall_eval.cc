@@ -21,6 +21,7 @@
 // written in other words about facts no question set asks about; changes
 // are made with them in view, unlike the held-out sets.
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -133,7 +134,16 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
     for (int r = 0; r < 2; ++r) {
       RecallLimits limits;
       limits.max_tokens = rooms[r];
-      section = RenderRecalled(RankPassages(query, hits, *tokenizer, limits));
+      const std::vector<RecalledPassage> passages = RankPassages(query, hits, *tokenizer, limits);
+      section = RenderRecalled(passages);
+      if (!show.empty() && show == q.fact && r == 1) {
+        std::printf("passages, as ranked (score, item, first line):\n");
+        for (const RecalledPassage& p : passages) {
+          const std::string first = p.text.substr(0, std::min(p.text.find('\n'), size_t{100}));
+          std::printf("  %.3f #%lld %s\n", p.score, static_cast<long long>(p.sequence),
+                      first.c_str());
+        }
+      }
       const bool recalled = !section.empty() && absl::StrContains(section, "\n[#");
       got[r] = q.fact.empty() ? recalled : absl::StrContains(section, text);
       if (!show.empty() && show == q.fact && r == 1) std::printf("%s\n", section.c_str());

@@ -1195,16 +1195,70 @@ size_t AsideOpening(absl::string_view text) {
 
 }  // namespace
 
-RecallQuery ParseRecallQuery(absl::string_view text) {
+// `text` without its clauses that point to a change made later than what
+// is asked for: "before" (or "prior to") up to the clause's end, where the
+// clause says someone did something ("before we switched to the tuned
+// batch profile", "before I bumped it") or names a change ("before the
+// batch profile change", "before Thandiwe's batch changes"). "Before it
+// failed" or "before they expire" say what is asked about, and stay.
+// `found` tells whether one was left out.
+std::string WithoutLaterChange(absl::string_view text, bool* found) {
+  static const auto* const kChanges = new absl::flat_hash_set<absl::string_view>{
+      "change",  "changes", "changed", "switch",  "fix",     "fixes", "bump",
+      "upgrade", "update",  "patch",   "rollout", "cutover", "tweak", "tweaks"};
+  static const auto* const kPeople =
+      new absl::flat_hash_set<absl::string_view>{"we", "i", "someone"};
+  std::string out;
+  size_t at = 0;
+  const std::string lower = absl::AsciiStrToLower(text);
+  for (size_t from = 0; from < lower.size();) {
+    size_t start = std::string::npos, words_at = 0;
+    for (absl::string_view opening : {"before ", "prior to "}) {
+      const size_t pos = lower.find(opening.data(), from, opening.size());
+      if (pos != std::string::npos && pos < start &&
+          (pos == 0 || !absl::ascii_isalpha(static_cast<unsigned char>(lower[pos - 1])))) {
+        start = pos;
+        words_at = pos + opening.size();
+      }
+    }
+    if (start == std::string::npos) break;
+    size_t end = lower.find_first_of(",;:.?!()\n", words_at);
+    if (end == std::string::npos) end = lower.size();
+    const std::vector<absl::string_view> words = absl::StrSplit(
+        absl::string_view(lower).substr(words_at, end - words_at), ' ', absl::SkipEmpty());
+    bool later = false;
+    for (size_t i = 0; i < words.size(); ++i) {
+      const absl::string_view w = absl::StripSuffix(words[i], "'s");
+      later |= kChanges->contains(w);
+      later |= i == 0 && kPeople->contains(w) && words.size() > 1;
+    }
+    if (later) {
+      absl::StrAppend(&out, text.substr(at, start - at));
+      at = end;
+      *found = true;
+    }
+    from = end;
+  }
+  absl::StrAppend(&out, text.substr(at));
+  return out;
+}
+
+RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   RecallQuery q;
-  const size_t aside = AsideOpening(text);
+  const size_t aside = AsideOpening(asked_text);
   q.aside = aside > 0;
-  text.remove_prefix(aside);
+  asked_text.remove_prefix(aside);
+  // A clause naming a later change ("before we switched to the tuned
+  // profile") says which of several is asked for, the earlier; its words
+  // are the later one's, and are not searched.
+  bool before_later = false;
+  const std::string without_later = WithoutLaterChange(asked_text, &before_later);
+  const absl::string_view text = without_later;
   const QuestionWords question(text);
   q.asks_duration = AsksDuration(question);
   q.asks_time_of_day = AsksTimeOfDay(question);
   q.asks_date = AsksDate(question);
-  q.asks_first = AsksFirst(question);
+  q.asks_first = AsksFirst(question) || before_later;
   q.asks_frequency = AsksFrequency(question);
   q.asks_total = AsksTotal(question);
   q.asks_hash = AsksHash(question);

@@ -42,8 +42,10 @@ struct RecallQuery {
   // is it planned for?"): a line naming a weekday, or a day of a month
   // ("Monday 8 March"), answers it the same way.
   bool asks_date = false;
-  // ... and the first of several alike ("the first dry run, before the
-  // batch change"): of alike value lines, the earliest item's counts most.
+  // ... and the first of several alike ("the first dry run", or "the dry
+  // run before we switched to the tuned profile", whose clause naming the
+  // later change is not searched): of alike value lines, the earliest
+  // item's counts most.
   bool asks_first = false;
   // ... or how often something happens ("how often does the sensor
   // re-check?"): a line setting an interval ("poke_interval=840") answers

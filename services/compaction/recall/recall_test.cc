@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "services/common/utf8.h"
@@ -742,6 +743,41 @@ TEST_F(RecallTest, AQuestionForTheFirstPrefersTheEarliestOfAlikeLines) {
   // Without "first", of equals the newest.
   const RecallQuery any = ParseRecallQuery("What checksum did the invoice archive dry run give?");
   EXPECT_THAT(Best(any, items, 200), HasSubstr("9b1c2e4"));
+}
+
+// A clause naming a later change ("before we switched to the tuned
+// profile") says the earlier of several is asked for; its words are the
+// later one's and are not searched. A clause saying what is asked about
+// ("before they expire") stays.
+TEST_F(RecallTest, AClauseNamingALaterChangeAsksForTheEarlierOne) {
+  auto terms_of = [](absl::string_view question) {
+    return absl::StrJoin(ParseRecallQuery(question).terms, " ");
+  };
+  const RecallQuery before = ParseRecallQuery(
+      "What checksum came out of the invoice archive dry run, before we switched to the tuned "
+      "batch profile?");
+  EXPECT_TRUE(before.asks_first);
+  EXPECT_THAT(absl::StrJoin(before.terms, " "), Not(HasSubstr("tune")));
+  EXPECT_THAT(absl::StrJoin(before.terms, " "), HasSubstr("invoic"));
+  EXPECT_TRUE(ParseRecallQuery("The first backup vault dry run, before the batch profile change, "
+                               "reported a checksum. What was it?")
+                  .asks_first);
+  EXPECT_THAT(terms_of("What checksum did the vault dry run give, before Thandiwe's batch changes?"),
+              Not(HasSubstr("batch")));
+  const RecallQuery expire =
+      ParseRecallQuery("How long do engagement features live in the store before they expire?");
+  EXPECT_FALSE(expire.asks_first);
+  EXPECT_THAT(absl::StrJoin(expire.terms, " "), HasSubstr("expir"));
+  EXPECT_FALSE(ParseRecallQuery("How many rows did it copy before it failed?").asks_first);
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Dry-run the invoice archive."),
+      Stored(2, Role::kTool, ItemKind::kToolResult,
+             "copying 40 tables\ninvoice archive dry-run checksum 30a6359", "migctl"),
+      Stored(3, Role::kUser, ItemKind::kMessage,
+             "Dry-run the invoice archive again, now we switched to the tuned batch profile."),
+      Stored(4, Role::kTool, ItemKind::kToolResult,
+             "copying 40 tables\ninvoice archive dry-run checksum 9b1c2e4", "migctl")};
+  EXPECT_THAT(Best(before, items, 200), HasSubstr("30a6359"));
 }
 
 // "How big is the whole thing" asks for a total; a JSON key states one too
