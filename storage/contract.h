@@ -378,7 +378,15 @@ struct HistorySearch {
   // the cap plus one), not searched by, but where the best turns' items
   // hold them they still add to those turns' scores.
   std::vector<std::string> known_common;
+  // Besides the candidates: the assistant's reply to each user message
+  // found (the first assistant message after it in its turn, holding no
+  // term), at most kMaxReplies of them, best turn first. A fact stated in a
+  // reply ("I would propose Monday 8 March") is found by the question that
+  // led to it.
+  bool replies = false;
 };
+
+inline constexpr int kMaxReplies = 8;
 
 // An item's text split as recall ranks it (services/compaction/recall):
 // its pieces (TextLines, a long line cut by LinePieces; blank lines have

@@ -220,7 +220,40 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
     }
     if (hits.found.size() >= max_items) break;
   }
+  if (search.replies) AddReplies(hits, upto);
   return hits;
+}
+
+void HistoryIndex::AddReplies(HistoryHits& hits, int64_t upto) {
+  absl::flat_hash_set<int64_t> found;
+  for (const Item& item : hits.found) found.insert(item.sequence);
+  const size_t candidates = hits.found.size();
+  int added = 0;
+  for (size_t i = 0; i < candidates && added < kMaxReplies; ++i) {
+    const Item& asked = hits.found[i];
+    if (asked.data.kind != ItemKind::kMessage || asked.data.role != Role::kUser) continue;
+    for (int64_t s = asked.sequence + 1; s <= std::min(upto, asked.sequence + kExchangeReach);
+         ++s) {
+      const Entry* e = At(s);
+      if (e == nullptr || e->item.turn_index != asked.turn_index) break;
+      if (!e->searchable || e->item.data.kind != ItemKind::kMessage ||
+          e->item.data.role != Role::kAssistant) {
+        continue;
+      }
+      if (found.insert(s).second) {
+        Entry& entry = entries_[static_cast<size_t>(s - 1)];
+        if (entry.pieces == nullptr) {
+          entry.pieces = PiecesOf(entry.item);
+          bytes_ += entry.pieces->bytes;
+        }
+        hits.pieces[s] = entry.pieces;
+        hits.exchange_terms[s] = hits.exchange_terms[asked.sequence];
+        hits.found.push_back(entry.item);
+        ++added;
+      }
+      break;
+    }
+  }
 }
 
 }  // namespace convstate

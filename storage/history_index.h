@@ -61,6 +61,8 @@ class HistoryIndex {
   int64_t Count(uint32_t term, int64_t upto, int64_t stop) const;
   // The turn's tool results near its matching items that hold no term.
   void AddToolResults(Turn& turn, int64_t turn_index, int64_t upto) const;
+  // HistorySearch::replies: the replies to the user messages of `hits`.
+  void AddReplies(HistoryHits& hits, int64_t upto);
   // The content of `result`'s call (kMaxCallChars characters): the newest
   // searchable call of the same id within kExchangeReach before it.
   const Entry* CallOf(const Item& result) const;

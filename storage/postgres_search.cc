@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -59,8 +60,34 @@ absl::StatusOr<HistoryHits> PostgresStorage::SearchHistory(const CallContext& ct
       }
       if (!row[kCall].is_null()) hits.calls[sequence] = row[kCall].as<std::string>();
     }
+    if (search.replies) AddReplies(tx, search, hits);
     return hits;
   });
+}
+
+void PostgresStorage::AddReplies(pqxx::transaction_base& tx, const HistorySearch& search,
+                                 HistoryHits& hits) {
+  std::vector<int64_t> asked;
+  absl::flat_hash_set<int64_t> found;
+  for (const Item& item : hits.found) {
+    found.insert(item.sequence);
+    if (item.data.kind == ItemKind::kMessage && item.data.role == Role::kUser) {
+      asked.push_back(item.sequence);
+    }
+  }
+  if (asked.empty()) return;
+  const pqxx::result r = ExecNamed(tx, "search_replies", search.key, IdArray(asked),
+                                   search.compacted_only);
+  int added = 0;
+  for (const pqxx::row& row : r) {
+    if (added >= kMaxReplies) break;
+    Item reply = ParseItem(row.slice(1, 1 + std::size(kItemColumnList)));
+    if (!found.insert(reply.sequence).second) continue;
+    const std::vector<std::string> terms = hits.exchange_terms[row[0].as<int64_t>()];
+    hits.exchange_terms[reply.sequence] = terms;
+    hits.found.push_back(std::move(reply));
+    ++added;
+  }
 }
 
 void PostgresStorage::QueueWordIndexing(int64_t conv_key, int64_t through) {

@@ -396,4 +396,27 @@ std::string SearchHistorySql(ForkLayout layout) {
       "ORDER BY c.ord");
 }
 
+// HistorySearch::replies: $3 the user messages found (sequences, best
+// first), $4 whether only what a compaction took out of the view is
+// searched, $5 the conversation's key. Rows: for each of them that has
+// one, in their order, the message's sequence and its reply's item: the
+// first assistant message after it in its turn, within kExchangeReach,
+// not erased.
+std::string SearchRepliesSql(ForkLayout layout) {
+  constexpr absl::string_view kMax = "9223372036854775807";
+  return absl::StrCat(
+      "WITH conv AS (SELECT CASE WHEN $4 THEN greatest(summarized_through, prune_boundary) END "
+      "AS upto FROM conversations WHERE ", Named(5), "), ",
+      "asked AS (SELECT a.seq, a.n, q.turn_index FROM unnest($3::bigint[]) WITH ORDINALITY "
+      "a(seq, n) CROSS JOIN LATERAL (SELECT y.turn_index FROM ", ItemsOf(layout, "$5"),
+      " y WHERE y.sequence = a.seq) q WHERE EXISTS (SELECT 1 FROM conv)) ",
+      "SELECT a.seq, ", ItemColumns(), " FROM asked a CROSS JOIN LATERAL (SELECT * FROM ",
+      ItemsOf(layout, "$5"), " r WHERE r.sequence > a.seq AND r.sequence <= a.seq + ",
+      kExchangeReach, " AND r.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+      "AND r.turn_index = a.turn_index AND r.kind = 'message' AND r.role = 'assistant' "
+      "AND r.redacted_digest IS NULL ORDER BY r.sequence LIMIT 1) i "
+      "LEFT JOIN item_pins p ON p.conv_key = $5 AND p.sequence = i.sequence "
+      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc ORDER BY a.n");
+}
+
 }  // namespace convstate::pg

@@ -37,6 +37,7 @@ std::string InsertEventsSql(absl::string_view conv_key, absl::string_view from, 
 std::string RecordViewStateSql(absl::string_view from, absl::string_view chunk_ids,
                                absl::string_view pins);
 std::string SearchHistorySql(ForkLayout layout);
+std::string SearchRepliesSql(ForkLayout layout);
 
 // The word of an indexed lexeme `u.lexeme` (its conversation's key and a
 // '#' before it).

@@ -860,6 +860,7 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
        "WHERE conv_key = $1"},
       {"load_context", LoadContextSql(layout)},
       {"search_history", SearchHistorySql(layout)},
+      {"search_replies", SearchRepliesSql(layout)},
       {"load_appended", LoadAppendedSql()},
       {"active_chunks",
        absl::StrCat("SELECT ", ChunkColumns(),

@@ -168,6 +168,8 @@ class PostgresStorage final : public Storage {
 
   absl::StatusOr<HistoryHits> SearchHistory(const CallContext& ctx,
                                             const HistorySearch& search) override;
+  // HistorySearch::replies: the replies to the user messages `hits` found.
+  void AddReplies(pqxx::transaction_base& tx, const HistorySearch& search, HistoryHits& hits);
 
   // Forks (postgres_forks.cc).
 

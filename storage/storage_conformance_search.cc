@@ -150,6 +150,59 @@ TEST_P(StorageConformanceTest, SearchHistoryFindsAToolResultThroughItsExchange) 
   EXPECT_THAT(Sequences(hits->found), ::testing::IsSupersetOf({1, 2, 3}));
 }
 
+// With replies, the assistant's reply to each user message found comes
+// after the candidates (beyond max_items), its turn's terms as its
+// exchange: a date proposed in a reply holding none of the question's
+// words. Not an erased reply, nor a reply of another turn.
+TEST_P(StorageConformanceTest, SearchHistoryBringsTheRepliesToTheQuestionsItFinds) {
+  Create("r");
+  AppendRequest req;
+  req.key = Key("r");
+  auto turn = [&](const std::string& ask, const std::string& reply) {
+    req.items.push_back(Message(Role::kUser, ask));
+    req.items.push_back(Message(Role::kAssistant, reply));
+  };
+  turn("What would a cutover slot for the identity provider sync look like?",
+       "I would propose Monday 29 March, starting at 21:00 UTC.");                      // 1-2
+  turn("And a cutover slot for the pricing database?",
+       "I would propose Monday 8 March, after the second rehearsal.");                   // 3-4
+  req.items.push_back(Message(Role::kUser, "Fine. The identity provider sync owner?"));  // 5
+  for (int i = 0; i < 20; ++i) {
+    req.items.push_back(Message(Role::kUser, absl::StrCat("Next step ", i, " please.")));
+  }
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+  RedactRequest erase;
+  erase.key = Key("r");
+  erase.sequences = {4};
+  erase.tombstone = "[erased]";
+  erase.tombstone_tokens = 1;
+  erase.reason = "erasure";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, erase).ok());
+
+  HistorySearch search;
+  search.key = Key("r");
+  search.terms = SearchTerms("When is the identity provider sync cutover planned?");
+  search.max_items = 1;
+  auto hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  ASSERT_THAT(Sequences(hits->found), ElementsAre(1));
+  search.replies = true;
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  ASSERT_THAT(Sequences(hits->found), ElementsAre(1, 2));
+  EXPECT_EQ(hits->exchange_terms[2], hits->exchange_terms[1]);
+  EXPECT_THAT(hits->exchange_terms[2], ::testing::Contains("ident"));
+  // Item 5 has no reply (item 6 is the user's next turn), and item 4 is
+  // erased.
+  search.max_items = 10;
+  search.terms = SearchTerms("cutover slot identity provider sync pricing database");
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_THAT(Sequences(hits->found), ::testing::Contains(2));
+  EXPECT_THAT(Sequences(hits->found), ::testing::Not(::testing::Contains(4)));
+  EXPECT_THAT(Sequences(hits->found), ::testing::Not(::testing::Contains(6)));
+}
+
 TEST(SearchTermsTest, SplitsLikeTheIndex) {
   // Words in their one form (stemmed; an abbreviation spelled out: "DB"
   // is "databas"), compounds as written beside their parts, which may be

@@ -118,8 +118,7 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
     HistoryIndex index;
     for (int64_t s = 0; s < upto; ++s) index.Add(items[static_cast<size_t>(s)]);
     const RecallQuery query = ParseRecallQuery(q.text);
-    HistorySearch search;
-    search.terms = query.terms;
+    HistorySearch search = SearchFor(query);
     search.max_items = kRecallCandidates;
     const HistoryHits hits = index.Search(search, upto, upto);
     if (!show.empty() && show == q.fact) {

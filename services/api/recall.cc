@@ -25,9 +25,8 @@ constexpr int64_t kDefaultResultTokens = 2000;
 constexpr size_t kMaxCommonTermConversations = 10000;
 
 HistorySearch SearchOf(const ConversationKey& key, const RecallQuery& query) {
-  HistorySearch search;
+  HistorySearch search = SearchFor(query);
   search.key = key;
-  search.terms = query.terms;
   return search;
 }
 

@@ -78,8 +78,7 @@ std::unique_ptr<HistoryIndex> IndexOf(const std::vector<Item>& items) {
 }
 
 HistorySearch SearchOf(const RecallQuery& query) {
-  HistorySearch search;
-  search.terms = query.terms;
+  HistorySearch search = SearchFor(query);
   search.compacted_only = true;
   search.max_items = kRecallCandidates;
   return search;

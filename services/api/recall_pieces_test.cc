@@ -55,8 +55,7 @@ TEST(RecallPiecesTest, RankingFromKeptPiecesChoosesWhatRankingTheTextChooses) {
         ASSERT_FALSE(question.empty()) << name << " turn " << probe.turn;
         while (index.through() < before) index.Add(items[static_cast<size_t>(index.through())]);
         const RecallQuery query = ParseRecallQuery(question);
-        HistorySearch search;
-        search.terms = query.terms;
+        HistorySearch search = SearchFor(query);
         search.max_items = kRecallCandidates;
         const HistoryHits kept = index.Search(search, before, before);
         HistoryHits split = kept;

@@ -1,6 +1,7 @@
 #include "services/compaction/recall/recall.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -1352,6 +1353,13 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   return q;
 }
 
+HistorySearch SearchFor(const RecallQuery& query) {
+  HistorySearch search;
+  search.terms = query.terms;
+  search.replies = true;
+  return search;
+}
+
 namespace {
 
 // What the question's words weigh in one conversation's history.
@@ -1867,6 +1875,26 @@ RecalledPassage PassageOf(const Item& item, const std::string& call, size_t offs
   return p;
 }
 
+// What candidate `c`'s words weigh: on its line (`on_line`: its own words,
+// common ones, the keys it sits under; at `norm`, and less where its call
+// shows them) and as context (`item_words`, its item's and exchange's,
+// that its line lacks); its worth, both together.
+void Weigh(std::initializer_list<const std::map<int, double>*> on_line, double norm,
+           const std::map<int, double>& shown, const std::map<int, double>& item_words,
+           Candidate& c) {
+  for (const std::map<int, double>* words : on_line) {
+    for (const auto& [w, weight] : *words) c.line[w] = std::max(c.line[w], weight * norm);
+  }
+  for (auto& [w, weight] : c.line) weight *= shown.contains(w) ? kShownInCall : 1.0;
+  for (const auto& [w, weight] : item_words) {
+    if (!c.line.contains(w)) c.context[w] = weight;
+  }
+  c.worth = 0;
+  for (const auto* part : {&c.line, &c.context}) {
+    for (const auto& [w, weight] : *part) c.worth += weight;
+  }
+}
+
 // Whether `piece` holds a ticket's, a version's or a host's name the
 // question asks for (AsksTicket, AsksVersion, AsksHost).
 bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
@@ -2002,22 +2030,19 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     Candidate c;
     c.passage = PassageOf(item, call, line_at + offset, std::move(text));
     if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
-    const double norm = LengthNorm(item, piece, p.length);
-    for (const auto& [w, weight] : common) c.line[w] = weight * norm;
-    for (const auto& [w, weight] : words) c.line[w] = std::max(c.line[w], weight * norm);
-    for (const auto& [w, weight] : under) c.line[w] = std::max(c.line[w], weight * norm);
-    for (auto& [w, weight] : c.line) weight *= shown.contains(w) ? kShownInCall : 1.0;
-    for (const auto& [w, weight] : item_words) {
-      if (!c.line.contains(w)) c.context[w] = weight;
-    }
-    double line_worth = 0, context_worth = 0;
-    for (const auto& [w, weight] : c.line) line_worth += weight;
-    for (const auto& [w, weight] : c.context) context_worth += weight;
-    c.worth = line_worth + context_worth;
+    Weigh({&common, &words, &under}, LengthNorm(item, piece, p.length), shown, item_words, c);
     c.value = named_value || row != std::string::npos;
     c.figure = shape || (q.asks_quantity && SetsFigure(piece)) ||
                ((values || eligible) && q.asks_hash && !c.line.empty() && StatesHash(piece)) ||
                (!c.line.empty() && StatesAskedName(q, piece));
+    // A reply's line of the answer's shape answers its turn's question
+    // ("I would propose Monday 29 March" after "What would a cutover slot
+    // for the identity provider sync look like?"): the question's words
+    // are its own.
+    if (c.figure && through_exchange && item.data.kind == ItemKind::kMessage) {
+      for (const auto& [w, weight] : c.context) c.line[w] = std::max(c.line[w], weight);
+      c.context.clear();
+    }
     c.first_line = first_line;
     c.last_line = last_line;
     c.piece_offset = piece.size() == line.size() ? std::string::npos : offset;

@@ -98,6 +98,12 @@ inline constexpr int kRecallCandidates = 24;
 
 RecallQuery ParseRecallQuery(absl::string_view text);
 
+// The search of the history `query` ranks from (HistorySearch): its terms,
+// and the replies to the user messages found, which may state what their
+// question asked for. The caller sets the conversation, how many
+// candidates (kRecallCandidates for a view's recall) and what is searched.
+HistorySearch SearchFor(const RecallQuery& query);
+
 // One recalled passage: a line of a stored item (a long line is cut into
 // pieces), with where it came from.
 struct RecalledPassage {

@@ -697,6 +697,22 @@ TEST_F(RecallTest, AQuestionForADayIsAnsweredByALineNamingOne) {
   EXPECT_THAT(Best(q, items, 200), HasSubstr("Tuesday 9 December"));
 }
 
+// A reply's line of the answer's shape answers the question that led to
+// it (HistorySearch::replies brings the reply with its turn's terms): it
+// outranks that question, though the question holds more of the words.
+TEST_F(RecallTest, AReplysLineOfTheAnswersShapeAnswersTheQuestionThatLedToIt) {
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "What would a cutover slot for the identity provider sync look like? Emeric would "
+             "prefer a weeknight, after 20:00."),
+      Stored(2, Role::kAssistant, ItemKind::kMessage,
+             "Keeping the legacy side read-only for a while costs little.\n\nGiven the rule "
+             "about Fridays, I would propose Monday 29 March, starting at 21:00 UTC, with a write "
+             "freeze of half an hour. The dry-run result goes to #plat2-cutovers first.")};
+  const RecallQuery q = ParseRecallQuery("When is the identity provider sync cutover planned for?");
+  EXPECT_THAT(First(q, OutputAfterMessage(items, q), 200), HasSubstr("Monday 29 March"));
+}
+
 // Two passages of an item under the same key ("def with_key(...)" over
 // two of its lines) show the key once.
 TEST_F(RecallTest, TheSectionShowsALineTwoPassagesShareOnce) {
