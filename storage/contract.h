@@ -384,9 +384,16 @@ struct HistorySearch {
   // reply ("I would propose Monday 8 March") is found by the question that
   // led to it.
   bool replies = false;
+  // Besides the candidates: the conversation's first kOpeningMessages user
+  // messages (not erased, within what is searched and its first
+  // kExchangeReach items), for a question about
+  // its start ("what surname did I introduce myself with?"), whatever
+  // words they hold (HistoryHits::opening).
+  bool opening = false;
 };
 
 inline constexpr int kMaxReplies = 8;
+inline constexpr int kOpeningMessages = 2;
 
 // An item's text split as recall ranks it (services/compaction/recall):
 // its pieces (TextLines, a long line cut by LinePieces; blank lines have
@@ -466,6 +473,9 @@ struct HistoryHits {
   // text's pieces (a replica's copy keeps them; PostgreSQL does not, and
   // the ranking splits the text itself).
   std::map<int64_t, std::shared_ptr<const ItemPieces>> pieces;
+  // The opening messages among `found` (HistorySearch::opening), by
+  // sequence, first first.
+  std::vector<int64_t> opening;
 };
 
 // The last sequence `search` covers in `conversation`: what a compaction

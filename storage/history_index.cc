@@ -221,7 +221,32 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
     if (hits.found.size() >= max_items) break;
   }
   if (search.replies) AddReplies(hits, upto);
+  if (search.opening) AddOpening(hits, upto);
   return hits;
+}
+
+void HistoryIndex::AddOpening(HistoryHits& hits, int64_t upto) {
+  const int64_t last = std::min(upto, kExchangeReach);
+  for (int64_t s = 1; s <= last && hits.opening.size() < size_t{kOpeningMessages}; ++s) {
+    Entry* e = s <= static_cast<int64_t>(entries_.size()) ? &entries_[static_cast<size_t>(s - 1)]
+                                                          : nullptr;
+    if (e == nullptr) break;
+    if (!e->searchable || e->item.data.kind != ItemKind::kMessage ||
+        e->item.data.role != Role::kUser) {
+      continue;
+    }
+    hits.opening.push_back(s);
+    if (std::any_of(hits.found.begin(), hits.found.end(),
+                    [s](const Item& item) { return item.sequence == s; })) {
+      continue;
+    }
+    if (e->pieces == nullptr) {
+      e->pieces = PiecesOf(e->item);
+      bytes_ += e->pieces->bytes;
+    }
+    hits.pieces[s] = e->pieces;
+    hits.found.push_back(e->item);
+  }
 }
 
 void HistoryIndex::AddReplies(HistoryHits& hits, int64_t upto) {

@@ -63,6 +63,8 @@ class HistoryIndex {
   void AddToolResults(Turn& turn, int64_t turn_index, int64_t upto) const;
   // HistorySearch::replies: the replies to the user messages of `hits`.
   void AddReplies(HistoryHits& hits, int64_t upto);
+  // HistorySearch::opening: the conversation's first user messages.
+  void AddOpening(HistoryHits& hits, int64_t upto);
   // The content of `result`'s call (kMaxCallChars characters): the newest
   // searchable call of the same id within kExchangeReach before it.
   const Entry* CallOf(const Item& result) const;

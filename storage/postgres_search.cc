@@ -61,6 +61,7 @@ absl::StatusOr<HistoryHits> PostgresStorage::SearchHistory(const CallContext& ct
       if (!row[kCall].is_null()) hits.calls[sequence] = row[kCall].as<std::string>();
     }
     if (search.replies) AddReplies(tx, search, hits);
+    if (search.opening) AddOpening(tx, search, hits);
     return hits;
   });
 }
@@ -87,6 +88,17 @@ void PostgresStorage::AddReplies(pqxx::transaction_base& tx, const HistorySearch
     hits.exchange_terms[reply.sequence] = terms;
     hits.found.push_back(std::move(reply));
     ++added;
+  }
+}
+
+void PostgresStorage::AddOpening(pqxx::transaction_base& tx, const HistorySearch& search,
+                                 HistoryHits& hits) {
+  absl::flat_hash_set<int64_t> found;
+  for (const Item& item : hits.found) found.insert(item.sequence);
+  for (const pqxx::row& row : ExecNamed(tx, "search_opening", search.key, search.compacted_only)) {
+    Item opening = ParseItem(row.slice(0, std::size(kItemColumnList)));
+    hits.opening.push_back(opening.sequence);
+    if (found.insert(opening.sequence).second) hits.found.push_back(std::move(opening));
   }
 }
 

@@ -419,4 +419,22 @@ std::string SearchRepliesSql(ForkLayout layout) {
       "CROSS JOIN (SELECT NULL::bigint AS token_count) tc ORDER BY a.n");
 }
 
+// HistorySearch::opening: $3 whether only what a compaction took out of
+// the view is searched, $4 the conversation's key. Rows: the first
+// kOpeningMessages user messages among its first kExchangeReach items,
+// not erased, in order.
+std::string SearchOpeningSql(ForkLayout layout) {
+  constexpr absl::string_view kMax = "9223372036854775807";
+  return absl::StrCat(
+      "WITH conv AS (SELECT CASE WHEN $3 THEN greatest(summarized_through, prune_boundary) END "
+      "AS upto FROM conversations WHERE ", Named(4), ") ",
+      "SELECT ", ItemColumns(), " FROM (SELECT * FROM ", ItemsOf(layout, "$4"),
+      " o WHERE EXISTS (SELECT 1 FROM conv) AND o.sequence <= ", kExchangeReach,
+      " AND o.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+      "AND o.kind = 'message' AND o.role = 'user' AND o.redacted_digest IS NULL "
+      "ORDER BY o.sequence LIMIT ", kOpeningMessages, ") i "
+      "LEFT JOIN item_pins p ON p.conv_key = $4 AND p.sequence = i.sequence "
+      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc ORDER BY i.sequence");
+}
+
 }  // namespace convstate::pg

@@ -38,6 +38,7 @@ std::string RecordViewStateSql(absl::string_view from, absl::string_view chunk_i
                                absl::string_view pins);
 std::string SearchHistorySql(ForkLayout layout);
 std::string SearchRepliesSql(ForkLayout layout);
+std::string SearchOpeningSql(ForkLayout layout);
 
 // The word of an indexed lexeme `u.lexeme` (its conversation's key and a
 // '#' before it).

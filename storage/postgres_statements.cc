@@ -861,6 +861,7 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
       {"load_context", LoadContextSql(layout)},
       {"search_history", SearchHistorySql(layout)},
       {"search_replies", SearchRepliesSql(layout)},
+      {"search_opening", SearchOpeningSql(layout)},
       {"load_appended", LoadAppendedSql()},
       {"active_chunks",
        absl::StrCat("SELECT ", ChunkColumns(),

@@ -170,6 +170,8 @@ class PostgresStorage final : public Storage {
                                             const HistorySearch& search) override;
   // HistorySearch::replies: the replies to the user messages `hits` found.
   void AddReplies(pqxx::transaction_base& tx, const HistorySearch& search, HistoryHits& hits);
+  // HistorySearch::opening: the conversation's first user messages.
+  void AddOpening(pqxx::transaction_base& tx, const HistorySearch& search, HistoryHits& hits);
 
   // Forks (postgres_forks.cc).
 

@@ -203,6 +203,57 @@ TEST_P(StorageConformanceTest, SearchHistoryBringsTheRepliesToTheQuestionsItFind
   EXPECT_THAT(Sequences(hits->found), ::testing::Not(::testing::Contains(6)));
 }
 
+// With opening, the conversation's first user messages come after the
+// candidates whatever words they hold (HistoryHits::opening names them);
+// an erased one is not among them, nor what the view still shows.
+TEST_P(StorageConformanceTest, SearchHistoryBringsTheOpeningMessagesWhenAsked) {
+  Create("o");
+  AppendRequest req;
+  req.key = Key("o");
+  req.items.push_back(Message(Role::kUser, "Morning! I'm Dara Kowalczyk, billing team."));  // 1
+  req.items.push_back(Message(Role::kAssistant, "Morning, Dara."));                         // 2
+  req.items.push_back(Message(Role::kUser, "Ground rules: no direct pushes to main."));     // 3
+  req.items.push_back(Message(Role::kAssistant, "Understood."));                            // 4
+  req.items.push_back(Message(Role::kUser, "We ship v2.31.0 on Thursday."));               // 5
+  for (int i = 0; i < 20; ++i) {
+    req.items.push_back(Message(Role::kUser, absl::StrCat("Dry run ", i, " passed?")));
+  }
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+
+  HistorySearch search;
+  search.key = Key("o");
+  search.terms = SearchTerms("dry run");
+  search.max_items = 3;
+  auto hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_THAT(hits->opening, ::testing::IsEmpty());
+  EXPECT_THAT(Sequences(hits->found), ::testing::Not(::testing::Contains(1)));
+  search.opening = true;
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_THAT(hits->opening, ElementsAre(1, 3));
+  ASSERT_EQ(hits->found.size(), 5u);
+  EXPECT_EQ(hits->found[3].sequence, 1);
+  EXPECT_EQ(hits->found[4].sequence, 3);
+
+  RedactRequest erase;
+  erase.key = Key("o");
+  erase.sequences = {1};
+  erase.tombstone = "[erased]";
+  erase.tombstone_tokens = 1;
+  erase.reason = "erasure";
+  ASSERT_TRUE(storage_->RedactItems(ctx_, erase).ok());
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_THAT(hits->opening, ElementsAre(3, 5));
+  // Nothing compacted yet: the view shows them.
+  search.compacted_only = true;
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_THAT(hits->opening, ::testing::IsEmpty());
+  EXPECT_THAT(hits->found, ::testing::IsEmpty());
+}
+
 TEST(SearchTermsTest, SplitsLikeTheIndex) {
   // Words in their one form (stemmed; an abbreviation spelled out: "DB"
   // is "databas"), compounds as written beside their parts, which may be

@@ -679,6 +679,23 @@ bool AsksVersion(const QuestionWords& question) {
   return false;
 }
 
+// Whether `text` asks about the conversation's start: "introduce(d)
+// myself", "my introduction", "at the start", "when we started", "at the
+// beginning", "at the outset".
+bool AsksStart(const QuestionWords& question) {
+  static const auto* const kIntroduce = new absl::flat_hash_set<absl::string_view>{
+      "introduce", "introduced", "introduction", "introductions", "outset"};
+  if (question.HoldsAny(*kIntroduce)) return true;
+  const std::vector<absl::string_view>& words = question.words;
+  for (size_t i = 1; i < words.size(); ++i) {
+    if ((words[i - 1] == "the" && (words[i] == "start" || words[i] == "beginning")) ||
+        (words[i - 1] == "we" && (words[i] == "started" || words[i] == "began"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Whether `line` holds a release's number: three numbers joined by dots
 // ("2.18.6-1", "1.4.0rc2"), or two or more after a 'v' ("v0.6.3",
 // "v2.31"); not four (an IPv4 address) nor a plain decimal ("242.8").
@@ -1266,6 +1283,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   q.asks_host = AsksHost(question);
   q.asks_ticket = AsksTicket(question);
   q.asks_version = AsksVersion(question);
+  q.asks_start = AsksStart(question);
   q.asks_quantity =
       AsksQuantity(question) || q.asks_time_of_day || q.asks_total || q.asks_frequency;
   const bool asks = absl::StrContains(text, '?');
@@ -1357,6 +1375,7 @@ HistorySearch SearchFor(const RecallQuery& query) {
   HistorySearch search;
   search.terms = query.terms;
   search.replies = true;
+  search.opening = query.asks_start;
   return search;
 }
 
@@ -1488,8 +1507,8 @@ struct QuestionWeights {
   std::map<int, double> Common(absl::Span<const std::string> terms) const {
     return WordsIn(common_of, terms);
   }
-  // What every question word the history holds weighs together.
-  double Total() const {
+  // Every question word the history holds, with its weight.
+  std::map<int, double> AllWords() const {
     std::map<int, double> words;
     for (const auto* weights : {&weight_of, &common_of}) {
       for (const auto& [term, word_weight] : *weights) {
@@ -1497,8 +1516,12 @@ struct QuestionWeights {
         best = std::max(best, word_weight.second);
       }
     }
+    return words;
+  }
+  // What every question word the history holds weighs together.
+  double Total() const {
     double sum = UnseenWeight();
-    for (const auto& [w, weight] : words) sum += weight;
+    for (const auto& [w, weight] : AllWords()) sum += weight;
     return sum;
   }
   // What the question words the history does not hold weigh together.
@@ -2050,6 +2073,35 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   }
 }
 
+// The candidate passages of an opening message (HistoryHits::opening) for
+// a question about the conversation's start: its first kMaxPerItem pieces,
+// each answering the whole question (the user's introduction is what it
+// asks about, in whatever words).
+void AddOpeningCandidates(const Item& item, const QuestionWeights& q,
+                          absl::flat_hash_set<std::string>& seen, std::vector<Candidate>& out) {
+  std::map<int, double> all = q.AllWords();
+  all.insert(q.unseen.begin(), q.unseen.end());
+  const auto lines = TextLines(item.data.content);
+  int added = 0;
+  for (size_t li = 0; li < lines.size() && added < kMaxPerItem; ++li) {
+    if (absl::StripAsciiWhitespace(lines[li].second).empty()) continue;
+    for (const auto& [offset, piece] : LinePieces(lines[li].second)) {
+      if (added >= kMaxPerItem) break;
+      std::string text(absl::StripTrailingAsciiWhitespace(piece));
+      if (!seen.insert(text).second) continue;
+      Candidate c;
+      c.passage = PassageOf(item, "", lines[li].first + offset, std::move(text));
+      c.context = all;
+      for (const auto& [w, weight] : all) c.worth += weight;
+      c.value = c.figure = true;
+      c.first_line = c.last_line = li;
+      c.piece_offset = piece.size() == lines[li].second.size() ? std::string::npos : offset;
+      out.push_back(std::move(c));
+      ++added;
+    }
+  }
+}
+
 // Each found turn's talk: the question's words its messages hold, each at
 // the share a long message's words count (a morning's long greeting shares
 // a word or two with most questions).
@@ -2120,6 +2172,34 @@ void MarkLater(std::vector<Candidate>& candidates) {
   }
 }
 
+// The candidate passages of the items `hits` found, but those the view
+// shows: with `about_start`, the opening messages' first (they take their
+// texts before other candidates of theirs), then every item's
+// (AddCandidates).
+std::vector<Candidate> CandidatesOf(const HistoryHits& hits, const QuestionWeights& weights,
+                                    const RecallLimits& limits, bool about_start) {
+  std::vector<Candidate> candidates;
+  absl::flat_hash_set<std::string> seen_texts;
+  const absl::flat_hash_map<int64_t, std::map<int, double>> talk = TalkOf(hits, weights);
+  if (about_start) {
+    for (const Item& item : hits.found) {
+      if (limits.shown.contains(item.sequence) || item.redacted ||
+          std::find(hits.opening.begin(), hits.opening.end(), item.sequence) ==
+              hits.opening.end()) {
+        continue;
+      }
+      AddOpeningCandidates(item, weights, seen_texts, candidates);
+    }
+  }
+  for (const Item& item : hits.found) {
+    if (limits.shown.contains(item.sequence) || item.redacted) continue;
+    auto turn_talk = talk.find(item.turn_index);
+    AddCandidates(item, hits, weights, turn_talk == talk.end() ? nullptr : &turn_talk->second,
+                  seen_texts, candidates);
+  }
+  return candidates;
+}
+
 }  // namespace
 
 std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
@@ -2132,18 +2212,14 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   int64_t used = limits.per_message_tokens + tokenizer.CountTokens(RenderRecalled({})) + 1;
   if (limits.max_tokens - used < kMinPassageTokens) return chosen;
   const QuestionWeights weights(query, hits);
-  if (weights.weight_of.empty() || weights.OffTopic(hits.items, query.words, query.aside)) {
+  // A question about the conversation's start asks about it in whatever
+  // words: the opening messages answer it though the history lacks them.
+  const bool about_start = query.asks_start && !hits.opening.empty();
+  if (!about_start &&
+      (weights.weight_of.empty() || weights.OffTopic(hits.items, query.words, query.aside))) {
     return chosen;
   }
-  std::vector<Candidate> candidates;
-  absl::flat_hash_set<std::string> seen_texts;
-  const absl::flat_hash_map<int64_t, std::map<int, double>> talk = TalkOf(hits, weights);
-  for (const Item& item : hits.found) {
-    if (limits.shown.contains(item.sequence) || item.redacted) continue;
-    auto turn_talk = talk.find(item.turn_index);
-    AddCandidates(item, hits, weights, turn_talk == talk.end() ? nullptr : &turn_talk->second,
-                  seen_texts, candidates);
-  }
+  std::vector<Candidate> candidates = CandidatesOf(hits, weights, limits, about_start);
 
   // Greedy: the best passage, then the best one given what is answered.
   absl::flat_hash_set<int> covered;
@@ -2179,6 +2255,10 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
           best = std::max(best, word_weight.second);
         }
       }
+    }
+    // Only an opening message answers for the words the history lacks.
+    for (const auto& [w, weight] : weights.unseen) {
+      if (c.context.contains(w)) words[w] = weight;
     }
     double sum = 0;
     for (const auto& [w, weight] : words) sum += weight;

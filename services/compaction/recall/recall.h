@@ -71,6 +71,10 @@ struct RecallQuery {
   // build is the image pinned to"): a line holding a release's number
   // ("v2.31.0", "NCCL_VERSION=2.18.6-1") answers it the same way.
   bool asks_version = false;
+  // ... or about the conversation's start ("what surname did I introduce
+  // myself with?", "the company I named at the start"): the opening user
+  // messages answer it (HistorySearch::opening), whatever words they hold.
+  bool asks_start = false;
   // For each word: whether a sentence that asks (ends with '?') holds it,
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") count less.

@@ -713,6 +713,35 @@ TEST_F(RecallTest, AReplysLineOfTheAnswersShapeAnswersTheQuestionThatLedToIt) {
   EXPECT_THAT(First(q, OutputAfterMessage(items, q), 200), HasSubstr("Monday 29 March"));
 }
 
+// A question about the conversation's start is answered by its opening
+// messages (HistorySearch::opening), whatever words they hold, in a long
+// history where its words would otherwise make it a question about
+// something else.
+TEST_F(RecallTest, AQuestionAboutTheStartIsAnsweredByTheOpeningMessages) {
+  for (const char* asks :
+       {"What surname did I introduce myself with when we started this morning?",
+        "What company name did I give at the start?", "Which ticket did I open at the outset?"}) {
+    EXPECT_TRUE(ParseRecallQuery(asks).asks_start) << asks;
+  }
+  EXPECT_FALSE(ParseRecallQuery("When does the export start?").asks_start);
+  EXPECT_FALSE(ParseRecallQuery("What surname is on the postmortem?").asks_start);
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Morning! I'm Dara Kowalczyk, backend on the billing team. Big day today."),
+      Stored(2, Role::kAssistant, ItemKind::kMessage, "Morning. Where do we start?")};
+  for (int i = 0; i < 6; ++i) {
+    items.push_back(Stored(3 + i, Role::kUser, ItemKind::kMessage,
+                           absl::StrCat("Run the ledger tests again, round ", i, ".")));
+  }
+  const RecallQuery q = ParseRecallQuery(
+      "Silly one: what surname did I introduce myself with when we started this morning?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  EXPECT_EQ(First(q, hits, 200), "");  // Words the history lacks: about something else.
+  hits.opening = {1};
+  EXPECT_THAT(First(q, hits, 200), HasSubstr("Dara Kowalczyk"));
+}
+
 // Two passages of an item under the same key ("def with_key(...)" over
 // two of its lines) show the key once.
 TEST_F(RecallTest, TheSectionShowsALineTwoPassagesShareOnce) {
