@@ -680,17 +680,36 @@ bool AsksVersion(const QuestionWords& question) {
 }
 
 // Whether `text` asks about the conversation's start: "introduce(d)
-// myself", "my introduction", "at the start", "when we started", "at the
-// beginning", "at the outset".
+// myself", "my introduction", or "the start", "the beginning", "the
+// outset", "when we started" said of the conversation: at the sentence's
+// end, before "this morning", "today" or "earlier", or as "the start of
+// this conversation" ("the start of the dry run" is not).
 bool AsksStart(const QuestionWords& question) {
   static const auto* const kIntroduce = new absl::flat_hash_set<absl::string_view>{
-      "introduce", "introduced", "introduction", "introductions", "outset"};
+      "introduce", "introduced", "introduction", "introductions"};
   if (question.HoldsAny(*kIntroduce)) return true;
-  const std::vector<absl::string_view>& words = question.words;
-  for (size_t i = 1; i < words.size(); ++i) {
-    if ((words[i - 1] == "the" && (words[i] == "start" || words[i] == "beginning")) ||
-        (words[i - 1] == "we" && (words[i] == "started" || words[i] == "began"))) {
-      return true;
+  static const auto* const kNow =
+      new absl::flat_hash_set<absl::string_view>{"this", "today", "earlier"};
+  static const auto* const kTalk = new absl::flat_hash_set<absl::string_view>{
+      "conversation", "chat", "session", "thread", "day", "morning"};
+  const absl::string_view text = question.lower;
+  for (absl::string_view phrase :
+       {"the start", "the beginning", "the outset", "we started", "we began"}) {
+    for (size_t at = text.find(phrase); at != absl::string_view::npos;
+         at = text.find(phrase, at + 1)) {
+      absl::string_view rest = text.substr(at + phrase.size());
+      if (!rest.empty() && absl::ascii_isalpha(static_cast<unsigned char>(rest[0]))) continue;
+      rest = absl::StripLeadingAsciiWhitespace(rest);
+      if (rest.empty() || absl::StrContains(",.?!;:)", rest[0])) return true;
+      const std::vector<absl::string_view> next =
+          absl::StrSplit(rest.substr(0, 48), absl::ByAnyChar(" ,.?!;:"), absl::SkipEmpty());
+      if (next.empty()) return true;
+      if (kNow->contains(next[0])) return true;
+      if (next[0] == "of" && next.size() >= 3 &&
+          (next[1] == "this" || next[1] == "our" || next[1] == "the") &&
+          kTalk->contains(next[2])) {
+        return true;
+      }
     }
   }
   return false;

@@ -723,7 +723,11 @@ TEST_F(RecallTest, AQuestionAboutTheStartIsAnsweredByTheOpeningMessages) {
         "What company name did I give at the start?", "Which ticket did I open at the outset?"}) {
     EXPECT_TRUE(ParseRecallQuery(asks).asks_start) << asks;
   }
+  EXPECT_TRUE(ParseRecallQuery("Which ticket did I mention at the start of this chat?").asks_start);
+  EXPECT_TRUE(ParseRecallQuery("What did I say my team was, at the beginning?").asks_start);
   EXPECT_FALSE(ParseRecallQuery("When does the export start?").asks_start);
+  EXPECT_FALSE(ParseRecallQuery("What did the log say at the start of the dry run?").asks_start);
+  EXPECT_FALSE(ParseRecallQuery("Which rows failed when we started the copy?").asks_start);
   EXPECT_FALSE(ParseRecallQuery("What surname is on the postmortem?").asks_start);
   std::vector<Item> items = {
       Stored(1, Role::kUser, ItemKind::kMessage,
