@@ -50,13 +50,16 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   // Where a camel-cased word starts a part: an upper-case letter after a
-  // lower-case one ("maxReplicas"), or before one after another upper-case
-  // letter ("HTTPServer"). Byte positions are the same in `lower`.
+  // lower-case one or a digit ("maxReplicas", "p95LatencyMs"), or before
+  // one after another upper-case letter ("HTTPServer"). Byte positions are
+  // the same in `lower`.
   auto upper = [&](size_t i) { return original[i] >= 'A' && original[i] <= 'Z'; };
   auto lowercase = [&](size_t i) { return original[i] >= 'a' && original[i] <= 'z'; };
+  auto digit = [&](size_t i) { return original[i] >= '0' && original[i] <= '9'; };
   auto camel_break = [&](size_t i) {
     if (i == 0 || !upper(i)) return false;
-    return lowercase(i - 1) || (upper(i - 1) && i + 1 < original.size() && lowercase(i + 1));
+    return lowercase(i - 1) || digit(i - 1) ||
+           (upper(i - 1) && i + 1 < original.size() && lowercase(i + 1));
   };
   std::vector<std::string> out;
   // What `out` holds: looked through while it is short (a line's words),

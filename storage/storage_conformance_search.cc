@@ -279,6 +279,11 @@ TEST(SearchTermsTest, SplitsLikeTheIndex) {
   EXPECT_THAT(SearchTerms("BenchmarkAppendParallel-8"),
               ElementsAre("benchmarkappendparallel-8", "benchmarkappendparallel", "benchmark",
                           "append", "parallel", "8"));
+  // A part after a digit: JSON keys ("p95LatencyMs"); not in a name of
+  // capitals and digits ("SHA256", "H100").
+  EXPECT_THAT(SearchTerms("\"p95LatencyMs\": 3235"),
+              ElementsAre("p95latencyms", "p95", "latenc", "ms", "millisecond", "3235"));
+  EXPECT_THAT(SearchTerms("SHA256 H100"), ElementsAre("sha256", "h100"));
   EXPECT_THAT(SearchTerms("the subs svc"), ElementsAre("the", "subscript", "servic"));
   // Not when a part would be one letter: "IdP" is the abbreviation.
   EXPECT_THAT(SearchTerms("IdP iPhone"), ElementsAre("ident", "provid", "iphon"));

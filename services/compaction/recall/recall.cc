@@ -485,7 +485,12 @@ bool AsksDate(const QuestionWords& question) {
       return true;
     }
   }
-  return !words.empty() && words[0] == "when" && !AsksTimeOfDay(question);
+  if (words.empty() || words[0] != "when" || AsksTimeOfDay(question)) return false;
+  // "When we first hit the health check, how big was the backlog?" asks
+  // for what its other question word does.
+  return std::none_of(words.begin() + 1, words.end(), [](absl::string_view w) {
+    return w == "how" || w == "what" || w == "which" || w == "who";
+  });
 }
 
 // Whether `text` asks for the first of several ("the first dry run",
@@ -681,9 +686,10 @@ bool AsksVersion(const QuestionWords& question) {
 
 // Whether `text` asks about the conversation's start: "introduce(d)
 // myself", "my introduction", or "the start", "the beginning", "the
-// outset", "when we started" said of the conversation: at the sentence's
-// end, before "this morning", "today" or "earlier", or as "the start of
-// this conversation" ("the start of the dry run" is not).
+// outset", "when we started" ("kicked off"), "first thing" said of the
+// conversation: at the sentence's end, before "this morning", "today" or
+// "earlier", or as "the start of this conversation" ("the start of the
+// dry run" is not).
 bool AsksStart(const QuestionWords& question) {
   static const auto* const kIntroduce = new absl::flat_hash_set<absl::string_view>{
       "introduce", "introduced", "introduction", "introductions"};
@@ -693,8 +699,8 @@ bool AsksStart(const QuestionWords& question) {
   static const auto* const kTalk = new absl::flat_hash_set<absl::string_view>{
       "conversation", "chat", "session", "thread", "day", "morning"};
   const absl::string_view text = question.lower;
-  for (absl::string_view phrase :
-       {"the start", "the beginning", "the outset", "we started", "we began"}) {
+  for (absl::string_view phrase : {"the start", "the beginning", "the outset", "we started",
+                                    "we began", "we kicked off", "first thing"}) {
     for (size_t at = text.find(phrase); at != absl::string_view::npos;
          at = text.find(phrase, at + 1)) {
       absl::string_view rest = text.substr(at + phrase.size());
@@ -980,13 +986,19 @@ const std::string* ExtremeOf(const std::string& term) {
 // shape the answer has, not what it is about (a unit, "in minutes", says
 // both, and stays).
 absl::flat_hash_set<std::string> FrameTerms(const QuestionWords& question) {
+  static const auto* const kPlaces = new absl::flat_hash_set<absl::string_view>{
+      "bottom", "top", "end", "foot", "tail", "head"};
   absl::flat_hash_set<std::string> out;
-  absl::string_view before;
-  for (absl::string_view word : question.words) {
-    if ((before == "how" && Measures().contains(word)) || (before == "what" && word == "time")) {
+  const std::vector<absl::string_view>& words = question.words;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const absl::string_view before = words[i - 1], word = words[i];
+    // ... and where in an output the answer stands ("at the bottom of the
+    // dry run", "at the end of the log"): not what it is about.
+    const bool place = i >= 2 && words[i - 2] == "at" && before == "the" && kPlaces->contains(word);
+    if ((before == "how" && Measures().contains(word)) || (before == "what" && word == "time") ||
+        place) {
       for (std::string& term : SearchTerms(word)) out.insert(std::move(term));
     }
-    before = word;
   }
   return out;
 }
@@ -1088,7 +1100,9 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"pod", "replica"},
         {"owner", "maintainer"},
         {"upgrade", "bump"},
-        {"rollback", "revert"},
+        {"rollback", "revert", "undo", "undon"},
+        {"green", "pass"},
+        {"red", "fail"},
         {"cost", "spend"},
         {"outage", "incident", "downtime"},
         {"alert", "alarm"},
@@ -1280,6 +1294,36 @@ std::string WithoutLaterChange(absl::string_view text, bool* found) {
   return out;
 }
 
+// `text` with a few phrases people say for a word systems write put as
+// that word: "in one go", "at a time", "at once" (how many at once is a
+// batch's size) as "batch"; "response time" as "latency".
+std::string WithIdiomsSaid(std::string text) {
+  static constexpr std::pair<absl::string_view, absl::string_view> kIdioms[] = {
+      {"in one go", "batch"}, {"in a single go", "batch"}, {"at a time", "batch"},
+      {"at once", "batch"},   {"response time", "latency"}, {"response times", "latency"}};
+  const std::string lower = absl::AsciiStrToLower(text);
+  std::string out;
+  size_t at = 0;
+  for (size_t i = 0; i < lower.size();) {
+    bool replaced = false;
+    for (const auto& [idiom, word] : kIdioms) {
+      if (absl::string_view(lower).substr(i, idiom.size()) != idiom) continue;
+      const size_t end = i + idiom.size();
+      if ((i > 0 && absl::ascii_isalnum(static_cast<unsigned char>(lower[i - 1]))) ||
+          (end < lower.size() && absl::ascii_isalnum(static_cast<unsigned char>(lower[end])))) {
+        continue;
+      }
+      absl::StrAppend(&out, absl::string_view(text).substr(at, i - at), word);
+      at = i = end;
+      replaced = true;
+      break;
+    }
+    if (!replaced) ++i;
+  }
+  absl::StrAppend(&out, absl::string_view(text).substr(at));
+  return out;
+}
+
 RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   RecallQuery q;
   const size_t aside = AsideOpening(asked_text);
@@ -1289,7 +1333,8 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   // profile") says which of several is asked for, the earlier; its words
   // are the later one's, and are not searched.
   bool before_later = false;
-  const std::string without_later = WithoutLaterChange(asked_text, &before_later);
+  const std::string without_later =
+      WithIdiomsSaid(WithoutLaterChange(asked_text, &before_later));
   const absl::string_view text = without_later;
   const QuestionWords question(text);
   q.asks_duration = AsksDuration(question);

@@ -794,6 +794,29 @@ TEST_F(RecallTest, AQuestionForTheFirstPrefersTheEarliestOfAlikeLines) {
   EXPECT_THAT(Best(any, items, 200), HasSubstr("9b1c2e4"));
 }
 
+// A few phrases people say for a word systems write ("in one go" for a
+// batch, "response time" for latency), positions in an output ("at the
+// bottom of the dry run") that are not its subject, and a question opening
+// with "when" that asks "how big" are read as they are meant.
+TEST_F(RecallTest, IdiomsPositionsAndOtherQuestionWordsAreReadAsMeant) {
+  auto terms_of = [](absl::string_view question) {
+    return ParseRecallQuery(question).terms;
+  };
+  EXPECT_THAT(terms_of("How many records does the event bus pull in one go?"), Contains("batch"));
+  EXPECT_THAT(terms_of("How many rows at a time?"), Contains("batch"));
+  EXPECT_THAT(terms_of("What was the 95th percentile response time?"), Contains("latenc"));
+  EXPECT_THAT(terms_of("Did it go well?"), Not(Contains("batch")));
+  EXPECT_THAT(terms_of("The checksum at the bottom of the depot-scanners dry run?"),
+              Not(Contains("bottom")));
+  EXPECT_THAT(terms_of("Which bottom bracket did the bike shop fit?"), Contains("bottom"));
+  EXPECT_FALSE(
+      ParseRecallQuery("When we first hit the health check, how big was the backlog?").asks_date);
+  EXPECT_TRUE(ParseRecallQuery("When is the cutover planned for?").asks_date);
+  EXPECT_TRUE(ParseRecallQuery("What name did I give when we kicked off this morning?").asks_start);
+  // "Green" stands for passing where the history says "passed" only.
+  EXPECT_THAT(StandInsOf("How many tests came back green?"), Contains("pass"));
+}
+
 // A clause naming a later change ("before we switched to the tuned
 // profile") says the earlier of several is asked for; its words are the
 // later one's and are not searched. A clause saying what is asked about
