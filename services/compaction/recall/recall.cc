@@ -1246,32 +1246,44 @@ size_t AsideOpening(absl::string_view text) {
 
 }  // namespace
 
-// `text` without its clauses that point to a change made later than what
-// is asked for: "before" (or "prior to") up to the clause's end, where the
-// clause says someone did something ("before we switched to the tuned
-// batch profile", "before I bumped it") or names a change ("before the
-// batch profile change", "before Thandiwe's batch changes"). "Before it
-// failed" or "before they expire" say what is asked about, and stay.
-// `found` tells whether one was left out.
-std::string WithoutLaterChange(absl::string_view text, bool* found) {
+// `text` without its clauses about something else than what is asked:
+// one pointing to a change made later than it, "before" (or "prior to")
+// up to the clause's end, where the clause says someone did something
+// ("before we switched to the tuned batch profile", "before I bumped it")
+// or names a change ("before the batch profile change", "before
+// Thandiwe's batch changes"), which `later_change` tells; and one setting
+// something aside ("leaving aside the flaky timeout one", "apart from the
+// retries", "not counting staging"). "Before it failed" or "before they
+// expire" say what is asked about, and stay.
+std::string WithoutOtherThings(absl::string_view text, bool* later_change) {
   static const auto* const kChanges = new absl::flat_hash_set<absl::string_view>{
       "change",  "changes", "changed", "switch",  "fix",     "fixes", "bump",
       "upgrade", "update",  "patch",   "rollout", "cutover", "tweak", "tweaks"};
   static const auto* const kPeople =
       new absl::flat_hash_set<absl::string_view>{"we", "i", "someone"};
+  constexpr absl::string_view kBefore[] = {"before ", "prior to "};
+  constexpr absl::string_view kAside[] = {"leaving aside ", "leave aside ", "setting aside ",
+                                          "apart from ",    "aside from ",  "except ",
+                                          "excluding ",     "not counting ", "other than "};
   std::string out;
   size_t at = 0;
   const std::string lower = absl::AsciiStrToLower(text);
   for (size_t from = 0; from < lower.size();) {
     size_t start = std::string::npos, words_at = 0;
-    for (absl::string_view opening : {"before ", "prior to "}) {
-      const size_t pos = lower.find(opening.data(), from, opening.size());
-      if (pos != std::string::npos && pos < start &&
-          (pos == 0 || !absl::ascii_isalpha(static_cast<unsigned char>(lower[pos - 1])))) {
-        start = pos;
-        words_at = pos + opening.size();
+    bool aside = false;
+    auto look_for = [&](absl::Span<const absl::string_view> openings, bool setting_aside) {
+      for (absl::string_view opening : openings) {
+        const size_t pos = lower.find(opening.data(), from, opening.size());
+        if (pos != std::string::npos && pos < start &&
+            (pos == 0 || !absl::ascii_isalpha(static_cast<unsigned char>(lower[pos - 1])))) {
+          start = pos;
+          words_at = pos + opening.size();
+          aside = setting_aside;
+        }
       }
-    }
+    };
+    look_for(kBefore, false);
+    look_for(kAside, true);
     if (start == std::string::npos) break;
     size_t end = lower.find_first_of(",;:.?!()\n", words_at);
     if (end == std::string::npos) end = lower.size();
@@ -1283,10 +1295,10 @@ std::string WithoutLaterChange(absl::string_view text, bool* found) {
       later |= kChanges->contains(w);
       later |= i == 0 && kPeople->contains(w) && words.size() > 1;
     }
-    if (later) {
+    if (aside || later) {
       absl::StrAppend(&out, text.substr(at, start - at));
       at = end;
-      *found = true;
+      *later_change |= !aside;
     }
     from = end;
   }
@@ -1296,11 +1308,17 @@ std::string WithoutLaterChange(absl::string_view text, bool* found) {
 
 // `text` with a few phrases people say for a word systems write put as
 // that word: "in one go", "at a time", "at once" (how many at once is a
-// batch's size) as "batch"; "response time" as "latency".
+// batch's size) as "batch"; "response time" as "latency"; tests that "came
+// back green" or "went red" as "passed" and "failed".
 std::string WithIdiomsSaid(std::string text) {
   static constexpr std::pair<absl::string_view, absl::string_view> kIdioms[] = {
-      {"in one go", "batch"}, {"in a single go", "batch"}, {"at a time", "batch"},
-      {"at once", "batch"},   {"response time", "latency"}, {"response times", "latency"}};
+      {"in one go", "batch"},        {"in a single go", "batch"},
+      {"at a time", "batch"},        {"at once", "batch"},
+      {"response time", "latency"},  {"response times", "latency"},
+      {"came back green", "passed"}, {"were green", "passed"},
+      {"was green", "passed"},       {"went green", "passed"},
+      {"came back red", "failed"},   {"were red", "failed"},
+      {"was red", "failed"},         {"went red", "failed"}};
   const std::string lower = absl::AsciiStrToLower(text);
   std::string out;
   size_t at = 0;
@@ -1331,10 +1349,11 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   asked_text.remove_prefix(aside);
   // A clause naming a later change ("before we switched to the tuned
   // profile") says which of several is asked for, the earlier; its words
-  // are the later one's, and are not searched.
+  // are the later one's, and are not searched, nor those of a clause
+  // setting something aside.
   bool before_later = false;
   const std::string without_later =
-      WithIdiomsSaid(WithoutLaterChange(asked_text, &before_later));
+      WithIdiomsSaid(WithoutOtherThings(asked_text, &before_later));
   const absl::string_view text = without_later;
   const QuestionWords question(text);
   q.asks_duration = AsksDuration(question);

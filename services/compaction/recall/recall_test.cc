@@ -813,8 +813,16 @@ TEST_F(RecallTest, IdiomsPositionsAndOtherQuestionWordsAreReadAsMeant) {
       ParseRecallQuery("When we first hit the health check, how big was the backlog?").asks_date);
   EXPECT_TRUE(ParseRecallQuery("When is the cutover planned for?").asks_date);
   EXPECT_TRUE(ParseRecallQuery("What name did I give when we kicked off this morning?").asks_start);
-  // "Green" stands for passing where the history says "passed" only.
-  EXPECT_THAT(StandInsOf("How many tests came back green?"), Contains("pass"));
+  // Tests that came back green passed; "green" alone stands for passing
+  // where the history says "passed" only.
+  EXPECT_THAT(terms_of("How many tests came back green?"), Contains("pass"));
+  EXPECT_THAT(terms_of("When the FX suite first went red, which test?"), Contains("fail"));
+  EXPECT_THAT(StandInsOf("Is the build green?"), Contains("pass"));
+  // A clause setting something aside is not searched.
+  EXPECT_THAT(terms_of("How many passed, leaving aside the flaky timeout one?"),
+              Not(Contains("timeout")));
+  EXPECT_THAT(terms_of("How many rows, not counting staging?"), Not(Contains("stage")));
+  EXPECT_THAT(terms_of("What was the exception count?"), Contains("count"));
 }
 
 // A clause naming a later change ("before we switched to the tuned
