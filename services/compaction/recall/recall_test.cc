@@ -968,6 +968,9 @@ TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
               ::testing::IsSupersetOf({WordForm("incident"), WordForm("spend")}));
   EXPECT_THAT(StandInsOf("What's the drift tolerance on the feature store?"),
               ::testing::IsSupersetOf({WordForm("threshold")}));
+  EXPECT_THAT(StandInsOf("How long is the cert's lifetime, and the disk's capacity?"),
+              ::testing::IsSupersetOf(
+                  {WordForm("certificate"), WordForm("ttl"), WordForm("volume"), WordForm("size")}));
   const RecallQuery q = ParseRecallQuery("How many replicas is the ledger worker running?");
   EXPECT_THAT(StandInsOf("How many replicas is the ledger worker running?"),
               ::testing::Contains(WordForm("pod")));
