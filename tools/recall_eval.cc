@@ -16,6 +16,9 @@
 // asked at their turns. Questions whose fact is newer than the copy are left
 // out (the view shows those). --show=FACT prints that question's section;
 // --verbose lists the questions missed and what unrelated ones recalled.
+// Every run says of the questions missed within 1,600 tokens how many
+// had their fact's item among the candidates (the ranking missed it) and
+// how many not (the search did): totals, for the held-out sets too.
 // The development questions of tools/replay_data (NAME_dev_questions.jsonl,
 // NAME_dev2_questions.jsonl, platform_messages_dev_questions.jsonl) were
 // written in other words about facts no question set asks about; changes
@@ -102,6 +105,7 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
   const std::unique_ptr<Tokenizer> tokenizer = NewApproximateTokenizer();
   const int64_t rooms[] = {640, 1600};
   int asked = 0, found[2] = {0, 0}, unrelated = 0, unrelated_recalled = 0;
+  int missed_unfound = 0, missed_ranked = 0;
   for (const Question& q : questions) {
     // --show asks about one question: the others are not ranked.
     if (!show.empty() && q.fact != show) continue;
@@ -159,6 +163,12 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
     ++asked;
     found[0] += got[0];
     found[1] += got[1];
+    // A miss within 1,600 tokens: was the fact's item among the candidates?
+    if (!got[1]) {
+      bool candidate = false;
+      for (const Item& item : hits.found) candidate |= absl::StrContains(item.data.content, text);
+      ++(candidate ? missed_ranked : missed_unfound);
+    }
     if (verbose && !(got[0] && got[1])) {
       std::printf("%s (turn %d): %s at 640, %s at 1600 | %s\n", q.fact.c_str(), q.turn,
                   got[0] ? "found" : "missed", got[1] ? "found" : "missed", q.text.c_str());
@@ -167,6 +177,10 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
   std::printf("%s: %d of %d found within 640 tokens, %d within 1600; %d of %d unrelated "
               "questions recalled something\n",
               data.c_str(), found[0], asked, found[1], unrelated_recalled, unrelated);
+  if (missed_unfound + missed_ranked > 0) {
+    std::printf("  missed within 1600: %d not among the candidates, %d among them\n",
+                missed_unfound, missed_ranked);
+  }
   return 0;
 }
 
