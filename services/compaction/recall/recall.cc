@@ -241,6 +241,12 @@ absl::string_view WithoutLogPrefix(absl::string_view line) {
 absl::string_view Assigned(absl::string_view line, absl::string_view* name_out = nullptr) {
   line = WithoutLineNumber(line);
   line = WithoutLogPrefix(line);
+  // A diff's or a plan's mark of a changed line ("+ size = 3750", "-
+  // retries: 3", "~ replicas = 4").
+  if (line.size() > 2 && (line[0] == '+' || line[0] == '-' || line[0] == '~') &&
+      line[1] == ' ') {
+    line = absl::StripLeadingAsciiWhitespace(line.substr(2));
+  }
   size_t i = 0;
   // A name of up to four words before a colon ("order lines written:
   // 42838", "Total Objects: 1970").
@@ -1332,7 +1338,8 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change) {
 // `text` with a few phrases people say for a word systems write put as
 // that word: "in one go", "at a time", "at once" (how many at once is a
 // batch's size) as "batch"; "response time" as "latency"; tests that "came
-// back green" or "went red" as "passed" and "failed".
+// back green" or "went red" as "passed" and "failed"; "how big" asks for a
+// size too.
 std::string WithIdiomsSaid(std::string text) {
   static constexpr std::pair<absl::string_view, absl::string_view> kIdioms[] = {
       {"in one go", "batch"},        {"in a single go", "batch"},
@@ -1341,7 +1348,8 @@ std::string WithIdiomsSaid(std::string text) {
       {"came back green", "passed"}, {"were green", "passed"},
       {"was green", "passed"},       {"went green", "passed"},
       {"came back red", "failed"},   {"were red", "failed"},
-      {"was red", "failed"},         {"went red", "failed"}};
+      {"was red", "failed"},         {"went red", "failed"},
+      {"how big", "how big size"},   {"how large", "how large size"}};
   const std::string lower = absl::AsciiStrToLower(text);
   std::string out;
   size_t at = 0;

@@ -825,6 +825,37 @@ TEST_F(RecallTest, IdiomsPositionsAndOtherQuestionWordsAreReadAsMeant) {
   EXPECT_THAT(terms_of("What was the exception count?"), Contains("count"));
 }
 
+// A plan's changed lines are settings ("+ size = 3750"), and "how big"
+// asks for a size: the field under the resource the question names.
+TEST_F(RecallTest, APlansFieldAnswersHowBigUnderTheResourceItNames) {
+  const std::string plan =
+      "Terraform will perform the following actions:\n\n"
+      "  # aws_msk_cluster.main will be updated in-place\n"
+      "  ~ resource \"aws_msk_cluster\" \"main\" {\n"
+      "      ~ enhanced_monitoring    = \"PER_TOPIC_PER_BROKER\"\n"
+      "    }\n\n"
+      "  # aws_ebs_volume.mirror_spool will be created\n"
+      "  + resource \"aws_ebs_volume\" \"mirror_spool\" {\n"
+      "      + arn               = (known after apply)\n"
+      "      + availability_zone = \"eu-west-2a\"\n"
+      "      + iops              = 3000\n"
+      "      + size              = 3750\n"
+      "      + throughput        = 500\n"
+      "      + type              = \"gp3\"\n"
+      "    }\n\n"
+      "Plan: 1 to add, 1 to change, 0 to destroy.\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Plan the event-bus changes for the MSK mirror."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, plan, "bash")};
+  const RecallQuery q =
+      ParseRecallQuery("On the event bus plan, how big was the new gp3 disk for the mirror's spool?");
+  EXPECT_THAT(q.terms, Contains("size"));
+  const std::vector<RecalledPassage> got = Rank(q, OutputAfterMessage(items, q), 400);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("+ size              = 3750")) << RenderRecalled(got);
+  // The figures of the fields beside it come with it, as a record's do.
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("+ iops              = 3000")) << RenderRecalled(got);
+}
+
 // A clause naming a later change ("before we switched to the tuned
 // profile") says the earlier of several is asked for; its words are the
 // later one's and are not searched. A clause saying what is asked about
