@@ -705,8 +705,18 @@ bool AsksStart(const QuestionWords& question) {
   static const auto* const kTalk = new absl::flat_hash_set<absl::string_view>{
       "conversation", "chat", "session", "thread", "day", "morning"};
   const absl::string_view text = question.lower;
+  // "First thing" is the start where the user asks what they said then
+  // ("as I wrote it first thing"), a time of day otherwise ("the tests we
+  // ran first thing").
+  static const auto* const kSaid = new absl::flat_hash_set<absl::string_view>{
+      "said", "wrote", "gave", "told", "mentioned", "named", "typed"};
+  bool said = false;
+  for (size_t i = 1; i < question.words.size(); ++i) {
+    said |= question.words[i - 1] == "i" && kSaid->contains(question.words[i]);
+  }
   for (absl::string_view phrase : {"the start", "the beginning", "the outset", "we started",
                                     "we began", "we kicked off", "first thing"}) {
+    if (phrase == "first thing" && !said) continue;
     for (size_t at = text.find(phrase); at != absl::string_view::npos;
          at = text.find(phrase, at + 1)) {
       absl::string_view rest = text.substr(at + phrase.size());
@@ -1485,6 +1495,19 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   return q;
 }
 
+bool IsProgressLine(absl::string_view line) {
+  line = absl::StripTrailingAsciiWhitespace(line);
+  if (!absl::EndsWith(line, "%]")) return false;
+  const size_t open = line.rfind('[');
+  if (open == absl::string_view::npos) return false;
+  size_t run = 0, longest = 0;
+  for (char c : line.substr(0, open)) {
+    run = (c == '.' || c == 'F' || c == 'E' || c == 's' || c == 'x' || c == 'X') ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest >= 5;
+}
+
 HistorySearch SearchFor(const RecallQuery& query) {
   HistorySearch search;
   search.terms = query.terms;
@@ -2110,7 +2133,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // found through its exchange, a line that answers and holds a value is
     // one as well.
     const absl::string_view assigned = Assigned(piece);
-    const bool holds_value = p.holds_value || HasDigit(assigned);
+    const bool holds_value = (p.holds_value || HasDigit(assigned)) && !IsProgressLine(piece);
     const bool shape = shapes && p.shaped;
     const bool asked_words = !words.empty() || !common.empty();
     // A message stating a ticket, a version or a host beside a word of the

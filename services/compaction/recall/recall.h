@@ -108,6 +108,11 @@ RecallQuery ParseRecallQuery(absl::string_view text);
 // candidates (kRecallCandidates for a view's recall) and what is searched.
 HistorySearch SearchFor(const RecallQuery& query);
 
+// Whether `line` is a test runner's progress line ("tests/unit/test_vat.py
+// ......s.... [ 41%]"): its figure is how far the run had got, no value a
+// question asks for.
+bool IsProgressLine(absl::string_view line);
+
 // One recalled passage: a line of a stored item (a long line is cut into
 // pieces), with where it came from.
 struct RecalledPassage {

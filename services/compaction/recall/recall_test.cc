@@ -728,6 +728,10 @@ TEST_F(RecallTest, AQuestionAboutTheStartIsAnsweredByTheOpeningMessages) {
   EXPECT_FALSE(ParseRecallQuery("When does the export start?").asks_start);
   EXPECT_FALSE(ParseRecallQuery("What did the log say at the start of the dry run?").asks_start);
   EXPECT_FALSE(ParseRecallQuery("Which rows failed when we started the copy?").asks_start);
+  EXPECT_FALSE(
+      ParseRecallQuery("Which test failed when we ran the promotions suite first thing?").asks_start);
+  EXPECT_TRUE(
+      ParseRecallQuery("The company's full name, exactly as I wrote it first thing?").asks_start);
   EXPECT_FALSE(ParseRecallQuery("What surname is on the postmortem?").asks_start);
   std::vector<Item> items = {
       Stored(1, Role::kUser, ItemKind::kMessage,
@@ -854,6 +858,15 @@ TEST_F(RecallTest, APlansFieldAnswersHowBigUnderTheResourceItNames) {
   EXPECT_THAT(RenderRecalled(got), HasSubstr("+ size              = 3750")) << RenderRecalled(got);
   // The figures of the fields beside it come with it, as a record's do.
   EXPECT_THAT(RenderRecalled(got), HasSubstr("+ iops              = 3000")) << RenderRecalled(got);
+}
+
+// A test runner's progress lines hold no value ("[ 41%]" is how far the
+// run had got); a line ending in a percentage otherwise may.
+TEST(ProgressLineTest, ATestRunnersProgressLineIsOne) {
+  EXPECT_TRUE(IsProgressLine("tests/unit/test_vat.py ......s.....F.... [ 41%]"));
+  EXPECT_TRUE(IsProgressLine("..s....s..............................     [100%]  "));
+  EXPECT_FALSE(IsProgressLine("error rate 4.2% [p99 latency 310 ms, 12%]"));
+  EXPECT_FALSE(IsProgressLine("FAILED tests/unit/test_vat.py::test_reverse_charge"));
 }
 
 // A clause naming a later change ("before we switched to the tuned
