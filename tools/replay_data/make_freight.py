@@ -41,9 +41,10 @@ Outputs (beside this file):
   freight_dev_questions.jsonl    more questions in other words, not asked in
                                  the conversation (fact, turn, question)
 
-freight_dev2_questions.jsonl (24 questions and 2 unrelated ones, written by
-hand after the conversation, the way the held-out ones are asked) is not
-written here. The held-out questions were never used to change the ranking.
+freight_dev2_questions.jsonl and freight_dev3_questions.jsonl (24 and 22
+questions, 2 unrelated ones each, written by hand after the conversation,
+the way the held-out ones are asked; the third reuses the facts of the
+development sets in other words again) are not written here. The held-out questions were never used to change the ranking.
 
 Deterministic (seeded, no clock, standard library only). Re-run after editing:
   python3 tools/replay_data/make_freight.py
