@@ -420,13 +420,16 @@ bool IsCompound(absl::string_view term) {
 }
 
 // The sentences of `text`: each ends after a '.', '?' or '!' followed by
-// white space (not the dot of a path or a host), or at a line's end.
-std::vector<absl::string_view> Sentences(absl::string_view text) {
+// white space (not the dot of a path or a host), or at a line's end; with
+// `at_colon`, after a ':' followed by white space too (a lead-in: "Ops
+// review in ten minutes, so quickly: what ...?").
+std::vector<absl::string_view> Sentences(absl::string_view text, bool at_colon = false) {
   std::vector<absl::string_view> out;
   size_t start = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     const bool stop = text[i] == '\n' ||
-                      ((text[i] == '.' || text[i] == '?' || text[i] == '!') &&
+                      ((text[i] == '.' || text[i] == '?' || text[i] == '!' ||
+                        (at_colon && text[i] == ':')) &&
                        (i + 1 == text.size() ||
                         absl::ascii_isspace(static_cast<unsigned char>(text[i + 1]))));
     if (!stop) continue;
@@ -1414,7 +1417,10 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   const absl::flat_hash_set<std::string> frame = FrameTerms(question);
   // Each term once, by its place in q.terms.
   absl::flat_hash_map<std::string, size_t> index_of;
-  for (absl::string_view sentence : Sentences(text)) {
+  // A lead-in before a colon is a sentence of its own: a short one names
+  // the subject ("Customs: per Oracle's stats, ...") and asks with the
+  // question; a long one is talk around it.
+  for (absl::string_view sentence : Sentences(text, /*at_colon=*/true)) {
     // A short fragment ("In minutes.", "The connector setting.") goes with
     // the question it follows.
     const bool asked = !asks || absl::EndsWith(absl::StripTrailingAsciiWhitespace(sentence), "?") ||

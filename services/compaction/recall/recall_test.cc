@@ -21,6 +21,7 @@
 namespace convstate {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -1229,6 +1230,19 @@ TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
   EXPECT_THAT(aside, UnorderedElementsAre("teodor", "want", "line", "alert", "teodor-wants",
                                           "teodor_wants", "teodorw", "alarm"));
   EXPECT_TRUE(q.asks_quantity);  // "in minutes"
+  // A lead-in before a colon: a long one is talk around the question, a
+  // short one names its subject.
+  auto asked_terms = [](absl::string_view question) {
+    const RecallQuery r = ParseRecallQuery(question);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < r.terms.size(); ++i) {
+      if (r.asked[r.word_of[i]]) out.push_back(r.terms[i]);
+    }
+    return out;
+  };
+  EXPECT_THAT(asked_terms("Ops review in ten minutes, so quickly: what is the drain estimate?"),
+              AllOf(Contains("drain"), Not(Contains("review"))));
+  EXPECT_THAT(asked_terms("Customs: what is the drain estimate?"), Contains("custom"));
   // Without a question mark, every sentence asks.
   const RecallQuery plain = ParseRecallQuery("the drain estimate. teodor asked");
   for (bool a : plain.asked) EXPECT_TRUE(a);
