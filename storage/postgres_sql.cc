@@ -257,6 +257,26 @@ namespace {
 // TermWeight (storage/contract.h) in SQL, of `df` items of `conv.item_count`.
 constexpr char kTermWeight[] = "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5))";
 
+// The largest sequence: no bound.
+constexpr absl::string_view kNoBound = "9223372036854775807";
+
+// A search's `conv` row, of the conversation whose key is $`key`: `upto`,
+// the last sequence searched when $`compacted_only` (what a compaction
+// took out of the view), else NULL.
+std::string SearchedUptoSql(int compacted_only, int key) {
+  return absl::StrCat("conv AS (SELECT CASE WHEN $", compacted_only,
+                      " THEN greatest(summarized_through, prune_boundary) END AS upto "
+                      "FROM conversations WHERE ", Named(key), ")");
+}
+
+// What ItemColumns reads beside an item `i` of the conversation whose key
+// is $`key`: its pin, and no token count of a view's.
+std::string ItemRowJoinsSql(int key) {
+  return absl::StrCat("LEFT JOIN item_pins p ON p.conv_key = $", key,
+                      " AND p.sequence = i.sequence "
+                      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc");
+}
+
 }  // namespace
 
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
@@ -293,7 +313,7 @@ constexpr char kTermWeight[] = "ln(1 + (conv.item_count - df + 0.5) / (df + 0.5)
 // quoted (terms come from SearchTerms: no quote, no backslash). Scores are
 // rounded as MemoryStorage rounds them, so both rank alike.
 std::string SearchHistorySql(ForkLayout layout) {
-  constexpr absl::string_view kMax = "9223372036854775807";
+  constexpr absl::string_view kMax = kNoBound;
   // The items of the tail that hold the lexeme `q` of `term` (a source's
   // item, shared: its lexeme under its owner's key).
   auto tail = [&](absl::string_view q, absl::string_view term) {
@@ -403,20 +423,17 @@ std::string SearchHistorySql(ForkLayout layout) {
 // first assistant message after it in its turn, within kExchangeReach,
 // not erased.
 std::string SearchRepliesSql(ForkLayout layout) {
-  constexpr absl::string_view kMax = "9223372036854775807";
   return absl::StrCat(
-      "WITH conv AS (SELECT CASE WHEN $4 THEN greatest(summarized_through, prune_boundary) END "
-      "AS upto FROM conversations WHERE ", Named(5), "), ",
+      "WITH ", SearchedUptoSql(4, 5), ", ",
       "asked AS (SELECT a.seq, a.n, q.turn_index FROM unnest($3::bigint[]) WITH ORDINALITY "
       "a(seq, n) CROSS JOIN LATERAL (SELECT y.turn_index FROM ", ItemsOf(layout, "$5"),
       " y WHERE y.sequence = a.seq) q WHERE EXISTS (SELECT 1 FROM conv)) ",
       "SELECT a.seq, ", ItemColumns(), " FROM asked a CROSS JOIN LATERAL (SELECT * FROM ",
       ItemsOf(layout, "$5"), " r WHERE r.sequence > a.seq AND r.sequence <= a.seq + ",
-      kExchangeReach, " AND r.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+      kExchangeReach, " AND r.sequence <= (SELECT coalesce(upto, ", kNoBound, ") FROM conv) "
       "AND r.turn_index = a.turn_index AND r.kind = 'message' AND r.role = 'assistant' "
-      "AND r.redacted_digest IS NULL ORDER BY r.sequence LIMIT 1) i "
-      "LEFT JOIN item_pins p ON p.conv_key = $5 AND p.sequence = i.sequence "
-      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc ORDER BY a.n");
+      "AND r.redacted_digest IS NULL ORDER BY r.sequence LIMIT 1) i ", ItemRowJoinsSql(5),
+      " ORDER BY a.n");
 }
 
 // HistorySearch::opening: $3 whether only what a compaction took out of
@@ -424,17 +441,14 @@ std::string SearchRepliesSql(ForkLayout layout) {
 // kOpeningMessages user messages among its first kExchangeReach items,
 // not erased, in order.
 std::string SearchOpeningSql(ForkLayout layout) {
-  constexpr absl::string_view kMax = "9223372036854775807";
   return absl::StrCat(
-      "WITH conv AS (SELECT CASE WHEN $3 THEN greatest(summarized_through, prune_boundary) END "
-      "AS upto FROM conversations WHERE ", Named(4), ") ",
+      "WITH ", SearchedUptoSql(3, 4), " ",
       "SELECT ", ItemColumns(), " FROM (SELECT * FROM ", ItemsOf(layout, "$4"),
       " o WHERE EXISTS (SELECT 1 FROM conv) AND o.sequence <= ", kExchangeReach,
-      " AND o.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+      " AND o.sequence <= (SELECT coalesce(upto, ", kNoBound, ") FROM conv) "
       "AND o.kind = 'message' AND o.role = 'user' AND o.redacted_digest IS NULL "
-      "ORDER BY o.sequence LIMIT ", kOpeningMessages, ") i "
-      "LEFT JOIN item_pins p ON p.conv_key = $4 AND p.sequence = i.sequence "
-      "CROSS JOIN (SELECT NULL::bigint AS token_count) tc ORDER BY i.sequence");
+      "ORDER BY o.sequence LIMIT ", kOpeningMessages, ") i ", ItemRowJoinsSql(4),
+      " ORDER BY i.sequence");
 }
 
 }  // namespace convstate::pg

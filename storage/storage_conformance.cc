@@ -77,6 +77,17 @@ std::vector<int64_t> Sequences(const std::vector<Item>& items) {
   return out;
 }
 
+RedactRequest Erasure(const ConversationKey& key, std::vector<int64_t> sequences,
+                      const std::string& tombstone, int64_t tokens) {
+  RedactRequest erase;
+  erase.key = key;
+  erase.sequences = std::move(sequences);
+  erase.tombstone = tombstone;
+  erase.tombstone_tokens = tokens;
+  erase.reason = "erasure";
+  return erase;
+}
+
 // Six items; item 2 pinned.
 void AppendSix(Storage& storage, const CallContext& ctx, const ConversationKey& key) {
   AppendRequest req;

@@ -15,6 +15,10 @@ namespace convstate {
 
 ItemData Message(Role role, const std::string& text);
 std::vector<int64_t> Sequences(const std::vector<Item>& items);
+// A request erasing `sequences` of `key`'s conversation for the reason
+// "erasure", each left as `tombstone` of `tokens` tokens.
+RedactRequest Erasure(const ConversationKey& key, std::vector<int64_t> sequences,
+                      const std::string& tombstone = "[erased]", int64_t tokens = 1);
 void AppendSix(Storage& storage, const CallContext& ctx, const ConversationKey& key);
 CompactionEvent Event(const std::string& name);
 

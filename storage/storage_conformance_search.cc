@@ -33,13 +33,7 @@ TEST_P(StorageConformanceTest, SearchHistoryFindsRareWordsInTheWholeHistoryButNo
   commit.key = Key("c");
   commit.chunk = Chunk(1, 10, "summary of the first ten items");
   ASSERT_TRUE(storage_->CommitCompaction(ctx_, commit).ok());  // marker 31
-  RedactRequest erase;
-  erase.key = Key("c");
-  erase.sequences = {3};
-  erase.tombstone = "[erased 4111]";
-  erase.tombstone_tokens = 2;
-  erase.reason = "erasure";
-  ASSERT_TRUE(storage_->RedactItems(ctx_, erase).ok());
+  ASSERT_TRUE(storage_->RedactItems(ctx_, Erasure(Key("c"), {3}, "[erased 4111]", 2)).ok());
 
   HistorySearch search;
   search.key = Key("c");
@@ -171,13 +165,7 @@ TEST_P(StorageConformanceTest, SearchHistoryBringsTheRepliesToTheQuestionsItFind
     req.items.push_back(Message(Role::kUser, absl::StrCat("Next step ", i, " please.")));
   }
   ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
-  RedactRequest erase;
-  erase.key = Key("r");
-  erase.sequences = {4};
-  erase.tombstone = "[erased]";
-  erase.tombstone_tokens = 1;
-  erase.reason = "erasure";
-  ASSERT_TRUE(storage_->RedactItems(ctx_, erase).ok());
+  ASSERT_TRUE(storage_->RedactItems(ctx_, Erasure(Key("r"), {4})).ok());
 
   HistorySearch search;
   search.key = Key("r");
@@ -236,13 +224,7 @@ TEST_P(StorageConformanceTest, SearchHistoryBringsTheOpeningMessagesWhenAsked) {
   EXPECT_EQ(hits->found[3].sequence, 1);
   EXPECT_EQ(hits->found[4].sequence, 3);
 
-  RedactRequest erase;
-  erase.key = Key("o");
-  erase.sequences = {1};
-  erase.tombstone = "[erased]";
-  erase.tombstone_tokens = 1;
-  erase.reason = "erasure";
-  ASSERT_TRUE(storage_->RedactItems(ctx_, erase).ok());
+  ASSERT_TRUE(storage_->RedactItems(ctx_, Erasure(Key("o"), {1})).ok());
   hits = storage_->SearchHistory(ctx_, search);
   ASSERT_TRUE(hits.ok()) << hits.status();
   EXPECT_THAT(hits->opening, ElementsAre(3, 5));
