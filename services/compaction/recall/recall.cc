@@ -1133,7 +1133,6 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"address", "endpoint", "url"},
         {"journal", "log"},
         {"ticket", "jira"},
-        {"schedule", "cron", "timer"},
         {"nightly", "daily"},
         {"job", "task"},
         {"compile", "build"},
