@@ -127,15 +127,32 @@ void PostgresStorage::QueueWordIndexing(int64_t conv_key, int64_t through) {
 }
 
 void PostgresStorage::IndexWords(const CallContext& ctx, int64_t conv_key, int64_t through) {
+  bool busy = false;
   absl::Status s = Run<bool>(ctx, "index words",
                              [&](pqxx::transaction_base& tx) -> absl::StatusOr<bool> {
     const pqxx::result indexed = Exec(tx, "words_indexed", conv_key);
     if (indexed.empty() || indexed[0][0].as<int64_t>() >= through) return false;
     Exec(tx, "index_words", conv_key, indexed[0][0].as<int64_t>(), through);
+    // The conversation's row last, and without waiting: a call holding it
+    // may be waiting for the words just written (a rewind moving the items
+    // that leave), and a wait here would be a deadlock that fails the call.
+    // Held: this indexing is given up and queued again.
+    try {
+      Exec(tx, "lock_words_row", conv_key);
+    } catch (const pqxx::sql_error& e) {
+      if (e.sqlstate() != "55P03") throw;
+      busy = true;
+      return false;
+    }
     Exec(tx, "mark_words_indexed", conv_key, through);
     tx.commit();
     return true;
   }).status();
+  if (busy) {
+    absl::SleepFor(kWordIndexRetry);
+    QueueWordIndexing(conv_key, through);
+    return;
+  }
   if (!s.ok()) {
     LogThrottled(LogLevel::kWarning, "index words",
                  absl::StrCat("indexing the words of compacted items failed (searches read "

@@ -552,6 +552,10 @@ std::vector<Statement> BuildStatements(ForkLayout layout) {
        "RETURNING 1) SELECT count(*) FROM counted")},
       // Never past the last item (a rewind takes items away; a job queued
       // before it must not mark the sequences appended after it indexed).
+      // The row mark_words_indexed writes, taken without waiting (55P03
+      // when a call holds it).
+      {"lock_words_row",
+       "SELECT 1 FROM conversations WHERE conv_key = $1 FOR NO KEY UPDATE NOWAIT"},
       {"mark_words_indexed",
        "UPDATE conversations SET words_indexed_through = "
        "greatest(words_indexed_through, least($2, last_sequence)) WHERE conv_key = $1"},

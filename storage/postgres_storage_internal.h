@@ -370,6 +370,9 @@ class PostgresStorage final : public Storage {
 
   // How long one conversation's indexing may take.
   static constexpr absl::Duration kWordIndexTimeout = absl::Seconds(10);
+  // How long an indexing that found the conversation's row held waits
+  // before it is queued again.
+  static constexpr absl::Duration kWordIndexRetry = absl::Milliseconds(20);
 
   const PostgresOptions options_;
   ForkLayout Layout() const {
