@@ -204,13 +204,7 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
     const std::vector<std::string> terms(turn.terms.begin(), turn.terms.end());
     for (const Entry* e : turn.items) {
       if (hits.found.size() >= max_items) break;
-      hits.found.push_back(e->item);
-      Entry& entry = entries_[static_cast<size_t>(e->item.sequence - 1)];
-      if (entry.pieces == nullptr) {
-        entry.pieces = PiecesOf(e->item);
-        bytes_ += entry.pieces->bytes;
-      }
-      hits.pieces[e->item.sequence] = entry.pieces;
+      AddFound(e->item.sequence, hits);
       hits.exchange_terms[e->item.sequence] = terms;
       if (e->item.data.kind != ItemKind::kToolResult) continue;
       if (const Entry* call = CallOf(e->item)) {
@@ -225,27 +219,30 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
   return hits;
 }
 
+void HistoryIndex::AddFound(int64_t sequence, HistoryHits& hits) {
+  Entry& entry = entries_[static_cast<size_t>(sequence - 1)];
+  if (entry.pieces == nullptr) {
+    entry.pieces = PiecesOf(entry.item);
+    bytes_ += entry.pieces->bytes;
+  }
+  hits.pieces[sequence] = entry.pieces;
+  hits.found.push_back(entry.item);
+}
+
 void HistoryIndex::AddOpening(HistoryHits& hits, int64_t upto) {
   const int64_t last = std::min(upto, kExchangeReach);
   for (int64_t s = 1; s <= last && hits.opening.size() < size_t{kOpeningMessages}; ++s) {
-    Entry* e = s <= static_cast<int64_t>(entries_.size()) ? &entries_[static_cast<size_t>(s - 1)]
-                                                          : nullptr;
+    const Entry* e = At(s);
     if (e == nullptr) break;
     if (!e->searchable || e->item.data.kind != ItemKind::kMessage ||
         e->item.data.role != Role::kUser) {
       continue;
     }
     hits.opening.push_back(s);
-    if (std::any_of(hits.found.begin(), hits.found.end(),
-                    [s](const Item& item) { return item.sequence == s; })) {
-      continue;
+    if (std::none_of(hits.found.begin(), hits.found.end(),
+                     [s](const Item& item) { return item.sequence == s; })) {
+      AddFound(s, hits);
     }
-    if (e->pieces == nullptr) {
-      e->pieces = PiecesOf(e->item);
-      bytes_ += e->pieces->bytes;
-    }
-    hits.pieces[s] = e->pieces;
-    hits.found.push_back(e->item);
   }
 }
 
@@ -255,25 +252,20 @@ void HistoryIndex::AddReplies(HistoryHits& hits, int64_t upto) {
   const size_t candidates = hits.found.size();
   int added = 0;
   for (size_t i = 0; i < candidates && added < kMaxReplies; ++i) {
-    const Item& asked = hits.found[i];
-    if (asked.data.kind != ItemKind::kMessage || asked.data.role != Role::kUser) continue;
-    for (int64_t s = asked.sequence + 1; s <= std::min(upto, asked.sequence + kExchangeReach);
-         ++s) {
+    const ItemData& data = hits.found[i].data;
+    if (data.kind != ItemKind::kMessage || data.role != Role::kUser) continue;
+    // By value: adding a reply to hits.found may move its items.
+    const int64_t asked = hits.found[i].sequence, turn = hits.found[i].turn_index;
+    for (int64_t s = asked + 1; s <= std::min(upto, asked + kExchangeReach); ++s) {
       const Entry* e = At(s);
-      if (e == nullptr || e->item.turn_index != asked.turn_index) break;
+      if (e == nullptr || e->item.turn_index != turn) break;
       if (!e->searchable || e->item.data.kind != ItemKind::kMessage ||
           e->item.data.role != Role::kAssistant) {
         continue;
       }
       if (found.insert(s).second) {
-        Entry& entry = entries_[static_cast<size_t>(s - 1)];
-        if (entry.pieces == nullptr) {
-          entry.pieces = PiecesOf(entry.item);
-          bytes_ += entry.pieces->bytes;
-        }
-        hits.pieces[s] = entry.pieces;
-        hits.exchange_terms[s] = hits.exchange_terms[asked.sequence];
-        hits.found.push_back(entry.item);
+        hits.exchange_terms[s] = hits.exchange_terms[asked];
+        AddFound(s, hits);
         ++added;
       }
       break;

@@ -61,6 +61,9 @@ class HistoryIndex {
   int64_t Count(uint32_t term, int64_t upto, int64_t stop) const;
   // The turn's tool results near its matching items that hold no term.
   void AddToolResults(Turn& turn, int64_t turn_index, int64_t upto) const;
+  // Adds the item at `sequence` to `hits.found`, with its pieces (split the
+  // first time, and kept).
+  void AddFound(int64_t sequence, HistoryHits& hits);
   // HistorySearch::replies: the replies to the user messages of `hits`.
   void AddReplies(HistoryHits& hits, int64_t upto);
   // HistorySearch::opening: the conversation's first user messages.

@@ -313,21 +313,20 @@ std::string ItemRowJoinsSql(int key) {
 // quoted (terms come from SearchTerms: no quote, no backslash). Scores are
 // rounded as MemoryStorage rounds them, so both rank alike.
 std::string SearchHistorySql(ForkLayout layout) {
-  constexpr absl::string_view kMax = kNoBound;
   // The items of the tail that hold the lexeme `q` of `term` (a source's
   // item, shared: its lexeme under its owner's key).
   auto tail = [&](absl::string_view q, absl::string_view term) {
     return absl::StrCat(
         "FROM ", ItemsOf(layout, "$8", absl::StrCat(
         "x.sequence > (SELECT indexed FROM conv) "
-        "AND x.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+        "AND x.sequence <= (SELECT coalesce(upto, ", kNoBound, ") FROM conv) "
         "AND x.kind <> 'summary_marker' AND x.redacted_digest IS NULL AND x.search @@ "
         "CASE WHEN x.conv_key = $8 THEN ", q, " ELSE quote_literal(x.conv_key::text || '#' || ",
         term, ")::tsquery END")), " i");
   };
   auto indexed = [&](absl::string_view q) {
     return absl::StrCat("FROM item_words w WHERE w.search @@ ", q,
-                        " AND w.sequence <= (SELECT least(indexed, coalesce(upto, ", kMax,
+                        " AND w.sequence <= (SELECT least(indexed, coalesce(upto, ", kNoBound,
                         ")) FROM conv)");
   };
   return absl::StrCat(
@@ -342,7 +341,7 @@ std::string SearchHistorySql(ForkLayout layout) {
       "terms AS (SELECT l.term, l.q, CASE WHEN l.term = ANY($7::text[]) "
       "THEN (SELECT cap FROM conv) + 1 ELSE least((SELECT cap FROM conv) + 1, "
       "coalesce((SELECT k.items FROM word_counts k WHERE k.conv_key = $8 AND k.word = l.term), 0)"
-      " + CASE WHEN (SELECT indexed FROM conv) >= (SELECT coalesce(upto, ", kMax,
+      " + CASE WHEN (SELECT indexed FROM conv) >= (SELECT coalesce(upto, ", kNoBound,
       ") FROM conv) THEN 0 ELSE (SELECT count(*) FROM (SELECT 1 ", tail("l.q", "l.term"),
       " LIMIT (SELECT cap FROM conv) + 1) x) END) END AS df "
       "FROM lexemes l), ",
@@ -369,7 +368,7 @@ std::string SearchHistorySql(ForkLayout layout) {
       "UNION ALL SELECT r.sequence, 0, t.turn_index, 1 FROM turns t, "
       "LATERAL (SELECT r.sequence FROM ", ItemsOf(layout, "$8"), " r "
       "WHERE r.sequence BETWEEN t.lo - ", kExchangeReach, " AND t.hi + ", kExchangeReach,
-      " AND r.sequence <= (SELECT coalesce(upto, ", kMax, ") FROM conv) "
+      " AND r.sequence <= (SELECT coalesce(upto, ", kNoBound, ") FROM conv) "
       "AND r.turn_index = t.turn_index AND r.kind = 'tool_result' "
       "AND r.redacted_digest IS NULL "
       "AND NOT EXISTS (SELECT 1 FROM hit_items x WHERE x.sequence = r.sequence)) r), ",
