@@ -1103,12 +1103,12 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"shop", "store", "branch", "outlet"},
         {"bounce", "reject", "refuse", "decline"},
         {"skip", "miss", "omit", "exclude", "ignore"},
-        {"rehears", "dry-run", "dryrun", "trial"},
+        {"rehearsal", "dry-run", "dryrun", "trial"},
         {"blocker", "block"},
         {"cap", "limit", "max", "ceil", "quota"},
         {"wait", "delay", "backoff", "pause"},
-        {"disagre", "mismatch", "differ"},
-        {"backlog", "pend", "queu"},
+        {"disagree", "mismatch", "differ"},
+        {"backlog", "pend", "queue", "queued"},
         {"expir", "ttl"},
         {"crash", "panic"},
         {"reboot", "restart"},
@@ -1221,19 +1221,35 @@ void AddPercentiles(const QuestionWords& question,
   }
 }
 
+// `word` (lowercase) in the singular where it is a regular plural
+// ("runs", "entries", "boxes" -> "run", "entry", "box"); as it is
+// otherwise ("status", "address", "analysis").
+std::string Singular(absl::string_view word) {
+  if (word.size() < 4 || !absl::EndsWith(word, "s") || absl::EndsWith(word, "ss") ||
+      absl::EndsWith(word, "us") || absl::EndsWith(word, "is")) {
+    return std::string(word);
+  }
+  if (absl::EndsWith(word, "ies")) return absl::StrCat(word.substr(0, word.size() - 3), "y");
+  for (absl::string_view es : {"xes", "ches", "shes", "sses"}) {
+    if (absl::EndsWith(word, es)) return std::string(word.substr(0, word.size() - 2));
+  }
+  return std::string(word.substr(0, word.size() - 1));
+}
+
 // A name of two or three words as a system writes it ("message queue
 // bridge" is the `message-queue-bridge` of a call's arguments, "web
 // sessionize" a `web_sessionize`): the compound stands for the name's
-// first word, where the history holds it.
+// first word, where the history holds it. Its form with each word in the
+// singular, where that differs, goes to `singular` with its word.
 void AddNames(absl::string_view text, absl::flat_hash_map<std::string, size_t>& index_of,
-              RecallQuery& q) {
+              RecallQuery& q, std::vector<std::pair<std::string, int>>* singular) {
   for (absl::string_view sentence : Sentences(text)) {
     const std::vector<std::string> words = PlainWords(sentence);
     for (size_t i = 0; i + 1 < words.size(); ++i) {
       for (size_t n : {size_t{3}, size_t{2}}) {
         if (i + n > words.size()) continue;
         bool name = true;
-        for (size_t k = i; k < i + n; ++k) name &= !words[k].empty() && !IsStopword(words[k]);
+        for (size_t k = i; k < i + n; ++k) name &= !words[k].empty() && !IsStopword(WordForm(words[k]));
         if (!name) continue;
         auto first = index_of.find(WordForm(words[i]));
         if (first == index_of.end()) continue;
@@ -1247,6 +1263,14 @@ void AddNames(absl::string_view text, absl::flat_hash_map<std::string, size_t>& 
           std::string compound = words[i];
           for (size_t k = i + 1; k < i + n; ++k) absl::StrAppend(&compound, joiner, words[k]);
           if (*joiner == '\0') compound = WordForm(compound);
+          if (*joiner != '\0' && singular != nullptr) {
+            // Said in the plural, written in the singular ("the job runs
+            // table" is `job_run`, "declarations header" a
+            // `DECLARATION_HEADER`).
+            std::string one = Singular(words[i]);
+            for (size_t k = i + 1; k < i + n; ++k) absl::StrAppend(&one, joiner, Singular(words[k]));
+            if (one != compound) singular->emplace_back(std::move(one), word);
+          }
           if (index_of.contains(compound) || q.terms.size() >= kMaxRecallTerms) continue;
           index_of[compound] = q.terms.size();
           q.terms.push_back(compound);
@@ -1295,8 +1319,11 @@ size_t AsideOpening(absl::string_view text) {
 // Thandiwe's batch changes"), which `later_change` tells; and one setting
 // something aside ("leaving aside the flaky timeout one", "apart from the
 // retries", "not counting staging"). "Before it failed" or "before they
-// expire" say what is asked about, and stay.
-std::string WithoutOtherThings(absl::string_view text, bool* later_change) {
+// expire" say what is asked about, and stay. A contrast ("not the lines
+// table", "ignore the staging copy") goes to `contrasted`: its words
+// count as said aside.
+std::string WithoutOtherThings(absl::string_view text, bool* later_change,
+                               std::vector<std::string>* contrasted) {
   static const auto* const kChanges = new absl::flat_hash_set<absl::string_view>{
       "change",  "changes", "changed", "switch",  "fix",     "fixes", "bump",
       "upgrade", "update",  "patch",   "rollout", "cutover", "tweak", "tweaks"};
@@ -1306,25 +1333,31 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change) {
   constexpr absl::string_view kAside[] = {"leaving aside ", "leave aside ", "setting aside ",
                                           "apart from ",    "aside from ",  "except ",
                                           "excluding ",     "not counting ", "other than "};
+  // A contrast names the thing beside the one asked for ("not the lines
+  // table", "ignore the staging copy"): often a sibling of the same
+  // output, whose words the answer's neighbours share.
+  constexpr absl::string_view kContrast[] = {"not the ",    "ignore the ", "ignoring the ",
+                                             "rather than ", "instead of "};
   std::string out;
   size_t at = 0;
   const std::string lower = absl::AsciiStrToLower(text);
   for (size_t from = 0; from < lower.size();) {
     size_t start = std::string::npos, words_at = 0;
-    bool aside = false;
-    auto look_for = [&](absl::Span<const absl::string_view> openings, bool setting_aside) {
+    enum { kLater, kSetAside, kContrasted } clause = kLater;
+    auto look_for = [&](absl::Span<const absl::string_view> openings, auto kind) {
       for (absl::string_view opening : openings) {
         const size_t pos = lower.find(opening.data(), from, opening.size());
         if (pos != std::string::npos && pos < start &&
             (pos == 0 || !absl::ascii_isalpha(static_cast<unsigned char>(lower[pos - 1])))) {
           start = pos;
           words_at = pos + opening.size();
-          aside = setting_aside;
+          clause = kind;
         }
       }
     };
-    look_for(kBefore, false);
-    look_for(kAside, true);
+    look_for(kBefore, kLater);
+    look_for(kAside, kSetAside);
+    look_for(kContrast, kContrasted);
     if (start == std::string::npos) break;
     size_t end = lower.find_first_of(",;:.?!()\n", words_at);
     if (end == std::string::npos) end = lower.size();
@@ -1336,10 +1369,14 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change) {
       later |= kChanges->contains(w);
       later |= i == 0 && kPeople->contains(w) && words.size() > 1;
     }
-    if (aside || later) {
+    if (clause == kContrasted) {
+      contrasted->push_back(std::string(text.substr(words_at, end - words_at)));
       absl::StrAppend(&out, text.substr(at, start - at));
       at = end;
-      *later_change |= !aside;
+    } else if (clause == kSetAside || later) {
+      absl::StrAppend(&out, text.substr(at, start - at));
+      at = end;
+      *later_change |= clause == kLater;
     }
     from = end;
   }
@@ -1361,7 +1398,13 @@ std::string WithIdiomsSaid(std::string text) {
       {"was green", "passed"},       {"went green", "passed"},
       {"came back red", "failed"},   {"were red", "failed"},
       {"was red", "failed"},         {"went red", "failed"},
-      {"how big", "how big size"},   {"how large", "how large size"}};
+      {"how big", "how big size"},   {"how large", "how large size"},
+      // "How deep" asks for a depth, "how wide" a width: the measure's
+      // noun is what an output writes (`queueDepth`, `max_width`).
+      {"how deep", "how deep depth"},  {"how wide", "how wide width"},
+      {"how high", "how high height"}, {"how heavy", "how heavy weight"},
+      {"how far", "how far distance"}, {"how fast", "how fast speed"},
+      {"how old", "how old age"}};
   const std::string lower = absl::AsciiStrToLower(text);
   std::string out;
   size_t at = 0;
@@ -1395,8 +1438,9 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   // are the later one's, and are not searched, nor those of a clause
   // setting something aside.
   bool before_later = false;
+  std::vector<std::string> contrasted;
   const std::string without_later =
-      WithIdiomsSaid(WithoutOtherThings(asked_text, &before_later));
+      WithIdiomsSaid(WithoutOtherThings(asked_text, &before_later, &contrasted));
   const absl::string_view text = without_later;
   const QuestionWords question(text);
   q.asks_duration = AsksDuration(question);
@@ -1419,13 +1463,19 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   // A lead-in before a colon is a sentence of its own: a short one names
   // the subject ("Customs: per Oracle's stats, ...") and asks with the
   // question; a long one is talk around it.
-  for (absl::string_view sentence : Sentences(text, /*at_colon=*/true)) {
+  std::vector<absl::string_view> sentences = Sentences(text, /*at_colon=*/true);
+  const size_t contrasts_from = sentences.size();
+  sentences.insert(sentences.end(), contrasted.begin(), contrasted.end());
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    const absl::string_view sentence = sentences[s];
     // A short fragment ("In minutes.", "The connector setting.") goes with
-    // the question it follows.
-    const bool asked = !asks || absl::EndsWith(absl::StripTrailingAsciiWhitespace(sentence), "?") ||
-                       std::vector<absl::string_view>(
-                           absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty()))
-                               .size() <= kFragmentWords;
+    // the question it follows; a contrast is said aside.
+    const bool asked =
+        s < contrasts_from &&
+        (!asks || absl::EndsWith(absl::StripTrailingAsciiWhitespace(sentence), "?") ||
+         std::vector<absl::string_view>(
+             absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty()))
+                 .size() <= kFragmentWords);
     // SearchTerms lists a compound before its parts: the parts belong to
     // the compound's word. An abbreviation spelled out to several words
     // ("MQ", "message queue") is one word of the question too: a question
@@ -1495,8 +1545,16 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
     q.word_of.push_back(word);
   }
   AddPercentiles(question, index_of, q);
-  AddNames(text, index_of, q);
+  std::vector<std::pair<std::string, int>> singular;
+  AddNames(text, index_of, q, &singular);
   AddStandIns(index_of, q);
+  // The singular forms last: the terms the question says come first.
+  for (auto& [term, word] : singular) {
+    if (index_of.contains(term) || q.terms.size() >= kMaxRecallTerms) continue;
+    index_of[term] = q.terms.size();
+    q.terms.push_back(std::move(term));
+    q.word_of.push_back(word);
+  }
   return q;
 }
 

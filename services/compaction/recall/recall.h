@@ -77,7 +77,9 @@ struct RecallQuery {
   bool asks_start = false;
   // For each word: whether a sentence that asks (ends with '?') holds it,
   // or the text asks nothing that way. The words of the sentences around
-  // the question ("Teodor wants to line the alert up with it.") count less.
+  // the question ("Teodor wants to line the alert up with it.") and of a
+  // contrast naming the thing beside the one asked for ("not the lines
+  // table", "ignore the staging copy") count less.
   std::vector<bool> asked;
   // For each term: whether it stands in for its word (another word for it:
   // "store" for "shop", StandIns) and counts only where the history holds

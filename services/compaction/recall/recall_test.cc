@@ -828,6 +828,50 @@ TEST_F(RecallTest, IdiomsPositionsAndOtherQuestionWordsAreReadAsMeant) {
               Not(Contains("timeout")));
   EXPECT_THAT(terms_of("How many rows, not counting staging?"), Not(Contains("stage")));
   EXPECT_THAT(terms_of("What was the exception count?"), Contains("count"));
+  // "How deep", "how wide" ask for the measure's noun an output writes.
+  EXPECT_THAT(terms_of("How deep was the label printers' work queue?"), Contains("depth"));
+  EXPECT_THAT(terms_of("How wide is the banner?"), Contains("width"));
+  EXPECT_THAT(terms_of("Which deep link broke?"), Not(Contains("depth")));
+}
+
+// A contrast naming the thing beside the one asked for ("not the lines
+// table", "ignore the staging copy") is said aside: its words count as
+// those of a sentence around the question, in the sentence or after it.
+TEST_F(RecallTest, AContrastsWordsCountAsSaidAside) {
+  auto asked = [](const RecallQuery& q, absl::string_view term) {
+    const auto it = std::find(q.terms.begin(), q.terms.end(), term);
+    EXPECT_NE(it, q.terms.end()) << term;
+    return it != q.terms.end() && q.asked[q.word_of[it - q.terms.begin()]];
+  };
+  const RecallQuery q = ParseRecallQuery(
+      "In the prod service.hcl (ignore the staging copy), how many records does it put in each "
+      "batch?");
+  EXPECT_TRUE(asked(q, "batch"));
+  EXPECT_FALSE(asked(q, "stage"));
+  EXPECT_FALSE(asked(q, "copi"));
+  const RecallQuery rows =
+      ParseRecallQuery("How many rows does the declarations header table have, not the lines table?");
+  EXPECT_TRUE(asked(rows, "header"));
+  EXPECT_FALSE(asked(rows, "line"));
+  // "Not" alone negates what is asked, and stays.
+  EXPECT_TRUE(asked(ParseRecallQuery("Which tests did not pass on the first run?"), "pass"));
+}
+
+// A name said in the plural is written in the singular ("the job runs
+// table" is `job_run`), and a name holds no word every question has
+// ("rows does" is none).
+TEST_F(RecallTest, ANamesWordsSaidInThePluralFindItsSingular) {
+  const RecallQuery q =
+      ParseRecallQuery("How many live tuples did the stats show for the job runs table?");
+  EXPECT_THAT(q.terms, Contains("job_run"));
+  EXPECT_THAT(q.terms, Contains("job_runs"));
+  EXPECT_THAT(ParseRecallQuery("How many rows does the declarations header have?").terms,
+              AllOf(Contains("declaration_header"), Not(Contains("rows_does"))));
+  EXPECT_THAT(ParseRecallQuery("What did the retry entries list hold?").terms,
+              Contains("retry_entry"));
+  EXPECT_THAT(ParseRecallQuery("Which mail boxes filled up?").terms, Contains("mail_box"));
+  EXPECT_THAT(ParseRecallQuery("What did the status page say?").terms,
+              Not(Contains("statu_page")));
 }
 
 // A plan's changed lines are settings ("+ size = 3750"), and "how big"
@@ -982,6 +1026,10 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
   const RecallQuery q = ParseRecallQuery("How many shops did the bundle build leave out?");
   EXPECT_THAT(StandInsOf("How many shops did the bundle build leave out?"),
               ::testing::IsSupersetOf({"store"}));
+  // Each word of a group finds the others, whatever form it is said in.
+  EXPECT_THAT(StandInsOf("What did the wave five rehearsal flag?"), Contains("dry-run"));
+  EXPECT_THAT(StandInsOf("How long was the queue?"), Contains("backlog"));
+  EXPECT_THAT(StandInsOf("Where do the totals disagree?"), Contains("mismatch"));
   std::string summary = "bundle build for group w6\n";
   for (int i = 0; i < 15; ++i) absl::StrAppend(&summary, " 0", 600 + i, "  Z4  ok\n");
   summary += "summary\n  stores: 27\n  skipped_stores: 2\n";
@@ -1226,9 +1274,11 @@ TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
   }
   EXPECT_THAT(asked, UnorderedElementsAre("drain", "estim", "minut", "drain-estimate",
                                           "drain_estimate", "drainestim"));
-  // ("alarm" stands in for "alert", a word of the same sentence.)
+  // ("alarm" stands in for "alert", a word of the same sentence; the
+  // name's singular is a verb's bare form here.)
   EXPECT_THAT(aside, UnorderedElementsAre("teodor", "want", "line", "alert", "teodor-wants",
-                                          "teodor_wants", "teodorw", "alarm"));
+                                          "teodor_wants", "teodorw", "alarm", "teodor-want",
+                                          "teodor_want"));
   EXPECT_TRUE(q.asks_quantity);  // "in minutes"
   // A lead-in before a colon: a long one is talk around the question, a
   // short one names its subject.
