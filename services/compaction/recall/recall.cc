@@ -2118,6 +2118,31 @@ void Weigh(std::initializer_list<const std::map<int, double>*> on_line, double n
   }
 }
 
+// Whether `piece` counts one of the question's words: a figure right
+// before it ("853 passed, 69 skipped", "(35 rows)", "3 blockers"), as a
+// test runner's or a query's summary states how many.
+bool CountsQuestionWord(const QuestionWeights& q, absl::string_view piece) {
+  const std::vector<absl::string_view> tokens =
+      absl::StrSplit(piece, absl::ByAnyChar(" \t,;()[]|=:"), absl::SkipEmpty());
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+    const absl::string_view n = tokens[i];
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(n.front())) ||
+        !std::all_of(n.begin(), n.end(), [](char c) {
+          return absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '_';
+        })) {
+      continue;
+    }
+    const absl::string_view word = tokens[i + 1];
+    if (!std::all_of(word.begin(), word.end(),
+                     [](char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)); })) {
+      continue;
+    }
+    const std::string form = WordForm(absl::AsciiStrToLower(word));
+    if (q.weight_of.contains(form) || q.common_of.contains(form)) return true;
+  }
+  return false;
+}
+
 // Whether `piece` holds a ticket's, a version's or a host's name the
 // question asks for (AsksTicket, AsksVersion, AsksHost).
 bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
@@ -2216,6 +2241,10 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const bool named_value = value || (eligible && own_words.size() >= 2 && holds_value &&
                                        HoldsValueBeyond(q, piece));
     if (!eligible && !value) continue;
+    // A test runner's progress line ("tests/unit/test_vat.py ..... [ 41%]")
+    // names a file and holds dots: no answer, though it holds the words
+    // of a question about the run.
+    if (IsProgressLine(piece)) continue;
     std::string text(absl::StripTrailingAsciiWhitespace(piece));
     size_t first_line = li, last_line = li;
     // The lines around a value may say what it is; around one holding the
@@ -2255,7 +2284,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
     Weigh({&common, &words, &under}, LengthNorm(item, piece, p.length), shown, item_words, c);
     c.value = named_value || row != std::string::npos;
-    c.figure = shape || (q.asks_quantity && SetsFigure(piece)) ||
+    c.figure = shape ||
+               (q.asks_quantity && (SetsFigure(piece) || CountsQuestionWord(q, piece))) ||
                ((values || eligible) && q.asks_hash && !c.line.empty() && StatesHash(piece)) ||
                (!c.line.empty() && StatesAskedName(q, piece));
     // A reply's line of the answer's shape answers its turn's question

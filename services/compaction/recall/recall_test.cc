@@ -914,6 +914,42 @@ TEST(ProgressLineTest, ATestRunnersProgressLineIsOne) {
   EXPECT_FALSE(IsProgressLine("FAILED tests/unit/test_vat.py::test_reverse_charge"));
 }
 
+// A test run's summary counts what the question asks for ("853 passed"):
+// it is the answer, and the run's progress lines, which hold the words
+// "unit" and "test" and dots, are no passage at all.
+TEST_F(RecallTest, ARunsSummaryCountsWhatIsAskedAndItsProgressLinesAreNoAnswer) {
+  std::string run = "============================= test session starts ==============================\n";
+  for (int i = 0; i < 40; ++i) {
+    absl::StrAppend(&run, "tests/unit/test_module_", i,
+                    ".py ................................................ [ ", i * 2, "%]\n");
+  }
+  run += "\n================= 853 passed, 69 skipped, 5 warnings in 25.20s =================\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Pricing is next. Run the pricing test suite."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, run, "bash")};
+  const RecallQuery q = ParseRecallQuery("How many unit tests passed for pricing on that run?");
+  const std::vector<RecalledPassage> got = Rank(q, OutputAfterMessage(items, q), 160);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("853 passed")) << RenderRecalled(got);
+  EXPECT_THAT(RenderRecalled(got), Not(HasSubstr("test_module_"))) << RenderRecalled(got);
+}
+
+// "How many passed" is answered by the line counting them ("853 passed"):
+// the answer's shape, shown beside the lines of tests that passed one by
+// one, which an item's cap on passages would otherwise keep it behind.
+TEST_F(RecallTest, ALineCountingTheQuestionsWordAnswersHowMany) {
+  std::string run = "collected 922 items\n";
+  for (int i = 0; i < 30; ++i) {
+    absl::StrAppend(&run, "tests/unit/test_vat.py::test_rate_", i, " PASSED\n");
+  }
+  run += "================= 853 passed, 69 skipped, 5 warnings in 25.20s =================\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Run the pricing test suite, verbose."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, run, "bash")};
+  const RecallQuery q = ParseRecallQuery("How many tests passed on the pricing suite's run?");
+  const std::string got = RenderRecalled(Rank(q, OutputAfterMessage(items, q), 400));
+  EXPECT_THAT(got, HasSubstr("853 passed")) << got;
+}
+
 // A clause naming a later change ("before we switched to the tuned
 // profile") says the earlier of several is asked for; its words are the
 // later one's and are not searched. A clause saying what is asked about
