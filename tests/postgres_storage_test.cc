@@ -447,8 +447,11 @@ TEST_P(PostgresRouteTest, StoredItemsCannotBeUpdated) {
 TEST_P(PostgresRouteTest, OnlyCompactedItemsAreInTheWordIndex) {
   auto storage = Make();
   ASSERT_NE(storage, nullptr);
+  // A tenant of its own each time (the test counts the tenant's rows, and
+  // runs again in the same database under --gtest_repeat).
   const std::string tenant =
-      GetParam() == Route::kDirect ? "tenant-word-index" : "tenant-word-index-pooled";
+      absl::StrCat(GetParam() == Route::kDirect ? "tenant-word-index-" : "tenant-word-index-pooled-",
+                   absl::ToUnixNanos(absl::Now()));
   const ConversationKey key{tenant, "conv"};
   CreateWithMessage(*storage, key, "the first message");
   CallContext ctx;
