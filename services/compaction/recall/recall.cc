@@ -68,6 +68,11 @@ constexpr double kCovered = 0.25;
 // A value line of a later output that reads as an earlier one's, when the
 // question asks for the first, counts this much.
 constexpr double kLater = 0.5;
+// A stand-in for a word the history holds itself (StandIns) weighs this
+// share: the question was likely asked in the history's words, but a
+// "pod" the history names is still the `maxReplicas` asked about as "the
+// most pods".
+constexpr double kHeldStandIn = 0.6;
 // Passages scoring less than this share of the first pick are not recalled.
 constexpr double kRelativeFloor = 0.35;
 // A word held by at most this many items is specific enough alone.
@@ -1092,7 +1097,8 @@ std::vector<std::string> PlainWords(absl::string_view sentence) {
 // Other words for a word, as people and systems name the same thing
 // ("shops" for a system's "stores", "bounced" for "rejected", a
 // "rehearsal" for a dry run). A question's word stands in for by these
-// only where the history holds none of its own terms (QuestionWeights).
+// in full where the history holds none of its own terms, and at
+// kHeldStandIn of their weight where it does (QuestionWeights).
 // Both ways; each a word or its form (both go through WordForm). A word
 // with a meaning of its own in systems' output ("retry" against an
 // "attempt") has none: its stand-ins are searched for candidates even
@@ -1618,7 +1624,7 @@ struct QuestionWeights {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     // The words the history holds a term of their own of: their stand-ins
-    // count for nothing.
+    // count less (kHeldStandIn).
     absl::flat_hash_set<int> held;
     for (size_t i = 0; i < query.terms.size(); ++i) {
       auto df = hits.document_frequency.find(query.terms[i]);
@@ -1632,10 +1638,10 @@ struct QuestionWeights {
       auto df = hits.document_frequency.find(query.terms[i]);
       if (df == hits.document_frequency.end()) continue;
       const bool stand_in = i < query.stand_in.size() && query.stand_in[i];
-      if (stand_in && held.contains(query.word_of[i])) continue;
       const int word = query.word_of[i];
       const double share =
-          static_cast<size_t>(word) < query.asked.size() && !query.asked[word] ? kAside : 1.0;
+          (static_cast<size_t>(word) < query.asked.size() && !query.asked[word] ? kAside : 1.0) *
+          (stand_in && held.contains(word) ? kHeldStandIn : 1.0);
       if (df->second < 1) {
         if (query.terms[i].size() >= kMinUnseenBytes) {
           unseen[word] = share * TermWeight(hits.items, 1);

@@ -82,9 +82,9 @@ struct RecallQuery {
   // table", "ignore the staging copy") count less.
   std::vector<bool> asked;
   // For each term: whether it stands in for its word (another word for it:
-  // "store" for "shop", StandIns) and counts only where the history holds
+  // "store" for "shop", StandIns): it counts in full where the history holds
   // none of the word's own terms (the question was asked in other words
-  // than the history's).
+  // than the history's), and at kHeldStandIn of its weight where it does.
   std::vector<bool> stand_in;
   // The message opens by saying it is about something else ("Unrelated:",
   // "Off-topic, but"): those words are not searched, and a smaller share
