@@ -46,6 +46,9 @@ const Abbreviation kAbbreviations[] = {
     {"pkgs", "packages"},        {"ver", "version"},          {"img", "image"},
     {"mgr", "manager"},          {"err", "error"},            {"errs", "errors"},
     {"cnt", "count"},            {"qty", "quantity"},         {"pct", "percent"},
+    {"doc", "document"},         {"docs", "documents"},       {"rev", "revision"},
+    {"revs", "revisions"},       {"notif", "notification"},   {"notifs", "notifications"},
+    {"promo", "promotion"},      {"promos", "promotions"},
 };
 const size_t kAbbreviationCount = sizeof(kAbbreviations) / sizeof(kAbbreviations[0]);
 
