@@ -73,6 +73,9 @@ constexpr double kLater = 0.5;
 // "pod" the history names is still the `maxReplicas` asked about as "the
 // most pods".
 constexpr double kHeldStandIn = 0.6;
+// A passage holding a word only a contrast of the question holds ("not the
+// vLLM serving one") scores this share.
+constexpr double kContrasted = 0.5;
 // Passages scoring less than this share of the first pick are not recalled.
 constexpr double kRelativeFloor = 0.35;
 // A word held by at most this many items is specific enough alone.
@@ -1187,6 +1190,8 @@ void AddStandIns(absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery
     auto others = StandIns().find(q.terms[i]);
     if (others == StandIns().end()) continue;
     const int word = q.word_of[i];
+    // Other words for the thing beside the one asked for name nothing.
+    if (static_cast<size_t>(word) < q.contrast.size() && q.contrast[word]) continue;
     for (const std::string& other : others->second) {
       if (index_of.contains(other) || q.terms.size() >= kMaxRecallTerms) continue;
       index_of[other] = q.terms.size();
@@ -1327,7 +1332,8 @@ size_t AsideOpening(absl::string_view text) {
 // retries", "not counting staging"). "Before it failed" or "before they
 // expire" say what is asked about, and stay. A contrast ("not the lines
 // table", "ignore the staging copy") goes to `contrasted`: its words
-// count as said aside.
+// are said aside, and mark a passage of the thing beside the one asked for
+// (RecallQuery::contrast).
 std::string WithoutOtherThings(absl::string_view text, bool* later_change,
                                std::vector<std::string>* contrasted) {
   static const auto* const kChanges = new absl::flat_hash_set<absl::string_view>{
@@ -1516,6 +1522,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
       if (!part) {
         ++q.words;
         q.asked.push_back(asked);
+        q.contrast.push_back(s >= contrasts_from);
       }
       if (q.words == 0) continue;
       if (q.terms.size() >= kMaxRecallTerms) return q;
@@ -2436,6 +2443,43 @@ std::vector<Candidate> CandidatesOf(const HistoryHits& hits, const QuestionWeigh
   return candidates;
 }
 
+// What candidate `c` scores for `query` given the question words earlier
+// picks answered (`covered`). A value line is worth a little more than the
+// item's other lines that hold the same words (it holds what the question
+// asks for): it is picked first of them. What earlier picks answered
+// orders the picks; the floor a pick is held to compares what each is
+// worth by itself (Candidate::worth), so a passage as good as the first is
+// not dropped.
+double Score(const RecallQuery& query, const absl::flat_hash_set<int>& covered,
+             const Candidate& c) {
+  auto share = [&](int w) { return covered.contains(w) ? kCovered : 1.0; };
+  auto contrasted = [&](int w) {
+    return static_cast<size_t>(w) < query.contrast.size() && query.contrast[w];
+  };
+  // A passage holding a word of the contrast on its line is of the thing
+  // beside the one asked for; the contrast's words add nothing.
+  double contrast = 1.0;
+  double s = 0;
+  for (const auto& [w, weight] : c.line) {
+    if (contrasted(w)) {
+      contrast = kContrasted;
+      continue;
+    }
+    s += weight * share(w);
+  }
+  double context = 0;
+  for (const auto& [w, weight] : c.context) {
+    if (!contrasted(w)) context += weight * share(w);
+  }
+  // A figure line holding none of the question's words (a schedule, a
+  // run's total time) is the answer's shape in an item its exchange
+  // names: what the exchange says counts as its own.
+  const double order = (c.later ? kLater : 1.0) * contrast;
+  if (c.figure && c.line.empty()) return order * context * (1 + kValueLine) * (1 + kFigureLine);
+  return order * (s * (c.value ? 1 + kValueLine : 1.0) * (c.figure ? 1 + kFigureLine : 1.0) +
+                  context);
+}
+
 }  // namespace
 
 std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const HistoryHits& hits,
@@ -2459,25 +2503,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
 
   // Greedy: the best passage, then the best one given what is answered.
   absl::flat_hash_set<int> covered;
-  // A value line is worth a little more than the item's other lines that
-  // hold the same words (it holds what the question asks for): it is
-  // picked first of them. What earlier picks answered orders the picks; the
-  // floor a pick is held to compares what each is worth by itself
-  // (Candidate::worth), so a passage as good as the first is not dropped.
-  auto score = [&](const Candidate& c) {
-    auto share = [&](int w) { return covered.contains(w) ? kCovered : 1.0; };
-    double s = 0;
-    for (const auto& [w, weight] : c.line) s += weight * share(w);
-    double context = 0;
-    for (const auto& [w, weight] : c.context) context += weight * share(w);
-    // A figure line holding none of the question's words (a schedule, a
-    // run's total time) is the answer's shape in an item its exchange
-    // names: what the exchange says counts as its own.
-    const double order = c.later ? kLater : 1.0;
-    if (c.figure && c.line.empty()) return order * context * (1 + kValueLine) * (1 + kFigureLine);
-    return order * (s * (c.value ? 1 + kValueLine : 1.0) * (c.figure ? 1 + kFigureLine : 1.0) +
-                    context);
-  };
+  auto score = [&](const Candidate& c) { return Score(query, covered, c); };
   // How much of the question a passage answers, on its line or through its
   // item and exchange: a question the history has only a word or two of
   // in common with (a poem, the weather) recalls nothing.

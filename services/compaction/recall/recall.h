@@ -79,8 +79,13 @@ struct RecallQuery {
   // or the text asks nothing that way. The words of the sentences around
   // the question ("Teodor wants to line the alert up with it.") and of a
   // contrast naming the thing beside the one asked for ("not the lines
-  // table", "ignore the staging copy") count less.
+  // table", "ignore the staging copy") count less (and see `contrast`).
   std::vector<bool> asked;
+  // For each word: whether only a contrast holds it (the thing beside the
+  // one asked for: "vllm" in "the trainer image, not the vLLM serving
+  // one"). A passage holding one, on its line or through its item and
+  // exchange, is worth less (kContrasted); the word itself adds nothing.
+  std::vector<bool> contrast;
   // For each term: whether it stands in for its word (another word for it:
   // "store" for "shop", StandIns): it counts in full where the history holds
   // none of the word's own terms (the question was asked in other words

@@ -857,6 +857,42 @@ TEST_F(RecallTest, AContrastsWordsCountAsSaidAside) {
   EXPECT_TRUE(asked(ParseRecallQuery("Which tests did not pass on the first run?"), "pass"));
 }
 
+// A passage holding a word only the contrast says ("not the vLLM serving
+// one") is of the thing beside the one asked for, and ranks below the
+// asked one's.
+TEST_F(RecallTest, APassageOfTheContrastedThingRanksBelowTheAskedOne) {
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Read the first Dockerfile."),
+      Stored(2, Role::kTool, ItemKind::kToolResult,
+             "ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:24.01-py3\n"
+             "FROM ${BASE_IMAGE}\n"
+             "ARG NCCL_VERSION=2.18.6-1\n"
+             "# NCCL is pinned: the base image's build lags the fabric firmware.\n"
+             "RUN apt-get install -y libnccl2=${NCCL_VERSION}+cuda12.2\n",
+             "read_file"),
+      Stored(3, Role::kUser, ItemKind::kMessage, "And the second one."),
+      Stored(4, Role::kTool, ItemKind::kToolResult,
+             "ARG BASE_IMAGE=vllm/vllm-openai:v0.6.3\n"
+             "FROM ${BASE_IMAGE}\n"
+             "ARG NCCL_VERSION=2.21.5-1\n"
+             "# vLLM wheels bring their own NCCL; pin it to match the nodes.\n"
+             "RUN pip install nvidia-nccl-cu12==${NCCL_VERSION}\n",
+             "read_file")};
+  const RecallQuery q = ParseRecallQuery(
+      "Which libnccl release does the training container pin as a build arg? The trainer image, "
+      "not the vLLM serving one.");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  hits.exchange_terms[4] = SearchTerms(items[2].data.content);
+  hits.calls[2] = R"({"path": "images/a/Dockerfile"})";
+  hits.calls[4] = R"({"path": "images/b/Dockerfile"})";
+  // Alike lines of both (their base image's): the newer would win a tie.
+  const std::vector<RecalledPassage> got = Rank(q, hits, 400, 1);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].sequence, 2) << RenderRecalled(got);
+}
+
 // A name said in the plural is written in the singular ("the job runs
 // table" is `job_run`), and a name holds no word every question has
 // ("rows does" is none).
