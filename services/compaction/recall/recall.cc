@@ -189,9 +189,27 @@ bool HoldsValue(const std::vector<std::string>& terms) {
 }
 
 // `line` after the number a file reader puts before each line ("    34\t",
-// "34| "), its indentation kept; `line` itself when it has none.
+// "34| "), or the path and number a search puts before each match
+// ("app/batches.py:14:", as grep -n and rg -n do), its indentation kept;
+// `line` itself when it has none.
 absl::string_view AfterLineNumber(absl::string_view line) {
   const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
+  // A path (a '/' or a '.', a letter, no white space) before ":N:".
+  if (const size_t colon = stripped.find(':'); colon != absl::string_view::npos && colon > 0) {
+    const absl::string_view path = stripped.substr(0, colon);
+    size_t end = colon + 1;
+    while (end < stripped.size() && absl::ascii_isdigit(static_cast<unsigned char>(stripped[end]))) {
+      ++end;
+    }
+    if (end > colon + 1 && end < stripped.size() && stripped[end] == ':' &&
+        path.find_first_of("/.") != absl::string_view::npos &&
+        std::any_of(path.begin(), path.end(),
+                    [](char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)); }) &&
+        std::none_of(path.begin(), path.end(),
+                     [](char c) { return absl::ascii_isspace(static_cast<unsigned char>(c)); })) {
+      return stripped.substr(end + 1);
+    }
+  }
   size_t i = 0;
   while (i < stripped.size() && absl::ascii_isdigit(static_cast<unsigned char>(stripped[i]))) ++i;
   if (i == 0 || i >= stripped.size() || (stripped[i] != '\t' && stripped[i] != '|')) return line;

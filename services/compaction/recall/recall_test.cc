@@ -857,6 +857,35 @@ TEST_F(RecallTest, AContrastsWordsCountAsSaidAside) {
   EXPECT_TRUE(asked(ParseRecallQuery("Which tests did not pass on the first run?"), "pass"));
 }
 
+// A search's match line ("app/batches.py:14:BATCH_SEND_SIZE = 640", as grep
+// -n and rg -n print it) is read after its path and number: a setting's
+// definition, the answer to "how many", beside the lines that use it.
+TEST_F(RecallTest, ASearchsMatchIsReadAfterItsPathAndNumber) {
+  const std::string rg =
+      "app/quiet_hours.py:107:        return min(BATCH_SEND_SIZE, provider.max_bulk)\n"
+      "app/quiet_hours.py:72:    for chunk in chunked(recipients, BATCH_SEND_SIZE):\n"
+      "app/senders/email.py:178:BATCH_PAUSE_MS = 250\n"
+      "app/senders/push.py:197:from app.batches import BATCH_SEND_SIZE, BATCH_PAUSE_MS\n"
+      "app/batches.py:14:BATCH_SEND_SIZE = 640\n"
+      "app/worker.py:158:    for chunk in chunked(recipients, BATCH_SEND_SIZE):\n"
+      "app/worker.py:79:    for chunk in chunked(recipients, BATCH_SEND_SIZE):\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "In notifications, rg for the batch constants."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, rg, "bash")};
+  const RecallQuery q = ParseRecallQuery(
+      "How many recipients does notifications send per bulk chunk? The constant defined in "
+      "app/batches.py.");
+  EXPECT_THAT(First(q, OutputAfterMessage(items, q), 400), HasSubstr("BATCH_SEND_SIZE = 640"));
+  // A log's time stamp is no path.
+  EXPECT_THAT(First(ParseRecallQuery("How many order lines were written?"),
+                    HitsFor({Stored(1, Role::kTool, ItemKind::kToolResult,
+                                    "2026-05-12T00:57:37.952Z order lines written: 42838\n",
+                                    "bash")},
+                            ParseRecallQuery("How many order lines were written?")),
+                    400),
+              HasSubstr("42838"));
+}
+
 // A passage holding a word only the contrast says ("not the vLLM serving
 // one") is of the thing beside the one asked for, and ranks below the
 // asked one's.
