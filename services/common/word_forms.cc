@@ -48,7 +48,7 @@ const Abbreviation kAbbreviations[] = {
     {"cnt", "count"},            {"qty", "quantity"},         {"pct", "percent"},
     {"doc", "document"},         {"docs", "documents"},       {"rev", "revision"},
     {"revs", "revisions"},       {"notif", "notification"},   {"notifs", "notifications"},
-    {"promo", "promotion"},      {"promos", "promotions"},
+    {"promo", "promotion"},      {"promos", "promotions"},    {"em", "exact match"},
 };
 const size_t kAbbreviationCount = sizeof(kAbbreviations) / sizeof(kAbbreviations[0]);
 

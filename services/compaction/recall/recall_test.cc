@@ -1131,6 +1131,9 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
   EXPECT_THAT(StandInsOf("What did the wave five rehearsal flag?"), Contains("dry-run"));
   EXPECT_THAT(StandInsOf("How long was the queue?"), Contains("backlog"));
   EXPECT_THAT(StandInsOf("Where do the totals disagree?"), Contains("mismatch"));
+  EXPECT_THAT(StandInsOf("When is the slot for wiping and reinstalling the box?"),
+              Contains(WordForm("reimage")));
+  EXPECT_THAT(StandInsOf("How many calls before it throttles?"), Contains("limit"));
   std::string summary = "bundle build for group w6\n";
   for (int i = 0; i < 15; ++i) absl::StrAppend(&summary, " 0", 600 + i, "  Z4  ok\n");
   summary += "summary\n  stores: 27\n  skipped_stores: 2\n";
