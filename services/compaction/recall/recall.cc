@@ -629,7 +629,8 @@ bool StatesTotal(absl::string_view line) {
 bool AsksHash(const QuestionWords& question) {
   static const auto* const kHashes = new absl::flat_hash_set<absl::string_view>{
       "checksum", "checksums", "hash",   "hashes",      "digest",      "digests",
-      "sha",      "shas",      "sha1",   "sha256",      "fingerprint", "fingerprints"};
+      "sha",      "shas",      "sha1",   "sha256",      "fingerprint", "fingerprints",
+      "md5",      "md5s",      "md5sum", "crc",         "crc32"};
   return question.HoldsAny(*kHashes);
 }
 

@@ -1624,6 +1624,7 @@ TEST_F(RecallTest, ATotalAnswersHowManyAndWhatItCost) {
 TEST_F(RecallTest, ADigestAnswersWhatChecksumARunCameBackWith) {
   EXPECT_TRUE(ParseRecallQuery("What checksums did its dry runs come back with?").asks_hash);
   EXPECT_TRUE(ParseRecallQuery("the image's sha256, please").asks_hash);
+  EXPECT_TRUE(ParseRecallQuery("Paste me the md5 we took over November's revenue.").asks_hash);
   // "commit" is a word of code too (`session.commit()`).
   EXPECT_FALSE(ParseRecallQuery("Which commit added the lookup?").asks_hash);
   // A dry run's output names checksums on several shorter lines (one with
