@@ -72,7 +72,7 @@ constexpr double kLater = 0.5;
 // share: the question was likely asked in the history's words, but a
 // "pod" the history names is still the `maxReplicas` asked about as "the
 // most pods".
-constexpr double kHeldStandIn = 0.6;
+constexpr double kHeldStandIn = 0.4;
 // A passage holding a word only a contrast of the question holds ("not the
 // vLLM serving one") scores this share.
 constexpr double kContrasted = 0.5;
