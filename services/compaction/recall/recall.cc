@@ -1203,22 +1203,28 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
   return *kStandIns;
 }
 
+// Adds `term` to `q` as a term of question word `word` (standing in for
+// it when `stand_in`), unless `q` has it already or holds kMaxRecallTerms;
+// whether it was added. `terms`, `word_of` and `stand_in` grow together.
+bool AddTerm(std::string term, int word, bool stand_in,
+             absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
+  if (index_of.contains(term) || q.terms.size() >= kMaxRecallTerms) return false;
+  index_of[term] = q.terms.size();
+  q.terms.push_back(std::move(term));
+  q.word_of.push_back(word);
+  q.stand_in.push_back(stand_in);
+  return true;
+}
+
 // The question's words' stand-ins (StandIns), as terms of those words.
 void AddStandIns(absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
-  q.stand_in.resize(q.terms.size(), false);
   for (size_t i = 0, n = q.terms.size(); i < n; ++i) {
     auto others = StandIns().find(q.terms[i]);
     if (others == StandIns().end()) continue;
     const int word = q.word_of[i];
     // Other words for the thing beside the one asked for name nothing.
     if (static_cast<size_t>(word) < q.contrast.size() && q.contrast[word]) continue;
-    for (const std::string& other : others->second) {
-      if (index_of.contains(other) || q.terms.size() >= kMaxRecallTerms) continue;
-      index_of[other] = q.terms.size();
-      q.terms.push_back(other);
-      q.word_of.push_back(word);
-      q.stand_in.push_back(true);
-    }
+    for (const std::string& other : others->second) AddTerm(other, word, true, index_of, q);
   }
 }
 
@@ -1226,8 +1232,10 @@ void AddStandIns(absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery
 // `p99` (`p99_value`, `"p99_ms"`), a term of the word "percentile".
 void AddPercentiles(const QuestionWords& question,
                     absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
-  auto word = index_of.find("percentil");
-  if (word == index_of.end()) return;
+  auto found = index_of.find("percentil");
+  if (found == index_of.end()) return;
+  // (Read once: adding a term moves `index_of`'s entries.)
+  const int word = q.word_of[found->second];
   // The question's words, a hyphenated one ("95th-percentile") in parts.
   std::vector<absl::string_view> words;
   for (absl::string_view w : question.words) {
@@ -1243,12 +1251,7 @@ void AddPercentiles(const QuestionWords& question,
         !std::all_of(n.begin(), n.end(), [](char c) { return absl::ascii_isdigit(c); })) {
       continue;
     }
-    std::string term = absl::StrCat("p", n);
-    if (index_of.contains(term) || q.terms.size() >= kMaxRecallTerms) continue;
-    const int of = q.word_of[word->second];
-    index_of[term] = q.terms.size();
-    q.terms.push_back(std::move(term));
-    q.word_of.push_back(of);
+    AddTerm(absl::StrCat("p", n), word, false, index_of, q);
   }
 }
 
@@ -1302,10 +1305,7 @@ void AddNames(absl::string_view text, absl::flat_hash_map<std::string, size_t>& 
             for (size_t k = i + 1; k < i + n; ++k) absl::StrAppend(&one, joiner, Singular(words[k]));
             if (one != compound) singular->emplace_back(std::move(one), word);
           }
-          if (index_of.contains(compound) || q.terms.size() >= kMaxRecallTerms) continue;
-          index_of[compound] = q.terms.size();
-          q.terms.push_back(compound);
-          q.word_of.push_back(word);
+          AddTerm(std::move(compound), word, false, index_of, q);
         }
       }
     }
@@ -1545,19 +1545,13 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
         q.contrast.push_back(s >= contrasts_from);
       }
       if (q.words == 0) continue;
-      if (q.terms.size() >= kMaxRecallTerms) return q;
-      index_of[term] = q.terms.size();
-      q.terms.push_back(std::move(term));
-      q.word_of.push_back(q.words - 1);
+      if (!AddTerm(std::move(term), q.words - 1, false, index_of, q)) return q;
       // An extreme of a quantity asked for is found where a line writes it
       // short ("the worst p99, in secs" in "max=4.068"); not of anything
       // else ("the smallest cog" of a bicycle).
       if (const std::string* extreme = q.asks_quantity ? ExtremeOf(q.terms.back()) : nullptr;
-          extreme != nullptr && !part && !index_of.contains(*extreme) &&
-          q.terms.size() < kMaxRecallTerms) {
-        index_of[*extreme] = q.terms.size();
-        q.terms.push_back(*extreme);
-        q.word_of.push_back(q.words - 1);
+          extreme != nullptr && !part) {
+        AddTerm(*extreme, q.words - 1, false, index_of, q);
       }
     }
   }
@@ -1571,23 +1565,14 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
       continue;
     }
     std::string joined = absl::StrReplaceAll(term, {{"-", ""}});
-    if (joined.size() < 4 || index_of.contains(joined)) continue;
-    index_of[joined] = q.terms.size();
-    const int word = q.word_of[i];
-    q.terms.push_back(std::move(joined));
-    q.word_of.push_back(word);
+    if (joined.size() >= 4) AddTerm(std::move(joined), q.word_of[i], false, index_of, q);
   }
   AddPercentiles(question, index_of, q);
   std::vector<std::pair<std::string, int>> singular;
   AddNames(text, index_of, q, &singular);
   AddStandIns(index_of, q);
   // The singular forms last: the terms the question says come first.
-  for (auto& [term, word] : singular) {
-    if (index_of.contains(term) || q.terms.size() >= kMaxRecallTerms) continue;
-    index_of[term] = q.terms.size();
-    q.terms.push_back(std::move(term));
-    q.word_of.push_back(word);
-  }
+  for (auto& [term, word] : singular) AddTerm(std::move(term), word, false, index_of, q);
   return q;
 }
 

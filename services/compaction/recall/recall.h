@@ -83,8 +83,9 @@ struct RecallQuery {
   std::vector<bool> asked;
   // For each word: whether only a contrast holds it (the thing beside the
   // one asked for: "vllm" in "the trainer image, not the vLLM serving
-  // one"). A passage holding one, on its line or through its item and
-  // exchange, is worth less (kContrasted); the word itself adds nothing.
+  // one"). A passage holding one on its line scores less (kContrasted),
+  // and the word adds nothing to any passage's score (it still counts
+  // toward what a passage is worth by itself and answers).
   std::vector<bool> contrast;
   // For each term: whether it stands in for its word (another word for it:
   // "store" for "shop", StandIns): it counts in full where the history holds

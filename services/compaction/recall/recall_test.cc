@@ -930,6 +930,10 @@ TEST_F(RecallTest, ANamesWordsSaidInThePluralFindItsSingular) {
       ParseRecallQuery("How many live tuples did the stats show for the job runs table?");
   EXPECT_THAT(q.terms, Contains("job_run"));
   EXPECT_THAT(q.terms, Contains("job_runs"));
+  // Every term has its word and says whether it stands in, the singular
+  // forms added last too.
+  EXPECT_EQ(q.word_of.size(), q.terms.size());
+  EXPECT_EQ(q.stand_in.size(), q.terms.size());
   EXPECT_THAT(ParseRecallQuery("How many rows does the declarations header have?").terms,
               AllOf(Contains("declaration_header"), Not(Contains("rows_does"))));
   EXPECT_THAT(ParseRecallQuery("What did the retry entries list hold?").terms,
