@@ -188,10 +188,8 @@ bool HoldsValue(const std::vector<std::string>& terms) {
   return std::any_of(terms.begin(), terms.end(), [](const std::string& t) { return IsValueTerm(t); });
 }
 
-// `line` after the number a file reader puts before each line ("    34\t",
-// "34| "), or the path and number a search puts before each match
-// ("app/batches.py:14:", as grep -n and rg -n do), its indentation kept;
-// `line` itself when it has none.
+}  // namespace
+
 absl::string_view AfterLineNumber(absl::string_view line) {
   const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
   // A path (a '/' or a '.', a letter, no white space) before ":N:".
@@ -217,6 +215,8 @@ absl::string_view AfterLineNumber(absl::string_view line) {
   if (stripped[i] == '|' && absl::StartsWith(rest, " ")) rest.remove_prefix(1);
   return rest;
 }
+
+namespace {
 
 // `line` without its leading white space and the number a file reader
 // puts before each line ("    34\tMAX = 5", "34| MAX = 5").
@@ -1375,7 +1375,7 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
   const std::string lower = absl::AsciiStrToLower(text);
   for (size_t from = 0; from < lower.size();) {
     size_t start = std::string::npos, words_at = 0;
-    enum { kLater, kSetAside, kContrasted } clause = kLater;
+    enum { kLaterClause, kSetAsideClause, kContrastClause } clause = kLaterClause;
     auto look_for = [&](absl::Span<const absl::string_view> openings, auto kind) {
       for (absl::string_view opening : openings) {
         const size_t pos = lower.find(opening.data(), from, opening.size());
@@ -1387,12 +1387,15 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
         }
       }
     };
-    look_for(kBefore, kLater);
-    look_for(kAside, kSetAside);
-    look_for(kContrast, kContrasted);
+    look_for(kBefore, kLaterClause);
+    look_for(kAside, kSetAsideClause);
+    look_for(kContrast, kContrastClause);
     if (start == std::string::npos) break;
+    // The clause runs to its punctuation, or to a "but" that turns to what
+    // is asked ("not the lines table but the header table").
     size_t end = lower.find_first_of(",;:.?!()\n", words_at);
     if (end == std::string::npos) end = lower.size();
+    if (const size_t but = lower.find(" but ", words_at); but < end) end = but;
     const std::vector<absl::string_view> words = absl::StrSplit(
         absl::string_view(lower).substr(words_at, end - words_at), ' ', absl::SkipEmpty());
     bool later = false;
@@ -1401,14 +1404,14 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
       later |= kChanges->contains(w);
       later |= i == 0 && kPeople->contains(w) && words.size() > 1;
     }
-    if (clause == kContrasted) {
+    if (clause == kContrastClause) {
       contrasted->push_back(std::string(text.substr(words_at, end - words_at)));
       absl::StrAppend(&out, text.substr(at, start - at));
       at = end;
-    } else if (clause == kSetAside || later) {
+    } else if (clause == kSetAsideClause || later) {
       absl::StrAppend(&out, text.substr(at, start - at));
       at = end;
-      *later_change |= clause == kLater;
+      *later_change |= clause == kLaterClause;
     }
     from = end;
   }
@@ -1617,6 +1620,13 @@ struct QuestionWeights {
   absl::flat_hash_set<int> rare_words;
   // Terms too common to search by, with what they weigh on a line.
   absl::flat_hash_map<std::string, std::pair<int, double>> common_of;
+  // Words only a contrast holds (RecallQuery::contrast): their terms stay
+  // in `weight_of` and `common_of`, so that a line holding one is known
+  // (Score). On a line they answer nothing (no score, no worth, no share
+  // answered, no count): the line is of the thing beside the asked one.
+  // Around it, in its item or exchange, they say the passage is near what
+  // is asked (the lines table's output holds the header table's too).
+  absl::flat_hash_set<int> contrast;
   // Question words the history does not hold at all (none of their
   // terms), with what a word one item holds would weigh: the question is
   // about them too, and nothing recalled answers them.
@@ -1635,6 +1645,9 @@ struct QuestionWeights {
         asks_version(query.asks_version) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
+    for (size_t w = 0; w < query.contrast.size(); ++w) {
+      if (query.contrast[w]) contrast.insert(static_cast<int>(w));
+    }
     // The words the history holds a term of their own of: their stand-ins
     // count less (kHeldStandIn).
     absl::flat_hash_set<int> held;
@@ -2119,10 +2132,11 @@ RecalledPassage PassageOf(const Item& item, const std::string& call, size_t offs
 // What candidate `c`'s words weigh: on its line (`on_line`: its own words,
 // common ones, the keys it sits under; at `norm`, and less where its call
 // shows them) and as context (`item_words`, its item's and exchange's,
-// that its line lacks); its worth, both together.
+// that its line lacks); its worth, both together, but for the words only
+// a contrast holds (`contrast`) on its line.
 void Weigh(std::initializer_list<const std::map<int, double>*> on_line, double norm,
            const std::map<int, double>& shown, const std::map<int, double>& item_words,
-           Candidate& c) {
+           const absl::flat_hash_set<int>& contrast, Candidate& c) {
   for (const std::map<int, double>* words : on_line) {
     for (const auto& [w, weight] : *words) c.line[w] = std::max(c.line[w], weight * norm);
   }
@@ -2131,9 +2145,8 @@ void Weigh(std::initializer_list<const std::map<int, double>*> on_line, double n
     if (!c.line.contains(w)) c.context[w] = weight;
   }
   c.worth = 0;
-  for (const auto* part : {&c.line, &c.context}) {
-    for (const auto& [w, weight] : *part) c.worth += weight;
-  }
+  for (const auto& [w, weight] : c.line) c.worth += contrast.contains(w) ? 0 : weight;
+  for (const auto& [w, weight] : c.context) c.worth += weight;
 }
 
 // Whether `piece` counts one of the question's words: a figure right
@@ -2156,7 +2169,10 @@ bool CountsQuestionWord(const QuestionWeights& q, absl::string_view piece) {
       continue;
     }
     const std::string form = WordForm(absl::AsciiStrToLower(word));
-    if (q.weight_of.contains(form) || q.common_of.contains(form)) return true;
+    for (const auto* weights : {&q.weight_of, &q.common_of}) {
+      auto found = weights->find(form);
+      if (found != weights->end() && !q.contrast.contains(found->second.first)) return true;
+    }
   }
   return false;
 }
@@ -2300,7 +2316,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     Candidate c;
     c.passage = PassageOf(item, call, line_at + offset, std::move(text));
     if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
-    Weigh({&common, &words, &under}, LengthNorm(item, piece, p.length), shown, item_words, c);
+    Weigh({&common, &words, &under}, LengthNorm(item, piece, p.length), shown, item_words, q.contrast, c);
     c.value = named_value || row != std::string::npos;
     c.figure = shape ||
                (q.asks_quantity && (SetsFigure(piece) || CountsQuestionWord(q, piece))) ||
@@ -2517,7 +2533,8 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     std::map<int, double> words;
     for (const auto* part : {&weights.weight_of, &weights.common_of}) {
       for (const auto& [term, word_weight] : *part) {
-        if (c.line.contains(word_weight.first) || c.context.contains(word_weight.first)) {
+        if (c.context.contains(word_weight.first) ||
+            (c.line.contains(word_weight.first) && !weights.contrast.contains(word_weight.first))) {
           double& best = words[word_weight.first];
           best = std::max(best, word_weight.second);
         }

@@ -84,8 +84,11 @@ struct RecallQuery {
   // For each word: whether only a contrast holds it (the thing beside the
   // one asked for: "vllm" in "the trainer image, not the vLLM serving
   // one"). A passage holding one on its line scores less (kContrasted),
-  // and the word adds nothing to any passage's score (it still counts
-  // toward what a passage is worth by itself and answers).
+  // and the word adds nothing to any passage's score; on a line it counts
+  // toward nothing a passage answers, while its item or exchange holding
+  // it still says the passage is near what is asked. The contrast runs to
+  // its clause's end or to a "but" ("not the lines table but the header
+  // table").
   std::vector<bool> contrast;
   // For each term: whether it stands in for its word (another word for it:
   // "store" for "shop", StandIns): it counts in full where the history holds
@@ -120,6 +123,12 @@ HistorySearch SearchFor(const RecallQuery& query);
 // ......s.... [ 41%]"): its figure is how far the run had got, no value a
 // question asks for.
 bool IsProgressLine(absl::string_view line);
+
+// `line` after the number a file reader puts before each line ("    34\t",
+// "34| "), or the path and number a search puts before each match
+// ("app/batches.py:14:", as grep -n and rg -n print it), its indentation
+// kept; `line` itself when it has none.
+absl::string_view AfterLineNumber(absl::string_view line);
 
 // One recalled passage: a line of a stored item (a long line is cut into
 // pieces), with where it came from.
