@@ -1256,14 +1256,23 @@ void AddPercentiles(const QuestionWords& question,
 }
 
 // `word` (lowercase) in the singular where it is a regular plural
-// ("runs", "entries", "boxes" -> "run", "entry", "box"); as it is
-// otherwise ("status", "address", "analysis").
+// ("runs", "entries", "boxes", "caches" -> "run", "entry", "box",
+// "cache"); as it is otherwise ("status", "address", "analysis", and
+// names ending in an "s" of their own: "kubernetes", "postgres").
 std::string Singular(absl::string_view word) {
+  static const auto* const kNames = new absl::flat_hash_set<absl::string_view>{
+      "kubernetes", "postgres", "jenkins", "windows", "series", "species",
+      "news",       "devops",   "mlops",   "finops",  "gitops", "chaos"};
   if (word.size() < 4 || !absl::EndsWith(word, "s") || absl::EndsWith(word, "ss") ||
-      absl::EndsWith(word, "us") || absl::EndsWith(word, "is")) {
+      absl::EndsWith(word, "us") || absl::EndsWith(word, "is") || kNames->contains(word)) {
     return std::string(word);
   }
   if (absl::EndsWith(word, "ies")) return absl::StrCat(word.substr(0, word.size() - 3), "y");
+  // "caches", "headaches" lose their "s"; "reaches", "coaches" their "es".
+  if (absl::EndsWith(word, "aches") && !absl::EndsWith(word, "eaches") &&
+      !absl::EndsWith(word, "oaches")) {
+    return std::string(word.substr(0, word.size() - 1));
+  }
   for (absl::string_view es : {"xes", "ches", "shes", "sses"}) {
     if (absl::EndsWith(word, es)) return std::string(word.substr(0, word.size() - 2));
   }
@@ -2163,8 +2172,11 @@ bool CountsQuestionWord(const QuestionWeights& q, absl::string_view piece) {
         })) {
       continue;
     }
-    const absl::string_view word = tokens[i + 1];
-    if (!std::all_of(word.begin(), word.end(),
+    // The word as a sentence ends it or a quote holds it ("853 passed.").
+    absl::string_view word = tokens[i + 1];
+    while (!word.empty() && absl::StrContains("\"'`", word.front())) word.remove_prefix(1);
+    while (!word.empty() && absl::StrContains(".!?\"'`", word.back())) word.remove_suffix(1);
+    if (word.empty() || !std::all_of(word.begin(), word.end(),
                      [](char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)); })) {
       continue;
     }

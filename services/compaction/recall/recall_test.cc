@@ -973,6 +973,11 @@ TEST_F(RecallTest, ANamesWordsSaidInThePluralFindItsSingular) {
   EXPECT_THAT(ParseRecallQuery("Which mail boxes filled up?").terms, Contains("mail_box"));
   EXPECT_THAT(ParseRecallQuery("What did the status page say?").terms,
               Not(Contains("statu_page")));
+  EXPECT_THAT(ParseRecallQuery("How full were the redis caches?").terms,
+              AllOf(Contains("redis_cache"), Not(Contains("redis_cach"))));
+  EXPECT_THAT(ParseRecallQuery("Which kubernetes nodes drained?").terms,
+              AllOf(Contains("kubernetes_node"), Not(Contains("kubernete_node"))));
+  EXPECT_THAT(ParseRecallQuery("Which git branches merged?").terms, Contains("git_branch"));
 }
 
 // A plan's changed lines are settings ("+ size = 3750"), and "how big"
@@ -1038,17 +1043,23 @@ TEST_F(RecallTest, ARunsSummaryCountsWhatIsAskedAndItsProgressLinesAreNoAnswer) 
 // the answer's shape, shown beside the lines of tests that passed one by
 // one, which an item's cap on passages would otherwise keep it behind.
 TEST_F(RecallTest, ALineCountingTheQuestionsWordAnswersHowMany) {
-  std::string run = "collected 922 items\n";
-  for (int i = 0; i < 30; ++i) {
-    absl::StrAppend(&run, "tests/unit/test_vat.py::test_rate_", i, " PASSED\n");
+  // As a runner writes it, and as a sentence ends it (the word before a
+  // full stop or in quotes counts too).
+  for (absl::string_view summary :
+       {"================= 853 passed, 69 skipped, 5 warnings in 25.20s =================",
+        "Done in 25.20s: 853 passed.", "summary: 853 \"passed\""}) {
+    std::string run = "collected 922 items\n";
+    for (int i = 0; i < 30; ++i) {
+      absl::StrAppend(&run, "tests/unit/test_vat.py::test_rate_", i, " PASSED\n");
+    }
+    absl::StrAppend(&run, summary, "\n");
+    std::vector<Item> items = {
+        Stored(1, Role::kUser, ItemKind::kMessage, "Run the pricing test suite, verbose."),
+        Stored(2, Role::kTool, ItemKind::kToolResult, run, "bash")};
+    const RecallQuery q = ParseRecallQuery("How many tests passed on the pricing suite's run?");
+    const std::string got = RenderRecalled(Rank(q, OutputAfterMessage(items, q), 400));
+    EXPECT_THAT(got, HasSubstr("853")) << got;
   }
-  run += "================= 853 passed, 69 skipped, 5 warnings in 25.20s =================\n";
-  std::vector<Item> items = {
-      Stored(1, Role::kUser, ItemKind::kMessage, "Run the pricing test suite, verbose."),
-      Stored(2, Role::kTool, ItemKind::kToolResult, run, "bash")};
-  const RecallQuery q = ParseRecallQuery("How many tests passed on the pricing suite's run?");
-  const std::string got = RenderRecalled(Rank(q, OutputAfterMessage(items, q), 400));
-  EXPECT_THAT(got, HasSubstr("853 passed")) << got;
 }
 
 // A clause naming a later change ("before we switched to the tuned
