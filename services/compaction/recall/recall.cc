@@ -166,6 +166,8 @@ struct Candidate {
   size_t first_line = 0, last_line = 0, piece_offset = std::string::npos;
   // A later one of alike lines, when the question asks for the first.
   bool later = false;
+  // Its item's call holds a word only a contrast of the question holds.
+  bool contrasted = false;
 };
 
 // `text` with each word holding a digit (a figure, a hash, an id) as '#':
@@ -2196,6 +2198,16 @@ bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
          (q.asks_host && StatesHost(piece));
 }
 
+// The item's first line, when short: it usually says what the item is.
+absl::string_view TitleOf(const std::vector<std::pair<size_t, absl::string_view>>& lines) {
+  for (const auto& [at, line] : lines) {
+    const absl::string_view stripped = absl::StripAsciiWhitespace(line);
+    if (stripped.empty()) continue;
+    return stripped.size() <= kMaxTitleBytes ? stripped : absl::string_view();
+  }
+  return {};
+}
+
 // The candidate passages of one found item, added to `out` (texts already
 // in `seen` are not added again).
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
@@ -2211,14 +2223,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
                               : SplitHere(q, content, lines, longest);
   std::vector<Piece>& pieces = found.pieces;
   std::vector<Piece>& common_only = found.common_only;
-  // The item's first line, when short: it usually says what the item is.
-  absl::string_view title;
-  for (const auto& [at, line] : lines) {
-    const absl::string_view stripped = absl::StripAsciiWhitespace(line);
-    if (stripped.empty()) continue;
-    if (stripped.size() <= kMaxTitleBytes) title = stripped;
-    break;
-  }
+  const absl::string_view title = TitleOf(lines);
   // The item's words, and its exchange's (its turn's: the call, the
   // question that led to it) that it does not hold itself.
   std::map<int, double> own;
@@ -2236,6 +2241,11 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   if (item_words.empty()) return;
   std::map<int, double> shown = q.Words(call_terms);
   for (const auto& [w, weight] : q.Common(call_terms)) shown[w] = weight;
+  // An output whose call names the thing beside the one asked for (the
+  // staging copy's path) is of that thing, whatever its lines hold.
+  const bool of_contrast = std::any_of(shown.begin(), shown.end(), [&](const auto& word) {
+    return q.contrast.contains(word.first);
+  });
   // A value's line does not name its subject: where the exchange names it
   // as a passage must, a line holding a value is worth showing.
   const bool values = through_exchange && q.Answers(item_words);
@@ -2328,7 +2338,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     Candidate c;
     c.passage = PassageOf(item, call, line_at + offset, std::move(text));
     if (absl::StripAsciiWhitespace(piece) != title) c.passage.title = std::string(title);
-    Weigh({&common, &words, &under}, LengthNorm(item, piece, p.length), shown, item_words, q.contrast, c);
+    Weigh({&common, &words, &under}, LengthNorm(item, piece, p.length), shown, item_words,
+          q.contrast, c);
+    c.contrasted = of_contrast;
     c.value = named_value || row != std::string::npos;
     c.figure = shape ||
                (q.asks_quantity && (SetsFigure(piece) || CountsQuestionWord(q, piece))) ||
@@ -2491,7 +2503,7 @@ double Score(const RecallQuery& query, const absl::flat_hash_set<int>& covered,
   };
   // A passage holding a word of the contrast on its line is of the thing
   // beside the one asked for; the contrast's words add nothing.
-  double contrast = 1.0;
+  double contrast = c.contrasted ? kContrasted : 1.0;
   double s = 0;
   for (const auto& [w, weight] : c.line) {
     if (contrasted(w)) {

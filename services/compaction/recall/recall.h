@@ -83,7 +83,8 @@ struct RecallQuery {
   std::vector<bool> asked;
   // For each word: whether only a contrast holds it (the thing beside the
   // one asked for: "vllm" in "the trainer image, not the vLLM serving
-  // one"). A passage holding one on its line scores less (kContrasted),
+  // one"). A passage holding one on its line, or of an output whose call
+  // holds one (the staging copy's path), scores less (kContrasted),
   // and the word adds nothing to any passage's score; on a line it counts
   // toward nothing a passage answers, while its item or exchange holding
   // it still says the passage is near what is asked. The contrast runs to

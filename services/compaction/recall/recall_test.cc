@@ -954,6 +954,34 @@ TEST_F(RecallTest, APassageOfTheContrastedThingRanksBelowTheAskedOne) {
   EXPECT_EQ(got[0].sequence, 2) << RenderRecalled(got);
 }
 
+// An output whose call names the thing a contrast sets beside the asked
+// one (the staging copy's path) ranks below the asked one's, though its
+// lines read the same and it is newer.
+TEST_F(RecallTest, AnOutputWhoseCallNamesTheContrastedThingRanksBelow) {
+  auto config = [](int batch) {
+    return absl::StrCat("service {\n  batch {\n    batch_size = ", batch,
+                        "\n    poll_interval_s = 15\n  }\n}\n");
+  };
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Event bus next. Read its service.hcl."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, config(1750), "read_file"),
+      Stored(3, Role::kUser, ItemKind::kMessage, "Event bus again, the staging copy."),
+      Stored(4, Role::kTool, ItemKind::kToolResult, config(100), "read_file")};
+  const RecallQuery q = ParseRecallQuery(
+      "In the event bus service.hcl (ignore the staging copy), how many records does it put in "
+      "each batch?");
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(items[0].data.content);
+  hits.exchange_terms[4] = SearchTerms(items[2].data.content);
+  hits.calls[2] = R"({"path": "config/event-bus/service.hcl"})";
+  hits.calls[4] = R"({"path": "config/event-bus/staging/service.hcl"})";
+  const std::vector<RecalledPassage> got = Rank(q, hits, 400, 1);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].sequence, 2) << RenderRecalled(got);
+  EXPECT_THAT(got[0].text, HasSubstr("1750"));
+}
+
 // A name said in the plural is written in the singular ("the job runs
 // table" is `job_run`), and a name holds no word every question has
 // ("rows does" is none).
