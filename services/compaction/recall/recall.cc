@@ -168,6 +168,9 @@ struct Candidate {
   bool later = false;
   // Its item's call holds a word only a contrast of the question holds.
   bool contrasted = false;
+  // Its line holds a question word of its own (not only through the keys
+  // it sits under).
+  bool own_words = true;
 };
 
 // `text` with each word holding a digit (a figure, a hash, an id) as '#':
@@ -1992,15 +1995,16 @@ bool IsRule(absl::string_view line) {
 
 // Whether `line` is a key that opens a block of lines under it: it ends
 // with ':' (YAML's "prod:", a Python "def"), '{' or '[' (JSON's
-// "\"result\": {"), its comment aside. Not a call's opening parenthesis
-// or a listing's indented continuation ("Total Objects: 39" over
+// "\"result\": {"), or '(' (a call whose arguments follow one a line:
+// `manifest = S3KeySensor(` over its `poke_interval=840,`), its comment
+// aside. Not a listing's indented continuation ("Total Objects: 39" over
 // "   Total Size: 1.5 GiB").
 bool OpensBlock(absl::string_view line) {
   if (const size_t hash = line.find(" #"); hash != absl::string_view::npos) {
     line = line.substr(0, hash);
   }
   line = absl::StripTrailingAsciiWhitespace(line);
-  return !line.empty() && (line.back() == ':' || line.back() == '{' || line.back() == '[');
+  return !line.empty() && absl::StrContains(":{[(", line.back());
 }
 
 // For each line of `lines`, the nearest line above it indented less (the
@@ -2198,6 +2202,12 @@ bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
          (q.asks_host && StatesHost(piece));
 }
 
+// Whether `words` hold one only a contrast of the question holds.
+bool HoldsContrast(const QuestionWeights& q, const std::map<int, double>& words) {
+  return std::any_of(words.begin(), words.end(),
+                     [&](const auto& word) { return q.contrast.contains(word.first); });
+}
+
 // The item's first line, when short: it usually says what the item is.
 absl::string_view TitleOf(const std::vector<std::pair<size_t, absl::string_view>>& lines) {
   for (const auto& [at, line] : lines) {
@@ -2243,9 +2253,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   for (const auto& [w, weight] : q.Common(call_terms)) shown[w] = weight;
   // An output whose call names the thing beside the one asked for (the
   // staging copy's path) is of that thing, whatever its lines hold.
-  const bool of_contrast = std::any_of(shown.begin(), shown.end(), [&](const auto& word) {
-    return q.contrast.contains(word.first);
-  });
+  const bool of_contrast = HoldsContrast(q, shown);
   // A value's line does not name its subject: where the exchange names it
   // as a passage must, a line holding a value is worth showing.
   const bool values = through_exchange && q.Answers(item_words);
@@ -2341,6 +2349,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     Weigh({&common, &words, &under}, LengthNorm(item, piece, p.length), shown, item_words,
           q.contrast, c);
     c.contrasted = of_contrast;
+    c.own_words = asked_words;
     c.value = named_value || row != std::string::npos;
     c.figure = shape ||
                (q.asks_quantity && (SetsFigure(piece) || CountsQuestionWord(q, piece))) ||
@@ -2517,10 +2526,13 @@ double Score(const RecallQuery& query, const absl::flat_hash_set<int>& covered,
     if (!contrasted(w)) context += weight * share(w);
   }
   // A figure line holding none of the question's words (a schedule, a
-  // run's total time) is the answer's shape in an item its exchange
-  // names: what the exchange says counts as its own.
+  // run's total time), or only through the keys it sits under, is the
+  // answer's shape in an item its exchange names: what the exchange says
+  // counts as its own.
   const double order = (c.later ? kLater : 1.0) * contrast;
-  if (c.figure && c.line.empty()) return order * context * (1 + kValueLine) * (1 + kFigureLine);
+  if (c.figure && (c.line.empty() || !c.own_words)) {
+    return order * (s + context) * (1 + kValueLine) * (1 + kFigureLine);
+  }
   return order * (s * (c.value ? 1 + kValueLine : 1.0) * (c.figure ? 1 + kFigureLine : 1.0) +
                   context);
 }

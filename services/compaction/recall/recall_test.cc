@@ -982,6 +982,31 @@ TEST_F(RecallTest, AnOutputWhoseCallNamesTheContrastedThingRanksBelow) {
   EXPECT_THAT(got[0].text, HasSubstr("1750"));
 }
 
+// A call's arguments, one a line, sit under it: the sensor's interval is
+// the manifest sensor's through the call it is an argument of.
+TEST_F(RecallTest, ACallsArgumentsAreNamedByTheCall) {
+  const std::string dag =
+      "    wait_upstream = ExternalTaskSensor(\n"
+      "        task_id=\"wait_for_upstream_export\",\n"
+      "        poke_interval=120,\n"
+      "        timeout=60 * 120,\n"
+      "    )\n"
+      "    with TaskGroup(group_id=\"land\") as land:\n"
+      "        for source in SOURCES:\n"
+      "            manifest = S3KeySensor(\n"
+      "                task_id=f\"wait_for_{source['name']}\",\n"
+      "                mode=\"reschedule\",\n"
+      "                poke_interval=840,\n"
+      "                timeout=60 * 240,\n"
+      "            )\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Read the orders DAG."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, dag, "read_file")};
+  const RecallQuery q =
+      ParseRecallQuery("How often does the orders DAG's manifest sensor poke the bucket?");
+  EXPECT_THAT(First(q, OutputAfterMessage(items, q), 400), HasSubstr("poke_interval=840"));
+}
+
 // A name said in the plural is written in the singular ("the job runs
 // table" is `job_run`), and a name holds no word every question has
 // ("rows does" is none).
