@@ -2007,14 +2007,31 @@ bool OpensBlock(absl::string_view line) {
   return !line.empty() && absl::StrContains(":{[(", line.back());
 }
 
+// The path a search's match line opens with ("app/batches.py" of
+// "app/batches.py:14:BATCH_SEND_SIZE = 640"), or "".
+absl::string_view SearchPathOf(absl::string_view line) {
+  const absl::string_view content = AfterLineNumber(line);
+  if (content.data() == line.data()) return {};
+  const absl::string_view prefix =
+      absl::StripLeadingAsciiWhitespace(line.substr(0, content.data() - line.data()));
+  if (!absl::EndsWith(prefix, ":")) return {};  // A file reader's line number.
+  return prefix.substr(0, prefix.find(':'));
+}
+
 // For each line of `lines`, the nearest line above it indented less (the
-// key or the statement it sits under), or -1.
+// key or the statement it sits under), or -1. A search's match lines sit
+// under lines of their own file only.
 std::vector<int> Parents(const std::vector<std::pair<size_t, absl::string_view>>& lines) {
   std::vector<int> parents(lines.size(), -1);
   std::vector<std::pair<int, int>> open;  // (line, indent), indents rising.
+  absl::string_view path;
   for (size_t i = 0; i < lines.size(); ++i) {
     const int indent = IndentOf(lines[i].second);
     if (indent < 0) continue;
+    if (const absl::string_view at = SearchPathOf(lines[i].second); at != path) {
+      open.clear();
+      path = at;
+    }
     while (!open.empty() && open.back().second >= indent) open.pop_back();
     if (!open.empty()) parents[i] = open.back().first;
     open.emplace_back(static_cast<int>(i), indent);

@@ -900,6 +900,31 @@ TEST_F(RecallTest, ASearchsMatchIsReadAfterItsPathAndNumber) {
   }
 }
 
+// A search's match lines sit under the lines of their own file only: a
+// match's indentation says nothing about another file's match above it.
+TEST_F(RecallTest, ASearchsMatchSitsUnderItsOwnFilesLinesOnly) {
+  const std::string rg =
+      "app/limits.py:3:def export_limits():\n"
+      "app/worker.py:20:    EXPORT_CHUNK = 640\n"
+      "app/sender.py:7:def export_batches():\n"
+      "app/sender.py:9:    EXPORT_PAUSE_MS = 250\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "rg for the export constants."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, rg, "bash")};
+  auto passage_of = [&](absl::string_view question, absl::string_view value) {
+    const RecallQuery q = ParseRecallQuery(question);
+    for (const RecalledPassage& p : Rank(q, OutputAfterMessage(items, q), 400)) {
+      if (absl::StrContains(p.text, value)) return p.text;
+    }
+    return std::string();
+  };
+  const std::string chunk = passage_of("How big is the export chunk, and its limits?", "= 640");
+  EXPECT_THAT(chunk, HasSubstr("EXPORT_CHUNK = 640"));
+  EXPECT_THAT(chunk, Not(HasSubstr("limits.py"))) << chunk;
+  EXPECT_THAT(passage_of("How long is the pause between export batches?", "= 250"),
+              HasSubstr("def export_batches():"));
+}
+
 // A passage holding the question's words only through its contrast ("not
 // the lines table") answers nothing: it is not recalled for them.
 TEST_F(RecallTest, AContrastsWordsAnswerNothing) {
