@@ -48,7 +48,14 @@ const absl::flat_hash_set<absl::string_view>& StopwordList() {
       "tell", "than", "thanks", "that", "the", "their", "them", "then", "there", "these",
       "they", "this", "those", "to", "too", "up", "us", "very", "was", "we", "were", "what",
       "vs", "when", "where", "which", "who", "why", "will", "with", "would", "yes", "you", "your",
-      "s", "t", "d", "ll", "m", "re", "ve"};
+      "s", "t", "d", "ll", "m", "re", "ve",
+      // Words that name nothing, only qualify ("the switchover itself",
+      // "the window around the peak", "how many altogether"), and whose
+      // one form is no other word's ("even" is "evening"'s, "quite"
+      // "quit"'s, "basically" "basic"'s, "actually" "actual"'s).
+      "itself", "themselves", "himself", "herself", "myself", "yourself", "ourselves",
+      "around", "really", "altogether", "anyway", "maybe", "perhaps", "already", "alone",
+      "quickly", "roughly"};
   return *kWords;
 }
 
