@@ -2206,10 +2206,10 @@ bool CountsQuestionWord(const QuestionWeights& q, absl::string_view piece) {
     absl::string_view word = tokens[i + 1];
     while (!word.empty() && absl::StrContains("\"'`", word.front())) word.remove_prefix(1);
     while (!word.empty() && absl::StrContains(".!?\"'`", word.back())) word.remove_suffix(1);
-    if (word.empty() || !std::all_of(word.begin(), word.end(),
-                     [](char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)); })) {
-      continue;
-    }
+    const bool letters = std::all_of(word.begin(), word.end(), [](char c) {
+      return absl::ascii_isalpha(static_cast<unsigned char>(c));
+    });
+    if (word.empty() || !letters) continue;
     const std::string form = WordForm(absl::AsciiStrToLower(word));
     for (const auto* weights : {&q.weight_of, &q.common_of}) {
       auto found = weights->find(form);
