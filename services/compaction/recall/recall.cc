@@ -1913,8 +1913,15 @@ ItemPiecesFound SplitHere(const QuestionWeights& q, const std::string& content,
       const size_t at = lines[li].first + offset;
       Piece p{li, offset, piece, Shaped(q, longest, li, offset, piece)};
       if (QuestionWeights::Within(searched, at, at + piece.size())) {
+        // A probe's piece holding none of the searched terms is what
+        // FromKept finds it: a piece of common words or of the answer's
+        // shape, or none (the keys over it could make it a candidate).
         Know(q, SearchTerms(piece), p);
-        found.pieces.push_back(std::move(p));
+        if (!p.words.empty()) {
+          found.pieces.push_back(std::move(p));
+        } else if (!p.common.empty() || p.shaped) {
+          found.common_only.push_back(std::move(p));
+        }
       } else if (QuestionWeights::Within(common, at, at + piece.size()) || p.shaped) {
         found.common_only.push_back(std::move(p));
       }
@@ -1924,10 +1931,8 @@ ItemPiecesFound SplitHere(const QuestionWeights& q, const std::string& content,
 }
 
 // The same from the pieces the search kept (ItemPieces): each of the
-// question's terms looked up in the item once, no text split. A piece
-// holding a probe of a searched word but none of its terms is split above
-// and weighs nothing; here it is not among `pieces`, and the candidates are
-// the same.
+// question's terms looked up in the item once, no text split; the pieces
+// and their words are those SplitHere finds.
 ItemPiecesFound FromKept(const QuestionWeights& q, const ItemPieces& kept,
                          const std::vector<std::pair<size_t, absl::string_view>>& lines,
                          const std::optional<std::pair<size_t, size_t>>& longest) {
