@@ -1283,22 +1283,31 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
   hits.calls[2] = R"({"cmd": "pricecast bundle build --group w6 --dry-run"})";
   RecallLimits limits;
   limits.max_tokens = 120;
-  auto skipped_score = [&](const HistoryHits& h) {
-    for (const RecalledPassage& p : RankPassages(q, h, *tokenizer_, limits)) {
+  auto skipped_score = [&](const HistoryHits& h, const RecallQuery& query) {
+    for (const RecalledPassage& p : RankPassages(query, h, *tokenizer_, limits)) {
       if (absl::StrContains(p.text, "skipped_stores: 2")) return p.score;
     }
     return 0.0;
   };
-  const double lacking = skipped_score(hits);
+  const double lacking = skipped_score(hits, q);
   EXPECT_GT(lacking, 0) << RenderRecalled(RankPassages(q, hits, *tokenizer_, limits));
   // The history holds "shops" itself: "stores" weighs less there.
   items[2] = Stored(3, Role::kUser, ItemKind::kMessage, "Which shops open late?");
   hits = HitsFor(items, q);
   for (const Item& item : items) hits.exchange_terms[item.sequence] = q.terms;
   hits.calls[2] = R"({"cmd": "pricecast bundle build --group w6 --dry-run"})";
-  const double held = skipped_score(hits);
-  EXPECT_GT(held, 0);
+  const double held = skipped_score(hits, q);
   EXPECT_LT(held, lacking);
+  // ... and still counts: the same question without the stand-in scores
+  // the passage less (a held stand-in is searched and names the line).
+  RecallQuery without = q;
+  const size_t store = static_cast<size_t>(
+      std::find(q.terms.begin(), q.terms.end(), "store") - q.terms.begin());
+  ASSERT_LT(store, q.terms.size());
+  without.terms.erase(without.terms.begin() + store);
+  without.word_of.erase(without.word_of.begin() + store);
+  without.stand_in.erase(without.stand_in.begin() + store);
+  EXPECT_GT(held, skipped_score(hits, without));
 }
 
 // Other words for the things operators talk about: "replicas" for the
