@@ -176,8 +176,8 @@ struct Candidate {
   // Its item's call holds a word only a contrast of the question holds.
   bool contrasted = false;
   // Its line holds a question word of its own (not only through the keys
-  // it sits under).
-  bool own_words = true;
+  // it sits under; an opening message's passage holds none).
+  bool own_words = false;
 };
 
 // `text` with each word holding a digit (a figure, a hash, an id) as '#':
@@ -1235,7 +1235,7 @@ void AddStandIns(absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery
     if (others == StandIns().end()) continue;
     const int word = q.word_of[i];
     // Other words for the thing beside the one asked for name nothing.
-    if (static_cast<size_t>(word) < q.contrast.size() && q.contrast[word]) continue;
+    if (q.Contrasted(word)) continue;
     for (const std::string& other : others->second) AddTerm(other, word, true, index_of, q);
   }
 }
@@ -1666,8 +1666,8 @@ struct QuestionWeights {
         asks_version(query.asks_version) {
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
-    for (size_t w = 0; w < query.contrast.size(); ++w) {
-      if (query.contrast[w]) contrast.insert(static_cast<int>(w));
+    for (int w = 0; w < query.words; ++w) {
+      if (query.Contrasted(w)) contrast.insert(w);
     }
     // The words the history holds a term of their own of: their stand-ins
     // count less (kHeldStandIn).
@@ -1883,6 +1883,18 @@ struct ItemPiecesFound {
   std::vector<Piece> pieces;
   std::vector<Piece> common_only;
   absl::string_view title;  // The item's first line, when short.
+
+  // Adds `p`, its words known, where it belongs: among `pieces` when it
+  // holds a searched word, else among `common_only` when it holds a common
+  // one or has the answer's shape, else nowhere. SplitHere and FromKept
+  // both sort by this, so that both find the same candidates.
+  void AddKnown(Piece p) {
+    if (!p.words.empty()) {
+      pieces.push_back(std::move(p));
+    } else if (!p.common.empty() || p.shaped) {
+      common_only.push_back(std::move(p));
+    }
+  }
 };
 
 // Whether a piece of `lines` has the answer's shape (Piece::shaped).
@@ -1917,11 +1929,7 @@ ItemPiecesFound SplitHere(const QuestionWeights& q, const std::string& content,
         // FromKept finds it: a piece of common words or of the answer's
         // shape, or none (the keys over it could make it a candidate).
         Know(q, SearchTerms(piece), p);
-        if (!p.words.empty()) {
-          found.pieces.push_back(std::move(p));
-        } else if (!p.common.empty() || p.shaped) {
-          found.common_only.push_back(std::move(p));
-        }
+        found.AddKnown(std::move(p));
       } else if (QuestionWeights::Within(common, at, at + piece.size()) || p.shaped) {
         found.common_only.push_back(std::move(p));
       }
@@ -1964,19 +1972,14 @@ ItemPiecesFound FromKept(const QuestionWeights& q, const ItemPieces& kept,
     p.holds_value = kp.value;
     p.length = std::max(1.0, kp.length);
     p.known = true;
-    if (!p.words.empty()) {
-      found.pieces.push_back(std::move(p));
-    } else if (!p.common.empty() || p.shaped) {
-      found.common_only.push_back(std::move(p));
-    }
+    found.AddKnown(std::move(p));
   }
   return found;
 }
 
-// How far `line`'s content is indented (a file reader's line number
-// aside), or -1 for a blank line.
-int IndentOf(absl::string_view line) {
-  const absl::string_view content = AfterLineNumber(line);
+// How far `content` (a line after its number, AfterLineNumber) is
+// indented, or -1 for a blank line.
+int IndentOf(absl::string_view content) {
   const size_t at = content.find_first_not_of(" \t");
   if (at == absl::string_view::npos || absl::StripAsciiWhitespace(content.substr(at)).empty()) {
     return -1;
@@ -2020,9 +2023,9 @@ bool OpensBlock(absl::string_view line) {
 }
 
 // The path a search's match line opens with ("app/batches.py" of
-// "app/batches.py:14:BATCH_SEND_SIZE = 640"), or "".
-absl::string_view SearchPathOf(absl::string_view line) {
-  const absl::string_view content = AfterLineNumber(line);
+// "app/batches.py:14:BATCH_SEND_SIZE = 640"), or "": `content` is the
+// line's AfterLineNumber.
+absl::string_view SearchPathOf(absl::string_view line, absl::string_view content) {
   if (content.data() == line.data()) return {};
   const absl::string_view prefix =
       absl::StripLeadingAsciiWhitespace(line.substr(0, content.data() - line.data()));
@@ -2038,9 +2041,10 @@ std::vector<int> Parents(const std::vector<std::pair<size_t, absl::string_view>>
   std::vector<std::pair<int, int>> open;  // (line, indent), indents rising.
   absl::string_view path;
   for (size_t i = 0; i < lines.size(); ++i) {
-    const int indent = IndentOf(lines[i].second);
+    const absl::string_view content = AfterLineNumber(lines[i].second);
+    const int indent = IndentOf(content);
     if (indent < 0) continue;
-    if (const absl::string_view at = SearchPathOf(lines[i].second); at != path) {
+    if (const absl::string_view at = SearchPathOf(lines[i].second, content); at != path) {
       open.clear();
       path = at;
     }
@@ -2536,15 +2540,12 @@ std::vector<Candidate> CandidatesOf(const HistoryHits& hits, const QuestionWeigh
 double Score(const RecallQuery& query, const absl::flat_hash_set<int>& covered,
              const Candidate& c) {
   auto share = [&](int w) { return covered.contains(w) ? kCovered : 1.0; };
-  auto contrasted = [&](int w) {
-    return static_cast<size_t>(w) < query.contrast.size() && query.contrast[w];
-  };
   // A passage holding a word of the contrast on its line is of the thing
   // beside the one asked for; the contrast's words add nothing.
   double contrast = c.contrasted ? kContrasted : 1.0;
   double s = 0;
   for (const auto& [w, weight] : c.line) {
-    if (contrasted(w)) {
+    if (query.Contrasted(w)) {
       contrast = kContrasted;
       continue;
     }
@@ -2552,14 +2553,14 @@ double Score(const RecallQuery& query, const absl::flat_hash_set<int>& covered,
   }
   double context = 0;
   for (const auto& [w, weight] : c.context) {
-    if (!contrasted(w)) context += weight * share(w);
+    if (!query.Contrasted(w)) context += weight * share(w);
   }
   // A figure line holding none of the question's words (a schedule, a
   // run's total time), or only through the keys it sits under, is the
   // answer's shape in an item its exchange names: what the exchange says
   // counts as its own.
   const double order = (c.later ? kLater : 1.0) * contrast;
-  if (c.figure && (c.line.empty() || !c.own_words)) {
+  if (c.figure && !c.own_words) {
     return order * (s + context) * (1 + kValueLine) * (1 + kFigureLine);
   }
   return order * (s * (c.value ? 1 + kValueLine : 1.0) * (c.figure ? 1 + kFigureLine : 1.0) +

@@ -91,6 +91,10 @@ struct RecallQuery {
   // its clause's end or to a "but" ("not the lines table but the header
   // table").
   std::vector<bool> contrast;
+  // Whether only a contrast holds question word `word` (see `contrast`).
+  bool Contrasted(int word) const {
+    return word >= 0 && static_cast<size_t>(word) < contrast.size() && contrast[word];
+  }
   // For each term: whether it stands in for its word (another word for it:
   // "store" for "shop", StandIns): it counts in full where the history holds
   // none of the word's own terms (the question was asked in other words
