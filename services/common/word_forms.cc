@@ -49,6 +49,9 @@ const Abbreviation kAbbreviations[] = {
     {"doc", "document"},         {"docs", "documents"},       {"rev", "revision"},
     {"revs", "revisions"},       {"notif", "notification"},   {"notifs", "notifications"},
     {"promo", "promotion"},      {"promos", "promotions"},    {"em", "exact match"},
+    // Kubernetes objects, as operators name them.
+    {"hpa", "horizontal pod autoscaler"}, {"pdb", "pod disruption budget"},
+    {"pvc", "persistent volume claim"},
 };
 const size_t kAbbreviationCount = sizeof(kAbbreviations) / sizeof(kAbbreviations[0]);
 

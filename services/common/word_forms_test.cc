@@ -34,6 +34,8 @@ TEST(WordFormTest, AbbreviationsAreSpelledOut) {
   EXPECT_EQ(WordForms("mq"), (std::vector<std::string>{WordForm("message"), WordForm("queue")}));
   EXPECT_EQ(WordForms("idp"),
             (std::vector<std::string>{WordForm("identity"), WordForm("provider")}));
+  EXPECT_EQ(WordForms("hpa"), (std::vector<std::string>{WordForm("horizontal"), WordForm("pod"),
+                                                        WordForm("autoscaler")}));
   EXPECT_EQ(WordForms("em"), (std::vector<std::string>{WordForm("exact"), WordForm("match")}));
   EXPECT_EQ(WordForms("guards"), std::vector<std::string>{WordForm("guard")});
 }

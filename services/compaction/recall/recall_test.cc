@@ -1334,6 +1334,31 @@ TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
   EXPECT_THAT(RenderRecalled(Rank(q, hits, 120)), HasSubstr("pods: 7 desired"));
 }
 
+// "The most" is a maximum, "the fewest" a minimum: a settings file names
+// the bound (`maxReplicas: 9` beside `minReplicas: 4`), a question says
+// how far it goes.
+TEST_F(RecallTest, TheMostIsTheMaximumAndTheFewestTheMinimum) {
+  EXPECT_THAT(StandInsOf("What's the most pods it may scale out to?"), Contains(WordForm("max")));
+  EXPECT_THAT(StandInsOf("What's the fewest pods it keeps?"), Contains(WordForm("min")));
+  const RecallQuery q = ParseRecallQuery("What's the most pods promotions may scale to in prod?");
+  std::string values = "replicaCount: 4\nimage:\n  tag: \"3.40.3\"\npodAnnotations:\n"
+                       "  prometheus.io/port: \"9100\"\n";
+  values += "autoscaling:\n  enabled: true\n  minReplicas: 4\n  maxReplicas: 9\n"
+            "  targetCPUUtilizationPercentage: 75\n";
+  values += "podDisruptionBudget:\n  minAvailable: 1\nnetworkPolicy:\n  allowFrom:\n"
+            "    - namespace: shop-prod\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Read the promotions prod values: I want to know how far it may scale."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, values, "read_file")};
+  HistoryHits hits = OutputAfterMessage(items, q);
+  hits.calls[2] = R"({"path": "deploy/charts/promotions/values-prod.yaml"})";
+  // A long history says "most" somewhere ("most of the errors").
+  hits.document_frequency[WordForm("most")] = 40;
+  const std::vector<RecalledPassage> got = Rank(q, hits, 120);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("maxReplicas: 9"));
+}
+
 // A line naming the subject (`name = "weasyprint"`) and the value beside
 // it (`version = "63.3"`): the value's passage, which shows the name too,
 // is shown rather than the name's line alone (which would keep the value
