@@ -55,7 +55,9 @@ const absl::flat_hash_set<absl::string_view>& StopwordList() {
       // "quit"'s, "basically" "basic"'s, "actually" "actual"'s).
       "itself", "themselves", "himself", "herself", "myself", "yourself", "ourselves",
       "around", "really", "altogether", "anyway", "maybe", "perhaps", "already", "alone",
-      "quickly", "roughly"};
+      "quickly", "roughly",
+      // Prepositions that relate the things named, and name none.
+      "during", "through", "via", "per", "according", "within", "across"};
   return *kWords;
 }
 

@@ -157,6 +157,17 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
                                      Not(Contains("altogeth")), Not(Contains("switchover-itself")),
                                      Not(Contains("window-around"))));
   EXPECT_THAT(qualified.terms, Contains("dispatch-peak"));
+  // Prepositions relate the things named: "rows hvmig refused during the
+  // compare run" makes no "refuse-during", and takes no term's place.
+  const RecallQuery related = ParseRecallQuery(
+      "How many rows did hvmig refuse during the compare run, per the log, according to Ana, "
+      "via the relay, within the hour, across the shards, through the night?");
+  for (const char* word : {"dure", "during", "per", "accord", "via", "within", "across",
+                           "through", "refuse-during", "hvmig-refuse-during"}) {
+    EXPECT_THAT(related.terms, Not(Contains(word))) << word;
+  }
+  EXPECT_THAT(related.terms,
+              ::testing::IsSupersetOf({std::string("hvmig"), WordForm("refuse"), std::string("compare-run")}));
   EXPECT_THAT(qualified.terms,
               ::testing::IsSupersetOf(
                   {WordForm("evening"), WordForm("actual"), WordForm("quit"), WordForm("basic")}));
