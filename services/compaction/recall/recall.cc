@@ -1179,6 +1179,7 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"ticket", "jira"},
         {"nightly", "daily"},
         {"job", "task"},
+        {"batch", "chunk"},
         {"compile", "build"},
         {"ship", "deploy"},
         {"lifetime", "ttl"},

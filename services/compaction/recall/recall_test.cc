@@ -1327,6 +1327,8 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
 TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
   EXPECT_THAT(StandInsOf("What did the outage cost us?"),
               ::testing::IsSupersetOf({WordForm("incident"), WordForm("spend")}));
+  EXPECT_THAT(StandInsOf("How many records does it take in one chunk?"),
+              Contains(WordForm("batch")));
   EXPECT_THAT(StandInsOf("What's the drift tolerance on the feature store?"),
               ::testing::IsSupersetOf({WordForm("threshold")}));
   EXPECT_THAT(StandInsOf("How long is the cert's lifetime, and the disk's capacity?"),
