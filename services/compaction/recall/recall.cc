@@ -1464,7 +1464,12 @@ std::string WithIdiomsSaid(std::string text) {
       {"how deep", "how deep depth"},  {"how wide", "how wide width"},
       {"how high", "how high height"}, {"how heavy", "how heavy weight"},
       {"how far", "how far distance"}, {"how fast", "how fast speed"},
-      {"how old", "how old age"}};
+      {"how old", "how old age"},
+      // Phrasal verbs for what a system names in one word.
+      {"back out", "rollback"},      {"backed out", "rollback"},
+      {"backing out", "rollback"},   {"spin up", "provision"},
+      {"spun up", "provisioned"},    {"tear down", "teardown"},
+      {"torn down", "teardown"}};
   const std::string lower = absl::AsciiStrToLower(text);
   std::string out;
   size_t at = 0;

@@ -855,6 +855,12 @@ TEST_F(RecallTest, IdiomsPositionsAndOtherQuestionWordsAreReadAsMeant) {
   EXPECT_THAT(terms_of("How deep was the label printers' work queue?"), Contains("depth"));
   EXPECT_THAT(terms_of("How wide is the banner?"), Contains("width"));
   EXPECT_THAT(terms_of("Which deep link broke?"), Not(Contains("depth")));
+  // A phrasal verb is the word a system writes ("back out" a move is its
+  // rollback, "spin up" a box is provisioning it).
+  EXPECT_THAT(terms_of("If we back out the parcel queues move, which marker?"),
+              Contains("rollback"));
+  EXPECT_THAT(terms_of("How long did the standby take to spin up?"), Contains(WordForm("provision")));
+  EXPECT_THAT(terms_of("Which bucket did we back up?"), Not(Contains("rollback")));
 }
 
 // A contrast naming the thing beside the one asked for ("not the lines
