@@ -1335,6 +1335,8 @@ TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
               ::testing::IsSupersetOf({WordForm("incident"), WordForm("spend")}));
   EXPECT_THAT(StandInsOf("How many records does it take in one chunk?"),
               Contains(WordForm("batch")));
+  EXPECT_THAT(StandInsOf("The load that refused an incomplete day?"), Contains(WordForm("partial")));
+  EXPECT_THAT(StandInsOf("How many unfinished uploads?"), Contains(WordForm("partial")));
   EXPECT_THAT(StandInsOf("What's the drift tolerance on the feature store?"),
               ::testing::IsSupersetOf({WordForm("threshold")}));
   EXPECT_THAT(StandInsOf("How long is the cert's lifetime, and the disk's capacity?"),
