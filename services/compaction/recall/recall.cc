@@ -1180,6 +1180,7 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"nightly", "daily"},
         {"job", "task"},
         {"batch", "chunk"},
+        {"percentage", "percent"},
         {"partial", "incomplete", "unfinished"},
         {"compile", "build"},
         {"ship", "deploy"},

@@ -1336,6 +1336,9 @@ TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
   EXPECT_THAT(StandInsOf("How many records does it take in one chunk?"),
               Contains(WordForm("batch")));
   EXPECT_THAT(StandInsOf("The load that refused an incomplete day?"), Contains(WordForm("partial")));
+  // The stemmer keeps "percentage" apart from "percent" (`unexpected_percent`).
+  ASSERT_NE(WordForm("percentage"), WordForm("percent"));
+  EXPECT_THAT(StandInsOf("What percentage of rows failed?"), Contains(WordForm("percent")));
   EXPECT_THAT(StandInsOf("How many unfinished uploads?"), Contains(WordForm("partial")));
   EXPECT_THAT(StandInsOf("What's the drift tolerance on the feature store?"),
               ::testing::IsSupersetOf({WordForm("threshold")}));
