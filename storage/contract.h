@@ -367,11 +367,7 @@ struct HistorySearch {
   // At most this many candidates: the items of the turns whose items hold
   // the most of the rarest terms (each term counted once per turn), best
   // turn first; within a turn, the items that hold the most first, then
-  // its tool results that hold none. Then, beyond them, at most
-  // kMaxMessagesBeyond messages that hold a term, of the same best turns
-  // (as many as `max_items`), in the same order: a turn of many tool
-  // results fills the cap, and a message is short to rank ("I've opened PR
-  // #2291 for it" is found by "the pull request number for the fix").
+  // its tool results that hold none.
   int max_items = 40;
   // Only the items a compaction took out of the view (at or before the
   // conversation's summarized_through or prune boundary): recall, whose
@@ -397,7 +393,6 @@ struct HistorySearch {
 };
 
 inline constexpr int kMaxReplies = 8;
-inline constexpr int kMaxMessagesBeyond = 8;
 inline constexpr int kOpeningMessages = 2;
 
 // An item's text split as recall ranks it (services/compaction/recall):

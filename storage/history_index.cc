@@ -214,29 +214,9 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
     }
     if (hits.found.size() >= max_items) break;
   }
-  AddMessagesBeyond(order, turns, hits);
   if (search.replies) AddReplies(hits, upto);
   if (search.opening) AddOpening(hits, upto);
   return hits;
-}
-
-void HistoryIndex::AddMessagesBeyond(const std::vector<std::pair<double, int64_t>>& order,
-                                     const std::map<int64_t, Turn>& turns, HistoryHits& hits) {
-  absl::flat_hash_set<int64_t> found;
-  for (const Item& item : hits.found) found.insert(item.sequence);
-  int added = 0;
-  for (const auto& [score, index] : order) {
-    const Turn& turn = turns.at(index);
-    for (const Turn::Hit& h : turn.hits) {
-      if (added >= kMaxMessagesBeyond) return;
-      const Item& item = h.entry->item;
-      if (item.data.kind != ItemKind::kMessage || !found.insert(item.sequence).second) continue;
-      AddFound(item.sequence, hits);
-      hits.exchange_terms[item.sequence] =
-          std::vector<std::string>(turn.terms.begin(), turn.terms.end());
-      ++added;
-    }
-  }
 }
 
 void HistoryIndex::AddFound(int64_t sequence, HistoryHits& hits) {

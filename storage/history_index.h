@@ -9,10 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -66,10 +64,6 @@ class HistoryIndex {
   // Adds the item at `sequence` to `hits.found`, with its pieces (split the
   // first time, and kept).
   void AddFound(int64_t sequence, HistoryHits& hits);
-  // The messages beyond the candidates' cap (kMaxMessagesBeyond): those
-  // holding a term, of the best turns (`order`, best first), not found yet.
-  void AddMessagesBeyond(const std::vector<std::pair<double, int64_t>>& order,
-                         const std::map<int64_t, Turn>& turns, HistoryHits& hits);
   // HistorySearch::replies: the replies to the user messages of `hits`.
   void AddReplies(HistoryHits& hits, int64_t upto);
   // HistorySearch::opening: the conversation's first user messages.

@@ -304,8 +304,7 @@ std::string ItemRowJoinsSql(int key) {
 // terms too common to search by that those items hold add their weights to
 // their turn's (a dry run's turn is told from a config read's of the same
 // service by "checksum"). The turns, so ranked, give their items: the
-// matching ones first, then the tool results; beyond the $5 candidates,
-// kMaxMessagesBeyond messages of those turns that hold a term. Rows: the candidates in that order, each with the conversation's
+// matching ones first, then the tool results. Rows: the candidates in that order, each with the conversation's
 // item count, as a JSON object how many items hold each term (counted up
 // to the cap plus one), the item's own score, the terms its turn holds (a
 // JSON array, in byte order) and, for a tool result, the first kMaxCallChars characters
@@ -354,9 +353,9 @@ std::string SearchHistorySql(ForkLayout layout) {
       "SELECT w.sequence, s.term, s.weight FROM searched s, LATERAL (SELECT w.sequence ",
       indexed("s.q"), ") w UNION ALL SELECT i.sequence, s.term, s.weight FROM searched s, "
       "LATERAL (SELECT i.sequence ", tail("s.q", "s.term"), ") i) m GROUP BY m.sequence), ",
-      "hit_items AS (SELECT h.sequence, h.score, h.terms, i.turn_index, i.message FROM hits h "
-      "CROSS JOIN LATERAL (SELECT i.turn_index, i.kind = 'message' AS message FROM ",
-      ItemsOf(layout, "$8"), " i WHERE i.sequence = h.sequence) i), ",
+      "hit_items AS (SELECT h.sequence, h.score, h.terms, i.turn_index FROM hits h "
+      "CROSS JOIN LATERAL (SELECT i.turn_index FROM ", ItemsOf(layout, "$8"),
+      " i WHERE i.sequence = h.sequence) i), ",
       "turn_terms AS (SELECT DISTINCT turn_index, unnest(terms) AS term FROM hit_items), ",
       "turns AS (SELECT t.turn_index, round(sum(s.weight)::numeric, 6) AS score, "
       "array_agg(t.term) AS terms, "
@@ -364,9 +363,9 @@ std::string SearchHistorySql(ForkLayout layout) {
       "(SELECT max(x.sequence) FROM hit_items x WHERE x.turn_index = t.turn_index) AS hi "
       "FROM turn_terms t JOIN searched s ON s.term = t.term GROUP BY t.turn_index "
       "ORDER BY score DESC, t.turn_index DESC LIMIT $5), ",
-      "turn_items AS (SELECT h.sequence, h.score AS own, t.turn_index, 0 AS extra, h.message "
+      "turn_items AS (SELECT h.sequence, h.score AS own, t.turn_index, 0 AS extra "
       "FROM turns t JOIN hit_items h ON h.turn_index = t.turn_index "
-      "UNION ALL SELECT r.sequence, 0, t.turn_index, 1, false FROM turns t, "
+      "UNION ALL SELECT r.sequence, 0, t.turn_index, 1 FROM turns t, "
       "LATERAL (SELECT r.sequence FROM ", ItemsOf(layout, "$8"), " r "
       "WHERE r.sequence BETWEEN t.lo - ", kExchangeReach, " AND t.hi + ", kExchangeReach,
       " AND r.sequence <= (SELECT coalesce(upto, ", kNoBound, ") FROM conv) "
@@ -398,15 +397,7 @@ std::string SearchHistorySql(ForkLayout layout) {
       "candidates AS (SELECT ti.sequence, ti.own, r.terms, row_number() OVER (ORDER BY "
       "r.score DESC, r.turn_index DESC, ti.extra, ti.own DESC, ti.sequence DESC) AS ord "
       "FROM turn_items ti JOIN ranked r ON r.turn_index = ti.turn_index "
-      "ORDER BY ord LIMIT $5), ",
-      // Beyond the cap: the messages that hold a term, of the same turns.
-      "beyond AS (SELECT ti.sequence, ti.own, r.terms, $5 + row_number() OVER (ORDER BY "
-      "r.score DESC, r.turn_index DESC, ti.own DESC, ti.sequence DESC) AS ord "
-      "FROM turn_items ti JOIN ranked r ON r.turn_index = ti.turn_index "
-      "WHERE ti.extra = 0 AND ti.message "
-      "AND NOT EXISTS (SELECT 1 FROM candidates x WHERE x.sequence = ti.sequence) "
-      "ORDER BY ord LIMIT ", kMaxMessagesBeyond, "), ",
-      "found AS (SELECT * FROM candidates UNION ALL SELECT * FROM beyond) ",
+      "ORDER BY ord LIMIT $5) ",
       // At least one row (no conversation: a NULL count); each candidate
       // read by its key.
       "SELECT (SELECT item_count FROM conv), "
@@ -417,7 +408,7 @@ std::string SearchHistorySql(ForkLayout layout) {
       " AND i.sequence - 1 AND k.kind = 'tool_call' AND k.tool_call_id = i.tool_call_id "
       "AND k.redacted_digest IS NULL ORDER BY k.sequence DESC LIMIT 1), ",
       ItemColumns(),
-      " FROM (SELECT 1) one LEFT JOIN (found c CROSS JOIN LATERAL (SELECT * FROM ",
+      " FROM (SELECT 1) one LEFT JOIN (candidates c CROSS JOIN LATERAL (SELECT * FROM ",
       ItemsOf(layout, "$8"), " y WHERE y.sequence = c.sequence) i "
       "LEFT JOIN item_pins p ON p.conv_key = $8 AND p.sequence = i.sequence "
       "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) ON true "

@@ -62,12 +62,10 @@ TEST_P(StorageConformanceTest, SearchHistoryFindsRareWordsInTheWholeHistoryButNo
   hits = storage_->SearchHistory(ctx_, search);
   ASSERT_TRUE(hits.ok());
   EXPECT_THAT(Sequences(hits->found), ElementsAre(2, 1));
-  // One candidate; beyond the cap, the message of the same turns that
-  // holds a term (kMaxMessagesBeyond).
   search.max_items = 1;
   hits = storage_->SearchHistory(ctx_, search);
   ASSERT_TRUE(hits.ok());
-  EXPECT_THAT(Sequences(hits->found), ElementsAre(2, 1));
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(2));
 
   // With a cap above every count, common words are searched too; the
   // newest of equals comes first.
@@ -77,48 +75,10 @@ TEST_P(StorageConformanceTest, SearchHistoryFindsRareWordsInTheWholeHistoryButNo
   hits = storage_->SearchHistory(ctx_, search);
   ASSERT_TRUE(hits.ok());
   EXPECT_EQ(hits->document_frequency["order"], 29);
-  // Three candidates, then (all these messages are of one turn) the next
-  // kMaxMessagesBeyond of its messages, in the same order.
-  static_assert(kMaxMessagesBeyond == 8);
-  EXPECT_THAT(Sequences(hits->found), ElementsAre(30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20));
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(30, 29, 28));
 
   search.key = Key("missing");
   EXPECT_EQ(storage_->SearchHistory(ctx_, search).status().code(), absl::StatusCode::kNotFound);
-}
-
-// A turn of many tool results fills the candidates' cap; a message of a
-// turn below it, which states the fact asked for ("I've opened PR #2291 for
-// it"), is still found: short to rank, beyond the cap (kMaxMessagesBeyond).
-TEST_P(StorageConformanceTest, SearchHistoryFindsAMessageBeyondTheCandidatesCap) {
-  Create("m");
-  AppendRequest req;
-  req.key = Key("m");
-  req.items.push_back(Message(Role::kUser, "Fix the ledger idempotency bug; read its modules."));
-  for (int i = 0; i < 5; ++i) {
-    ItemData result = Message(Role::kTool, absl::StrCat("ledger idempotency fix, part ", i));
-    result.kind = ItemKind::kToolResult;
-    result.tool_call_id = absl::StrCat("call-", i);
-    req.items.push_back(result);
-  }
-  req.items.push_back(Message(Role::kUser, "I've opened PR #2291 for it."));  // 7
-  // Requests are everywhere: the turn of the fix's words ranks first.
-  for (int i = 0; i < 20; ++i) {
-    req.items.push_back(Message(Role::kUser, absl::StrCat("Next request ", i, " please.")));
-  }
-  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
-
-  HistorySearch search;
-  search.key = Key("m");
-  search.terms = SearchTerms("the pull request for the ledger idempotency fix");
-  search.max_items = 3;
-  auto hits = storage_->SearchHistory(ctx_, search);
-  ASSERT_TRUE(hits.ok()) << hits.status();
-  ASSERT_GE(hits->found.size(), 4u) << ::testing::PrintToString(Sequences(hits->found));
-  // The cap: the first turn's items, best first.
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(hits->found[i].turn_index, 1) << i;
-  // Beyond it: the message of the second turn.
-  EXPECT_THAT(Sequences(hits->found), ::testing::Contains(7));
-  EXPECT_LE(hits->found.size(), 3u + kMaxMessagesBeyond);
 }
 
 // A tool result whose lines do not name their subject is found through
