@@ -913,9 +913,6 @@ bool NamesAPeriod(absl::string_view before) {
   return kPeriods->contains(absl::AsciiStrToLower(before.substr(start)));
 }
 
-// The duration `line` states, in seconds, as the sum of its numbers each
-// followed by a unit of time ("in 0 hours 34 minutes and 31.67 seconds",
-// "took 212 ms", "elapsed: 41s"); -1 when it states none.
 // The seconds of a compact duration at the start of `text` of two parts or
 // more ("13m18s", "1h05m", "2h30m10s": "m" is minutes there), and its
 // length; {-1, 0} when there is none.
@@ -950,10 +947,74 @@ std::pair<double, size_t> CompactDuration(absl::string_view text) {
   return parts >= 2 && ends ? std::pair(seconds, at) : std::pair(-1.0, size_t{0});
 }
 
+// The seconds of a clock-written duration at the start of `text` (H:MM:SS,
+// its seconds with a fraction or not: "01:45:27", "0:00:01.23") and its
+// length; {-1, 0} when there is none. Only where the words before it say
+// it is a duration (NamesADuration): written so, a time of day looks the
+// same.
+std::pair<double, size_t> ClockDuration(absl::string_view text) {
+  size_t at = 0;
+  double seconds = 0;
+  for (int part = 0; part < 3; ++part) {
+    const size_t from = at;
+    while (at < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[at]))) ++at;
+    const size_t digits = at - from;
+    if (digits == 0 || digits > 3 || (part > 0 && digits != 2)) return {-1.0, 0};
+    int value = 0;
+    for (size_t k = from; k < at; ++k) value = value * 10 + (text[k] - '0');
+    if (part > 0 && value > 59) return {-1.0, 0};
+    seconds = seconds * 60 + value;
+    if (part < 2) {
+      if (at >= text.size() || text[at] != ':') return {-1.0, 0};
+      ++at;
+    }
+  }
+  if (at + 1 < text.size() && text[at] == '.' &&
+      absl::ascii_isdigit(static_cast<unsigned char>(text[at + 1]))) {
+    const size_t from = at;
+    ++at;
+    while (at < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[at]))) ++at;
+    double fraction = 0;
+    if (absl::SimpleAtod(text.substr(from, at - from), &fraction)) seconds += fraction;
+  }
+  const bool ends = at == text.size() || !absl::ascii_isalnum(static_cast<unsigned char>(text[at]));
+  return ends ? std::pair(seconds, at) : std::pair(-1.0, size_t{0});
+}
+
+// Whether the words just before a figure say it is how long something
+// took ("elapsed 01:45:27", "wall clock 05:58:28", "done in 00:26:25",
+// "Elapsed: 00:00:01.23"), rather than when ("started 22:00:05").
+bool NamesADuration(absl::string_view before) {
+  static const auto* const kTook = new absl::flat_hash_set<std::string>{
+      "elapsed", "took", "taken", "duration", "runtime", "lasted", "in", "clock"};
+  static const auto* const kTimes = new absl::flat_hash_set<std::string>{
+      "wall", "run", "elapsed", "total", "cpu", "real"};
+  std::vector<std::string> words;
+  for (absl::string_view w : absl::StrSplit(before, absl::ByAnyChar(" \t:=,([\""),
+                                            absl::SkipEmpty())) {
+    words.push_back(absl::AsciiStrToLower(w));
+  }
+  if (words.empty()) return false;
+  const std::string& last = words.back();
+  if (kTook->contains(last)) return true;
+  return last == "time" && words.size() >= 2 && kTimes->contains(words[words.size() - 2]);
+}
+
+// The duration `line` states, in seconds, as the sum of its numbers each
+// followed by a unit of time ("in 0 hours 34 minutes and 31.67 seconds",
+// "took 212 ms", "elapsed: 41s") and its clock-written durations
+// ("elapsed 01:45:27"); -1 when it states none.
 double StatedSeconds(absl::string_view line) {
   double total = -1;
   for (size_t i = 0; i < line.size(); ++i) {
     if (!absl::ascii_isdigit(static_cast<unsigned char>(line[i]))) continue;
+    if (const auto [seconds, length] = ClockDuration(line.substr(i));
+        length > 0 && (i == 0 || !absl::ascii_isalnum(static_cast<unsigned char>(line[i - 1]))) &&
+        NamesADuration(line.substr(0, i))) {
+      total = std::max(total, 0.0) + seconds;
+      i += length - 1;
+      continue;
+    }
     if (const auto [seconds, length] = CompactDuration(line.substr(i));
         length > 0 && (i == 0 || !absl::ascii_isalnum(static_cast<unsigned char>(line[i - 1]))) &&
         !NamesAPeriod(line.substr(0, i))) {

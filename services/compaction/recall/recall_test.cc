@@ -1764,6 +1764,35 @@ TEST_F(RecallTest, ACompactDurationIsARunsTime) {
   EXPECT_THAT(got[0].text, HasSubstr("17m42s")) << RenderRecalled(got);
 }
 
+// A run's time written as a clock ("elapsed 01:45:27", "wall clock
+// 05:58:28") is a duration where the words before it say so; the same
+// figure after a start ("started 22:00:05") is a time of day.
+TEST_F(RecallTest, AClockWrittenAfterElapsedIsARunsTime) {
+  std::string log = "2026-04-14 01:00:49.062 [migration.run] run 7 start at 01:00:49\n";
+  for (int i = 0; i < 20; ++i) {
+    absl::StrAppend(&log, "2026-04-14 01:", 10 + i, ":02.846 [migration.copy] batch ", i * 60,
+                    "/1199 rows=5000 ms=", 200 + i, " checksum=6f9120", 10 + i, "\n");
+  }
+  log += "2026-04-14 02:40:11.270 [migration.summary] started 01:00:49, step in 0:00:59\n"
+         "2026-04-14 02:43:58.162 [migration.summary] elapsed 01:45:27\n"
+         "2026-04-14 02:45:29.954 [migration.summary] dry-run checksum 3504cf8\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Show me the etl rewrite's dry run 7 log."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, log, "psql")};
+  const RecallQuery q =
+      ParseRecallQuery("How long did the etl rewrite's dry run take, start to finish?");
+  ASSERT_TRUE(q.asks_duration);
+  HistoryHits hits = OutputAfterMessage(items, q);
+  hits.calls[2] = R"({"query": "select line from dry_run_log where area = 'etl rewrite'"})";
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.shown = {1};
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("elapsed 01:45:27")) << RenderRecalled(got);
+}
+
 TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
   EXPECT_TRUE(ParseRecallQuery("What time does the snapshot DAG kick off?").asks_time_of_day);
   EXPECT_TRUE(ParseRecallQuery("When does the export run, per its config?").asks_time_of_day);
