@@ -612,6 +612,8 @@ bool AsksTotal(const QuestionWords& question) {
   absl::string_view before;
   for (absl::string_view word : question.words) {
     if (before == "how" && (word == "many" || word == "much")) return true;
+    // "what did it add up to", "how much it all adds up to".
+    if (word == "up" && (before == "add" || before == "added" || before == "adds")) return true;
     if (kAmounts->contains(word)) return true;
     before = word;
   }
@@ -620,11 +622,18 @@ bool AsksTotal(const QuestionWords& question) {
 
 // Whether `line` states a total: it opens with "total" (any case) and holds
 // a figure ("Total Objects: 1970", "TOTAL  571.99  ...  48,892.31",
-// "total: 42 passed").
+// "total: 42 passed"), or opens with "sum" and a space or a colon before
+// its figure (SQL*Plus's `compute sum` row: "sum      4109.40"; not
+// "sum(bytes)").
 bool StatesTotal(absl::string_view line) {
   line = WithoutLogPrefix(WithoutLineNumber(line));
   // A JSON key's quote ("\"total_tokens\": 398452475663").
   if (!line.empty() && line.front() == '"') line.remove_prefix(1);
+  if (line.size() > 4 && absl::EqualsIgnoreCase(line.substr(0, 3), "sum") &&
+      (line[3] == ' ' || line[3] == ':' || line[3] == '\t')) {
+    const absl::string_view rest = absl::StripLeadingAsciiWhitespace(line.substr(4));
+    return !rest.empty() && absl::ascii_isdigit(static_cast<unsigned char>(rest.front()));
+  }
   if (line.size() < 6 || !absl::EqualsIgnoreCase(line.substr(0, 5), "total")) return false;
   if (absl::ascii_isalnum(static_cast<unsigned char>(line[5]))) return false;
   // `ls -l` opens with "total 48": disk blocks, not a count of anything.

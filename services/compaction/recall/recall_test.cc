@@ -1849,6 +1849,32 @@ TEST_F(RecallTest, ATotalAnswersHowManyAndWhatItCost) {
   EXPECT_THAT(texts, ::testing::Contains(HasSubstr("Total Objects: 1970"))) << RenderRecalled(got);
 }
 
+// SQL*Plus writes a report's total as a "sum" row under its column
+// ("compute sum of gb on report"); "add up to" asks for a total.
+TEST_F(RecallTest, ASumRowAnswersWhatItAddsUpTo) {
+  EXPECT_TRUE(ParseRecallQuery("What did the schema add up to in GB?").asks_total);
+  EXPECT_FALSE(ParseRecallQuery("Did the schema add a column?").asks_total);
+  std::string report = "OWNER      SEGMENT_NAME                   SEGMENT_TYPE            GB\n";
+  for (int i = 0; i < 30; ++i) {
+    absl::StrAppend(&report, "LEDGR      SEGMENT_", i, "                     TABLE              ",
+                    900 - i * 20, ".27\n");
+  }
+  report += "                                                               ----------\n"
+            "sum                                                               4109.40\n\n"
+            "30 rows selected.\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "How big is LEDGR on the Oracle side, segment by segment?"),
+      Stored(2, Role::kTool, ItemKind::kToolResult, report, "sqlplus")};
+  const RecallQuery q = ParseRecallQuery("What did the whole LEDGR schema add up to in GB?");
+  HistoryHits hits = OutputAfterMessage(items, q);
+  hits.calls[2] = R"({"query": "select owner, segment_name, sum(bytes)/power(1024,3) gb"})";
+  const std::vector<RecalledPassage> got = Rank(q, hits, 600);
+  std::vector<std::string> texts;
+  for (const RecalledPassage& p : got) texts.push_back(p.text);
+  EXPECT_THAT(texts, ::testing::Contains(HasSubstr("4109.40"))) << RenderRecalled(got);
+}
+
 TEST_F(RecallTest, ADigestAnswersWhatChecksumARunCameBackWith) {
   EXPECT_TRUE(ParseRecallQuery("What checksums did its dry runs come back with?").asks_hash);
   EXPECT_TRUE(ParseRecallQuery("the image's sha256, please").asks_hash);
