@@ -998,15 +998,23 @@ bool NamesADuration(absl::string_view before) {
       "elapsed", "took", "taken", "duration", "runtime", "lasted", "in", "clock"};
   static const auto* const kTimes = new absl::flat_hash_set<std::string>{
       "wall", "run", "elapsed", "total", "cpu", "real"};
+  // An estimate of a step ("estimated cutover ....... 01:30:33") is how
+  // long it would take.
+  static const auto* const kEstimated = new absl::flat_hash_set<std::string>{
+      "estimated", "estimate", "expected", "projected"};
   std::vector<std::string> words;
   for (absl::string_view w : absl::StrSplit(before, absl::ByAnyChar(" \t:=,([\""),
                                             absl::SkipEmpty())) {
+    // A summary's leader dots ("rows read ....... 207,595,143").
+    if (w.find_first_not_of('.') == absl::string_view::npos) continue;
     words.push_back(absl::AsciiStrToLower(w));
   }
   if (words.empty()) return false;
   const std::string& last = words.back();
-  if (kTook->contains(last)) return true;
-  return last == "time" && words.size() >= 2 && kTimes->contains(words[words.size() - 2]);
+  if (kTook->contains(last) || kEstimated->contains(last)) return true;
+  if (words.size() < 2) return false;
+  const std::string& before_last = words[words.size() - 2];
+  return kEstimated->contains(before_last) || (last == "time" && kTimes->contains(before_last));
 }
 
 // The duration `line` states, in seconds, as the sum of its numbers each

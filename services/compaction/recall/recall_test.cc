@@ -1791,6 +1791,27 @@ TEST_F(RecallTest, AClockWrittenAfterElapsedIsARunsTime) {
   const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("elapsed 01:45:27")) << RenderRecalled(got);
+
+  // A dry run's estimate of a step is how long that step would take.
+  std::string summary = "hvmig 3.8.2  dry-run  plan rev 18  started 2026-06-09 09:40:39\n";
+  for (int i = 0; i < 12; ++i) {
+    absl::StrAppend(&summary, "TABLE_", i, "   25,761,", 100 + i, "   25,761,", 100 + i,
+                    "   0   3027b917dc", 10 + i, "   ok\n");
+  }
+  summary += "phase timings: extract 29m49s  compare 6m17s  verify 6m24s\n\nsummary\n"
+             "  objects compared ........ 12\n"
+             "  estimated cutover ....... 01:30:33\n"
+             "  rollback point .......... rp-20260609-1043-48c939\n";
+  items = {Stored(1, Role::kUser, ItemKind::kMessage, "Run the route-optimiser dry run."),
+           Stored(2, Role::kTool, ItemKind::kToolResult, summary, "hvmig")};
+  const RecallQuery would =
+      ParseRecallQuery("How long did the route optimiser's dry run reckon the cutover would take?");
+  ASSERT_TRUE(would.asks_duration);
+  hits = OutputAfterMessage(items, would);
+  hits.calls[2] = R"({"cmd": "hvmig dry-run --workstream route-optimiser --plan latest"})";
+  const std::vector<RecalledPassage> estimate = RankPassages(would, hits, *tokenizer_, limits);
+  ASSERT_EQ(estimate.size(), 1u);
+  EXPECT_THAT(estimate[0].text, HasSubstr("01:30:33")) << RenderRecalled(estimate);
 }
 
 TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
