@@ -1509,6 +1509,15 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
       later |= kChanges->contains(w);
       later |= i == 0 && kPeople->contains(w) && words.size() > 1;
     }
+    // Someone named doing something ("before Anouk touched the batch
+    // settings", "before Ottilie reworked its batches"): a name as written
+    // (capitalized), then a verb in the past.
+    const absl::string_view first_written = absl::StripLeadingAsciiWhitespace(
+        text.substr(words_at, end - words_at));
+    later |= words.size() > 2 && !first_written.empty() &&
+             absl::ascii_isupper(static_cast<unsigned char>(first_written.front())) &&
+             !kPeople->contains(words[0]) && words[1].size() > 4 &&
+             absl::EndsWith(words[1], "ed");
     if (clause == kContrastClause) {
       contrasted->push_back(std::string(text.substr(words_at, end - words_at)));
       absl::StrAppend(&out, text.substr(at, start - at));

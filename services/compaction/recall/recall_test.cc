@@ -1189,6 +1189,12 @@ TEST_F(RecallTest, AClauseNamingALaterChangeAsksForTheEarlierOne) {
                   .asks_first);
   EXPECT_THAT(terms_of("What checksum did the vault dry run give, before Thandiwe's batch changes?"),
               Not(HasSubstr("batch")));
+  // Someone named doing something later: a name, then a verb in the past.
+  const RecallQuery touched = ParseRecallQuery(
+      "The relay's dry run, the one from before Ottilie reworked its batches: what checksum?");
+  EXPECT_TRUE(touched.asks_first);
+  EXPECT_THAT(absl::StrJoin(touched.terms, " "), Not(HasSubstr("ottili")));
+  EXPECT_THAT(absl::StrJoin(touched.terms, " "), HasSubstr("relay"));
   const RecallQuery expire =
       ParseRecallQuery("How long do engagement features live in the store before they expire?");
   EXPECT_FALSE(expire.asks_first);
