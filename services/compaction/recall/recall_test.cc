@@ -1348,6 +1348,9 @@ TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
   ASSERT_NE(WordForm("percentage"), WordForm("percent"));
   EXPECT_THAT(StandInsOf("What percentage of rows failed?"), Contains(WordForm("percent")));
   EXPECT_THAT(StandInsOf("How many unfinished uploads?"), Contains(WordForm("partial")));
+  // ... and "fail" apart from "failure" ("Number of failures: 352").
+  ASSERT_NE(WordForm("fail"), WordForm("failures"));
+  EXPECT_THAT(StandInsOf("How many times had the probe failed?"), Contains(WordForm("failure")));
   EXPECT_THAT(StandInsOf("What's the drift tolerance on the feature store?"),
               ::testing::IsSupersetOf({WordForm("threshold")}));
   EXPECT_THAT(StandInsOf("How long is the cert's lifetime, and the disk's capacity?"),
