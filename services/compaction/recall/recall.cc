@@ -1243,6 +1243,7 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"rollback", "revert", "undo", "undon"},
         {"green", "pass"},
         {"red", "fail"},
+        {"broken", "fail"},
         {"fail", "failure"},
         {"restore", "recover"},
         {"disk", "volume", "storage", "drive"},

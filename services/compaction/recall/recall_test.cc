@@ -1351,6 +1351,8 @@ TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
   // ... and "fail" apart from "failure" ("Number of failures: 352").
   ASSERT_NE(WordForm("fail"), WordForm("failures"));
   EXPECT_THAT(StandInsOf("How many times had the probe failed?"), Contains(WordForm("failure")));
+  // A broken test is a failing one (`FAILED tests/...`).
+  EXPECT_THAT(StandInsOf("Which checkout test was broken?"), Contains(WordForm("fail")));
   EXPECT_THAT(StandInsOf("What's the drift tolerance on the feature store?"),
               ::testing::IsSupersetOf({WordForm("threshold")}));
   EXPECT_THAT(StandInsOf("How long is the cert's lifetime, and the disk's capacity?"),
