@@ -1255,7 +1255,6 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"maximum", "max", "most", "highest"},
         {"certificate", "cert", "tls", "ssl"},
         {"address", "endpoint", "url"},
-        {"journal", "log"},
         {"ticket", "jira"},
         {"nightly", "daily"},
         {"job", "task"},

@@ -1353,6 +1353,10 @@ TEST_F(RecallTest, OperatorsWordsFindTheWordsTheirSystemsWrite) {
   EXPECT_THAT(StandInsOf("How many times had the probe failed?"), Contains(WordForm("failure")));
   // A broken test is a failing one (`FAILED tests/...`).
   EXPECT_THAT(StandInsOf("Which checkout test was broken?"), Contains(WordForm("fail")));
+  // "Log" is a verb as often as a noun ("what did the test log"); a
+  // ledger's journal lines are no log.
+  EXPECT_THAT(StandInsOf("What did the failing test log, per the orchestrator's log?"),
+              Not(Contains(WordForm("journal"))));
   EXPECT_THAT(StandInsOf("What's the drift tolerance on the feature store?"),
               ::testing::IsSupersetOf({WordForm("threshold")}));
   EXPECT_THAT(StandInsOf("How long is the cert's lifetime, and the disk's capacity?"),
