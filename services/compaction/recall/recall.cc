@@ -750,9 +750,17 @@ bool AsksVersion(const QuestionWords& question) {
 // "earlier", or as "the start of this conversation" ("the start of the
 // dry run" is not).
 bool AsksStart(const QuestionWords& question) {
+  // People introducing themselves ("what surname did I introduce myself
+  // with?"), not a commit introducing a check.
   static const auto* const kIntroduce = new absl::flat_hash_set<absl::string_view>{
       "introduce", "introduced", "introduction", "introductions"};
-  if (question.HoldsAny(*kIntroduce)) return true;
+  static const auto* const kSelves =
+      new absl::flat_hash_set<absl::string_view>{"myself", "ourselves", "yourself"};
+  for (size_t i = 0; i < question.words.size(); ++i) {
+    if (!kIntroduce->contains(question.words[i])) continue;
+    const absl::string_view before = i > 0 ? question.words[i - 1] : "";
+    if (question.HoldsAny(*kSelves) || before == "i" || before == "we") return true;
+  }
   static const auto* const kNow =
       new absl::flat_hash_set<absl::string_view>{"this", "today", "earlier"};
   static const auto* const kTalk = new absl::flat_hash_set<absl::string_view>{

@@ -757,6 +757,9 @@ TEST_F(RecallTest, AQuestionAboutTheStartIsAnsweredByTheOpeningMessages) {
   EXPECT_TRUE(
       ParseRecallQuery("The company's full name, exactly as I wrote it first thing?").asks_start);
   EXPECT_FALSE(ParseRecallQuery("What surname is on the postmortem?").asks_start);
+  // People introduce themselves; a commit introduces a check.
+  EXPECT_TRUE(ParseRecallQuery("What name did I give when I introduced myself?").asks_start);
+  EXPECT_FALSE(ParseRecallQuery("Which commit introduced the idempotency check?").asks_start);
   std::vector<Item> items = {
       Stored(1, Role::kUser, ItemKind::kMessage,
              "Morning! I'm Dara Kowalczyk, backend on the billing team. Big day today."),
