@@ -1791,7 +1791,8 @@ TEST_F(RecallTest, AClockWrittenAfterElapsedIsARunsTime) {
     absl::StrAppend(&log, "2026-04-14 01:", 10 + i, ":02.846 [migration.copy] batch ", i * 60,
                     "/1199 rows=5000 ms=", 200 + i, " checksum=6f9120", 10 + i, "\n");
   }
-  log += "2026-04-14 02:40:11.270 [migration.summary] started 01:00:49, step in 0:00:59\n"
+  // Counted as a duration, "started 22:00:05" would be the longest.
+  log += "2026-04-14 02:40:11.270 [migration.summary] started 22:00:05, step in 0:00:59\n"
          "2026-04-14 02:43:58.162 [migration.summary] elapsed 01:45:27\n"
          "2026-04-14 02:45:29.954 [migration.summary] dry-run checksum 3504cf8\n";
   std::vector<Item> items = {
