@@ -1527,6 +1527,10 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
              absl::ascii_isupper(static_cast<unsigned char>(first_written.front())) &&
              !kPeople->contains(words[0]) && words[1].size() > 4 &&
              absl::EndsWith(words[1], "ed");
+    // ... or a thing as it was changed ("before the tuned batch profile",
+    // "before the reworked batches").
+    later |= words.size() > 2 && words[0] == "the" && words[1].size() > 4 &&
+             absl::EndsWith(words[1], "ed");
     if (clause == kContrastClause) {
       contrasted->push_back(std::string(text.substr(words_at, end - words_at)));
       absl::StrAppend(&out, text.substr(at, start - at));

@@ -1198,6 +1198,11 @@ TEST_F(RecallTest, AClauseNamingALaterChangeAsksForTheEarlierOne) {
   EXPECT_TRUE(touched.asks_first);
   EXPECT_THAT(absl::StrJoin(touched.terms, " "), Not(HasSubstr("ottili")));
   EXPECT_THAT(absl::StrJoin(touched.terms, " "), HasSubstr("relay"));
+  // ... or a thing as it was changed.
+  const RecallQuery tuned = ParseRecallQuery(
+      "The first MQ bridge dry run's checksum, before the tuned batch profile?");
+  EXPECT_TRUE(tuned.asks_first);
+  EXPECT_THAT(absl::StrJoin(tuned.terms, " "), Not(HasSubstr("profil")));
   const RecallQuery expire =
       ParseRecallQuery("How long do engagement features live in the store before they expire?");
   EXPECT_FALSE(expire.asks_first);
