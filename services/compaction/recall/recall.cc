@@ -756,10 +756,11 @@ bool AsksStart(const QuestionWords& question) {
       "introduce", "introduced", "introduction", "introductions"};
   static const auto* const kSelves =
       new absl::flat_hash_set<absl::string_view>{"myself", "ourselves", "yourself"};
+  const bool selves = question.HoldsAny(*kSelves);
   for (size_t i = 0; i < question.words.size(); ++i) {
     if (!kIntroduce->contains(question.words[i])) continue;
     const absl::string_view before = i > 0 ? question.words[i - 1] : "";
-    if (question.HoldsAny(*kSelves) || before == "i" || before == "we") return true;
+    if (selves || before == "i" || before == "we") return true;
   }
   static const auto* const kNow =
       new absl::flat_hash_set<absl::string_view>{"this", "today", "earlier"};
@@ -1033,19 +1034,23 @@ double StatedSeconds(absl::string_view line) {
   double total = -1;
   for (size_t i = 0; i < line.size(); ++i) {
     if (!absl::ascii_isdigit(static_cast<unsigned char>(line[i]))) continue;
-    if (const auto [seconds, length] = ClockDuration(line.substr(i));
-        length > 0 && (i == 0 || !absl::ascii_isalnum(static_cast<unsigned char>(line[i - 1]))) &&
-        NamesADuration(line.substr(0, i))) {
-      total = std::max(total, 0.0) + seconds;
-      i += length - 1;
-      continue;
-    }
-    if (const auto [seconds, length] = CompactDuration(line.substr(i));
-        length > 0 && (i == 0 || !absl::ascii_isalnum(static_cast<unsigned char>(line[i - 1]))) &&
-        !NamesAPeriod(line.substr(0, i))) {
-      total = std::max(total, 0.0) + seconds;
-      i += length - 1;
-      continue;
+    // A duration written whole at a word's start: a clock the words before
+    // it make one, or a compact one ("17m42s") they do not make a period.
+    if (i == 0 || !absl::ascii_isalnum(static_cast<unsigned char>(line[i - 1]))) {
+      const absl::string_view before = line.substr(0, i);
+      std::pair<double, size_t> whole{-1.0, 0};
+      if (const auto clock = ClockDuration(line.substr(i));
+          clock.second > 0 && NamesADuration(before)) {
+        whole = clock;
+      } else if (const auto compact = CompactDuration(line.substr(i));
+                 compact.second > 0 && !NamesAPeriod(before)) {
+        whole = compact;
+      }
+      if (whole.second > 0) {
+        total = std::max(total, 0.0) + whole.first;
+        i += whole.second - 1;
+        continue;
+      }
     }
     if (i > 0 && (absl::ascii_isalnum(static_cast<unsigned char>(line[i - 1])) ||
                   line[i - 1] == '-' || line[i - 1] == '_' || line[i - 1] == '.')) {
@@ -1519,18 +1524,16 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
       later |= i == 0 && kPeople->contains(w) && words.size() > 1;
     }
     // Someone named doing something ("before Anouk touched the batch
-    // settings", "before Ottilie reworked its batches"): a name as written
-    // (capitalized), then a verb in the past.
-    const absl::string_view first_written = absl::StripLeadingAsciiWhitespace(
-        text.substr(words_at, end - words_at));
-    later |= words.size() > 2 && !first_written.empty() &&
-             absl::ascii_isupper(static_cast<unsigned char>(first_written.front())) &&
-             !kPeople->contains(words[0]) && words[1].size() > 4 &&
-             absl::EndsWith(words[1], "ed");
-    // ... or a thing as it was changed ("before the tuned batch profile",
-    // "before the reworked batches").
-    later |= words.size() > 2 && words[0] == "the" && words[1].size() > 4 &&
-             absl::EndsWith(words[1], "ed");
+    // settings", "before Ottilie reworked its batches": a name as written,
+    // capitalized), or a thing as it was changed ("before the tuned batch
+    // profile"): the name or "the", then a verb in the past.
+    if (words.size() > 2 && words[1].size() > 4 && absl::EndsWith(words[1], "ed")) {
+      const absl::string_view first_written = absl::StripLeadingAsciiWhitespace(
+          text.substr(words_at, end - words_at));
+      later |= words[0] == "the" ||
+               (absl::ascii_isupper(static_cast<unsigned char>(first_written.front())) &&
+                !kPeople->contains(words[0]));
+    }
     if (clause == kContrastClause) {
       contrasted->push_back(std::string(text.substr(words_at, end - words_at)));
       absl::StrAppend(&out, text.substr(at, start - at));
