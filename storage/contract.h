@@ -390,7 +390,19 @@ struct HistorySearch {
   // its start ("what surname did I introduce myself with?"), whatever
   // words they hold (HistoryHits::opening).
   bool opening = false;
+  // For each of `terms` (where given; a term beyond them is a word of its
+  // own): the question word it comes from, and whether it stands in for
+  // that word (another word for it: "delay" for "wait"). A turn counts a
+  // word once: the larger of its own terms' weights added and its best
+  // stand-in's weight, and kLesserReading of the smaller. A turn holding
+  // "wait" and four words for it is not five words nearer the question.
+  std::vector<int> word_of;
+  std::vector<bool> stand_in;
 };
+
+// What the lesser of a word's two readings in a turn (its own terms, its
+// stand-ins) adds to the turn's score (HistorySearch::word_of).
+inline constexpr double kLesserReading = 0.4;
 
 inline constexpr int kMaxReplies = 8;
 inline constexpr int kOpeningMessages = 2;

@@ -165,9 +165,32 @@ HistoryHits HistoryIndex::Search(const HistorySearch& search, int64_t item_count
   }
   absl::flat_hash_map<std::string, double> weight_of;
   for (const Term& t : searched) weight_of[t.term] = t.weight;
+  // Each term's question word (HistorySearch::word_of; a term without one
+  // is a word of its own) and whether it stands in for it.
+  absl::flat_hash_map<std::string, std::pair<int64_t, bool>> reading_of;
+  for (size_t i = 0; i < search.terms.size(); ++i) {
+    const bool given = i < search.word_of.size();
+    reading_of.try_emplace(search.terms[i],
+                           given ? search.word_of[i] : -1 - static_cast<int64_t>(i),
+                           given && i < search.stand_in.size() && search.stand_in[i]);
+  }
   std::vector<std::pair<double, int64_t>> order;  // Turn score, turn index.
   for (auto& [index, turn] : turns) {
-    for (const std::string& term : turn.terms) turn.score += weight_of.at(term);
+    // Per word: its own terms' weights added, its best stand-in's.
+    std::map<int64_t, std::pair<double, double>> readings;
+    for (const std::string& term : turn.terms) {
+      const auto& [word, stand_in] = reading_of.at(term);
+      auto& [own, best_stand_in] = readings[word];
+      if (stand_in) {
+        best_stand_in = std::max(best_stand_in, weight_of.at(term));
+      } else {
+        own += weight_of.at(term);
+      }
+    }
+    for (const auto& [word, reading] : readings) {
+      const auto& [own, best_stand_in] = reading;
+      turn.score += std::max(own, best_stand_in) + kLesserReading * std::min(own, best_stand_in);
+    }
     turn.score = Rounded(turn.score);
     order.emplace_back(turn.score, index);
   }

@@ -282,8 +282,9 @@ std::string ItemRowJoinsSql(int key) {
 // SearchHistory in one statement. $3 the terms, $4 the most items a term
 // may be held by (0: MaxDocumentFrequency's default), $5 the most
 // candidates, $6 whether only what a compaction took out of the view is
-// searched, $7 the terms known to be too common (not counted), $8 the
-// conversation's key. The words of the items at or before
+// searched, $7 the terms known to be too common (not counted), $8 and $9
+// each term's question word and whether it stands in for it
+// (HistorySearch::word_of, stand_in), $10 the conversation's key. The words of the items at or before
 // the conversation's words_indexed_through are read from the word index
 // (item_words, migrations/0019); those of the items after it from the
 // items themselves by primary key (with $6, only up to the summarized or
@@ -297,7 +298,8 @@ std::string ItemRowJoinsSql(int key) {
 // index lookups go to every shard.
 //
 // By exchange (HistorySearch): the items that hold a term are grouped by
-// turn; a turn scores the weights of the distinct terms its items hold; of
+// turn; a turn scores the weights of the distinct terms its items hold,
+// each word counted once (HistorySearch::word_of); of
 // the best turns (as many as candidates are asked for), the items are
 // their matching items and their tool results that hold none (found by
 // primary key within kExchangeReach of the turn's matching items), and the
@@ -317,11 +319,11 @@ std::string SearchHistorySql(ForkLayout layout) {
   // item, shared: its lexeme under its owner's key).
   auto tail = [&](absl::string_view q, absl::string_view term) {
     return absl::StrCat(
-        "FROM ", ItemsOf(layout, "$8", absl::StrCat(
+        "FROM ", ItemsOf(layout, "$10", absl::StrCat(
         "x.sequence > (SELECT indexed FROM conv) "
         "AND x.sequence <= (SELECT coalesce(upto, ", kNoBound, ") FROM conv) "
         "AND x.kind <> 'summary_marker' AND x.redacted_digest IS NULL AND x.search @@ "
-        "CASE WHEN x.conv_key = $8 THEN ", q, " ELSE quote_literal(x.conv_key::text || '#' || ",
+        "CASE WHEN x.conv_key = $10 THEN ", q, " ELSE quote_literal(x.conv_key::text || '#' || ",
         term, ")::tsquery END")), " i");
   };
   auto indexed = [&](absl::string_view q) {
@@ -333,19 +335,25 @@ std::string SearchHistorySql(ForkLayout layout) {
       "WITH conv AS (SELECT item_count, words_indexed_through AS indexed, "
       "CASE WHEN $6 THEN greatest(summarized_through, prune_boundary) END AS upto, "
       "CASE WHEN $4 > 0 THEN $4::bigint ELSE greatest(20, least(item_count / 5, 400)) END AS cap "
-      "FROM conversations WHERE ", Named(8), "), ",
-      "lexemes AS (SELECT t.term, quote_literal($8::text || '#' || t.term)::tsquery AS q "
-      "FROM unnest($3::text[]) t(term) WHERE EXISTS (SELECT 1 FROM conv)), ",
+      "FROM conversations WHERE ", Named(10), "), ",
+      // A term without a word of its own is one (numbered as MemoryStorage
+      // numbers it); of a term given twice, its first place counts.
+      "lexemes AS (SELECT DISTINCT ON (t.term) t.term, coalesce(t.word, -t.n) AS word, "
+      "t.word IS NOT NULL AND coalesce(t.stand_in, false) AS stand_in, "
+      "quote_literal($10::text || '#' || t.term)::tsquery AS q "
+      "FROM unnest($3::text[], $8::bigint[], $9::boolean[]) WITH ORDINALITY "
+      "t(term, word, stand_in, n) WHERE t.term IS NOT NULL AND EXISTS (SELECT 1 FROM conv) "
+      "ORDER BY t.term, t.n), ",
       // The indexed items' counts are kept (word_counts); the tail's, when
       // it is searched, counted.
-      "terms AS (SELECT l.term, l.q, CASE WHEN l.term = ANY($7::text[]) "
+      "terms AS (SELECT l.term, l.q, l.word, l.stand_in, CASE WHEN l.term = ANY($7::text[]) "
       "THEN (SELECT cap FROM conv) + 1 ELSE least((SELECT cap FROM conv) + 1, "
-      "coalesce((SELECT k.items FROM word_counts k WHERE k.conv_key = $8 AND k.word = l.term), 0)"
+      "coalesce((SELECT k.items FROM word_counts k WHERE k.conv_key = $10 AND k.word = l.term), 0)"
       " + CASE WHEN (SELECT indexed FROM conv) >= (SELECT coalesce(upto, ", kNoBound,
       ") FROM conv) THEN 0 ELSE (SELECT count(*) FROM (SELECT 1 ", tail("l.q", "l.term"),
       " LIMIT (SELECT cap FROM conv) + 1) x) END) END AS df "
       "FROM lexemes l), ",
-      "searched AS (SELECT terms.term, terms.q, ",
+      "searched AS (SELECT terms.term, terms.q, terms.word, terms.stand_in, ",
       kTermWeight, " AS weight "
       "FROM terms, conv WHERE df BETWEEN 1 AND conv.cap), ",
       "hits AS (SELECT m.sequence, round(sum(m.weight)::numeric, 6) AS score, "
@@ -354,19 +362,26 @@ std::string SearchHistorySql(ForkLayout layout) {
       indexed("s.q"), ") w UNION ALL SELECT i.sequence, s.term, s.weight FROM searched s, "
       "LATERAL (SELECT i.sequence ", tail("s.q", "s.term"), ") i) m GROUP BY m.sequence), ",
       "hit_items AS (SELECT h.sequence, h.score, h.terms, i.turn_index FROM hits h "
-      "CROSS JOIN LATERAL (SELECT i.turn_index FROM ", ItemsOf(layout, "$8"),
+      "CROSS JOIN LATERAL (SELECT i.turn_index FROM ", ItemsOf(layout, "$10"),
       " i WHERE i.sequence = h.sequence) i), ",
       "turn_terms AS (SELECT DISTINCT turn_index, unnest(terms) AS term FROM hit_items), ",
-      "turns AS (SELECT t.turn_index, round(sum(s.weight)::numeric, 6) AS score, "
-      "array_agg(t.term) AS terms, "
-      "(SELECT min(x.sequence) FROM hit_items x WHERE x.turn_index = t.turn_index) AS lo, "
-      "(SELECT max(x.sequence) FROM hit_items x WHERE x.turn_index = t.turn_index) AS hi "
-      "FROM turn_terms t JOIN searched s ON s.term = t.term GROUP BY t.turn_index "
-      "ORDER BY score DESC, t.turn_index DESC LIMIT $5), ",
+      // Per turn and word: its own terms' weights added, its best
+      // stand-in's; the word adds the larger and a share of the smaller.
+      "turn_words AS (SELECT t.turn_index, s.word, "
+      "coalesce(sum(s.weight) FILTER (WHERE NOT s.stand_in), 0) AS own, "
+      "coalesce(max(s.weight) FILTER (WHERE s.stand_in), 0) AS stand_in "
+      "FROM turn_terms t JOIN searched s ON s.term = t.term GROUP BY t.turn_index, s.word), ",
+      "turns AS (SELECT w.turn_index, round(sum(greatest(w.own, w.stand_in) + ",
+      kLesserReading, " * least(w.own, w.stand_in))::numeric, 6) AS score, "
+      "(SELECT array_agg(x.term) FROM turn_terms x WHERE x.turn_index = w.turn_index) AS terms, "
+      "(SELECT min(x.sequence) FROM hit_items x WHERE x.turn_index = w.turn_index) AS lo, "
+      "(SELECT max(x.sequence) FROM hit_items x WHERE x.turn_index = w.turn_index) AS hi "
+      "FROM turn_words w GROUP BY w.turn_index "
+      "ORDER BY score DESC, w.turn_index DESC LIMIT $5), ",
       "turn_items AS (SELECT h.sequence, h.score AS own, t.turn_index, 0 AS extra "
       "FROM turns t JOIN hit_items h ON h.turn_index = t.turn_index "
       "UNION ALL SELECT r.sequence, 0, t.turn_index, 1 FROM turns t, "
-      "LATERAL (SELECT r.sequence FROM ", ItemsOf(layout, "$8"), " r "
+      "LATERAL (SELECT r.sequence FROM ", ItemsOf(layout, "$10"), " r "
       "WHERE r.sequence BETWEEN t.lo - ", kExchangeReach, " AND t.hi + ", kExchangeReach,
       " AND r.sequence <= (SELECT coalesce(upto, ", kNoBound, ") FROM conv) "
       "AND r.turn_index = t.turn_index AND r.kind = 'tool_result' "
@@ -380,10 +395,10 @@ std::string SearchHistorySql(ForkLayout layout) {
       // Each item's words are read once (not once per term).
       "turn_common AS (SELECT d.turn_index, round(sum(d.weight)::numeric, 6) AS score, "
       "array_agg(d.term) AS terms FROM (SELECT DISTINCT ti.turn_index, c.term, c.weight "
-      "FROM turn_items ti CROSS JOIN LATERAL (SELECT w.search, $8::bigint AS k FROM item_words w "
-      "WHERE w.conv_key = $8 AND w.sequence = ti.sequence "
+      "FROM turn_items ti CROSS JOIN LATERAL (SELECT w.search, $10::bigint AS k FROM item_words w "
+      "WHERE w.conv_key = $10 AND w.sequence = ti.sequence "
       "AND w.sequence <= (SELECT indexed FROM conv) "
-      "UNION ALL SELECT y.search, y.conv_key FROM ", ItemsOf(layout, "$8"), " y "
+      "UNION ALL SELECT y.search, y.conv_key FROM ", ItemsOf(layout, "$10"), " y "
       "WHERE y.sequence = ti.sequence "
       "AND y.sequence > (SELECT indexed FROM conv) AND y.search IS NOT NULL) v "
       "CROSS JOIN LATERAL unnest(v.search) u "
@@ -403,14 +418,14 @@ std::string SearchHistorySql(ForkLayout layout) {
       "SELECT (SELECT item_count FROM conv), "
       "(SELECT coalesce(json_object_agg(term, df), '{}')::text FROM terms), c.own, "
       "to_json(c.terms)::text, "
-      "(SELECT left(k.content, ", kMaxCallChars, ") FROM ", ItemsOf(layout, "$8"),
+      "(SELECT left(k.content, ", kMaxCallChars, ") FROM ", ItemsOf(layout, "$10"),
       " k WHERE i.kind = 'tool_result' AND k.sequence BETWEEN i.sequence - ", kExchangeReach,
       " AND i.sequence - 1 AND k.kind = 'tool_call' AND k.tool_call_id = i.tool_call_id "
       "AND k.redacted_digest IS NULL ORDER BY k.sequence DESC LIMIT 1), ",
       ItemColumns(),
       " FROM (SELECT 1) one LEFT JOIN (candidates c CROSS JOIN LATERAL (SELECT * FROM ",
-      ItemsOf(layout, "$8"), " y WHERE y.sequence = c.sequence) i "
-      "LEFT JOIN item_pins p ON p.conv_key = $8 AND p.sequence = i.sequence "
+      ItemsOf(layout, "$10"), " y WHERE y.sequence = c.sequence) i "
+      "LEFT JOIN item_pins p ON p.conv_key = $10 AND p.sequence = i.sequence "
       "CROSS JOIN (SELECT NULL::bigint AS token_count) tc) ON true "
       "ORDER BY c.ord");
 }

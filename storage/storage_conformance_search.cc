@@ -144,6 +144,45 @@ TEST_P(StorageConformanceTest, SearchHistoryFindsAToolResultThroughItsExchange) 
   EXPECT_THAT(Sequences(hits->found), ::testing::IsSupersetOf({1, 2, 3}));
 }
 
+// A turn counts each question word once: a turn holding "wait" and three
+// other words for it (its stand-ins) is not four words nearer the question
+// than a turn holding "wait" and "policy". Without the words, each term is
+// one.
+TEST_P(StorageConformanceTest, SearchHistoryCountsAWordOnceThoughItsStandInsAreMany) {
+  Create("w");
+  AppendRequest req;
+  req.key = Key("w");
+  req.items.push_back(Message(Role::kUser, "Raise the wait, the delay, the backoff and the pause."));
+  req.items.push_back(Message(Role::kUser, "The wait policy lives in the loader."));
+  for (int i = 0; i < 20; ++i) {
+    req.items.push_back(Message(Role::kUser, absl::StrCat("Next step ", i, " please.")));
+  }
+  ASSERT_TRUE(storage_->AppendItems(ctx_, req).ok());
+
+  HistorySearch search;
+  search.key = Key("w");
+  search.terms = {"wait", "polici", "delay", "backoff", "paus"};
+  search.max_items = 2;
+  auto hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(1, 2));
+
+  search.word_of = {0, 1, 0, 0, 0};
+  search.stand_in = {false, false, true, true, true};
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(2, 1));
+  // Each turn's terms are still all it holds.
+  EXPECT_THAT(hits->exchange_terms[1], ElementsAre("backoff", "delay", "paus", "wait"));
+
+  // Words given for the first terms only: the rest are words of their own.
+  search.word_of = {0, 1};
+  search.stand_in = {};
+  hits = storage_->SearchHistory(ctx_, search);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_THAT(Sequences(hits->found), ElementsAre(1, 2));
+}
+
 // With replies, the assistant's reply to each user message found comes
 // after the candidates (beyond max_items), its turn's terms as its
 // exchange: a date proposed in a reply holding none of the question's

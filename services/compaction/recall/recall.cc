@@ -1730,6 +1730,8 @@ bool IsProgressLine(absl::string_view line) {
 HistorySearch SearchFor(const RecallQuery& query) {
   HistorySearch search;
   search.terms = query.terms;
+  search.word_of = query.word_of;
+  search.stand_in = query.stand_in;
   search.replies = true;
   search.opening = query.asks_start;
   return search;
