@@ -2601,20 +2601,40 @@ int ValueAround(const std::vector<Candidate>& candidates, const std::vector<bool
 // For a question asking for the first of several alike outputs ("the
 // first dry run, before the batch change"): marks the value lines said
 // after one that reads the same but for its figures (LineTemplate)
-// `later`, and they count less.
+// `later`, and they count less. Alike lines are of one thing where the
+// earlier one's line, item and exchange hold each question word the later
+// one's do: the first health check of the label printers is not a later
+// one of the route optimiser's, whose output reads the same.
 void MarkLater(std::vector<Candidate>& candidates) {
   // Where each passage was said: its item, then its place in the item.
   auto said = [](const Candidate& c) { return std::pair(c.passage.sequence, c.passage.offset); };
-  absl::flat_hash_map<std::string, std::pair<int64_t, size_t>> earliest;
-  std::vector<std::string> templates(candidates.size());
+  auto holds = [](const Candidate& c, int word) {
+    return c.line.contains(word) || c.context.contains(word);
+  };
+  // Whether `earlier`'s words hold each of `later`'s.
+  auto covers = [&](const Candidate& earlier, const Candidate& later) {
+    for (const auto& [w, weight] : later.line) {
+      if (!holds(earlier, w)) return false;
+    }
+    for (const auto& [w, weight] : later.context) {
+      if (!holds(earlier, w)) return false;
+    }
+    return true;
+  };
+  absl::flat_hash_map<std::string, std::vector<size_t>> alike;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (!candidates[i].value && !candidates[i].figure) continue;
-    templates[i] = LineTemplate(candidates[i].passage.text);
-    auto [it, added] = earliest.try_emplace(templates[i], said(candidates[i]));
-    if (!added) it->second = std::min(it->second, said(candidates[i]));
+    alike[LineTemplate(candidates[i].passage.text)].push_back(i);
   }
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (!templates[i].empty()) candidates[i].later = earliest.at(templates[i]) < said(candidates[i]);
+  for (const auto& [text, group] : alike) {
+    for (size_t i : group) {
+      for (size_t k : group) {
+        if (said(candidates[k]) < said(candidates[i]) && covers(candidates[k], candidates[i])) {
+          candidates[i].later = true;
+          break;
+        }
+      }
+    }
   }
 }
 

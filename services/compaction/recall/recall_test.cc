@@ -823,6 +823,32 @@ TEST_F(RecallTest, AQuestionForTheFirstPrefersTheEarliestOfAlikeLines) {
   // Without "first", of equals the newest.
   const RecallQuery any = ParseRecallQuery("What checksum did the invoice archive dry run give?");
   EXPECT_THAT(Best(any, items, 200), HasSubstr("9b1c2e4"));
+
+  // An alike output of another thing, said before, is no earlier one of
+  // the thing asked about: its exchange lacks the words naming it.
+  const std::vector<Item> checks = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Check the route optimiser's health."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, "status: UP\nwork:\n  queueDepth: 407", "curl"),
+      Stored(3, Role::kUser, ItemKind::kMessage, "Now the label printers' health."),
+      Stored(4, Role::kTool, ItemKind::kToolResult, "status: UP\nwork:\n  queueDepth: 1951", "curl"),
+      Stored(5, Role::kUser, ItemKind::kMessage, "The label printers' health once more."),
+      Stored(6, Role::kTool, ItemKind::kToolResult, "status: UP\nwork:\n  queueDepth: 2210", "curl")};
+  const RecallQuery printers =
+      ParseRecallQuery("When we first checked the label printers' health, how deep was the queue?");
+  EXPECT_TRUE(printers.asks_first);
+  HistoryHits hits = HitsFor(checks, printers);
+  hits.items = 1000;
+  for (int64_t output : {2, 4, 6}) {
+    hits.exchange_terms[output] = SearchTerms(checks[static_cast<size_t>(output) - 2].data.content);
+  }
+  std::string depth;  // The best passage showing a queue's depth.
+  for (const RecalledPassage& p : Rank(printers, hits, 400)) {
+    if (absl::StrContains(p.text, "queueDepth")) {
+      depth = p.text;
+      break;
+    }
+  }
+  EXPECT_THAT(depth, HasSubstr("1951"));
 }
 
 // A few phrases people say for a word systems write ("in one go" for a
