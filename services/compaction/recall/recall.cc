@@ -1100,7 +1100,8 @@ bool AsksQuantity(const QuestionWords& question) {
     if (before == "in" && (SecondsPer(word) > 0 || kOtherUnits->contains(word))) return true;
     before = word;
   }
-  return false;
+  // A unit said last, alone ("... the canary hit? seconds", "Secs.").
+  return SecondsPer(before) > 0 || kOtherUnits->contains(before);
 }
 
 // The forms of each abbreviation in `sentence` that spells out to several

@@ -368,6 +368,11 @@ TEST_F(RecallTest, AQuantityQuestionIsAnsweredByTheSettingsFigure) {
   EXPECT_TRUE(ParseRecallQuery("how long is the TTL?").asks_quantity);
   EXPECT_FALSE(ParseRecallQuery("Which commit added the lookup?").asks_quantity);
   EXPECT_FALSE(ParseRecallQuery("How was the long run?").asks_quantity);
+  // A unit said last, alone, asks for a figure in it.
+  EXPECT_TRUE(ParseRecallQuery("What was the worst p99 the canary hit? seconds").asks_quantity);
+  EXPECT_TRUE(ParseRecallQuery("What does the target group wait before it lets go? Secs.")
+                  .asks_quantity);
+  EXPECT_FALSE(ParseRecallQuery("Which seconds counter did the dashboard use?").asks_quantity);
   // A module read with line numbers: a comment and a test named after the
   // setting hold the question's words; the constant's line holds one of
   // them and the figure, which is what is asked for.
