@@ -735,6 +735,11 @@ bool AsksVersion(const QuestionWords& question) {
   const std::vector<absl::string_view>& words = question.words;
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i] == "version" || words[i] == "versions") return true;
+    // An image's tag ("which image tag is it running", "what tag").
+    if ((words[i] == "tag" || words[i] == "tags") && i > 0 &&
+        (words[i - 1] == "image" || words[i - 1] == "which" || words[i - 1] == "what")) {
+      return true;
+    }
     if (words[i] != "build" && words[i] != "release") continue;
     for (size_t j = i >= 3 ? i - 3 : 0; j < i; ++j) {
       if (words[j] == "which" || words[j] == "what") return true;

@@ -1499,6 +1499,9 @@ TEST_F(RecallTest, AMessageStatingTheNameAskedForAnswersBesideOneWordOfTheQuesti
     EXPECT_TRUE(ParseRecallQuery(asks).asks_version) << asks;
   }
   EXPECT_FALSE(ParseRecallQuery("Did the build pass before the release?").asks_version);
+  EXPECT_TRUE(ParseRecallQuery("Which image tag are the consumers running?").asks_version);
+  EXPECT_TRUE(ParseRecallQuery("What tag is the api pinned to?").asks_version);
+  EXPECT_FALSE(ParseRecallQuery("Who put the cost tag on the bucket?").asks_version);
   std::vector<Item> items = {
       Stored(1, Role::kUser, ItemKind::kMessage,
              "Morning! Halcyon Freight got charged twice for the same usage last week "
@@ -1531,6 +1534,31 @@ TEST_F(RecallTest, AMessageStatingTheNameAskedForAnswersBesideOneWordOfTheQuesti
   EXPECT_THAT(recalled("ticket # for the double charge again?"), HasSubstr("MTR-4821"));
   EXPECT_THAT(recalled("Which version number are we shipping this release as?"),
               HasSubstr("v2.31.0"));
+}
+
+// A question for an image's tag is one for a version: the deployment's
+// row showing `consumer:3.12.7` under the listing's IMAGES header ranks
+// above the pods' rows, which name the consumers as often and say
+// "Running", as every listing of the conversation does.
+TEST_F(RecallTest, AnImageTagIsAnsweredByTheRowShowingIt) {
+  std::string listing =
+      "NAME                      READY   STATUS    RESTARTS   AGE   IP\n";
+  for (int i = 0; i < 8; ++i) {
+    absl::StrAppend(&listing, "pod/consumer-bf7faa51a5-6f7e", i, "   1/1     Running   ", i % 3,
+                    "          2", i, "d   10.42.8.", 20 + i, "\n");
+  }
+  listing +=
+      "\nNAME                       READY   UP-TO-DATE   AVAILABLE   AGE   CONTAINERS   IMAGES\n"
+      "deployment.apps/consumer   9/9     9            9           30d   consumer     "
+      "ecr.example/hv/consumer:3.12.7\n";
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "kubectl for the parcel-queues namespace."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, listing, "bash")};
+  const RecallQuery q =
+      ParseRecallQuery("Which image tag are the parcel-queue consumers actually running?");
+  HistoryHits hits = OutputAfterMessage(items, q);
+  hits.document_frequency["run"] = 300;  // Every listing says "Running".
+  EXPECT_THAT(First(q, hits, 120), HasSubstr("consumer:3.12.7"));
 }
 
 // A line holding a version answers a question for one where its exchange
