@@ -2205,6 +2205,16 @@ absl::string_view Shown(const std::vector<std::pair<size_t, absl::string_view>>&
   return line.size() <= kMaxNeighbourBytes ? line : absl::string_view();
 }
 
+// Whether `line` is a comment: after its number in a file read, '#',
+// ';', "//" or "--" and a space ("# keep below the idle timeout").
+bool IsComment(absl::string_view line) {
+  line = absl::StripLeadingAsciiWhitespace(WithoutLineNumber(line));
+  for (absl::string_view mark : {"# ", "; ", "// ", "-- "}) {
+    if (absl::StartsWith(line, mark)) return true;
+  }
+  return false;
+}
+
 // The question's words of the keys a line of an item sits under
 // (Parents, OpensBlock), each key's split once (most keys are over many
 // lines).
@@ -2219,6 +2229,17 @@ class KeysOver {
   // kUnderKey of their weight; returns the nearest key holding one, or -1.
   int Over(size_t li, const std::map<int, double>& words, std::map<int, double>& under) {
     int nearest = -1;
+    // A comment right above a setting says what it is ("; abort when
+    // rejected/read goes above reject_guard" over "reject_guard =
+    // 0.0125").
+    if (li > 0 && AssignsFigure(lines_[li].second) && IsComment(lines_[li - 1].second) &&
+        !Shown(lines_, li - 1).empty()) {
+      for (const auto& [w, weight] : q_.Words(SearchTerms(lines_[li - 1].second))) {
+        if (words.contains(w) || under.contains(w)) continue;
+        under[w] = weight * kUnderKey;
+        nearest = static_cast<int>(li - 1);
+      }
+    }
     int k = parents_[li];
     for (int depth = 0; k >= 0 && depth < kMaxKeys;
          ++depth, k = parents_[static_cast<size_t>(k)]) {

@@ -581,6 +581,31 @@ TEST_F(RecallTest, ASettingIsNamedByTheKeysItSitsUnder) {
   EXPECT_THAT(got[0].text, Not(HasSubstr("threads: 16"))) << RenderRecalled(got);
 }
 
+// A comment right above a setting names it, and is shown above it: the
+// comment alone holds the question's words and no figure.
+TEST_F(RecallTest, ASettingIsNamedByTheCommentAboveIt) {
+  std::string ini;
+  const char* const kLines[] = {"[source]",
+                                "path = /srv/feeds/contracts",
+                                "batch_rows = 5000",
+                                "",
+                                "[checks]",
+                                "; abort when rejected/read goes above reject_guard",
+                                "reject_guard = 0.0125",
+                                "max_retries = 3",
+                                "retry_wait_s = 30"};
+  int n = 0;
+  for (const char* line : kLines) absl::StrAppend(&ini, "    ", ++n, "\t", line, "\n");
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Open the vendor contract feed's job config."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, ini, "read_file")};
+  const RecallQuery q = ParseRecallQuery(
+      "What's the vendor feed's bad-row tolerance, the reject ratio above which the load aborts?");
+  const std::string best = First(q, OutputAfterMessage(items, q), 300);
+  EXPECT_THAT(best, HasSubstr("reject_guard = 0.0125"));
+  EXPECT_THAT(best, HasSubstr("; abort when"));
+}
+
 // A table's header holding the question's words comes with its first row:
 // the columns name the row's figures.
 TEST_F(RecallTest, ATablesHeaderComesWithItsFirstRow) {
