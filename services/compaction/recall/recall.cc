@@ -514,6 +514,12 @@ bool AsksTimeOfDay(const QuestionWords& question) {
   const std::vector<absl::string_view>& words = question.words;
   for (size_t i = 1; i < words.size(); ++i) {
     if (words[i - 1] == "what" && words[i] == "time") return true;
+    // "what's the exact cron on them", "which schedule does it run on".
+    if (words[i] == "cron" || words[i] == "crontab" || words[i] == "schedule") {
+      for (size_t j = i >= 4 ? i - 4 : 0; j < i; ++j) {
+        if (words[j] == "what" || words[j] == "which") return true;
+      }
+    }
     if (words[i - 1] != "when" || (words[i] != "does" && words[i] != "do")) continue;
     for (size_t j = i + 1; j < words.size() && j <= i + 6; ++j) {
       if (kStarts->contains(words[j])) return true;

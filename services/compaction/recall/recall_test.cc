@@ -1926,6 +1926,8 @@ TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
   EXPECT_TRUE(ParseRecallQuery("What time does the snapshot DAG kick off?").asks_time_of_day);
   EXPECT_TRUE(ParseRecallQuery("When does the export run, per its config?").asks_time_of_day);
   EXPECT_FALSE(ParseRecallQuery("When did we last deploy?").asks_time_of_day);
+  EXPECT_TRUE(ParseRecallQuery("What's the exact cron on the recon jobs?").asks_time_of_day);
+  EXPECT_FALSE(ParseRecallQuery("Did the cron fire?").asks_time_of_day);
   // Every DAG's config has the same keys; the one asked about is named by
   // the call's path and its turn's question only.
   std::string config = "# Read by dags/lib/factory.py; the DAG id is this file's name.\n";
@@ -1951,6 +1953,9 @@ TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got[0].sequence, 2) << RenderRecalled(got);
   EXPECT_THAT(got[0].text, HasSubstr("20 4 * * *")) << RenderRecalled(got);
+  // Asked for as a cron, with no time in the question.
+  const RecallQuery cron = ParseRecallQuery("What's the exact cron on the inventory snapshot DAG?");
+  EXPECT_THAT(First(cron, OutputAfterMessage(items, cron), 300), HasSubstr("20 4 * * *"));
 }
 
 TEST_F(RecallTest, ATotalAnswersHowManyAndWhatItCost) {
