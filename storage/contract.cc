@@ -40,6 +40,31 @@ bool IsJoiner(char c) {
   return c == '-' || c == '.' || c == '/' || c == ':' || c == '_' || c == '@';
 }
 
+// A test runner's marks, said as the words they stand for: a failed test's
+// cross (jest's "✕", "✖", "✗", "✘") and the "●" that opens jest's
+// "● Suite › test" title of a failure, "fail"; a passed test's tick ("✓",
+// "✔"), "pass".
+constexpr absl::string_view kFailMarks[] = {"\u2715", "\u2716", "\u2717", "\u2718"};
+constexpr absl::string_view kPassMarks[] = {"\u2713", "\u2714"};
+constexpr absl::string_view kFailureTitle = "\u25cf";  // "●", with "›" after it.
+constexpr absl::string_view kTitleStep = "\u203a";
+
+// The word the mark at `text[i]` stands for, or "".
+absl::string_view MarkAt(absl::string_view text, size_t i) {
+  const absl::string_view rest = text.substr(i);
+  for (absl::string_view mark : kFailMarks) {
+    if (absl::StartsWith(rest, mark)) return "fail";
+  }
+  for (absl::string_view mark : kPassMarks) {
+    if (absl::StartsWith(rest, mark)) return "pass";
+  }
+  if (absl::StartsWith(rest, kFailureTitle)) {
+    const absl::string_view line = rest.substr(0, rest.find('\n'));
+    if (absl::StrContains(line, kTitleStep)) return "fail";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<std::string> SearchTerms(absl::string_view text) {
@@ -123,6 +148,9 @@ std::vector<std::string> SearchTerms(absl::string_view text) {
   size_t i = 0;
   while (i < lower.size()) {
     if (!IsTermChar(lower[i])) {
+      if (static_cast<unsigned char>(lower[i]) == 0xe2) {
+        if (const absl::string_view word = MarkAt(lower, i); !word.empty()) add(word);
+      }
       ++i;
       continue;
     }
@@ -284,6 +312,13 @@ std::vector<std::string> SurfaceProbes(absl::string_view term) {
     if (kept.empty()) kept = term.substr(0, 1);
   }
   probes.emplace_back(kept);
+  // A test runner's marks hold the words they stand for (SearchTerms).
+  if (term == "fail") {
+    for (absl::string_view mark : kFailMarks) probes.emplace_back(mark);
+    probes.emplace_back(kFailureTitle);
+  } else if (term == "pass") {
+    for (absl::string_view mark : kPassMarks) probes.emplace_back(mark);
+  }
   if (auto it = kSpelledOut->find(term); it != kSpelledOut->end()) {
     for (const std::string& abbreviation : it->second) probes.push_back(abbreviation);
   }

@@ -514,7 +514,11 @@ int64_t OverridesBytes(const ProfileOverrides& overrides);
 // written, beside their parts (stemmed, and also spelled out: the "db" of
 // "db-7" may be a name, that of "pricing-db" is a database), and a
 // camel-cased word ("maxReplicas", "CronJob") likewise kept whole beside its
-// parts, each once, in order. What is stored and what is asked go through
+// parts, each once, in order. A test runner's marks are the words they
+// stand for: a failed test's cross ("✕") and jest's "● Suite › test"
+// title of a failure "fail", a tick ("✓") "pass" (items stored before
+// these were read keep the words they were stored with; their lines, split
+// when searched, hold them). What is stored and what is asked go through
 // the same split: both backends and the ranking.
 std::vector<std::string> SearchTerms(absl::string_view text);
 

@@ -308,6 +308,15 @@ TEST(SearchTermsTest, SplitsLikeTheIndex) {
   EXPECT_THAT(SearchTerms("the subs svc"), ElementsAre("the", "subscript", "servic"));
   // Not when a part would be one letter: "IdP" is the abbreviation.
   EXPECT_THAT(SearchTerms("IdP iPhone"), ElementsAre("ident", "provid", "iphon"));
+  // A test runner's marks are the words they stand for: jest's cross and
+  // its "● Suite › test" title of a failure, a tick; not a bullet alone.
+  EXPECT_THAT(SearchTerms("\u2715 disables refund (220 ms)"),
+              ElementsAre("fail", "disabl", "refund", "220", "millisecond"));
+  EXPECT_THAT(SearchTerms("\u25cf RefundDialog \u203a disables"),
+              ElementsAre("fail", "refunddialog", "refund", "dialog", "disabl"));
+  EXPECT_THAT(SearchTerms("\u2713 renders"), ElementsAre("pass", "render"));
+  EXPECT_THAT(SearchTerms("\u25cf ledger.service - Ledger\n\u203a"),
+              ElementsAre("ledger.service", "ledger", "servic"));
 }
 
 }  // namespace

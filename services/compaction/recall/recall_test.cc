@@ -1565,6 +1565,29 @@ TEST_F(RecallTest, AMessageStatingTheNameAskedForAnswersBesideOneWordOfTheQuesti
 // row showing `consumer:3.12.7` under the listing's IMAGES header ranks
 // above the pods' rows, which name the consumers as often and say
 // "Running", as every listing of the conversation does.
+// Jest names a failed test in a "● Suite › test" title and marks it "✕"
+// in its list: those are failing lines for a question about a failing
+// spec, beside the ticked ones that name the same words.
+TEST_F(RecallTest, AFailingSpecIsTheOneJestMarksFailed) {
+  std::string run =
+      " FAIL  src/features/refunds/RefundDialog.test.tsx (4.274 s)\n"
+      "  \u25cf RefundDialog \u203a disables refund button when order is settled\n\n"
+      "    expect(element).toBeDisabled()\n\n"
+      "  RefundDialog\n";
+  for (const char* spec : {"renders the refundable amount", "prefills the full refund",
+                           "validates the refund amount", "shows partial refund option"}) {
+    absl::StrAppend(&run, "    \u2713 ", spec, " (48 ms)\n");
+  }
+  run += "    \u2715 disables refund button when order is settled (220 ms)\n";
+  run += "\nTests:       1 failed, 4 passed, 5 total\n";
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Run only the admin refunds specs."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, run, "bash")};
+  const RecallQuery q = ParseRecallQuery("Which refund spec was still failing in that run?");
+  EXPECT_THAT(First(q, OutputAfterMessage(items, q), 120),
+              HasSubstr("disables refund button when order is settled"));
+}
+
 TEST_F(RecallTest, AnImageTagIsAnsweredByTheRowShowingIt) {
   std::string listing =
       "NAME                      READY   STATUS    RESTARTS   AGE   IP\n";
@@ -2117,6 +2140,8 @@ TEST(SurfaceProbesTest, EveryTermOfATextHasAProbeInIt) {
       "The DB's configs, k8s envs and MQ topics; prod vs stg repos; authN for the IdP",
       "maxReplicas CronJobs HTTPServer iPhone IdP pricing-db db-7.west etl_rewrite v1.2.3 "
       "user@example.org /var/lib/postgresql/16/main 0x7f3a 30a6359 --dry-run",
+      "\u25cf RefundDialog \u203a disables refund\n  \u2715 disables (3 ms)\n  \u2713 renders\n"
+      "\u2716 \u2717 \u2718 \u2714",
   };
   for (size_t i = 0; i < kAbbreviationCount; ++i) {
     texts.push_back(absl::StrCat(kAbbreviations[i].abbreviation, " ",
@@ -2160,6 +2185,8 @@ TEST(SurfaceProbesTest, ProbesOfStemsValuesAndAbbreviations) {
   EXPECT_THAT(SurfaceProbes("30a6359"), ElementsAre("30a6359"));
   EXPECT_THAT(SurfaceProbes("pricing-db"), ElementsAre("pricing-db"));
   EXPECT_THAT(SurfaceProbes("databas"), testing::Contains("db"));
+  EXPECT_THAT(SurfaceProbes("fail"), testing::Contains("\u2715"));
+  EXPECT_THAT(SurfaceProbes("pass"), testing::Contains("\u2713"));
   EXPECT_THAT(SurfaceProbes(""), IsEmpty());
 }
 
