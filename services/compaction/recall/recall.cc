@@ -1377,6 +1377,28 @@ void AddPercentiles(const QuestionWords& question,
   }
 }
 
+// "The top 1%" ("top-1%", "top 5 percent") is where the percentile
+// `p99` (`p95`) cuts it off: a term of the word "top".
+void AddTopShares(const QuestionWords& question,
+                  absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
+  auto found = index_of.find("top");
+  if (found == index_of.end()) return;
+  const int word = q.word_of[found->second];
+  std::vector<absl::string_view> words;
+  for (absl::string_view w : question.words) {
+    for (absl::string_view part : absl::StrSplit(w, '-', absl::SkipEmpty())) words.push_back(part);
+  }
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] != "top") continue;
+    absl::string_view n = words[i + 1];
+    const bool share = absl::ConsumeSuffix(&n, "%") ||
+                       (i + 2 < words.size() && absl::StartsWith(words[i + 2], "percent"));
+    int top = 0;
+    if (!share || !absl::SimpleAtoi(n, &top) || top < 1 || top > 50) continue;
+    AddTerm(absl::StrCat("p", 100 - top), word, false, index_of, q);
+  }
+}
+
 // `word` (lowercase) in the singular where it is a regular plural
 // ("runs", "entries", "boxes", "caches" -> "run", "entry", "box",
 // "cache"); as it is otherwise ("status", "address", "analysis", and
@@ -1718,6 +1740,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
     if (joined.size() >= 4) AddTerm(std::move(joined), q.word_of[i], false, index_of, q);
   }
   AddPercentiles(question, index_of, q);
+  AddTopShares(question, index_of, q);
   std::vector<std::pair<std::string, int>> singular;
   AddNames(text, index_of, q, &singular);
   AddStandIns(index_of, q);

@@ -547,6 +547,13 @@ TEST_F(RecallTest, APercentileIsSearchedAsAMeasurementWritesIt) {
   HistoryHits hits = OutputAfterMessage(items, q);
   hits.exchange_terms[3] = SearchTerms(items[0].data.content);
   EXPECT_THAT(First(q, hits, 300), HasSubstr("p99_value   | 3323.19"));
+  // "The top 1%" is cut off at the 99th percentile.
+  EXPECT_THAT(ParseRecallQuery("the top 5 percent of orders").terms, ::testing::Contains("p95"));
+  EXPECT_THAT(ParseRecallQuery("the top shelf").terms, Not(::testing::Contains("p99")));
+  const RecallQuery top = ParseRecallQuery("Where did the top-1% cutoff land in the LTV check?");
+  HistoryHits top_hits = OutputAfterMessage(items, top);
+  top_hits.exchange_terms[3] = SearchTerms(items[0].data.content);
+  EXPECT_THAT(First(top, top_hits, 300), HasSubstr("p99_value   | 3323.19"));
 }
 
 // A setting is named by the keys it sits under too ("prod:" over
