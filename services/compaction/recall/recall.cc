@@ -1351,21 +1351,37 @@ void AddStandIns(absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery
 }
 
 // A percentile as a measurement writes it: "the 99th percentile" is
-// `p99` (`p99_value`, `"p99_ms"`), a term of the word "percentile".
+// `p99` (`p99_value`, `"p99_ms"`), a term of the word "percentile"; "the
+// top 1%" ("top-1%", "top 5 percent") is where `p99` (`p95`) cuts it off,
+// a term of the word "top".
 void AddPercentiles(const QuestionWords& question,
                     absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
-  auto found = index_of.find("percentil");
-  if (found == index_of.end()) return;
-  // (Read once: adding a term moves `index_of`'s entries.)
-  const int word = q.word_of[found->second];
+  // The question word of `term`, or -1. (Read before adding: adding a term
+  // moves `index_of`'s entries.)
+  auto word_of = [&](absl::string_view term) {
+    auto found = index_of.find(term);
+    return found == index_of.end() ? -1 : q.word_of[found->second];
+  };
+  const int percentile = word_of("percentil"), top = word_of("top");
+  if (percentile < 0 && top < 0) return;
   // The question's words, a hyphenated one ("95th-percentile") in parts.
   std::vector<absl::string_view> words;
   for (absl::string_view w : question.words) {
     for (absl::string_view part : absl::StrSplit(w, '-', absl::SkipEmpty())) words.push_back(part);
   }
   for (size_t i = 0; i + 1 < words.size(); ++i) {
-    if (!absl::StartsWith(words[i + 1], "percentile")) continue;
-    absl::string_view n = words[i];
+    absl::string_view n = words[i + 1];
+    if (top >= 0 && words[i] == "top") {
+      const bool share = absl::ConsumeSuffix(&n, "%") ||
+                         (i + 2 < words.size() && absl::StartsWith(words[i + 2], "percent"));
+      int cut = 0;
+      if (share && absl::SimpleAtoi(n, &cut) && cut >= 1 && cut <= 50) {
+        AddTerm(absl::StrCat("p", 100 - cut), top, false, index_of, q);
+      }
+      continue;
+    }
+    if (percentile < 0 || !absl::StartsWith(words[i + 1], "percentile")) continue;
+    n = words[i];
     for (absl::string_view suffix : {"st", "nd", "rd", "th"}) {
       if (absl::EndsWith(n, suffix)) n.remove_suffix(suffix.size());
     }
@@ -1373,29 +1389,7 @@ void AddPercentiles(const QuestionWords& question,
         !std::all_of(n.begin(), n.end(), [](char c) { return absl::ascii_isdigit(c); })) {
       continue;
     }
-    AddTerm(absl::StrCat("p", n), word, false, index_of, q);
-  }
-}
-
-// "The top 1%" ("top-1%", "top 5 percent") is where the percentile
-// `p99` (`p95`) cuts it off: a term of the word "top".
-void AddTopShares(const QuestionWords& question,
-                  absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
-  auto found = index_of.find("top");
-  if (found == index_of.end()) return;
-  const int word = q.word_of[found->second];
-  std::vector<absl::string_view> words;
-  for (absl::string_view w : question.words) {
-    for (absl::string_view part : absl::StrSplit(w, '-', absl::SkipEmpty())) words.push_back(part);
-  }
-  for (size_t i = 0; i + 1 < words.size(); ++i) {
-    if (words[i] != "top") continue;
-    absl::string_view n = words[i + 1];
-    const bool share = absl::ConsumeSuffix(&n, "%") ||
-                       (i + 2 < words.size() && absl::StartsWith(words[i + 2], "percent"));
-    int top = 0;
-    if (!share || !absl::SimpleAtoi(n, &top) || top < 1 || top > 50) continue;
-    AddTerm(absl::StrCat("p", 100 - top), word, false, index_of, q);
+    AddTerm(absl::StrCat("p", n), percentile, false, index_of, q);
   }
 }
 
@@ -1740,7 +1734,6 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
     if (joined.size() >= 4) AddTerm(std::move(joined), q.word_of[i], false, index_of, q);
   }
   AddPercentiles(question, index_of, q);
-  AddTopShares(question, index_of, q);
   std::vector<std::pair<std::string, int>> singular;
   AddNames(text, index_of, q, &singular);
   AddStandIns(index_of, q);
