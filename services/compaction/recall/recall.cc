@@ -1310,6 +1310,7 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"welsh", "wale"},
         {"english", "england"},
         {"irish", "ireland"},
+        {"reckon", "estimate", "est", "eta"},
     };
     auto* m = new absl::flat_hash_map<std::string, std::vector<std::string>>();
     for (const std::vector<std::string>& group : groups) {

@@ -912,6 +912,9 @@ TEST_F(RecallTest, IdiomsPositionsAndOtherQuestionWordsAreReadAsMeant) {
   EXPECT_THAT(terms_of("How many tests came back green?"), Contains("pass"));
   EXPECT_THAT(terms_of("When the FX suite first went red, which test?"), Contains("fail"));
   EXPECT_THAT(StandInsOf("Is the build green?"), Contains("pass"));
+  // What a tool "reckons" is its estimate (`est_drain_minutes 240`).
+  EXPECT_THAT(StandInsOf("How long did lagctl reckon the backlog would take to clear?"),
+              ::testing::IsSupersetOf({"estim", "est"}));
   // A clause setting something aside is not searched.
   EXPECT_THAT(terms_of("How many passed, leaving aside the flaky timeout one?"),
               Not(Contains("timeout")));
@@ -1718,8 +1721,10 @@ TEST_F(RecallTest, TheAskingSentenceAndItsFragmentsOutweighTheRest) {
     (q.asked[q.word_of[i]] ? asked : aside).push_back(q.terms[i]);
   }
   EXPECT_THAT(asked, UnorderedElementsAre("drain", "estim", "minut", "drain-estimate",
-                                          "drain_estimate", "drainestim"));
-  // ("alarm" stands in for "alert", a word of the same sentence; the
+                                          "drain_estimate", "drainestim", "reckon", "est",
+                                          "eta"));
+  // ("reckon", "est" and "eta" stand in for "estimate"; "alarm" for
+  // "alert", a word of the same sentence; the
   // name's singular is a verb's bare form here.)
   EXPECT_THAT(aside, UnorderedElementsAre("teodor", "want", "line", "alert", "teodor-wants",
                                           "teodor_wants", "teodorw", "alarm", "teodor-want",
