@@ -493,6 +493,14 @@ struct QuestionWords {
     return std::any_of(words.begin(), words.end(),
                        [&](absl::string_view w) { return these.contains(w); });
   }
+  // Whether "which" or "what" stands among the `within` words before word
+  // `i` ("which NCCL build", "what's the exact cron").
+  bool AskedWithin(size_t i, size_t within) const {
+    for (size_t j = i >= within ? i - within : 0; j < i; ++j) {
+      if (words[j] == "which" || words[j] == "what") return true;
+    }
+    return false;
+  }
   const std::string lower;
   const std::vector<absl::string_view> words;  // Into `lower`.
 };
@@ -515,10 +523,9 @@ bool AsksTimeOfDay(const QuestionWords& question) {
   for (size_t i = 1; i < words.size(); ++i) {
     if (words[i - 1] == "what" && words[i] == "time") return true;
     // "what's the exact cron on them", "which schedule does it run on".
-    if (words[i] == "cron" || words[i] == "crontab" || words[i] == "schedule") {
-      for (size_t j = i >= 4 ? i - 4 : 0; j < i; ++j) {
-        if (words[j] == "what" || words[j] == "which") return true;
-      }
+    if ((words[i] == "cron" || words[i] == "crontab" || words[i] == "schedule") &&
+        question.AskedWithin(i, 4)) {
+      return true;
     }
     if (words[i - 1] != "when" || (words[i] != "does" && words[i] != "do")) continue;
     for (size_t j = i + 1; j < words.size() && j <= i + 6; ++j) {
@@ -536,9 +543,7 @@ bool AsksDate(const QuestionWords& question) {
       "day", "date", "night", "evening", "weekend", "weekday"};
   const std::vector<absl::string_view>& words = question.words;
   for (size_t i = 1; i < words.size(); ++i) {
-    if ((words[i - 1] == "what" || words[i - 1] == "which") && kDays->contains(words[i])) {
-      return true;
-    }
+    if (kDays->contains(words[i]) && question.AskedWithin(i, 1)) return true;
   }
   if (words.empty() || words[0] != "when" || AsksTimeOfDay(question)) return false;
   // "When we first hit the health check, how big was the backlog?" asks
@@ -742,14 +747,11 @@ bool AsksVersion(const QuestionWords& question) {
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i] == "version" || words[i] == "versions") return true;
     // An image's tag ("which image tag is it running", "what tag").
-    if ((words[i] == "tag" || words[i] == "tags") && i > 0 &&
-        (words[i - 1] == "image" || words[i - 1] == "which" || words[i - 1] == "what")) {
+    if ((words[i] == "tag" || words[i] == "tags") &&
+        ((i > 0 && words[i - 1] == "image") || question.AskedWithin(i, 1))) {
       return true;
     }
-    if (words[i] != "build" && words[i] != "release") continue;
-    for (size_t j = i >= 3 ? i - 3 : 0; j < i; ++j) {
-      if (words[j] == "which" || words[j] == "what") return true;
-    }
+    if ((words[i] == "build" || words[i] == "release") && question.AskedWithin(i, 3)) return true;
   }
   return false;
 }
@@ -2231,7 +2233,7 @@ absl::string_view Shown(const std::vector<std::pair<size_t, absl::string_view>>&
 // Whether `line` is a comment: after its number in a file read, '#',
 // ';', "//" or "--" and a space ("# keep below the idle timeout").
 bool IsComment(absl::string_view line) {
-  line = absl::StripLeadingAsciiWhitespace(WithoutLineNumber(line));
+  line = WithoutLineNumber(line);
   for (absl::string_view mark : {"# ", "; ", "// ", "-- "}) {
     if (absl::StartsWith(line, mark)) return true;
   }
