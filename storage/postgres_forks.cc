@@ -13,7 +13,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_join.h"
 #include "services/common/status_macros.h"
 #include "storage/postgres_rows.h"
 #include "storage/rules.h"
@@ -119,14 +118,13 @@ std::vector<SummaryChunk> PostgresStorage::ChunkLinks(const pqxx::result& rows) 
 void PostgresStorage::InsertPins(pqxx::transaction_base& tx, int64_t conv_key,
                                  const ViewState& state, int64_t through) {
   std::vector<int64_t> sequences;
-  std::vector<std::string> flags;
+  std::vector<bool> flags;
   for (const auto& [sequence, pinned] : state.pins) {
     sequences.push_back(sequence);
-    flags.push_back(pinned ? "t" : "f");
+    flags.push_back(pinned);
   }
   if (sequences.empty()) return;
-  Exec(tx, "fork_pins", conv_key, IdArray(sequences),
-       absl::StrCat("{", absl::StrJoin(flags, ","), "}"), through);
+  Exec(tx, "fork_pins", conv_key, IdArray(sequences), BoolArray(flags), through);
 }
 
 absl::StatusOr<Conversation> PostgresStorage::ForkConversation(const CallContext& ctx,

@@ -135,7 +135,7 @@ absl::StatusOr<std::optional<AppendResult>> PostgresStorage::AppendInOneStatemen
   std::vector<std::string> metadata_json, lexemes;
   lexemes.reserve(numbered.size());
   const int64_t conv_key = DistributionKey(request.key);
-  std::vector<const char*> pinned;
+  std::vector<bool> pinned;
   std::vector<int64_t> tokens, turns;
   metadata_json.reserve(numbered.size());
   int64_t total_tokens = 0;
@@ -148,7 +148,7 @@ absl::StatusOr<std::optional<AppendResult>> PostgresStorage::AppendInOneStatemen
     call_ids.push_back(data.tool_call_id);
     metadata_json.push_back(MetadataToJson(data.metadata));
     lexemes.push_back(SearchLexemes(conv_key, data.content));
-    pinned.push_back(data.pinned ? "t" : "f");
+    pinned.push_back(data.pinned);
     tokens.push_back(data.token_count);
     turns.push_back(item.turn_index);
     total_tokens += data.token_count;
@@ -167,7 +167,7 @@ absl::StatusOr<std::optional<AppendResult>> PostgresStorage::AppendInOneStatemen
             tx, "append_items", request.key, request.expected_version.value_or(-1),
             request.expected_model, request.idempotency_key, pg::TextArray(roles),
             pg::TextArray(kinds), pg::TextArray(contents), pg::TextArray(tool_names),
-            pg::TextArray(call_ids), array(pinned), pg::TextArray(metadata_json), array(tokens),
+            pg::TextArray(call_ids), BoolArray(pinned), pg::TextArray(metadata_json), array(tokens),
             array(turns), request.request_fingerprint, static_cast<int64_t>(numbered.size()),
             turns.back(), total_tokens, StoredBytes(request), pg::TextArray(lexemes),
             request.max_conversation_bytes);

@@ -222,6 +222,15 @@ std::string IdArray(const std::vector<int64_t>& ids) {
   return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
 }
 
+// A boolean[] literal of `flags`.
+std::string BoolArray(const std::vector<bool>& flags) {
+  std::string out = "{";
+  for (size_t i = 0; i < flags.size(); ++i) {
+    absl::StrAppend(&out, i > 0 ? "," : "", flags[i] ? "t" : "f");
+  }
+  return out + "}";
+}
+
 std::vector<int64_t> ParseIdArray(absl::string_view text) {
   std::vector<int64_t> ids;
   text = absl::StripPrefix(absl::StripSuffix(text, "}"), "{");

@@ -54,6 +54,8 @@ Page<T> PageOf(const pqxx::result& r, const PageLimit& limit, Parse parse) {
 
 std::string SearchLexemes(int64_t conv_key, absl::string_view content);
 std::string IdArray(const std::vector<int64_t>& ids);
+// A boolean[] literal of `flags` ("{t,f}").
+std::string BoolArray(const std::vector<bool>& flags);
 // The ids of a bigint[]'s text ("{1,2,3}").
 std::vector<int64_t> ParseIdArray(absl::string_view text);
 

@@ -13,7 +13,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "services/common/log.h"
@@ -33,13 +32,11 @@ absl::StatusOr<HistoryHits> PostgresStorage::SearchHistory(const CallContext& ct
   return Run<HistoryHits, pqxx::nontransaction>(
       ctx, "search history", [&](pqxx::transaction_base& tx) -> absl::StatusOr<HistoryHits> {
     const std::vector<int64_t> words(search.word_of.begin(), search.word_of.end());
-    std::vector<const char*> stand_in;
-    for (bool s : search.stand_in) stand_in.push_back(s ? "t" : "f");
     const pqxx::result r = ExecNamed(tx, "search_history", search.key, pg::TextArray(search.terms),
                                      search.max_document_frequency,
                                      static_cast<int64_t>(search.max_items),
                                      search.compacted_only, pg::TextArray(search.known_common),
-                                     IdArray(words), absl::StrCat("{", absl::StrJoin(stand_in, ","), "}"));
+                                     IdArray(words), BoolArray(search.stand_in));
     if (r.empty() || r[0][0].is_null()) return NotFound(search.key);
     // Count, frequencies, own score, the turn's terms, the call.
     constexpr int kTerms = 3, kCall = 4, kItem = 5;
