@@ -49,6 +49,10 @@ const absl::flat_hash_set<absl::string_view>& StopwordList() {
       "they", "this", "those", "to", "too", "up", "us", "very", "was", "we", "were", "what",
       "vs", "when", "where", "which", "who", "why", "will", "with", "would", "yes", "you", "your",
       "s", "t", "d", "ll", "m", "re", "ve",
+      // Negations as they split ("weren't": "weren", "t"), and
+      // conjunctions that join clauses, not things.
+      "aren", "isn", "wasn", "weren", "didn", "doesn", "don", "hasn", "haven", "hadn",
+      "couldn", "wouldn", "shouldn", "because", "whether", "yet",
       // Words that name nothing, only qualify ("the switchover itself",
       // "the window around the peak", "how many altogether"), and whose
       // one form is no other word's ("even" is "evening"'s, "quite"

@@ -171,6 +171,17 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
   }
   EXPECT_THAT(related.terms, ::testing::IsSupersetOf({std::string("hvmig"), WordForm("refuse"),
                                                       std::string("compare-run")}));
+  // A negation as it splits ("weren't") and a conjunction name nothing,
+  // and make no names with the words beside them ("dry-run-because").
+  const RecallQuery joined = ParseRecallQuery(
+      "How many shops were skipped in the dry run because their agents weren't enrolled yet, "
+      "and whether the rest didn't fail?");
+  for (const char* word : {"becaus", "weren", "yet", "whether", "didn", "dry-run-because",
+                           "run-because", "agents-weren"}) {
+    EXPECT_THAT(joined.terms, Not(Contains(word))) << word;
+  }
+  EXPECT_THAT(joined.terms, ::testing::IsSupersetOf({std::string("dry-run"), WordForm("enrolled"),
+                                                     WordForm("agent")}));
   // A long pending message searches by its first words only.
   std::string essay;
   for (int i = 0; i < 500; ++i) absl::StrAppend(&essay, "word", i, " ");
