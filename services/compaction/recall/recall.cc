@@ -1545,11 +1545,14 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
     look_for(kAside, kSetAsideClause);
     look_for(kContrast, kContrastClause);
     if (start == std::string::npos) break;
-    // The clause runs to its punctuation, or to a "but" that turns to what
-    // is asked ("not the lines table but the header table").
+    // The clause runs to its punctuation (a dash between spaces too: "before
+    // I write Perth up - how many CRC errors ..."), or to a "but" that turns
+    // to what is asked ("not the lines table but the header table").
     size_t end = lower.find_first_of(",;:.?!()\n", words_at);
     if (end == std::string::npos) end = lower.size();
-    if (const size_t but = lower.find(" but ", words_at); but < end) end = but;
+    for (absl::string_view turn : {" but ", " - ", " \u2013 ", " \u2014 ", " -- "}) {
+      if (const size_t at = lower.find(turn.data(), words_at, turn.size()); at < end) end = at;
+    }
     const std::vector<absl::string_view> words = absl::StrSplit(
         absl::string_view(lower).substr(words_at, end - words_at), ' ', absl::SkipEmpty());
     bool later = false;

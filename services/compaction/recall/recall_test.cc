@@ -1285,6 +1285,13 @@ TEST_F(RecallTest, AClauseNamingALaterChangeAsksForTheEarlierOne) {
   EXPECT_FALSE(expire.asks_first);
   EXPECT_THAT(absl::StrJoin(expire.terms, " "), HasSubstr("expir"));
   EXPECT_FALSE(ParseRecallQuery("How many rows did it copy before it failed?").asks_first);
+  // The clause ends at a dash between spaces: what follows is asked.
+  for (absl::string_view dash : {" - ", " \u2013 ", " \u2014 ", " -- "}) {
+    const std::string asked = absl::StrCat("before I write Perth up for tomorrow", dash,
+                                           "how many CRC errors was the WAN port showing?");
+    EXPECT_THAT(terms_of(asked), AllOf(HasSubstr("crc"), HasSubstr("wan"), Not(HasSubstr("perth"))))
+        << asked;
+  }
   const std::vector<Item> items = {
       Stored(1, Role::kUser, ItemKind::kMessage, "Dry-run the invoice archive."),
       Stored(2, Role::kTool, ItemKind::kToolResult,
