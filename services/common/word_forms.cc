@@ -34,6 +34,7 @@ const Abbreviation kAbbreviations[] = {
     {"ms", "milliseconds"},      {"secs", "seconds"},         {"mins", "minutes"},
     {"hrs", "hours"},            {"exec", "execution"},       {"avg", "average"},
     {"num", "number"},           {"mem", "memory"},           {"bw", "bandwidth"},
+    {"rtt", "round trip time"},
     // Training and evaluation, as ML engineers shorten them.
     {"grad", "gradient"},        {"grads", "gradients"},      {"accum", "accumulation"},
     {"ckpt", "checkpoint"},      {"ckpts", "checkpoints"},    {"eval", "evaluation"},

@@ -37,6 +37,9 @@ TEST(WordFormTest, AbbreviationsAreSpelledOut) {
   EXPECT_EQ(WordForms("hpa"), (std::vector<std::string>{WordForm("horizontal"), WordForm("pod"),
                                                         WordForm("autoscaler")}));
   EXPECT_EQ(WordForms("em"), (std::vector<std::string>{WordForm("exact"), WordForm("match")}));
+  // A ping's "(RTT)" is the round trip asked about.
+  EXPECT_EQ(WordForms("rtt"),
+            (std::vector<std::string>{WordForm("round"), WordForm("trip"), WordForm("time")}));
   EXPECT_EQ(WordForms("guards"), std::vector<std::string>{WordForm("guard")});
 }
 
