@@ -1111,8 +1111,15 @@ double StatedSeconds(absl::string_view line) {
 bool AsksQuantity(const QuestionWords& question) {
   static const auto* const kOtherUnits = new absl::flat_hash_set<absl::string_view>{
       "bytes", "kb", "kib", "mb", "mib", "gb", "gib", "tb", "percent", "%"};
+  // A percentile is a figure ("the worst p99", "what p95 did it settle at").
+  auto percentile = [](absl::string_view w) {
+    return w.size() >= 3 && w.size() <= 5 && w[0] == 'p' &&
+           std::all_of(w.begin() + 1, w.end(),
+                       [](char c) { return absl::ascii_isdigit(c) || c == '.'; });
+  };
   absl::string_view before;
   for (absl::string_view word : question.words) {
+    if (percentile(word)) return true;
     if (before == "how" && Measures().contains(word)) return true;
     if (before == "in" && (SecondsPer(word) > 0 || kOtherUnits->contains(word))) return true;
     before = word;

@@ -384,6 +384,12 @@ TEST_F(RecallTest, AQuantityQuestionIsAnsweredByTheSettingsFigure) {
   EXPECT_TRUE(ParseRecallQuery("What does the target group wait before it lets go? Secs.")
                   .asks_quantity);
   EXPECT_FALSE(ParseRecallQuery("Which seconds counter did the dashboard use?").asks_quantity);
+  // A percentile is a figure, and its worst is the `max` a summary writes.
+  const RecallQuery worst = ParseRecallQuery("What was the worst p99 in that six-hour window?");
+  EXPECT_TRUE(worst.asks_quantity);
+  EXPECT_THAT(worst.terms, Contains("max"));
+  EXPECT_TRUE(ParseRecallQuery("What P99.9 did the canary settle at?").asks_quantity);
+  EXPECT_FALSE(ParseRecallQuery("Which pod ran the p2p test?").asks_quantity);
   // A module read with line numbers: a comment and a test named after the
   // setting hold the question's words; the constant's line holds one of
   // them and the figure, which is what is asked for.
