@@ -903,6 +903,9 @@ bool StatesHash(absl::string_view line) {
 // without one ("how long does the DAG get before it pages?") is answered
 // by the setting's line, which names it.
 bool AsksDuration(const QuestionWords& question) {
+  // The thing that took it may be named at length ("how long did the full
+  // rebuild of the core nightly dbt selection take").
+  constexpr size_t kTakingWithin = 16;
   static const auto* const kTaking = new absl::flat_hash_set<absl::string_view>{
       "take", "took", "taken", "takes", "last", "lasted", "run", "ran", "spend", "spent",
       "going", "running", "hung", "hanging", "stuck", "waited", "waiting"};
@@ -912,7 +915,7 @@ bool AsksDuration(const QuestionWords& question) {
     const bool how_much_time = i >= 2 && words[i - 2] == "how" && words[i - 1] == "much" &&
                                words[i] == "time";
     if (!how_long && !how_much_time) continue;
-    for (size_t j = i + 1; j < words.size() && j <= i + 10; ++j) {
+    for (size_t j = i + 1; j < words.size() && j <= i + kTakingWithin; ++j) {
       if (kTaking->contains(words[j])) return true;
     }
   }

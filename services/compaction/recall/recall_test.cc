@@ -1875,6 +1875,10 @@ TEST_F(RecallTest, TheFirstPickIsTheBestThatAnswersEnoughOfTheQuestion) {
 TEST_F(RecallTest, ARunsTotalTimeAnswersHowLongItTook) {
   EXPECT_TRUE(ParseRecallQuery("how long did that full refresh take, end to end?").asks_duration);
   EXPECT_TRUE(ParseRecallQuery("How much time did the backfill run for?").asks_duration);
+  // The thing that took it named at length.
+  EXPECT_TRUE(ParseRecallQuery("how long did the full rebuild of the core nightly dbt selection "
+                               "take after last week's column changes?")
+                  .asks_duration);
   // A setting asked for is answered by its line, which names it.
   EXPECT_FALSE(
       ParseRecallQuery("How long does the DAG get before it pages? In mins.").asks_duration);
