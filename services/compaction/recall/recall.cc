@@ -52,7 +52,7 @@ const absl::flat_hash_set<absl::string_view>& StopwordList() {
       // Negations as they split ("weren't": "weren", "t"), and
       // conjunctions that join clauses, not things.
       "aren", "isn", "wasn", "weren", "didn", "doesn", "don", "hasn", "haven", "hadn",
-      "couldn", "wouldn", "shouldn", "because", "whether", "yet",
+      "couldn", "wouldn", "shouldn", "because", "whether", "yet", "while",
       // Words that name nothing, only qualify ("the switchover itself",
       // "the window around the peak", "how many altogether"), and whose
       // one form is no other word's ("even" is "evening"'s, "quite"
@@ -61,7 +61,7 @@ const absl::flat_hash_set<absl::string_view>& StopwordList() {
       "around", "really", "altogether", "anyway", "maybe", "perhaps", "already", "alone",
       "quickly", "roughly",
       // Prepositions that relate the things named, and name none.
-      "during", "through", "via", "per", "according", "within", "across"};
+      "during", "through", "via", "per", "according", "within", "across", "between"};
   return *kWords;
 }
 
