@@ -50,6 +50,9 @@ const Abbreviation kAbbreviations[] = {
     {"doc", "document"},         {"docs", "documents"},       {"rev", "revision"},
     {"revs", "revisions"},       {"notif", "notification"},   {"notifs", "notifications"},
     {"promo", "promotion"},      {"promos", "promotions"},    {"em", "exact match"},
+    // Words of one family the stemmer leaves apart ("expiry" is "expiri",
+    // "expiration" and "expire" are "expir").
+    {"expiry", "expire"},        {"expiries", "expire"},
     // Kubernetes objects, as operators name them.
     {"hpa", "horizontal pod autoscaler"}, {"pdb", "pod disruption budget"},
     {"pvc", "persistent volume claim"},

@@ -41,6 +41,9 @@ TEST(WordFormTest, AbbreviationsAreSpelledOut) {
   EXPECT_EQ(WordForms("rtt"),
             (std::vector<std::string>{WordForm("round"), WordForm("trip"), WordForm("time")}));
   EXPECT_EQ(WordForms("guards"), std::vector<std::string>{WordForm("guard")});
+  // A word the stemmer leaves apart from its family.
+  EXPECT_EQ(WordForm("expiry"), WordForm("expiration"));
+  EXPECT_EQ(WordForm("expiries"), WordForm("expired"));
 }
 
 TEST(WordFormTest, NamesAreNotSpelledOut) {

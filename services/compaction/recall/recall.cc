@@ -2219,6 +2219,13 @@ std::vector<int> Parents(const std::vector<std::pair<size_t, absl::string_view>>
   return parents;
 }
 
+// `pieces` in the order of their item's text.
+void SortByPlace(std::vector<Piece>& pieces) {
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+    return std::pair(a.line, a.offset) < std::pair(b.line, b.offset);
+  });
+}
+
 // Adds to `pieces` (an item's holding the question's searched words) its
 // `common_only` ones, in the order of the item's text: all of them where
 // the item's values are worth showing (`values`), only those of the
@@ -2233,10 +2240,7 @@ void JoinCommonOnly(const QuestionWeights& q, bool values, bool shapes,
     pieces.push_back(std::move(p));
     added = true;
   }
-  if (!added) return;
-  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
-    return std::pair(a.line, a.offset) < std::pair(b.line, b.offset);
-  });
+  if (added) SortByPlace(pieces);
 }
 
 // Line `i` of `lines` without its trailing white space, when it is short
@@ -2265,6 +2269,12 @@ class KeysOver {
   KeysOver(const QuestionWeights& q,
            const std::vector<std::pair<size_t, absl::string_view>>& lines, bool needed)
       : q_(q), lines_(lines), parents_(needed ? Parents(lines) : std::vector<int>()) {}
+
+  // The line `li` sits under (Parents), or -1.
+  int Parent(size_t li) const { return parents_.empty() ? -1 : parents_[li]; }
+
+  // Whether key line `k` holds a word of the question.
+  bool Names(int k) { return !WordsOf(k).empty(); }
 
   // Adds to `under` the question's words of the keys over line `li` (at
   // most kMaxKeys up) that `words` (the line's own) does not hold, at
@@ -2309,6 +2319,37 @@ class KeysOver {
   const std::vector<int> parents_;
   absl::flat_hash_map<int, std::map<int, double>> words_;
 };
+
+// Adds to `pieces` (an item's, in an output whose exchange answers the
+// question) the lines setting a figure right under a key that names what
+// is asked: "days = 400 -> 60" under "expiration {" of the raw bucket's
+// rule answers, though it holds none of the question's words. Not under a
+// file's outer block ("service {" does not single out its settings), nor
+// in a block whose own lines answer already ("batch_size = 1750" under
+// "batch {" is the answer, not its siblings).
+void AddFiguresUnderNamingKeys(const std::vector<std::pair<size_t, absl::string_view>>& lines,
+                               KeysOver& keys, std::vector<Piece>& pieces) {
+  absl::flat_hash_set<size_t> have;
+  absl::flat_hash_set<int> answered;
+  for (const Piece& p : pieces) {
+    have.insert(p.line);
+    if (AssignsFigure(lines[p.line].second)) answered.insert(keys.Parent(p.line));
+  }
+  const size_t before = pieces.size();
+  for (size_t li = 0; li < lines.size(); ++li) {
+    const int parent = keys.Parent(li);
+    if (have.contains(li) || parent < 0 || answered.contains(parent) ||
+        !AssignsFigure(lines[li].second) || Shown(lines, li).empty() || !keys.Names(parent)) {
+      continue;
+    }
+    Piece p{li, 0, lines[li].second, false};
+    p.known = true;
+    p.holds_value = true;
+    p.length = std::max(1.0, WordCount(SearchTerms(lines[li].second)));
+    pieces.push_back(std::move(p));
+  }
+  if (pieces.size() > before) SortByPlace(pieces);
+}
 
 // The first row under line `li` of `lines` when it is a table's header (a
 // rule between them aside) and the row holds a figure and is short enough
@@ -2483,6 +2524,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // The keys each line sits under, in a text nested by indentation (a
   // YAML or JSON file, `kubectl describe`, code): they name it.
   KeysOver keys(q, lines, !pieces.empty());
+  if (values && !pieces.empty()) AddFiguresUnderNamingKeys(lines, keys, pieces);
   for (const Piece& p : pieces) {
     const size_t li = p.line;
     const size_t line_at = lines[li].first;

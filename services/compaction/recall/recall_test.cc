@@ -605,6 +605,50 @@ TEST_F(RecallTest, ASettingIsNamedByTheKeysItSitsUnder) {
   EXPECT_THAT(got[0].text, Not(HasSubstr("threads: 16"))) << RenderRecalled(got);
 }
 
+// A figure set under a key that names what is asked answers, though its
+// own line holds none of the question's words ("days = 400 -> 60" under
+// "expiration {"); not the settings of a block whose own lines answer.
+TEST_F(RecallTest, AFigureUnderANamingKeyAnswers) {
+  const std::string plan =
+      "  # aws_s3_bucket_lifecycle_configuration.raw will be updated in-place\n"
+      "  ~ resource \"aws_s3_bucket_lifecycle_configuration\" \"raw\" {\n"
+      "      ~ rule {\n"
+      "            status = \"Enabled\"\n"
+      "          ~ expiration {\n"
+      "              ~ days = 400 -> 60\n"
+      "            }\n"
+      "          ~ noncurrent_version_transition {\n"
+      "              ~ noncurrent_days = 30 -> 7\n"
+      "            }\n"
+      "        }\n"
+      "    }\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Run the plan for the lake retention terraform."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, plan, "bash")};
+  const RecallQuery q = ParseRecallQuery(
+      "In the lake retention terraform plan, what was the expiry on raw partitions going from "
+      "and to?");
+  const std::string got = RenderRecalled(Rank(q, OutputAfterMessage(items, q), 300));
+  EXPECT_THAT(got, HasSubstr("days = 400 -> 60")) << got;
+  // A block whose own line answers keeps the place: its siblings are not
+  // added ("batch_size" asked, "poll_interval_s" beside it).
+  const std::string hcl =
+      "service {\n"
+      "  batch {\n"
+      "    batch_size = 1750\n"
+      "    poll_interval_s = 15\n"
+      "    max_inflight = 16\n"
+      "  }\n"
+      "}\n";
+  std::vector<Item> config = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Read the event bus service config."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, hcl, "read_file")};
+  const RecallQuery size = ParseRecallQuery("How big are the event bus service's batches?");
+  const std::string sized = RenderRecalled(Rank(size, OutputAfterMessage(config, size), 300));
+  EXPECT_THAT(sized, HasSubstr("batch_size = 1750")) << sized;
+  EXPECT_THAT(sized, Not(HasSubstr("max_inflight"))) << sized;
+}
+
 // A comment right above a setting names it, and is shown above it: the
 // comment alone holds the question's words and no figure.
 TEST_F(RecallTest, ASettingIsNamedByTheCommentAboveIt) {
