@@ -565,31 +565,78 @@ bool AsksFirst(const QuestionWords& question) {
   return question.HoldsAny(*kFirst);
 }
 
+// The month a lowercase word names (1 to 12: "march", "dec", "sept"), or 0.
+int MonthOf(absl::string_view word) {
+  static const auto* const kMonths = new absl::flat_hash_map<absl::string_view, int>{
+      {"january", 1}, {"february", 2}, {"march", 3},     {"april", 4},    {"may", 5},
+      {"june", 6},    {"july", 7},     {"august", 8},    {"september", 9}, {"october", 10},
+      {"november", 11}, {"december", 12}, {"jan", 1},   {"feb", 2},      {"mar", 3},
+      {"apr", 4},     {"jun", 6},      {"jul", 7},       {"aug", 8},      {"sep", 9},
+      {"sept", 9},    {"oct", 10},     {"nov", 11},      {"dec", 12}};
+  auto it = kMonths->find(word);
+  return it == kMonths->end() ? 0 : it->second;
+}
+
+// The day of the month a lowercase word names ("8", "8th", "22nd"), or 0.
+int DayOf(absl::string_view word) {
+  for (absl::string_view suffix : {"st", "nd", "rd", "th"}) word = absl::StripSuffix(word, suffix);
+  int day = 0;
+  return word.size() <= 2 && absl::SimpleAtoi(word, &day) && day >= 1 && day <= 31 ? day : 0;
+}
+
 // Whether `line` states a day: a weekday's name, or a month's beside a
 // day of the month ("Monday 8 March", "on March 8th", "14 Feb"). A time
 // stamp's ISO date is not one (every log line holds one).
 bool StatesDate(absl::string_view line) {
   static const auto* const kWeekdays = new absl::flat_hash_set<absl::string_view>{
       "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
-  static const auto* const kMonths = new absl::flat_hash_set<absl::string_view>{
-      "january", "february", "march", "april", "may", "june", "july", "august", "september",
-      "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
-      "sep", "sept", "oct", "nov", "dec"};
   const std::string lower = absl::AsciiStrToLower(line);
   const std::vector<absl::string_view> tokens =
       absl::StrSplit(lower, absl::ByAnyChar(" \t,.;:()/\"'"), absl::SkipEmpty());
-  auto day_of_month = [](absl::string_view t) {
-    for (absl::string_view suffix : {"st", "nd", "rd", "th"}) t = absl::StripSuffix(t, suffix);
-    int day = 0;
-    return t.size() <= 2 && absl::SimpleAtoi(t, &day) && day >= 1 && day <= 31;
-  };
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (kWeekdays->contains(tokens[i])) return true;
-    if (!kMonths->contains(tokens[i])) continue;
-    if ((i > 0 && day_of_month(tokens[i - 1])) ||
-        (i + 1 < tokens.size() && day_of_month(tokens[i + 1]))) {
+    if (MonthOf(tokens[i]) == 0) continue;
+    if ((i > 0 && DayOf(tokens[i - 1]) > 0) ||
+        (i + 1 < tokens.size() && DayOf(tokens[i + 1]) > 0)) {
       return true;
     }
+  }
+  return false;
+}
+
+// Whether `text` writes the day `month`/`day` as a system does: eight
+// digits of a year, month and day standing apart from other digits
+// ("PRC_20261202_full.csv.gz"), or a year, month and day joined by '-'
+// not followed by a time of day ("2026-12-02", not a log line's
+// "2026-12-02 05:24:18" or "2026-12-02T05:24").
+bool WritesDay(absl::string_view text, int month, int day) {
+  auto number = [&](size_t at, size_t n) {
+    int v = 0;
+    for (size_t k = at; k < at + n; ++k) v = v * 10 + (text[k] - '0');
+    return v;
+  };
+  auto digit = [&](size_t at) {
+    return at < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[at]));
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!digit(i) || (i > 0 && digit(i - 1))) continue;
+    size_t end = i;
+    while (digit(end)) ++end;
+    const int year = end - i >= 4 ? number(i, 4) : 0;
+    if (year < 1990 || year > 2099) {
+      i = end;
+      continue;
+    }
+    if (end - i == 8 && number(i + 4, 2) == month && number(i + 6, 2) == day) return true;
+    if (end - i == 4 && end + 6 <= text.size() && text[end] == '-' && digit(end + 1) &&
+        digit(end + 2) && text[end + 3] == '-' && digit(end + 4) && digit(end + 5) &&
+        !digit(end + 6) && number(end + 1, 2) == month && number(end + 4, 2) == day) {
+      const absl::string_view after = text.substr(end + 6);
+      const bool timed = (absl::StartsWith(after, "T") || absl::StartsWith(after, " ")) &&
+                         after.size() >= 3 && digit(end + 7) && digit(end + 8);
+      if (!timed) return true;
+    }
+    i = end;
   }
   return false;
 }
@@ -1672,6 +1719,20 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   q.asks_ticket = AsksTicket(question);
   q.asks_version = AsksVersion(question);
   q.asks_start = AsksStart(question);
+  for (size_t i = 0; i < question.words.size(); ++i) {
+    const int month = MonthOf(question.words[i]);
+    if (month == 0) continue;
+    for (size_t k : {i + 1, i - 1}) {  // "Dec 2", "2 Dec" (i - 1 wraps past the end at 0).
+      if (k >= question.words.size()) continue;
+      const int day = DayOf(question.words[k]);
+      if (day == 0) continue;
+      const std::vector<std::string> month_terms = SearchTerms(question.words[i]);
+      const std::vector<std::string> day_terms = SearchTerms(question.words[k]);
+      if (month_terms.empty() || day_terms.empty()) continue;
+      q.days.push_back({month, day, month_terms.front(), day_terms.front()});
+      break;
+    }
+  }
   q.asks_quantity =
       AsksQuantity(question) || q.asks_time_of_day || q.asks_total || q.asks_frequency;
   const bool asks = absl::StrContains(text, '?');
@@ -1816,6 +1877,13 @@ struct QuestionWeights {
   // terms), with what a word one item holds would weigh: the question is
   // about them too, and nothing recalled answers them.
   std::map<int, double> unseen;
+  // The days the question names (RecallQuery::days), with the words that
+  // name each and what they weigh: a line writing the day holds them.
+  struct Day {
+    int month = 0, day = 0;
+    std::map<int, double> words;
+  };
+  std::vector<Day> days;
 
   QuestionWeights(const RecallQuery& query, const HistoryHits& hits)
       : asks_quantity(query.asks_quantity),
@@ -1867,6 +1935,25 @@ struct QuestionWeights {
       if (df->second <= kRareItems) rare_words.insert(word);
     }
     for (int w : seen_words) unseen.erase(w);
+    // A day's words weigh what they weigh in the history; those it lacks
+    // ("Dec" where every date is written 2026-12-02) what a word one item
+    // holds would.
+    for (const RecallQuery::NamedDay& named : query.days) {
+      Day day{named.month, named.day, {}};
+      for (const std::string* term : {&named.month_term, &named.day_term}) {
+        const auto at = std::find(query.terms.begin(), query.terms.end(), *term);
+        if (at == query.terms.end()) continue;
+        const int word = query.word_of[static_cast<size_t>(at - query.terms.begin())];
+        if (auto it = weight_of.find(*term); it != weight_of.end()) {
+          day.words[word] = it->second.second;
+        } else if (auto common = common_of.find(*term); common != common_of.end()) {
+          day.words[word] = common->second.second;
+        } else if (auto lacked = unseen.find(word); lacked != unseen.end()) {
+          day.words[word] = lacked->second;
+        }
+      }
+      if (!day.words.empty()) days.push_back(std::move(day));
+    }
     for (const auto& [term, word_weight] : weight_of) {
       for (std::string& probe : SurfaceProbes(term)) searched_probes.push_back(std::move(probe));
     }
@@ -2505,11 +2592,22 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   std::string call;
   if (auto it = hits.calls.find(item.sequence); it != hits.calls.end()) call = it->second;
   const std::vector<std::string> call_terms = SearchTerms(call);
-  const bool through_exchange =
-      AddExchangeWords(item, hits, q, call_terms, talk, own, item_words);
+  bool through_exchange = AddExchangeWords(item, hits, q, call_terms, talk, own, item_words);
+  // A call writing a day the question names ("s3 ls .../dt=2026-12-01/")
+  // names it for its output, as its words do.
+  std::map<int, double> day_in_call;
+  for (const QuestionWeights::Day& day : q.days) {
+    if (WritesDay(call, day.month, day.day)) day_in_call.insert(day.words.begin(), day.words.end());
+  }
+  for (const auto& [w, weight] : day_in_call) {
+    if (own.contains(w)) continue;
+    item_words[w] = std::max(item_words[w], weight * kExchangeContext);
+    through_exchange = true;
+  }
   if (item_words.empty()) return;
   std::map<int, double> shown = q.Words(call_terms);
   for (const auto& [w, weight] : q.Common(call_terms)) shown[w] = weight;
+  shown.insert(day_in_call.begin(), day_in_call.end());
   // An output whose call names the thing beside the one asked for (the
   // staging copy's path) is of that thing, whatever its lines hold.
   const bool of_contrast = HoldsContrast(q, shown);
@@ -2531,7 +2629,11 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const absl::string_view line = lines[li].second;
     const size_t offset = p.offset;
     const absl::string_view piece = p.text;
-    const std::map<int, double>& words = p.words;
+    // A line writing a day the question names holds the words naming it.
+    std::map<int, double> words = p.words;
+    for (const QuestionWeights::Day& day : q.days) {
+      if (WritesDay(p.text, day.month, day.day)) words.insert(day.words.begin(), day.words.end());
+    }
     const std::map<int, double>& common = p.common;
     // The question's words of the keys the line sits under ("prod:" over
     // "threads: 7"), and the nearest of those keys holding one.

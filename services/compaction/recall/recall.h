@@ -71,6 +71,15 @@ struct RecallQuery {
   // build is the image pinned to"): a line holding a release's number
   // ("v2.31.0", "NCCL_VERSION=2.18.6-1") answers it the same way.
   bool asks_version = false;
+  // The days the question names ("the 2 Dec file", "on March 8th"): a line
+  // writing one as a system does ("PRC_20261202_full.csv.gz",
+  // "2026-12-02") holds the words that name it.
+  struct NamedDay {
+    int month = 0;
+    int day = 0;
+    std::string month_term, day_term;  // Their terms, as `terms` holds them.
+  };
+  std::vector<NamedDay> days;
   // ... or about the conversation's start ("what surname did I introduce
   // myself with?", "the company I named at the start"): the opening user
   // messages answer it (HistorySearch::opening), whatever words they hold.

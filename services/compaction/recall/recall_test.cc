@@ -649,6 +649,58 @@ TEST_F(RecallTest, AFigureUnderANamingKeyAnswers) {
   EXPECT_THAT(sized, Not(HasSubstr("max_inflight"))) << sized;
 }
 
+// A day the question names ("the 2 Dec file") is held by a line, or by a
+// call, that writes it as a system does ("PRC_20261202_full.csv.gz",
+// "dt=2026-12-01/"); not by a log line's time stamp.
+TEST_F(RecallTest, ADayNamedIsHeldWhereASystemWritesIt) {
+  const RecallQuery named = ParseRecallQuery("What did the run on 2 Dec and on March 8th write?");
+  ASSERT_EQ(named.days.size(), 2u);
+  EXPECT_EQ(named.days[0].month, 12);
+  EXPECT_EQ(named.days[0].day, 2);
+  EXPECT_EQ(named.days[1].month, 3);
+  EXPECT_EQ(named.days[1].day, 8);
+  std::string sums;
+  for (int d = 30; d >= 17; --d) {  // Earlier days' files, each its digest.
+    absl::StrAppend(&sums, std::string(60, 'c'), 1000 + d, "  PRC_202611", d, "_full.csv.gz\n");
+  }
+  absl::StrAppend(&sums, std::string(64, 'a'), "  PRC_20261202_full.csv.gz\n",
+                  std::string(64, 'b'), "  PRC_20261201_full.csv.gz\n");
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Compare the supplier's full price files' hashes with their manifests."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, sums, "bash")};
+  const RecallQuery q =
+      ParseRecallQuery("What SHA-256 did we compute for the 2 Dec full price file?");
+  EXPECT_THAT(First(q, OutputAfterMessage(items, q), 300),
+              HasSubstr(std::string(64, 'a') + "  PRC_20261202"));
+  // A log line's time stamp is no day named: every line of the day has one.
+  items[1] = Stored(2, Role::kTool, ItemKind::kToolResult,
+                    std::string(64, 'b') + "  PRC_20261201_full.csv.gz\n" +
+                        "2026-12-02 05:24:18 INFO full set read\n",
+                    "bash");
+  EXPECT_THAT(First(q, OutputAfterMessage(items, q), 300), Not(HasSubstr("05:24:18")));
+  // The call writes the day: its output is of that day.
+  std::vector<Item> listings = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "List the web sessions output."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, "Total Objects: 3406\n   Total Size: 123.4 GiB\n",
+             "bash"),
+      Stored(3, Role::kTool, ItemKind::kToolResult, "Total Objects: 42\n   Total Size: 1.1 GiB\n",
+             "bash")};
+  const RecallQuery objects =
+      ParseRecallQuery("How many objects did S3 report under the Dec 1 web sessions output?");
+  HistoryHits hits = HitsFor(listings, objects);
+  hits.items = 1000;
+  hits.exchange_terms[2] = SearchTerms(listings[0].data.content);
+  hits.exchange_terms[3] = SearchTerms(listings[0].data.content);
+  // Whichever listing comes first.
+  for (int64_t dec1 : {2, 3}) {
+    hits.calls[dec1] = R"({"cmd": "aws s3 ls s3://lake/web_sessions/dt=2026-12-01/ --summarize"})";
+    hits.calls[5 - dec1] =
+        R"({"cmd": "aws s3 ls s3://lake/web_sessions/dt=2026-12-02/ --summarize"})";
+    EXPECT_THAT(First(objects, hits, 300), HasSubstr(dec1 == 2 ? "3406" : "42")) << dec1;
+  }
+}
+
 // A comment right above a setting names it, and is shown above it: the
 // comment alone holds the question's words and no figure.
 TEST_F(RecallTest, ASettingIsNamedByTheCommentAboveIt) {
