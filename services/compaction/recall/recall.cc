@@ -1669,7 +1669,12 @@ std::string WithIdiomsSaid(std::string text) {
       {"back out", "rollback"},      {"backed out", "rollback"},
       {"backing out", "rollback"},   {"spin up", "provision"},
       {"spun up", "provisioned"},    {"tear down", "teardown"},
-      {"torn down", "teardown"}};
+      {"torn down", "teardown"},
+      // What never came is missing ("never turned up on Tillwise").
+      {"never turned up", "missing"}, {"never showed up", "missing"},
+      {"never arrived", "missing"},   {"never made it", "missing"},
+      {"didn't turn up", "missing"},  {"didn't show up", "missing"},
+      {"didn't arrive", "missing"},   {"didn't make it", "missing"}};
   const std::string lower = absl::AsciiStrToLower(text);
   std::string out;
   size_t at = 0;

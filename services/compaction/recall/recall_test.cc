@@ -1044,6 +1044,10 @@ TEST_F(RecallTest, IdiomsPositionsAndOtherQuestionWordsAreReadAsMeant) {
   EXPECT_THAT(terms_of("How long did the standby take to spin up?"),
               Contains(WordForm("provision")));
   EXPECT_THAT(terms_of("Which bucket did we back up?"), Not(Contains("rollback")));
+  // What never came is missing (a reconciliation's "Missing in target").
+  EXPECT_THAT(terms_of("How many txns never turned up on Tillwise?"), Contains("miss"));
+  EXPECT_THAT(terms_of("Which files didn't arrive?"), Contains("miss"));
+  EXPECT_THAT(terms_of("Which files arrived late?"), Not(Contains("miss")));
 }
 
 // A contrast naming the thing beside the one asked for ("not the lines
