@@ -1167,6 +1167,13 @@ bool AsksQuantity(const QuestionWords& question) {
            std::all_of(w.begin() + 1, w.end(),
                        [](char c) { return absl::ascii_isdigit(c) || c == '.'; });
   };
+  // A measure's noun asked for ("what chunk size is defined", "which
+  // timeout does it use") is a figure too.
+  static const auto* const kMeasureNouns = new absl::flat_hash_set<absl::string_view>{
+      "size", "count", "limit", "timeout", "length", "capacity", "threshold", "interval"};
+  for (size_t i = 1; i < question.words.size(); ++i) {
+    if (kMeasureNouns->contains(question.words[i]) && question.AskedWithin(i, 3)) return true;
+  }
   absl::string_view before;
   for (absl::string_view word : question.words) {
     if (percentile(word)) return true;

@@ -390,6 +390,10 @@ TEST_F(RecallTest, AQuantityQuestionIsAnsweredByTheSettingsFigure) {
   EXPECT_THAT(worst.terms, Contains("max"));
   EXPECT_TRUE(ParseRecallQuery("What P99.9 did the canary settle at?").asks_quantity);
   EXPECT_FALSE(ParseRecallQuery("Which pod ran the p2p test?").asks_quantity);
+  // A measure's noun asked for is a figure ("what chunk size is defined").
+  EXPECT_TRUE(ParseRecallQuery("What chunk size is defined for bulk sends?").asks_quantity);
+  EXPECT_TRUE(ParseRecallQuery("Which timeout does the client use?").asks_quantity);
+  EXPECT_FALSE(ParseRecallQuery("Which commit changed the pool size?").asks_quantity);
   // A module read with line numbers: a comment and a test named after the
   // setting hold the question's words; the constant's line holds one of
   // them and the figure, which is what is asked for.
