@@ -286,10 +286,15 @@ absl::string_view Assigned(absl::string_view line, absl::string_view* name_out =
   line = WithoutLineNumber(line);
   line = WithoutLogPrefix(line);
   // A diff's or a plan's mark of a changed line ("+ size = 3750", "-
-  // retries: 3", "~ replicas = 4").
+  // retries: 3", "~ replicas = 4"), a unified diff's right before the
+  // name ("+max_wal_size = 160GB").
   if (line.size() > 2 && (line[0] == '+' || line[0] == '-' || line[0] == '~') &&
       line[1] == ' ') {
     line = absl::StripLeadingAsciiWhitespace(line.substr(2));
+  } else if (line.size() > 1 && (line[0] == '+' || line[0] == '-') &&
+             (absl::ascii_isalpha(static_cast<unsigned char>(line[1])) || line[1] == '_' ||
+              line[1] == '"')) {
+    line.remove_prefix(1);
   }
   size_t i = 0;
   // A name of up to four words before a colon ("order lines written:

@@ -1309,6 +1309,38 @@ TEST_F(RecallTest, APlansFieldAnswersHowBigUnderTheResourceItNames) {
   EXPECT_THAT(RenderRecalled(got), HasSubstr("+ iops              = 3000")) << RenderRecalled(got);
 }
 
+// A unified diff's changed lines are settings too, the mark right before
+// the name ("+max_wal_size = 160GB"): the new value comes with the old.
+TEST_F(RecallTest, AUnifiedDiffsChangedLineIsASetting) {
+  const std::string diff =
+      "diff --git a/postgresql.conf b/postgresql.conf\n"
+      "--- a/postgresql.conf\n"
+      "+++ b/postgresql.conf\n"
+      "@@ -7,12 +7,12 @@\n"
+      " wal_level = logical\n"
+      " wal_compression = lz4\n"
+      "-max_wal_size = 64GB\n"
+      "+max_wal_size = 160GB\n"
+      " min_wal_size = 8GB\n"
+      "-checkpoint_timeout = 15min\n"
+      "+checkpoint_timeout = 30min\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Show me Tobias's prod sizing change."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, diff, "git")};
+  const RecallQuery q =
+      ParseRecallQuery("Tobias's sizing change, what did it raise the max WAL size to?");
+  const std::vector<RecalledPassage> got = Rank(q, OutputAfterMessage(items, q), 300);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("+max_wal_size = 160GB"));
+  // The old value's passage shows the new one beside it.
+  bool old_shown = false;
+  for (const RecalledPassage& p : got) {
+    if (!absl::StrContains(p.text, "-max_wal_size = 64GB")) continue;
+    old_shown = true;
+    EXPECT_THAT(p.text, HasSubstr("+max_wal_size = 160GB"));
+  }
+  EXPECT_TRUE(old_shown) << RenderRecalled(got);
+}
+
 // A test runner's progress lines hold no value ("[ 41%]" is how far the
 // run had got); a line ending in a percentage otherwise may.
 TEST(ProgressLineTest, ATestRunnersProgressLineIsOne) {
