@@ -1682,6 +1682,8 @@ std::string WithIdiomsSaid(std::string text) {
       {"backing out", "rollback"},   {"spin up", "provision"},
       {"spun up", "provisioned"},    {"tear down", "teardown"},
       {"torn down", "teardown"},
+      // Written as one word where a system counts it (`max_inflight`).
+      {"in flight", "inflight"},
       // What never came is missing ("never turned up on Tillwise").
       {"never turned up", "missing"}, {"never showed up", "missing"},
       {"never arrived", "missing"},   {"never made it", "missing"},

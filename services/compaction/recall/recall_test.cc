@@ -1048,6 +1048,8 @@ TEST_F(RecallTest, IdiomsPositionsAndOtherQuestionWordsAreReadAsMeant) {
   EXPECT_THAT(terms_of("How long did the standby take to spin up?"),
               Contains(WordForm("provision")));
   EXPECT_THAT(terms_of("Which bucket did we back up?"), Not(Contains("rollback")));
+  // "In flight" is counted as one word (`max_inflight`), "at once" or not.
+  EXPECT_THAT(terms_of("What's the cap on messages in flight at once?"), Contains("inflight"));
   // What never came is missing (a reconciliation's "Missing in target").
   EXPECT_THAT(terms_of("How many txns never turned up on Tillwise?"), Contains("miss"));
   EXPECT_THAT(terms_of("Which files didn't arrive?"), Contains("miss"));
