@@ -1903,6 +1903,14 @@ struct QuestionWeights {
     std::map<int, double> words;
   };
   std::vector<Day> days;
+  // The words of the days `text` writes (WritesDay).
+  std::map<int, double> DayWordsIn(absl::string_view text) const {
+    std::map<int, double> words;
+    for (const Day& day : days) {
+      if (WritesDay(text, day.month, day.day)) words.insert(day.words.begin(), day.words.end());
+    }
+    return words;
+  }
 
   QuestionWeights(const RecallQuery& query, const HistoryHits& hits)
       : asks_quantity(query.asks_quantity),
@@ -2583,6 +2591,45 @@ absl::string_view TitleOf(const std::vector<std::pair<size_t, absl::string_view>
   return {};
 }
 
+// What a passage of `piece` (of line `li` of `lines`) shows, and the
+// lines it spans: with `beside`, for a whole line, the lines either side
+// (those setting a figure, where the line itself answers: `eligible`);
+// the key it sits under above it (`key_line`, or -1); and under a
+// table's header holding the question's words, its first row (`row`, or
+// npos), which names the columns (a listing's newest run, a query's only
+// row).
+struct PassageText {
+  std::string text;
+  size_t first_line = 0, last_line = 0, row = std::string::npos;
+};
+PassageText TextAround(const std::vector<std::pair<size_t, absl::string_view>>& lines, size_t li,
+                       absl::string_view piece, bool beside, bool eligible, int key_line) {
+  PassageText out{std::string(absl::StripTrailingAsciiWhitespace(piece)), li, li};
+  const bool whole = piece.size() == lines[li].second.size();
+  auto shown_beside = [&](absl::string_view n) {
+    return !n.empty() && (!eligible || AssignsFigure(n));
+  };
+  if (beside && whole) {
+    if (li > 0 && shown_beside(Shown(lines, li - 1))) {
+      out.text = absl::StrCat(Shown(lines, li - 1), "\n  ", out.text);
+      out.first_line = li - 1;
+    }
+    if (shown_beside(Shown(lines, li + 1))) {
+      absl::StrAppend(&out.text, "\n  ", Shown(lines, li + 1));
+      out.last_line = li + 1;
+    }
+  }
+  if (key_line >= 0 && static_cast<size_t>(key_line) < out.first_line) {
+    out.text = absl::StrCat(Shown(lines, static_cast<size_t>(key_line)), "\n  ", out.text);
+  }
+  if (eligible && out.last_line == li && whole) out.row = FirstRowUnder(lines, li);
+  if (out.row != std::string::npos) {
+    absl::StrAppend(&out.text, "\n  ", Shown(lines, out.row));
+    out.last_line = out.row;
+  }
+  return out;
+}
+
 // The candidate passages of one found item, added to `out` (texts already
 // in `seen` are not added again).
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
@@ -2614,10 +2661,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   bool through_exchange = AddExchangeWords(item, hits, q, call_terms, talk, own, item_words);
   // A call writing a day the question names ("s3 ls .../dt=2026-12-01/")
   // names it for its output, as its words do.
-  std::map<int, double> day_in_call;
-  for (const QuestionWeights::Day& day : q.days) {
-    if (WritesDay(call, day.month, day.day)) day_in_call.insert(day.words.begin(), day.words.end());
-  }
+  const std::map<int, double> day_in_call = q.DayWordsIn(call);
   for (const auto& [w, weight] : day_in_call) {
     if (own.contains(w)) continue;
     item_words[w] = std::max(item_words[w], weight * kExchangeContext);
@@ -2637,7 +2681,6 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // a total) answers where the item or its exchange names the subject.
   const bool shapes = values || q.Answers(item_words);
   JoinCommonOnly(q, values, shapes, common_only, pieces);
-  auto neighbour = [&lines](size_t i) { return Shown(lines, i); };
   // The keys each line sits under, in a text nested by indentation (a
   // YAML or JSON file, `kubectl describe`, code): they name it.
   KeysOver keys(q, lines, !pieces.empty());
@@ -2649,10 +2692,8 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const size_t offset = p.offset;
     const absl::string_view piece = p.text;
     // A line writing a day the question names holds the words naming it.
-    std::map<int, double> words = p.words;
-    for (const QuestionWeights::Day& day : q.days) {
-      if (WritesDay(p.text, day.month, day.day)) words.insert(day.words.begin(), day.words.end());
-    }
+    std::map<int, double> words = q.DayWordsIn(piece);
+    words.insert(p.words.begin(), p.words.end());
     const std::map<int, double>& common = p.common;
     // The question's words of the keys the line sits under ("prod:" over
     // "threads: 7"), and the nearest of those keys holding one.
@@ -2690,39 +2731,16 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // names a file and holds dots: no answer, though it holds the words
     // of a question about the run.
     if (IsProgressLine(piece)) continue;
-    std::string text(absl::StripTrailingAsciiWhitespace(piece));
-    size_t first_line = li, last_line = li;
     // The lines around a value may say what it is; around one holding the
     // question's words, in a block of settings or a record's fields, they
     // may be the setting asked for by other names.
     const bool block = eligible && ((value && HasDigit(assigned)) ||
                                     (q.asks_quantity && !assigned.empty()));
-    auto shown_beside = [&](absl::string_view n) {
-      return !n.empty() && (!eligible || AssignsFigure(n));
-    };
-    if ((value || block) && (!eligible || block) && piece.size() == line.size()) {
-      if (li > 0 && shown_beside(neighbour(li - 1))) {
-        text = absl::StrCat(neighbour(li - 1), "\n  ", text);
-        first_line = li - 1;
-      }
-      if (shown_beside(neighbour(li + 1))) {
-        absl::StrAppend(&text, "\n  ", neighbour(li + 1));
-        last_line = li + 1;
-      }
-    }
-    if (key_line >= 0 && static_cast<size_t>(key_line) < first_line) {
-      text = absl::StrCat(neighbour(static_cast<size_t>(key_line)), "\n  ", text);
-    }
-    // A table's header holding the question's words names the columns of
-    // the rows under it: it comes with its first row (a listing's newest
-    // run, a query's only row).
-    const size_t row = eligible && last_line == li && piece.size() == line.size()
-                           ? FirstRowUnder(lines, li)
-                           : std::string::npos;
-    if (row != std::string::npos) {
-      absl::StrAppend(&text, "\n  ", neighbour(row));
-      last_line = row;
-    }
+    PassageText around = TextAround(lines, li, piece, (value || block) && (!eligible || block),
+                                    eligible, key_line);
+    std::string& text = around.text;
+    const size_t first_line = around.first_line, last_line = around.last_line;
+    const size_t row = around.row;
     if (!seen.insert(text).second) continue;
     Candidate c;
     c.passage = PassageOf(item, call, line_at + offset, std::move(text));
