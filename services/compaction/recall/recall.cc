@@ -573,11 +573,11 @@ bool AsksFirst(const QuestionWords& question) {
 // The month a lowercase word names (1 to 12: "march", "dec", "sept"), or 0.
 int MonthOf(absl::string_view word) {
   static const auto* const kMonths = new absl::flat_hash_map<absl::string_view, int>{
-      {"january", 1}, {"february", 2}, {"march", 3},     {"april", 4},    {"may", 5},
-      {"june", 6},    {"july", 7},     {"august", 8},    {"september", 9}, {"october", 10},
-      {"november", 11}, {"december", 12}, {"jan", 1},   {"feb", 2},      {"mar", 3},
-      {"apr", 4},     {"jun", 6},      {"jul", 7},       {"aug", 8},      {"sep", 9},
-      {"sept", 9},    {"oct", 10},     {"nov", 11},      {"dec", 12}};
+      {"january", 1},  {"february", 2}, {"march", 3},     {"april", 4},    {"may", 5},
+      {"june", 6},     {"july", 7},     {"august", 8},    {"september", 9}, {"october", 10},
+      {"november", 11}, {"december", 12}, {"jan", 1},      {"feb", 2},      {"mar", 3},
+      {"apr", 4},      {"jun", 6},      {"jul", 7},       {"aug", 8},      {"sep", 9},
+      {"sept", 9},     {"oct", 10},     {"nov", 11},      {"dec", 12}};
   auto it = kMonths->find(word);
   return it == kMonths->end() ? 0 : it->second;
 }
@@ -2602,6 +2602,7 @@ struct PassageText {
   std::string text;
   size_t first_line = 0, last_line = 0, row = std::string::npos;
 };
+
 PassageText TextAround(const std::vector<std::pair<size_t, absl::string_view>>& lines, size_t li,
                        absl::string_view piece, bool beside, bool eligible, int key_line) {
   PassageText out{std::string(absl::StripTrailingAsciiWhitespace(piece)), li, li};
