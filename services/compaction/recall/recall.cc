@@ -582,11 +582,28 @@ int MonthOf(absl::string_view word) {
   return it == kMonths->end() ? 0 : it->second;
 }
 
+// `word` without an ordinal's ending ("8th", "22nd", "99th": "8", "22",
+// "99").
+absl::string_view WithoutOrdinal(absl::string_view word) {
+  for (absl::string_view suffix : {"st", "nd", "rd", "th"}) {
+    if (absl::ConsumeSuffix(&word, suffix)) break;
+  }
+  return word;
+}
+
 // The day of the month a lowercase word names ("8", "8th", "22nd"), or 0.
 int DayOf(absl::string_view word) {
-  for (absl::string_view suffix : {"st", "nd", "rd", "th"}) word = absl::StripSuffix(word, suffix);
+  word = WithoutOrdinal(word);
   int day = 0;
   return word.size() <= 2 && absl::SimpleAtoi(word, &day) && day >= 1 && day <= 31 ? day : 0;
+}
+
+// The word of `words` that names a day of the month beside the month's
+// name at `i` ("Dec 2", then "2 Dec"), or npos.
+size_t DayBeside(const std::vector<absl::string_view>& words, size_t i) {
+  if (i + 1 < words.size() && DayOf(words[i + 1]) > 0) return i + 1;
+  if (i > 0 && DayOf(words[i - 1]) > 0) return i - 1;
+  return std::string::npos;
 }
 
 // Whether `line` states a day: a weekday's name, or a month's beside a
@@ -600,11 +617,7 @@ bool StatesDate(absl::string_view line) {
       absl::StrSplit(lower, absl::ByAnyChar(" \t,.;:()/\"'"), absl::SkipEmpty());
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (kWeekdays->contains(tokens[i])) return true;
-    if (MonthOf(tokens[i]) == 0) continue;
-    if ((i > 0 && DayOf(tokens[i - 1]) > 0) ||
-        (i + 1 < tokens.size() && DayOf(tokens[i + 1]) > 0)) {
-      return true;
-    }
+    if (MonthOf(tokens[i]) > 0 && DayBeside(tokens, i) != std::string::npos) return true;
   }
   return false;
 }
@@ -1457,10 +1470,7 @@ void AddPercentiles(const QuestionWords& question,
       continue;
     }
     if (percentile < 0 || !absl::StartsWith(words[i + 1], "percentile")) continue;
-    n = words[i];
-    for (absl::string_view suffix : {"st", "nd", "rd", "th"}) {
-      if (absl::EndsWith(n, suffix)) n.remove_suffix(suffix.size());
-    }
+    n = WithoutOrdinal(words[i]);
     if (n.empty() || n.size() > 2 ||
         !std::all_of(n.begin(), n.end(), [](char c) { return absl::ascii_isdigit(c); })) {
       continue;
@@ -1740,17 +1750,12 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   q.asks_start = AsksStart(question);
   for (size_t i = 0; i < question.words.size(); ++i) {
     const int month = MonthOf(question.words[i]);
-    if (month == 0) continue;
-    for (size_t k : {i + 1, i - 1}) {  // "Dec 2", "2 Dec" (i - 1 wraps past the end at 0).
-      if (k >= question.words.size()) continue;
-      const int day = DayOf(question.words[k]);
-      if (day == 0) continue;
-      const std::vector<std::string> month_terms = SearchTerms(question.words[i]);
-      const std::vector<std::string> day_terms = SearchTerms(question.words[k]);
-      if (month_terms.empty() || day_terms.empty()) continue;
-      q.days.push_back({month, day, month_terms.front(), day_terms.front()});
-      break;
-    }
+    const size_t k = month > 0 ? DayBeside(question.words, i) : std::string::npos;
+    if (k == std::string::npos) continue;
+    const std::vector<std::string> month_terms = SearchTerms(question.words[i]);
+    const std::vector<std::string> day_terms = SearchTerms(question.words[k]);
+    if (month_terms.empty() || day_terms.empty()) continue;
+    q.days.push_back({month, DayOf(question.words[k]), month_terms.front(), day_terms.front()});
   }
   q.asks_quantity =
       AsksQuantity(question) || q.asks_time_of_day || q.asks_total || q.asks_frequency;
@@ -2692,9 +2697,11 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const absl::string_view line = lines[li].second;
     const size_t offset = p.offset;
     const absl::string_view piece = p.text;
-    // A line writing a day the question names holds the words naming it.
-    std::map<int, double> words = q.DayWordsIn(piece);
-    words.insert(p.words.begin(), p.words.end());
+    // A line writing a day the question names holds the words naming it
+    // (a copy of the piece's words only then).
+    std::map<int, double> dated = q.days.empty() ? std::map<int, double>() : q.DayWordsIn(piece);
+    if (!dated.empty()) dated.insert(p.words.begin(), p.words.end());
+    const std::map<int, double>& words = dated.empty() ? p.words : dated;
     const std::map<int, double>& common = p.common;
     // The question's words of the keys the line sits under ("prod:" over
     // "threads: 7"), and the nearest of those keys holding one.
