@@ -755,6 +755,13 @@ bool AsksHost(const QuestionWords& question) {
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i] == "fqdn" || words[i] == "hostname" || words[i] == "hostnames") return true;
     if (words[i] == "host" && i + 1 < words.size() && words[i + 1] == "name") return true;
+    // "Which host", "what box", "which machine": a host is the answer.
+    static const auto* const kHosts = new absl::flat_hash_set<absl::string_view>{
+        "host", "hosts", "box", "machine", "server"};
+    if ((words[i] == "which" || words[i] == "what") && i + 1 < words.size() &&
+        kHosts->contains(words[i + 1])) {
+      return true;
+    }
   }
   return false;
 }
@@ -911,11 +918,12 @@ bool StatesVersion(absl::string_view line) {
   return false;
 }
 
-// Whether `line` holds a host's full name: a token of three labels or more
-// joined by dots, its last a word of two to ten letters
+// The hosts' full names `line` holds: tokens of three labels or more
+// joined by dots, the last a word of two to ten letters
 // ("hallb-pg-14.corp.tarnow.net", "wms-gw01.phl.internal"); not a file's
 // name ("values.canary.yaml") nor a version.
-bool StatesHost(absl::string_view line) {
+std::vector<absl::string_view> HostsIn(absl::string_view line) {
+  std::vector<absl::string_view> hosts;
   for (absl::string_view token : absl::StrSplit(line, absl::ByAnyChar(" \t,;()[]{}<>\"'`=|"),
                                                 absl::SkipEmpty())) {
     token = absl::StripSuffix(absl::StripSuffix(token, "."), ":");
@@ -937,10 +945,10 @@ bool StatesHost(absl::string_view line) {
         "sql", "md", "sh", "tf", "html", "xml", "parquet", "jsonl", "lock", "cfg", "zip"};
     if (kFiles->contains(last)) continue;
     if (std::all_of(labels.begin(), labels.end(), [](absl::string_view l) { return !l.empty(); })) {
-      return true;
+      hosts.push_back(token);
     }
   }
-  return false;
+  return hosts;
 }
 
 // Whether `line` holds a hex digest: a token of 7 to 64 hex digits with a
@@ -2575,9 +2583,18 @@ bool CountsQuestionWord(const QuestionWeights& q, absl::string_view piece) {
 
 // Whether `piece` holds a ticket's, a version's or a host's name the
 // question asks for (AsksTicket, AsksVersion, AsksHost).
+// A host the question names itself ("what host does the billing-api name
+// get pointed to") is not the one it asks for.
 bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
-  return (q.asks_ticket && StatesTicket(piece)) || (q.asks_version && StatesVersion(piece)) ||
-         (q.asks_host && StatesHost(piece));
+  if ((q.asks_ticket && StatesTicket(piece)) || (q.asks_version && StatesVersion(piece))) {
+    return true;
+  }
+  if (!q.asks_host) return false;
+  for (absl::string_view host : HostsIn(piece)) {
+    const std::vector<std::string> named = SearchTerms(host.substr(0, host.find('.')));
+    if (q.Words(named).empty() && q.Common(named).empty()) return true;
+  }
+  return false;
 }
 
 // Whether `words` hold one only a contrast of the question holds.

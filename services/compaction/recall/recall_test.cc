@@ -1501,7 +1501,7 @@ TEST_F(RecallTest, WhatTheUserStatesIsNotOutrankedByItsTurnsOutputs) {
 TEST_F(RecallTest, AHostsNameAnswersForItsFullName) {
   EXPECT_TRUE(ParseRecallQuery("What's the FQDN of the old box?").asks_host);
   EXPECT_TRUE(ParseRecallQuery("Full hostname, please.").asks_host);
-  EXPECT_FALSE(ParseRecallQuery("Which host runs it?").asks_host);
+  EXPECT_FALSE(ParseRecallQuery("How many hosts run it?").asks_host);
   const std::vector<Item> items = {
       Stored(1, Role::kUser, ItemKind::kMessage,
              "Let's start on the invoice archive. It holds eleven years of scanned invoices; "
@@ -1515,6 +1515,41 @@ TEST_F(RecallTest, AHostsNameAnswersForItsFullName) {
   const RecallQuery q =
       ParseRecallQuery("What's the FQDN of the old hall-B server the invoice archive sits on?");
   EXPECT_THAT(Best(q, items, 400), HasSubstr("hallb-pg-14.corp.tarnow.net"));
+}
+
+// "Which host" or "what box" asks for a host as "hostname" does: of a
+// runbook's lines naming the alias asked about, the one that also names
+// the host it is pointed at answers.
+TEST_F(RecallTest, WhichHostAsksForAHostsName) {
+  EXPECT_TRUE(ParseRecallQuery("Which host runs it?").asks_host);
+  EXPECT_TRUE(ParseRecallQuery("what box do we log on to?").asks_host);
+  EXPECT_FALSE(ParseRecallQuery("Which hostile reviewer asked?").asks_host);
+  const std::string runbook =
+      "### T+01:40  Move the API alias\n"
+      "\n"
+      "1. Check what the alias resolves to now:\n"
+      "\n"
+      "       dig +short billing-api.prod.corp.internal\n"
+      "\n"
+      "2. Repoint it:\n"
+      "\n"
+      "       nsupdate -k /etc/bind/keys/billing.key <<'EOF'\n"
+      "       update delete billing-api.prod.corp.internal CNAME\n"
+      "       update add billing-api.prod.corp.internal 300 CNAME bil-prd-lb2.fra1.corp.internal.\n"
+      "       send\n"
+      "       EOF\n"
+      "\n"
+      "3. Reload the proxies so new connections resolve the new name.\n";
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Mirela wrote the runbook section on moving the API alias. Read it for me."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, runbook, "bash"),
+      Stored(3, Role::kAssistant, ItemKind::kMessage,
+             "Clear and runnable: the check, the record change, the reload.")};
+  const RecallQuery q = ParseRecallQuery(
+      "In Mirela's runbook section, what host does the billing-api DNS name get repointed to?");
+  EXPECT_THAT(RenderRecalled(Rank(q, OutputAfterMessage(items, q), 120)),
+              HasSubstr("bil-prd-lb2.fra1.corp.internal"));
 }
 
 // A question's word the history does not hold ("shops") is found by
