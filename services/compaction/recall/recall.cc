@@ -975,7 +975,10 @@ bool StatesHash(absl::string_view line) {
 // refresh take", "how much time did it run"). A question for a setting
 // without one ("how long does the DAG get before it pages?") is answered
 // by the setting's line, which names it.
-bool AsksDuration(const QuestionWords& question) {
+// The place among the question's words of the word of taking or lasting
+// that makes it ask how long something took; npos when it asks no such
+// thing.
+size_t TakingWordAt(const QuestionWords& question) {
   // The thing that took it may be named at length ("how long did the full
   // rebuild of the core nightly dbt selection take").
   constexpr size_t kTakingWithin = 16;
@@ -989,10 +992,14 @@ bool AsksDuration(const QuestionWords& question) {
                                words[i] == "time";
     if (!how_long && !how_much_time) continue;
     for (size_t j = i + 1; j < words.size() && j <= i + kTakingWithin; ++j) {
-      if (kTaking->contains(words[j])) return true;
+      if (kTaking->contains(words[j])) return j;
     }
   }
-  return false;
+  return std::string::npos;
+}
+
+bool AsksDuration(const QuestionWords& question) {
+  return TakingWordAt(question) != std::string::npos;
 }
 
 // The seconds a unit of time stands for (0: not a unit of time).
@@ -1258,6 +1265,15 @@ absl::flat_hash_set<std::string> FrameTerms(const QuestionWords& question) {
         place) {
       for (std::string& term : SearchTerms(word)) out.insert(std::move(term));
     }
+  }
+  // "How long did the rehearsal take": the taking is how it is asked, not
+  // what about ("3.2 Take the cold copy first" is no answer). A run
+  // ("how long did the dry run run") often names the thing too.
+  static const auto* const kTakingOnly = new absl::flat_hash_set<absl::string_view>{
+      "take", "took", "taken", "takes", "lasted", "spend", "spent"};
+  if (const size_t at = TakingWordAt(question);
+      at != std::string::npos && kTakingOnly->contains(words[at])) {
+    for (std::string& term : SearchTerms(words[at])) out.insert(std::move(term));
   }
   return out;
 }
@@ -1702,6 +1718,8 @@ std::string WithIdiomsSaid(std::string text) {
       {"torn down", "teardown"},
       // Written as one word where a system counts it (`max_inflight`).
       {"in flight", "inflight"},
+      // The whole of a run's time: no start or end to search for.
+      {"from start to finish", ""}, {"start to finish", ""},
       // What never came is missing ("never turned up on Tillwise").
       {"never turned up", "missing"}, {"never showed up", "missing"},
       {"never arrived", "missing"},   {"never made it", "missing"},

@@ -2158,6 +2158,43 @@ TEST_F(RecallTest, AClockWrittenAfterElapsedIsARunsTime) {
   EXPECT_THAT(estimate[0].text, HasSubstr("01:30:33")) << RenderRecalled(estimate);
 }
 
+// The word of taking in "how long did it take" and a whole run's "start
+// to finish" say how the question asks, not what about: a runbook's "Take
+// the cold copy first" or a log's "step 3: start" lines do not answer it.
+TEST_F(RecallTest, TakingAndStartToFinishFrameADurationQuestion) {
+  const RecallQuery q =
+      ParseRecallQuery("How long did the first rehearsal take overall, start to finish?");
+  ASSERT_TRUE(q.asks_duration);
+  for (const char* word : {"take", "start", "finish"}) {
+    EXPECT_THAT(q.terms, Not(Contains(SearchTerms(word).front()))) << word;
+  }
+  // A run, often the thing's own name ("the dry run"), is still searched.
+  EXPECT_THAT(ParseRecallQuery("How long did the dry run run?").terms,
+              Contains(SearchTerms("run").front()));
+  std::string runbook = "## 3. Copy the archive\n";
+  for (int i = 0; i < 6; ++i) absl::StrAppend(&runbook, "3.", i + 3, " Check the tablespace ", i, "\n");
+  runbook += "3.2 Take the cold copy first, then start the timer:\n";
+  std::string log = "2026-05-16 22:01:12,800 INFO  orchestrator plan loaded: 13 steps\n";
+  for (int i = 1; i <= 12; ++i) {
+    absl::StrAppend(&log, "2026-05-16 23:", 10 + i, ":33,079 INFO  orchestrator step ", i,
+                    "/13: start\n");
+  }
+  log += "2026-05-17 01:51:58,257 INFO  orchestrator all steps complete, wall clock 05:58:28\n";
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Rehearsal 1 ran overnight. Pull the orchestrator log from the job host."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, log, "bash"),
+      Stored(3, Role::kTool, ItemKind::kToolResult, runbook, "read_file")};
+  HistoryHits hits = OutputAfterMessage(items, q);
+  RecallLimits limits;
+  limits.max_tokens = 300;
+  limits.shown = {1};
+  limits.max_passages = 1;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("wall clock 05:58:28")) << RenderRecalled(got);
+}
+
 TEST_F(RecallTest, AScheduleAnswersWhatTimeItStarts) {
   EXPECT_TRUE(ParseRecallQuery("What time does the snapshot DAG kick off?").asks_time_of_day);
   EXPECT_TRUE(ParseRecallQuery("When does the export run, per its config?").asks_time_of_day);
