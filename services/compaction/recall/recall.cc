@@ -1713,7 +1713,9 @@ std::string WithIdiomsSaid(std::string text) {
       {"how old", "how old age"},
       // Phrasal verbs for what a system names in one word.
       {"back out", "rollback"},      {"backed out", "rollback"},
-      {"backing out", "rollback"},   {"spin up", "provision"},
+      {"backing out", "rollback"},   {"roll back", "rollback"},
+      {"rolled back", "rollback"},   {"rolling back", "rollback"},
+      {"spin up", "provision"},
       {"spun up", "provisioned"},    {"tear down", "teardown"},
       {"torn down", "teardown"},
       // Written as one word where a system counts it (`max_inflight`).

@@ -1048,6 +1048,10 @@ TEST_F(RecallTest, IdiomsPositionsAndOtherQuestionWordsAreReadAsMeant) {
   EXPECT_THAT(terms_of("How long did the standby take to spin up?"),
               Contains(WordForm("provision")));
   EXPECT_THAT(terms_of("Which bucket did we back up?"), Not(Contains("rollback")));
+  // So is "roll back": the history writes `rollback point`, and "roll",
+  // a word it lacks, would count the question as about something else.
+  EXPECT_THAT(terms_of("Which restore point do we roll back to?"),
+              AllOf(Contains("rollback"), Not(Contains("roll"))));
   // "In flight" is counted as one word (`max_inflight`), "at once" or not.
   EXPECT_THAT(terms_of("What's the cap on messages in flight at once?"), Contains("inflight"));
   // What never came is missing (a reconciliation's "Missing in target").
