@@ -1451,6 +1451,45 @@ bool AddTerm(std::string term, int word, bool stand_in,
   return true;
 }
 
+// `word` (lowercase letters) in the other of the British and American
+// spellings of a verb in -ise or -yse and its forms ("summariser" and
+// "summarizer", "analysed" and "analyzed", "organisation" and
+// "organization"), or "" where it has no other. The stemmer keeps the two
+// apart ('summaris', 'summar').
+std::string OtherSpelling(absl::string_view word) {
+  static constexpr std::pair<absl::string_view, absl::string_view> kSuffixes[] = {
+      {"isations", "izations"}, {"isation", "ization"}, {"isers", "izers"}, {"ising", "izing"},
+      {"iser", "izer"},         {"ised", "ized"},       {"ises", "izes"},   {"ise", "ize"},
+      {"ysers", "yzers"},       {"ysing", "yzing"},     {"yser", "yzer"},   {"ysed", "yzed"},
+      {"yses", "yzes"},         {"yse", "yze"}};
+  // A stem this long: "rise", "wise", "size" and "noise" are no verbs in
+  // -ise.
+  constexpr size_t kMinStem = 4;
+  for (const auto& [british, american] : kSuffixes) {
+    for (const auto& [from, to] : {std::pair(british, american), std::pair(american, british)}) {
+      if (word.size() >= from.size() + kMinStem && absl::EndsWith(word, from)) {
+        return absl::StrCat(word.substr(0, word.size() - from.size()), to);
+      }
+    }
+  }
+  return "";
+}
+
+// The other spelling (OtherSpelling) of each of the question's words that
+// has one, as a term of that word: a history may write either.
+void AddOtherSpellings(absl::string_view text, absl::flat_hash_map<std::string, size_t>& index_of,
+                       RecallQuery& q) {
+  for (absl::string_view raw : absl::StrSplit(text, absl::ByAnyChar(" \t\n-_./,;:?!()'\"`"),
+                                              absl::SkipEmpty())) {
+    const std::string word = absl::AsciiStrToLower(raw);
+    const std::string other = OtherSpelling(word);
+    if (other.empty()) continue;
+    auto found = index_of.find(WordForm(word));
+    if (found == index_of.end()) continue;
+    AddTerm(WordForm(other), q.word_of[found->second], false, index_of, q);
+  }
+}
+
 // The question's words' stand-ins (StandIns), as terms of those words.
 void AddStandIns(absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
   for (size_t i = 0, n = q.terms.size(); i < n; ++i) {
@@ -1869,6 +1908,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   AddPercentiles(question, index_of, q);
   std::vector<std::pair<std::string, int>> singular;
   AddNames(text, index_of, q, &singular);
+  AddOtherSpellings(text, index_of, q);
   AddStandIns(index_of, q);
   // The singular forms last: the terms the question says come first.
   for (auto& [term, word] : singular) AddTerm(std::move(term), word, false, index_of, q);

@@ -1521,6 +1521,27 @@ TEST_F(RecallTest, AHostsNameAnswersForItsFullName) {
   EXPECT_THAT(Best(q, items, 400), HasSubstr("hallb-pg-14.corp.tarnow.net"));
 }
 
+// A word in -ise or -yse is searched in both spellings: the history may
+// write the American one ("summarizer") where the question says the
+// British ("summariser"), and the stemmer keeps them apart.
+TEST_F(RecallTest, BritishAndAmericanSpellingsFindEachOther) {
+  EXPECT_THAT(ParseRecallQuery("What did the summariser canary log?").terms,
+              Contains(WordForm("summarizer")));
+  EXPECT_THAT(ParseRecallQuery("Which optimizer build is live?").terms,
+              Contains(WordForm("optimiser")));
+  EXPECT_THAT(ParseRecallQuery("How was the data analysed?").terms,
+              Contains(WordForm("analyzed")));
+  // Short stems are no verbs in -ise: "size" has no other spelling.
+  EXPECT_THAT(ParseRecallQuery("What size is the disk?").terms, Not(Contains("sise")));
+  const std::vector<Item> items = {
+      Stored(1, Role::kAssistant, ItemKind::kMessage,
+             "The summarizer canary's p99 peaked at 4.068 s during the burst."),
+      Stored(2, Role::kAssistant, ItemKind::kMessage,
+             "The router canary's p99 peaked at 1.210 s during the burst.")};
+  const RecallQuery q = ParseRecallQuery("What did the summariser canary's p99 peak at?");
+  EXPECT_THAT(Best(q, items, 120), HasSubstr("4.068"));
+}
+
 // "Which host" or "what box" asks for a host as "hostname" does: of a
 // runbook's lines naming the alias asked about, the one that also names
 // the host it is pointed at answers.
