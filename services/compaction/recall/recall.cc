@@ -1423,6 +1423,10 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"english", "england"},
         {"irish", "ireland"},
         {"reckon", "estimate", "est", "eta"},
+        {"bill", "invoic"},
+        {"snapshot", "backup"},
+        {"aws", "amazon"},
+        {"gigabyte", "gb", "gib"},
     };
     auto* m = new absl::flat_hash_map<std::string, std::vector<std::string>>();
     for (const std::vector<std::string>& group : groups) {

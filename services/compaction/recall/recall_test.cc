@@ -141,11 +141,12 @@ TEST_F(RecallTest, QuestionWordsLeaveOutWhatEveryQuestionSays) {
   // Words in their one form ("config" is "configuration", stemmed); the
   // compound as written beside its parts; last, the hyphenated word joined
   // and the name of two words as a system writes it (joined too, in its
-  // one form), for its first word.
+  // one form), for its first word; then the stand-ins ("invoicing" for
+  // "billing").
   EXPECT_THAT(q.terms, ElementsAre("billing-ledger", "bill", "ledger", "guard", "valu",
                                    "configur", "billingledger", "guard-value", "guard_value",
-                                   "guardvalu"));
-  EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3, 0, 1, 1, 1));
+                                   "guardvalu", "invoic"));
+  EXPECT_THAT(q.word_of, ElementsAre(0, 0, 0, 1, 2, 3, 0, 1, 1, 1, 0));
   EXPECT_EQ(q.words, 4);
   EXPECT_THAT(ParseRecallQuery("What did you say, and why?").terms, IsEmpty());
   // Words that only qualify name nothing, nor make names with the words
@@ -1591,6 +1592,14 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
   EXPECT_THAT(StandInsOf("When is the slot for wiping and reinstalling the box?"),
               Contains(WordForm("reimage")));
   EXPECT_THAT(StandInsOf("How many calls before it throttles?"), Contains("limit"));
+  // Billing is invoicing, a snapshot a backup, Amazon's cloud AWS, and a
+  // gigabyte the GB (or GiB) a listing's column writes.
+  EXPECT_THAT(StandInsOf("How long will the billing database keep things?"),
+              Contains(WordForm("invoicing")));
+  EXPECT_THAT(StandInsOf("How many days of automated snapshots?"), Contains(WordForm("backup")));
+  EXPECT_THAT(StandInsOf("Which case number did Amazon give us?"), Contains(WordForm("aws")));
+  EXPECT_THAT(StandInsOf("What did the segments add up to in gigabytes?"),
+              ::testing::IsSupersetOf({"gb", "gib"}));
   std::string summary = "bundle build for group w6\n";
   for (int i = 0; i < 15; ++i) absl::StrAppend(&summary, " 0", 600 + i, "  Z4  ok\n");
   summary += "summary\n  stores: 27\n  skipped_stores: 2\n";
