@@ -1368,6 +1368,7 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"disagree", "mismatch", "differ"},
         {"backlog", "pend", "queue", "queued"},
         {"expir", "ttl"},
+        {"stale", "ttl"},
         {"crash", "panic"},
         {"reboot", "restart"},
         {"cutov", "switchov", "go-liv"},

@@ -1598,6 +1598,8 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
               Contains(WordForm("invoicing")));
   EXPECT_THAT(StandInsOf("How many days of automated snapshots?"), Contains(WordForm("backup")));
   EXPECT_THAT(StandInsOf("Which case number did Amazon give us?"), Contains(WordForm("aws")));
+  // How stale a cached thing may get is its TTL.
+  EXPECT_THAT(StandInsOf("How stale can a rate get?"), Contains("ttl"));
   EXPECT_THAT(StandInsOf("What did the segments add up to in gigabytes?"),
               ::testing::IsSupersetOf({"gb", "gib"}));
   std::string summary = "bundle build for group w6\n";
