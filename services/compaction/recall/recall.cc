@@ -749,15 +749,15 @@ bool HoldsFigure(absl::string_view text) {
 }
 
 // Whether `text` asks for a host's name ("what's the FQDN of the old
-// box", "full hostname").
+// box", "full hostname", "which box do we log on to").
 bool AsksHost(const QuestionWords& question) {
   const std::vector<absl::string_view>& words = question.words;
+  // "Which host", "what box", "which machine": a host is the answer.
+  static const auto* const kHosts = new absl::flat_hash_set<absl::string_view>{
+      "host", "hosts", "box", "machine", "server"};
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i] == "fqdn" || words[i] == "hostname" || words[i] == "hostnames") return true;
     if (words[i] == "host" && i + 1 < words.size() && words[i + 1] == "name") return true;
-    // "Which host", "what box", "which machine": a host is the answer.
-    static const auto* const kHosts = new absl::flat_hash_set<absl::string_view>{
-        "host", "hosts", "box", "machine", "server"};
     if ((words[i] == "which" || words[i] == "what") && i + 1 < words.size() &&
         kHosts->contains(words[i + 1])) {
       return true;
@@ -970,14 +970,9 @@ bool StatesHash(absl::string_view line) {
   return false;
 }
 
-// Whether `text` asks how long something took: "how long" or "how much
-// time" with a word of taking or lasting after it ("how long did the
-// refresh take", "how much time did it run"). A question for a setting
-// without one ("how long does the DAG get before it pages?") is answered
-// by the setting's line, which names it.
 // The place among the question's words of the word of taking or lasting
-// that makes it ask how long something took; npos when it asks no such
-// thing.
+// that makes it ask how long something took (AsksDuration); npos when it
+// asks no such thing.
 size_t TakingWordAt(const QuestionWords& question) {
   // The thing that took it may be named at length ("how long did the full
   // rebuild of the core nightly dbt selection take").
@@ -998,6 +993,11 @@ size_t TakingWordAt(const QuestionWords& question) {
   return std::string::npos;
 }
 
+// Whether `text` asks how long something took: "how long" or "how much
+// time" with a word of taking or lasting after it ("how long did the
+// refresh take", "how much time did it run"). A question for a setting
+// without one ("how long does the DAG get before it pages?") is answered
+// by the setting's line, which names it.
 bool AsksDuration(const QuestionWords& question) {
   return TakingWordAt(question) != std::string::npos;
 }
@@ -2650,9 +2650,9 @@ bool CountsQuestionWord(const QuestionWeights& q, absl::string_view piece) {
 }
 
 // Whether `piece` holds a ticket's, a version's or a host's name the
-// question asks for (AsksTicket, AsksVersion, AsksHost).
-// A host the question names itself ("what host does the billing-api name
-// get pointed to") is not the one it asks for.
+// question asks for (AsksTicket, AsksVersion, AsksHost). A host the
+// question names itself ("what host does the billing-api name get pointed
+// to") is not the one it asks for.
 bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
   if ((q.asks_ticket && StatesTicket(piece)) || (q.asks_version && StatesVersion(piece))) {
     return true;
