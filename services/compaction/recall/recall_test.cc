@@ -125,6 +125,16 @@ class RecallTest : public ::testing::Test {
     return First(q, hits, max_tokens);
   }
 
+  // The best passage for `q` in `hits` within 300 tokens, the view showing
+  // the turn's question (item 1); none when nothing is recalled.
+  std::vector<RecalledPassage> BestBesideQuestion(const RecallQuery& q, const HistoryHits& hits) {
+    RecallLimits limits;
+    limits.max_tokens = 300;
+    limits.shown = {1};
+    limits.max_passages = 1;
+    return RankPassages(q, hits, *tokenizer_, limits);
+  }
+
   // RankPassages within `max_tokens` and `max_passages`.
   std::vector<RecalledPassage> Rank(const RecallQuery& q, const HistoryHits& hits,
                                     int64_t max_tokens, int max_passages = 12) {
@@ -2137,11 +2147,7 @@ TEST_F(RecallTest, ACompactDurationIsARunsTime) {
   const RecallQuery q = ParseRecallQuery("How long did the ingress gateway dry run take?");
   HistoryHits hits = OutputAfterMessage(items, q);
   hits.calls[2] = R"({"cmd": "migctl dry-run --area ingress-gateway --throttle 40"})";
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.shown = {1};
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = BestBesideQuestion(q, hits);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("17m42s")) << RenderRecalled(got);
 }
@@ -2167,11 +2173,7 @@ TEST_F(RecallTest, AClockWrittenAfterElapsedIsARunsTime) {
   ASSERT_TRUE(q.asks_duration);
   HistoryHits hits = OutputAfterMessage(items, q);
   hits.calls[2] = R"({"query": "select line from dry_run_log where area = 'etl rewrite'"})";
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.shown = {1};
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = BestBesideQuestion(q, hits);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("elapsed 01:45:27")) << RenderRecalled(got);
 
@@ -2192,7 +2194,7 @@ TEST_F(RecallTest, AClockWrittenAfterElapsedIsARunsTime) {
   ASSERT_TRUE(would.asks_duration);
   hits = OutputAfterMessage(items, would);
   hits.calls[2] = R"({"cmd": "hvmig dry-run --workstream route-optimiser --plan latest"})";
-  const std::vector<RecalledPassage> estimate = RankPassages(would, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> estimate = BestBesideQuestion(would, hits);
   ASSERT_EQ(estimate.size(), 1u);
   EXPECT_THAT(estimate[0].text, HasSubstr("01:30:33")) << RenderRecalled(estimate);
 }
@@ -2225,11 +2227,7 @@ TEST_F(RecallTest, TakingAndStartToFinishFrameADurationQuestion) {
       Stored(2, Role::kTool, ItemKind::kToolResult, log, "bash"),
       Stored(3, Role::kTool, ItemKind::kToolResult, runbook, "read_file")};
   HistoryHits hits = OutputAfterMessage(items, q);
-  RecallLimits limits;
-  limits.max_tokens = 300;
-  limits.shown = {1};
-  limits.max_passages = 1;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = BestBesideQuestion(q, hits);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("wall clock 05:58:28")) << RenderRecalled(got);
 }
