@@ -748,18 +748,34 @@ bool HoldsFigure(absl::string_view text) {
   return false;
 }
 
+// The words for a host, as said and in their one form ("which box",
+// "what servers").
+const absl::flat_hash_set<std::string>& HostWords() {
+  static const auto* const kHosts = [] {
+    auto* words = new absl::flat_hash_set<std::string>();
+    for (const char* word : {"host", "hosts", "box", "boxes", "machine", "machines", "server",
+                             "servers"}) {
+      words->insert(word);
+      words->insert(WordForm(word));
+    }
+    return words;
+  }();
+  return *kHosts;
+}
+
 // Whether `text` asks for a host's name ("what's the FQDN of the old
-// box", "full hostname", "which box do we log on to").
+// box", "full hostname", "which box do we log on to"); not for a thing of
+// a host ("what server version", "which machine type").
 bool AsksHost(const QuestionWords& question) {
   const std::vector<absl::string_view>& words = question.words;
-  // "Which host", "what box", "which machine": a host is the answer.
-  static const auto* const kHosts = new absl::flat_hash_set<absl::string_view>{
-      "host", "hosts", "box", "machine", "server"};
+  static const auto* const kOfAHost = new absl::flat_hash_set<absl::string_view>{
+      "version", "versions", "type", "types", "class", "port", "ports", "size", "sizes",
+      "config", "error", "errors", "os", "count", "group", "pool"};
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i] == "fqdn" || words[i] == "hostname" || words[i] == "hostnames") return true;
     if (words[i] == "host" && i + 1 < words.size() && words[i + 1] == "name") return true;
-    if ((words[i] == "which" || words[i] == "what") && i + 1 < words.size() &&
-        kHosts->contains(words[i + 1])) {
+    if (HostWords().contains(words[i]) && question.AskedWithin(i, 1) &&
+        (i + 1 == words.size() || !kOfAHost->contains(words[i + 1]))) {
       return true;
     }
   }
@@ -970,16 +986,22 @@ bool StatesHash(absl::string_view line) {
   return false;
 }
 
-// The place among the question's words of the word of taking or lasting
-// that makes it ask how long something took (AsksDuration); npos when it
-// asks no such thing.
-size_t TakingWordAt(const QuestionWords& question) {
-  // The thing that took it may be named at length ("how long did the full
-  // rebuild of the core nightly dbt selection take").
-  constexpr size_t kTakingWithin = 16;
+// The words of taking or lasting that make "how long" ask how long
+// something took (AsksDuration).
+const absl::flat_hash_set<absl::string_view>& TakingWords() {
   static const auto* const kTaking = new absl::flat_hash_set<absl::string_view>{
       "take", "took", "taken", "takes", "last", "lasted", "run", "ran", "spend", "spent",
       "going", "running", "hung", "hanging", "stuck", "waited", "waiting"};
+  return *kTaking;
+}
+
+// The place among the question's words of the first of `taking` a few
+// words after "how long" or "how much time"; npos when there is none.
+size_t TakingWordAt(const QuestionWords& question,
+                    const absl::flat_hash_set<absl::string_view>& taking) {
+  // The thing that took it may be named at length ("how long did the full
+  // rebuild of the core nightly dbt selection take").
+  constexpr size_t kTakingWithin = 16;
   const std::vector<absl::string_view>& words = question.words;
   for (size_t i = 1; i < words.size(); ++i) {
     const bool how_long = words[i - 1] == "how" && words[i] == "long";
@@ -987,7 +1009,7 @@ size_t TakingWordAt(const QuestionWords& question) {
                                words[i] == "time";
     if (!how_long && !how_much_time) continue;
     for (size_t j = i + 1; j < words.size() && j <= i + kTakingWithin; ++j) {
-      if (kTaking->contains(words[j])) return j;
+      if (taking.contains(words[j])) return j;
     }
   }
   return std::string::npos;
@@ -999,7 +1021,7 @@ size_t TakingWordAt(const QuestionWords& question) {
 // without one ("how long does the DAG get before it pages?") is answered
 // by the setting's line, which names it.
 bool AsksDuration(const QuestionWords& question) {
-  return TakingWordAt(question) != std::string::npos;
+  return TakingWordAt(question, TakingWords()) != std::string::npos;
 }
 
 // The seconds a unit of time stands for (0: not a unit of time).
@@ -1247,10 +1269,10 @@ const std::string* ExtremeOf(const std::string& term) {
 }
 
 // The terms of the question's words that only frame it as one for a
-// quantity (AsksQuantity, AsksTimeOfDay): "long" of "how long", "time" of
-// "what time" ("many" and "much" are stopwords already). They say what
-// shape the answer has, not what it is about (a unit, "in minutes", says
-// both, and stays).
+// quantity (AsksQuantity, AsksTimeOfDay, AsksDuration): "long" of "how
+// long", "time" of "what time", "take" of "how long did it take" ("many"
+// and "much" are stopwords already). They say what shape the answer has,
+// not what it is about (a unit, "in minutes", says both, and stays).
 absl::flat_hash_set<std::string> FrameTerms(const QuestionWords& question) {
   static const auto* const kPlaces = new absl::flat_hash_set<absl::string_view>{
       "bottom", "top", "end", "foot", "tail", "head"};
@@ -1267,12 +1289,12 @@ absl::flat_hash_set<std::string> FrameTerms(const QuestionWords& question) {
     }
   }
   // "How long did the rehearsal take": the taking is how it is asked, not
-  // what about ("3.2 Take the cold copy first" is no answer). A run
-  // ("how long did the dry run run") often names the thing too.
+  // what about ("3.2 Take the cold copy first" is no answer). A run ("how
+  // long did the dry run run") or a last ('last' is "lasted"'s one form
+  // too: "the last backup") often names the thing.
   static const auto* const kTakingOnly = new absl::flat_hash_set<absl::string_view>{
-      "take", "took", "taken", "takes", "lasted", "spend", "spent"};
-  if (const size_t at = TakingWordAt(question);
-      at != std::string::npos && kTakingOnly->contains(words[at])) {
+      "take", "took", "taken", "takes", "spend", "spent"};
+  if (const size_t at = TakingWordAt(question, *kTakingOnly); at != std::string::npos) {
     for (std::string& term : SearchTerms(words[at])) out.insert(std::move(term));
   }
   return out;
@@ -1470,14 +1492,20 @@ std::string OtherSpelling(absl::string_view word) {
       {"iser", "izer"},         {"ised", "ized"},       {"ises", "izes"},   {"ise", "ize"},
       {"ysers", "yzers"},       {"ysing", "yzing"},     {"yser", "yzer"},   {"ysed", "yzed"},
       {"yses", "yzes"},         {"yse", "yze"}};
-  // A stem this long: "rise", "wise", "size" and "noise" are no verbs in
-  // -ise.
+  // A stem this long ("rise", "wise", "size" and "noise" have shorter
+  // ones), and none of the words in -ise that no one writes in -ize
+  // ("promise", "expertise", "enterprise").
   constexpr size_t kMinStem = 4;
+  static const auto* const kOnlyInIse = new absl::flat_hash_set<absl::string_view>{
+      "advert", "chast",  "compr", "comprom", "conc",  "desp",  "disgu",
+      "enterpr", "exerc", "expert", "franch", "improv", "merchand", "otherw",
+      "parad",  "prec",   "prem",  "prom",    "superv", "surpr", "telev",  "treat"};
   for (const auto& [british, american] : kSuffixes) {
     for (const auto& [from, to] : {std::pair(british, american), std::pair(american, british)}) {
-      if (word.size() >= from.size() + kMinStem && absl::EndsWith(word, from)) {
-        return absl::StrCat(word.substr(0, word.size() - from.size()), to);
-      }
+      if (word.size() < from.size() + kMinStem || !absl::EndsWith(word, from)) continue;
+      const absl::string_view stem = word.substr(0, word.size() - from.size());
+      if (kOnlyInIse->contains(stem)) return "";
+      return absl::StrCat(stem, to);
     }
   }
   return "";
@@ -1487,9 +1515,14 @@ std::string OtherSpelling(absl::string_view word) {
 // has one, as a term of that word: a history may write either.
 void AddOtherSpellings(absl::string_view text, absl::flat_hash_map<std::string, size_t>& index_of,
                        RecallQuery& q) {
-  for (absl::string_view raw : absl::StrSplit(text, absl::ByAnyChar(" \t\n-_./,;:?!()'\"`"),
-                                              absl::SkipEmpty())) {
-    const std::string word = absl::AsciiStrToLower(raw);
+  const std::string lower = absl::AsciiStrToLower(text);
+  // Split as SearchTerms splits: at any byte not a letter or digit.
+  for (size_t at = 0; at < lower.size();) {
+    size_t end = at;
+    while (end < lower.size() && absl::ascii_isalnum(static_cast<unsigned char>(lower[end]))) ++end;
+    const absl::string_view word(lower.data() + at, end - at);
+    at = end + 1;
+    if (word.empty()) continue;
     const std::string other = OtherSpelling(word);
     if (other.empty()) continue;
     auto found = index_of.find(WordForm(word));
@@ -1741,7 +1774,8 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
 // that word: "in one go", "at a time", "at once" (how many at once is a
 // batch's size) as "batch"; "response time" as "latency"; tests that "came
 // back green" or "went red" as "passed" and "failed"; "how big" asks for a
-// size too.
+// size too. A phrase that only frames the question ("start to finish")
+// is put as nothing.
 std::string WithIdiomsSaid(std::string text) {
   static constexpr std::pair<absl::string_view, absl::string_view> kIdioms[] = {
       {"in one go", "batch"},        {"in a single go", "batch"},
@@ -1762,6 +1796,7 @@ std::string WithIdiomsSaid(std::string text) {
       {"back out", "rollback"},      {"backed out", "rollback"},
       {"backing out", "rollback"},   {"roll back", "rollback"},
       {"rolled back", "rollback"},   {"rolling back", "rollback"},
+      {"rolls back", "rollback"},    {"roll it back", "rollback"},
       {"spin up", "provision"},
       {"spun up", "provisioned"},    {"tear down", "teardown"},
       {"torn down", "teardown"},
@@ -1960,6 +1995,11 @@ struct QuestionWeights {
   bool asks_host = false;
   bool asks_ticket = false;
   bool asks_version = false;
+  // The question's own terms (not its stand-ins), whether the history
+  // holds them or not: a host the question names (`billing-api`, the
+  // `ledger-db` of "the prod DB alias") is not the one it asks for
+  // (StatesAskedName).
+  absl::flat_hash_set<std::string> own_terms;
   // Searched terms: the question word each stands for and its weight.
   absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
   // Words only a few items hold: specific enough alone.
@@ -2004,6 +2044,9 @@ struct QuestionWeights {
         asks_host(query.asks_host),
         asks_ticket(query.asks_ticket),
         asks_version(query.asks_version) {
+    for (size_t i = 0; i < query.terms.size(); ++i) {
+      if (i >= query.stand_in.size() || !query.stand_in[i]) own_terms.insert(query.terms[i]);
+    }
     // Terms nearly every item holds weigh nothing.
     const int64_t cap = MaxDocumentFrequency(HistorySearch{}, hits.items);
     for (int w = 0; w < query.words; ++w) {
@@ -2659,8 +2702,14 @@ bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
   }
   if (!q.asks_host) return false;
   for (absl::string_view host : HostsIn(piece)) {
-    const std::vector<std::string> named = SearchTerms(host.substr(0, host.find('.')));
-    if (q.Words(named).empty() && q.Common(named).empty()) return true;
+    // Its first label's words, but those asking for a host ("which
+    // server": `mon-server-01`) and the other words for one ("which box":
+    // `db-host-3`, "host" standing in for "box").
+    bool named = false;
+    for (const std::string& term : SearchTerms(host.substr(0, host.find('.')))) {
+      named |= q.own_terms.contains(term) && !HostWords().contains(term);
+    }
+    if (!named) return true;
   }
   return false;
 }

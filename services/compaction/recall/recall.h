@@ -61,7 +61,9 @@ struct RecallQuery {
   // without one ("checksum: per-batch") does not.
   bool asks_hash = false;
   // ... or a host's full name ("the FQDN of the old box", "full
-  // hostname"): a line holding a dotted host name answers it the same way.
+  // hostname", "which box"): a line holding a dotted host name answers it
+  // the same way, unless the host is the one the question names ("what
+  // host does the ledger-db alias point to").
   bool asks_host = false;
   // ... or a ticket ("the ticket # for the double charge", "the change
   // record you opened"): a line holding a tracker's key ("MTR-4821",

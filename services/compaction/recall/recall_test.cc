@@ -125,11 +125,12 @@ class RecallTest : public ::testing::Test {
     return First(q, hits, max_tokens);
   }
 
-  // The best passage for `q` in `hits` within 300 tokens, the view showing
-  // the turn's question (item 1); none when nothing is recalled.
-  std::vector<RecalledPassage> BestBesideQuestion(const RecallQuery& q, const HistoryHits& hits) {
+  // The best passage for `q` in `hits` within `max_tokens`, the view
+  // showing the turn's question (item 1); none when nothing is recalled.
+  std::vector<RecalledPassage> BestBesideQuestion(const RecallQuery& q, const HistoryHits& hits,
+                                                  int64_t max_tokens = 300) {
     RecallLimits limits;
-    limits.max_tokens = 300;
+    limits.max_tokens = max_tokens;
     limits.shown = {1};
     limits.max_passages = 1;
     return RankPassages(q, hits, *tokenizer_, limits);
@@ -1542,8 +1543,13 @@ TEST_F(RecallTest, BritishAndAmericanSpellingsFindEachOther) {
               Contains(WordForm("optimiser")));
   EXPECT_THAT(ParseRecallQuery("How was the data analysed?").terms,
               Contains(WordForm("analyzed")));
-  // Short stems are no verbs in -ise: "size" has no other spelling.
-  EXPECT_THAT(ParseRecallQuery("What size is the disk?").terms, Not(Contains("sise")));
+  // Short stems are no verbs in -ise, nor are a few longer words: "size"
+  // and "promised" have no other spelling.
+  EXPECT_THAT(ParseRecallQuery("What size is the disk?").terms, Not(Contains(WordForm("sise"))));
+  EXPECT_THAT(ParseRecallQuery("What was promised?").terms, Not(Contains(WordForm("promized"))));
+  // Split as stored text is, at any mark ("summariser’s").
+  EXPECT_THAT(ParseRecallQuery("The summariser’s p99?").terms,
+              Contains(WordForm("summarizer")));
   const std::vector<Item> items = {
       Stored(1, Role::kAssistant, ItemKind::kMessage,
              "The summarizer canary's p99 peaked at 4.068 s during the burst."),
@@ -1559,7 +1565,10 @@ TEST_F(RecallTest, BritishAndAmericanSpellingsFindEachOther) {
 TEST_F(RecallTest, WhichHostAsksForAHostsName) {
   EXPECT_TRUE(ParseRecallQuery("Which host runs it?").asks_host);
   EXPECT_TRUE(ParseRecallQuery("what box do we log on to?").asks_host);
-  EXPECT_FALSE(ParseRecallQuery("Which hostile reviewer asked?").asks_host);
+  EXPECT_TRUE(ParseRecallQuery("Which servers took the traffic?").asks_host);
+  // A thing of a host is not its name.
+  EXPECT_FALSE(ParseRecallQuery("What server version is it on?").asks_host);
+  EXPECT_FALSE(ParseRecallQuery("Which machine type did the plan pick?").asks_host);
   const std::string runbook =
       "### T+01:40  Move the API alias\n"
       "\n"
@@ -1586,6 +1595,18 @@ TEST_F(RecallTest, WhichHostAsksForAHostsName) {
       "In Mirela's runbook section, what host does the billing-api DNS name get repointed to?");
   EXPECT_THAT(RenderRecalled(Rank(q, OutputAfterMessage(items, q), 120)),
               HasSubstr("bil-prd-lb2.fra1.corp.internal"));
+  // A host whose name holds a word of the question, or another word for
+  // one, is still one ("which box": `db-host-3`, "host" standing in for
+  // "box"); only the one the question names whole is not.
+  const std::vector<Item> listing = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Where does the exporter run? Check the units."),
+      Stored(2, Role::kTool, ItemKind::kToolResult,
+             "exporter runs every 60 s on the box, scraping 14 targets\n"
+             "exporter on db-host-3.corp.internal since 3 May\n",
+             "bash")};
+  const RecallQuery which = ParseRecallQuery("Which box runs the exporter?");
+  EXPECT_THAT(First(which, OutputAfterMessage(listing, which), 120),
+              HasSubstr("db-host-3.corp.internal"));
 }
 
 // A question's word the history does not hold ("shops") is found by
@@ -2209,9 +2230,11 @@ TEST_F(RecallTest, TakingAndStartToFinishFrameADurationQuestion) {
   for (const char* word : {"take", "start", "finish"}) {
     EXPECT_THAT(q.terms, Not(Contains(SearchTerms(word).front()))) << word;
   }
-  // A run, often the thing's own name ("the dry run"), is still searched.
-  EXPECT_THAT(ParseRecallQuery("How long did the dry run run?").terms,
-              Contains(SearchTerms("run").front()));
+  // A run, often the thing's own name ("the dry run"), is still searched,
+  // and the taking after it is not.
+  const RecallQuery dry_run = ParseRecallQuery("How long did the dry run take?");
+  EXPECT_THAT(dry_run.terms, Contains(SearchTerms("run").front()));
+  EXPECT_THAT(dry_run.terms, Not(Contains(SearchTerms("take").front())));
   std::string runbook = "## 3. Copy the archive\n";
   for (int i = 0; i < 6; ++i) absl::StrAppend(&runbook, "3.", i + 3, " Check the tablespace ", i, "\n");
   runbook += "3.2 Take the cold copy first, then start the timer:\n";
@@ -2345,11 +2368,7 @@ TEST_F(RecallTest, ADigestAnswersWhatChecksumARunCameBackWith) {
     if (!absl::StrContains(term, "invoice") && !absl::StrContains(term, "archive")) df = 600;
   }
   hits.calls[2] = R"({"cmd": "migctl dry-run --area invoice-archive --throttle 40"})";
-  RecallLimits limits;
-  limits.max_tokens = 200;
-  limits.max_passages = 1;
-  limits.shown = {1};  // The view shows the turn's question.
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  const std::vector<RecalledPassage> got = BestBesideQuestion(q, hits, 200);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("c496ae2")) << RenderRecalled(got);
 }
