@@ -1405,9 +1405,6 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"red", "fail"},
         {"broken", "fail"},
         {"fail", "failure"},
-        // A data check's failing rows are its "unexpected" ones
-        // (`"unexpected_count": 2056`).
-        {"fail", "unexpect"},
         {"restore", "recover"},
         {"disk", "volume", "storage", "drive"},
         {"memory", "ram", "heap"},

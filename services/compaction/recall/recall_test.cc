@@ -1629,9 +1629,6 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
               Contains(WordForm("invoicing")));
   EXPECT_THAT(StandInsOf("How many days of automated snapshots?"), Contains(WordForm("backup")));
   EXPECT_THAT(StandInsOf("Which case number did Amazon give us?"), Contains(WordForm("aws")));
-  // A validation's failing rows are its unexpected ones.
-  EXPECT_THAT(StandInsOf("How many rows failed the non-negative check?"),
-              Contains(WordForm("unexpected")));
   // How stale a cached thing may get is its TTL.
   EXPECT_THAT(StandInsOf("How stale can a rate get?"), Contains("ttl"));
   EXPECT_THAT(StandInsOf("What did the segments add up to in gigabytes?"),
