@@ -1509,10 +1509,10 @@ std::string OtherSpelling(absl::string_view word) {
 }
 
 // The other spelling (OtherSpelling) of each of the question's words that
-// has one, as a term of that word: a history may write either.
-void AddOtherSpellings(absl::string_view text, absl::flat_hash_map<std::string, size_t>& index_of,
+// has one, as a term of that word: a history may write either. `lower` is
+// the question in ASCII lowercase (QuestionWords::lower).
+void AddOtherSpellings(absl::string_view lower, absl::flat_hash_map<std::string, size_t>& index_of,
                        RecallQuery& q) {
-  const std::string lower = absl::AsciiStrToLower(text);
   // Split as SearchTerms splits: at any byte not a letter or digit.
   for (size_t at = 0; at < lower.size();) {
     size_t end = at;
@@ -1948,7 +1948,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   AddPercentiles(question, index_of, q);
   std::vector<std::pair<std::string, int>> singular;
   AddNames(text, index_of, q, &singular);
-  AddOtherSpellings(text, index_of, q);
+  AddOtherSpellings(question.lower, index_of, q);
   AddStandIns(index_of, q);
   // The singular forms last: the terms the question says come first.
   for (auto& [term, word] : singular) AddTerm(std::move(term), word, false, index_of, q);
@@ -1992,10 +1992,10 @@ struct QuestionWeights {
   bool asks_host = false;
   bool asks_ticket = false;
   bool asks_version = false;
-  // The question's own terms (not its stand-ins), whether the history
-  // holds them or not: a host the question names (`billing-api`, the
-  // `ledger-db` of "the prod DB alias") is not the one it asks for
-  // (StatesAskedName).
+  // When it asks for a host, the question's own terms (not its
+  // stand-ins), whether the history holds them or not: a host the question
+  // names (`billing-api`, the `ledger-db` of "the prod DB alias") is not
+  // the one it asks for (StatesAskedName).
   absl::flat_hash_set<std::string> own_terms;
   // Searched terms: the question word each stands for and its weight.
   absl::flat_hash_map<std::string, std::pair<int, double>> weight_of;
@@ -2041,7 +2041,7 @@ struct QuestionWeights {
         asks_host(query.asks_host),
         asks_ticket(query.asks_ticket),
         asks_version(query.asks_version) {
-    for (size_t i = 0; i < query.terms.size(); ++i) {
+    for (size_t i = 0; query.asks_host && i < query.terms.size(); ++i) {
       if (i >= query.stand_in.size() || !query.stand_in[i]) own_terms.insert(query.terms[i]);
     }
     // Terms nearly every item holds weigh nothing.
