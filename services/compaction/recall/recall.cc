@@ -2217,6 +2217,31 @@ std::optional<std::pair<size_t, size_t>> LongestDuration(
   return at;
 }
 
+// Outputs stating a digest on more lines than this (a git log, whose every
+// line holds one) answer a question for one only with its words beside it.
+constexpr int kFewDigests = 3;
+
+// Where the pieces (line, offset in it) of `lines` stating a digest are,
+// when at most kFewDigests lines state one: a checksum query's result
+// (`checksum | c6e95c33...` under the call that computed it) answers a
+// question for a digest of what its exchange names, whatever words the
+// line holds.
+std::vector<std::pair<size_t, size_t>> FewDigests(
+    const std::vector<std::pair<size_t, absl::string_view>>& lines) {
+  std::vector<std::pair<size_t, size_t>> at;
+  int stating = 0;
+  for (size_t li = 0; li < lines.size(); ++li) {
+    bool states = false;
+    for (const auto& [offset, piece] : LinePieces(lines[li].second)) {
+      if (!StatesHash(piece)) continue;
+      states = true;
+      at.emplace_back(li, offset);
+    }
+    if (states && ++stating > kFewDigests) return {};
+  }
+  return at;
+}
+
 // Adds to `words` the question's words `item`'s exchange holds and the
 // item does not (`own`), with what each weighs as context of its lines;
 // whether there was any. What a turn's question and call say is the
@@ -2297,12 +2322,13 @@ struct ItemPiecesFound {
 };
 
 // Whether a piece of `lines` has the answer's shape (Piece::shaped).
-bool Shaped(const QuestionWeights& q, const std::optional<std::pair<size_t, size_t>>& longest,
+bool Shaped(const QuestionWeights& q, const std::vector<std::pair<size_t, size_t>>& shaped_at,
             size_t li, size_t offset, absl::string_view piece) {
   // A duration's, a time of day's or a total's line answers the question's
-  // shape, whatever words it holds. (A digest's does only with the
-  // question's words beside it: a git log's every line holds one.)
-  return longest == std::pair(li, offset) || (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
+  // shape, whatever words it holds. (A digest's does only where its output
+  // states few: FewDigests.)
+  return std::find(shaped_at.begin(), shaped_at.end(), std::pair(li, offset)) !=
+             shaped_at.end() || (q.asks_time_of_day && SetsTimeOfDay(piece)) ||
          (q.asks_date && StatesDate(piece)) ||
          (q.asks_frequency && SetsFrequency(piece)) ||
          (q.asks_total && StatesTotal(piece));
@@ -2313,7 +2339,7 @@ bool Shaped(const QuestionWeights& q, const std::optional<std::pair<size_t, size
 // those that may hold only common ones are split later, if at all.
 ItemPiecesFound SplitHere(const QuestionWeights& q, const std::string& content,
                           const std::vector<std::pair<size_t, absl::string_view>>& lines,
-                          const std::optional<std::pair<size_t, size_t>>& longest) {
+                          const std::vector<std::pair<size_t, size_t>>& shaped_at) {
   ItemPiecesFound found;
   const std::string lower = absl::AsciiStrToLower(content);
   const auto searched = QuestionWeights::ProbesIn(lower, q.searched_probes);
@@ -2322,7 +2348,7 @@ ItemPiecesFound SplitHere(const QuestionWeights& q, const std::string& content,
     if (absl::StripAsciiWhitespace(lines[li].second).empty()) continue;
     for (const auto& [offset, piece] : LinePieces(lines[li].second)) {
       const size_t at = lines[li].first + offset;
-      Piece p{li, offset, piece, Shaped(q, longest, li, offset, piece)};
+      Piece p{li, offset, piece, Shaped(q, shaped_at, li, offset, piece)};
       if (QuestionWeights::Within(searched, at, at + piece.size())) {
         // A probe's piece holding none of the searched terms is what
         // FromKept finds it: a piece of common words or of the answer's
@@ -2342,7 +2368,7 @@ ItemPiecesFound SplitHere(const QuestionWeights& q, const std::string& content,
 // and their words are those SplitHere finds.
 ItemPiecesFound FromKept(const QuestionWeights& q, const ItemPieces& kept,
                          const std::vector<std::pair<size_t, absl::string_view>>& lines,
-                         const std::optional<std::pair<size_t, size_t>>& longest) {
+                         const std::vector<std::pair<size_t, size_t>>& shaped_at) {
   // By term id: its word and weight, when the question searched or counts it.
   std::vector<const std::pair<int, double>*> searched(kept.terms.size(), nullptr);
   std::vector<const std::pair<int, double>*> common(kept.terms.size(), nullptr);
@@ -2357,7 +2383,7 @@ ItemPiecesFound FromKept(const QuestionWeights& q, const ItemPieces& kept,
     if (kp.line >= lines.size()) break;
     const absl::string_view line = lines[kp.line].second;
     const absl::string_view piece = line.substr(kp.offset, kp.size);
-    Piece p{kp.line, kp.offset, piece, Shaped(q, longest, kp.line, kp.offset, piece)};
+    Piece p{kp.line, kp.offset, piece, Shaped(q, shaped_at, kp.line, kp.offset, piece)};
     for (uint32_t k = kp.from; k < kp.to; ++k) {
       if (const auto* w = searched[kept.ids[k]]; w != nullptr) {
         double& best = p.words[w->first];
@@ -2774,12 +2800,19 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
                    std::vector<Candidate>& out) {
   const std::string& content = item.data.content;
   const auto lines = TextLines(content);
-  const std::optional<std::pair<size_t, size_t>> longest =
-      q.asks_duration ? LongestDuration(lines) : std::nullopt;
+  // The pieces of the answer's shape by their place alone: the longest
+  // duration, an output's few digests.
+  std::vector<std::pair<size_t, size_t>> shaped_at;
+  if (q.asks_duration) {
+    if (const auto longest = LongestDuration(lines)) shaped_at.push_back(*longest);
+  }
+  if (q.asks_hash && item.data.kind == ItemKind::kToolResult) {
+    for (const auto& at : FewDigests(lines)) shaped_at.push_back(at);
+  }
   auto kept = hits.pieces.find(item.sequence);
   ItemPiecesFound found = kept != hits.pieces.end() && kept->second != nullptr
-                              ? FromKept(q, *kept->second, lines, longest)
-                              : SplitHere(q, content, lines, longest);
+                              ? FromKept(q, *kept->second, lines, shaped_at)
+                              : SplitHere(q, content, lines, shaped_at);
   std::vector<Piece>& pieces = found.pieces;
   std::vector<Piece>& common_only = found.common_only;
   const absl::string_view title = TitleOf(lines);

@@ -520,6 +520,45 @@ TEST_F(RecallTest, ALogLinesMessageSetsAFigure) {
   EXPECT_THAT(First(q, hits, 300), HasSubstr("order lines written: 42838"));
 }
 
+// A question for a digest is answered by an output stating few, found
+// through its exchange, though the digest's line holds none of the
+// question's words (`checksum | c6e95c33...` for "the md5"); a git log,
+// whose every line states one, is not.
+TEST_F(RecallTest, AnOutputsFewDigestsAnswerAQuestionForOne) {
+  std::string record =
+      "-[ RECORD 1 ]---+---------------------------------\n"
+      "month           | 2026-11\n"
+      "row_total       | 59007\n"
+      "checksum        | c6e95c332a52e77ca24de56da2cdc239\n"
+      "net_cents_total | 37583307411\n"
+      "taken_at        | 2026-12-02 09:41:07\n\n"
+      "     ds     | row_total | net_cents\n"
+      "------------+-----------+-----------\n";
+  for (int d = 1; d <= 30; ++d) {
+    absl::StrAppend(&record, " 2026-11-", d < 10 ? "0" : "", d, " |      ", 1300 + d * 17,
+                    " | ", 500000000 + d * 7919, "\n");
+  }
+  const RecallQuery q = ParseRecallQuery(
+      "I need the md5 from the November snapshot of the revenue table, before anything was "
+      "rebuilt.");
+  ASSERT_TRUE(q.asks_hash);
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "Before we rebuild anything in revenue, snapshot a checksum of the revenue table "
+             "for November."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, record, "psql")};
+  EXPECT_THAT(First(q, OutputAfterMessage(items, q), 300),
+              HasSubstr("c6e95c332a52e77ca24de56da2cdc239"));
+  // A log of many commits says nothing by its hashes alone.
+  std::string log;
+  for (int i = 0; i < 12; ++i) {
+    absl::StrAppend(&log, "a1b2c", 10 + i, "e tidy the loader, step ", i, "\n");
+  }
+  items[1] = Stored(2, Role::kTool, ItemKind::kToolResult, log, "git");
+  EXPECT_THAT(RenderRecalled(Rank(q, OutputAfterMessage(items, q), 300)),
+              Not(HasSubstr("tidy the loader")));
+}
+
 // "How often" is answered by a setting of an interval, in an output whose
 // exchange names the subject, whatever other figures the file sets.
 TEST_F(RecallTest, HowOftenIsAnsweredByAnInterval) {
