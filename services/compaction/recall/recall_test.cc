@@ -24,6 +24,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
@@ -894,11 +895,13 @@ TEST_F(RecallTest, ALineNamingItsSubjectAndHoldingAValueRanksAsAValueLine) {
   const std::vector<RecalledPassage> got = Rank(q, hits, 400);
   ASSERT_GE(got.size(), 2u);
   // The two first picks answer the two parts; the talk that names every
-  // word of the question and no value comes after them.
+  // word of the question and no value comes after them. (The output's one
+  // digest is of the answer's shape, FewDigests: its passage holds the
+  // line before it too, as a value's does.)
   EXPECT_THAT((std::vector<std::string>{got[0].text, got[1].text}),
               UnorderedElementsAre("  guard_value: 1318",
-                                   "dry-run summary for billing-ledger: verification checksum "
-                                   "sha256:aece3e47de6e169f"))
+                                   EndsWith("\n  dry-run summary for billing-ledger: verification "
+                                            "checksum sha256:aece3e47de6e169f")))
       << RenderRecalled(got);
 }
 
