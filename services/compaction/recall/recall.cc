@@ -1450,6 +1450,7 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& StandIns() {
         {"snapshot", "backup"},
         {"aws", "amazon"},
         {"gigabyte", "gb", "gib"},
+        {"alia", "cname"},
     };
     auto* m = new absl::flat_hash_map<std::string, std::vector<std::string>>();
     for (const std::vector<std::string>& group : groups) {

@@ -1673,6 +1673,8 @@ TEST_F(RecallTest, AWordTheHistoryLacksIsFoundByAnotherWordForIt) {
   EXPECT_THAT(StandInsOf("Which case number did Amazon give us?"), Contains(WordForm("aws")));
   // How stale a cached thing may get is its TTL.
   EXPECT_THAT(StandInsOf("How stale can a rate get?"), Contains("ttl"));
+  // A name's alias in DNS is its CNAME record.
+  EXPECT_THAT(StandInsOf("Where does the database alias point?"), Contains("cname"));
   EXPECT_THAT(StandInsOf("What did the segments add up to in gigabytes?"),
               ::testing::IsSupersetOf({"gb", "gib"}));
   std::string summary = "bundle build for group w6\n";
