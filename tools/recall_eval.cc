@@ -15,7 +15,8 @@
 // Without it, the recall questions of NAME_probes.jsonl (or --probes=FILE),
 // asked at their turns. Questions whose fact is newer than the copy are left
 // out (the view shows those). --show=FACT prints that question's section;
-// --verbose lists the questions missed and what unrelated ones recalled.
+// --verbose lists the questions missed (those whose fact's item was not among
+// the candidates said so) and what unrelated ones recalled.
 // Every run says of the questions missed within 1,600 tokens how many
 // had their fact's item among the candidates (the ranking missed it) and
 // how many not (the search did): totals, for the held-out sets too.
@@ -164,14 +165,13 @@ int Run(const std::string& data, const std::string& probes, const std::string& q
     found[0] += got[0];
     found[1] += got[1];
     // A miss within 1,600 tokens: was the fact's item among the candidates?
-    if (!got[1]) {
-      bool candidate = false;
-      for (const Item& item : hits.found) candidate |= absl::StrContains(item.data.content, text);
-      ++(candidate ? missed_ranked : missed_unfound);
-    }
+    bool candidate = false;
+    for (const Item& item : hits.found) candidate |= absl::StrContains(item.data.content, text);
+    if (!got[1]) ++(candidate ? missed_ranked : missed_unfound);
     if (verbose && !(got[0] && got[1])) {
-      std::printf("%s (turn %d): %s at 640, %s at 1600 | %s\n", q.fact.c_str(), q.turn,
-                  got[0] ? "found" : "missed", got[1] ? "found" : "missed", q.text.c_str());
+      std::printf("%s (turn %d): %s at 640, %s at 1600%s | %s\n", q.fact.c_str(), q.turn,
+                  got[0] ? "found" : "missed", got[1] ? "found" : "missed",
+                  candidate ? "" : ", not a candidate", q.text.c_str());
     }
   }
   std::printf("%s: %d of %d found within 640 tokens, %d within 1600; %d of %d unrelated "
