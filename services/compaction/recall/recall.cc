@@ -177,7 +177,11 @@ struct Candidate {
   // included), and where in its line a piece of a long line starts (npos:
   // it shows whole lines; a piece has no neighbours).
   size_t first_line = 0, last_line = 0, piece_offset = std::string::npos;
-  // A later one of alike lines, when the question asks for the first.
+  // Its own line's LineTemplate (not its neighbours'), when the question
+  // asks for the first or the last of alike lines (MarkLater).
+  std::string own_template;
+  // A later one of alike lines, when the question asks for the first (an
+  // earlier one, when it asks for the last).
   bool later = false;
   // Its item's call holds a word only a contrast of the question holds.
   bool contrasted = false;
@@ -568,6 +572,32 @@ bool AsksFirst(const QuestionWords& question) {
   static const auto* const kFirst = new absl::flat_hash_set<absl::string_view>{
       "first", "initial", "initially", "original", "originally", "earliest"};
   return question.HoldsAny(*kFirst);
+}
+
+// Whether `text` asks for the last of alike lines in an output: "last" or
+// "final" before a word for a line ("by the final warning", "what did the
+// last line say", "the last KV-cache warning"), or "at the bottom". Not
+// the last of something else ("the last wave's shops", "last night"), nor
+// the last before an event ("the last step before it went NaN"), which
+// need not be an output's last line.
+bool AsksLast(const QuestionWords& question) {
+  static const auto* const kLines = new absl::flat_hash_set<absl::string_view>{
+      "warning", "warnings", "line",     "lines",  "entry", "entries", "message",
+      "messages", "error",   "errors",   "reading", "row",  "rows",    "record",
+      "records",  "event",   "events"};
+  constexpr size_t kWithin = 3;
+  const std::vector<absl::string_view>& words = question.words;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "bottom") return true;
+    if (words[i] != "last" && words[i] != "final") continue;
+    for (size_t j = i + 1; j < words.size() && j <= i + kWithin; ++j) {
+      if (!kLines->contains(words[j])) continue;
+      const bool before = j + 1 < words.size() && (words[j + 1] == "before" ||
+                                                   words[j + 1] == "prior");
+      if (!before) return true;
+    }
+  }
+  return false;
 }
 
 // The month a lowercase word names (1 to 12: "march", "dec", "sept"), or 0.
@@ -1849,6 +1879,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   q.asks_time_of_day = AsksTimeOfDay(question);
   q.asks_date = AsksDate(question);
   q.asks_first = AsksFirst(question) || before_later;
+  q.asks_last = AsksLast(question);
   q.asks_frequency = AsksFrequency(question);
   q.asks_total = AsksTotal(question);
   q.asks_hash = AsksHash(question);
@@ -1993,6 +2024,8 @@ struct QuestionWeights {
   bool asks_host = false;
   bool asks_ticket = false;
   bool asks_version = false;
+  // Whether it asks for the first or the last of alike lines.
+  bool asks_order = false;
   // When it asks for a host, the question's own terms (not its
   // stand-ins), whether the history holds them or not: a host the question
   // names (`billing-api`, the `ledger-db` of "the prod DB alias") is not
@@ -2041,7 +2074,8 @@ struct QuestionWeights {
         asks_hash(query.asks_hash),
         asks_host(query.asks_host),
         asks_ticket(query.asks_ticket),
-        asks_version(query.asks_version) {
+        asks_version(query.asks_version),
+        asks_order(query.asks_first || query.asks_last) {
     for (size_t i = 0; query.asks_host && i < query.terms.size(); ++i) {
       if (i >= query.stand_in.size() || !query.stand_in[i]) own_terms.insert(query.terms[i]);
     }
@@ -2922,6 +2956,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
           q.contrast, c);
     c.contrasted = of_contrast;
     c.own_words = asked_words;
+    if (q.asks_order) c.own_template = LineTemplate(piece);
     c.value = named_value || row != std::string::npos;
     c.figure = shape ||
                (q.asks_quantity && (SetsFigure(piece) || CountsQuestionWord(q, piece))) ||
@@ -3023,14 +3058,23 @@ int ValueAround(const std::vector<Candidate>& candidates, const std::vector<bool
 
 // For a question asking for the first of several alike outputs ("the
 // first dry run, before the batch change"): marks the value lines said
-// after one that reads the same but for its figures (LineTemplate)
-// `later`, and they count less. Alike lines are of one thing where the
-// earlier one's line, item and exchange hold each question word the later
-// one's do: the first health check of the label printers is not a later
-// one of the route optimiser's, whose output reads the same.
-void MarkLater(std::vector<Candidate>& candidates) {
-  // Where each passage was said: its item, then its place in the item.
-  auto said = [](const Candidate& c) { return std::pair(c.passage.sequence, c.passage.offset); };
+// after one whose own line reads the same but for its figures
+// (LineTemplate; the neighbours shown around it aside) `later`, and they
+// count less. Alike lines are of one thing where the earlier one's line,
+// item and exchange hold each question word the later one's do: the first
+// health check of the label printers is not a later one of the route
+// optimiser's, whose output reads the same. `first_item`: the earliest
+// item counts most (else the latest); `last_line`: within an item, the
+// last of alike lines does ("by the final warning"; else the first).
+void MarkLater(std::vector<Candidate>& candidates, bool first_item, bool last_line) {
+  // Where each passage was said, in the order asked for: its item (the
+  // earliest first, or the latest), then its place in the item (the first
+  // line first, or the last).
+  auto said = [&](const Candidate& c) {
+    const int64_t offset = static_cast<int64_t>(c.passage.offset);
+    return std::pair(first_item ? c.passage.sequence : -c.passage.sequence,
+                     last_line ? -offset : offset);
+  };
   auto holds = [](const Candidate& c, int word) {
     return c.line.contains(word) || c.context.contains(word);
   };
@@ -3047,7 +3091,7 @@ void MarkLater(std::vector<Candidate>& candidates) {
   absl::flat_hash_map<std::string, std::vector<size_t>> alike;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (!candidates[i].value && !candidates[i].figure) continue;
-    alike[LineTemplate(candidates[i].passage.text)].push_back(i);
+    alike[candidates[i].own_template].push_back(i);
   }
   for (const auto& [text, group] : alike) {
     for (size_t i : group) {
@@ -3173,7 +3217,11 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
     for (const auto& [w, weight] : words) sum += weight;
     return total > 0 ? sum / total : 0;
   };
-  if (query.asks_first) MarkLater(candidates);  // "The first dry run": the earliest counts.
+  // "The first dry run": the earliest counts; "by the final warning", the
+  // last line of its item.
+  if (query.asks_first || query.asks_last) {
+    MarkLater(candidates, query.asks_first || !query.asks_last, query.asks_last);
+  }
   // The greedy pass looks at the best candidates by their own score only.
   if (candidates.size() > kMaxCandidates) {
     std::vector<std::pair<double, size_t>> order;

@@ -47,6 +47,10 @@ struct RecallQuery {
   // later change is not searched): of alike value lines, the earliest
   // item's counts most.
   bool asks_first = false;
+  // ... or the last of alike lines in an output ("by the final warning",
+  // "at the bottom of that tail"): of alike value lines, the item's last
+  // counts most (of an item asked for as the first, as well).
+  bool asks_last = false;
   // ... or how often something happens ("how often does the sensor
   // re-check?"): a line setting an interval ("poke_interval=840") answers
   // it the same way.

@@ -1059,6 +1059,43 @@ TEST_F(RecallTest, AQuestionForTheFirstPrefersTheEarliestOfAlikeLines) {
   EXPECT_THAT(depth, HasSubstr("1951"));
 }
 
+// "By the final warning" asks for the last of an output's alike lines, as
+// "the first dry run" asks for the earliest output. "The last step before
+// it went NaN" and "the last wave's shops" ask for no output's last line.
+TEST_F(RecallTest, AQuestionForTheLastPrefersTheLastOfAnOutputsAlikeLines) {
+  auto last = [](absl::string_view question) { return ParseRecallQuery(question).asks_last; };
+  EXPECT_TRUE(last("What had the counter reached by the final warning?"));
+  EXPECT_TRUE(last("What did the last KV-cache warning say?"));
+  EXPECT_TRUE(last("What was the figure at the bottom of that tail?"));
+  EXPECT_FALSE(last("What was the grad norm on the last step before it went NaN?"));
+  EXPECT_FALSE(last("What was the last line before the crash?"));
+  EXPECT_FALSE(last("By what time must prices be in for the last wave's shops?"));
+  EXPECT_FALSE(last("How many order lines did last night's run write?"));
+  std::string log;
+  for (int i = 1; i <= 6; ++i) {
+    absl::StrAppend(&log, "INFO 09:0", i, ":10 metrics.py:351] Avg prompt throughput: ",
+                    1500 + i * 211, ".4 tokens/s, Running: ", 60 + i, " reqs, Pending: ", i * 7,
+                    " reqs, GPU KV cache usage: 9", i, ".1%\n",
+                    "INFO: 10.42.3.", i, ":4", i, "8 POST /v1/chat/completions 200 OK\n",
+                    "WARNING 09:0", i, ":30 scheduler.py:1089] Sequence group cmpl-", 1000 + i,
+                    " is preempted by PreemptionMode.RECOMPUTE mode because there is not enough "
+                    "KV cache space. This can affect the end-to-end performance. Increase "
+                    "gpu_memory_utilization to provide more KV cache memory. "
+                    "total_num_cumulative_preemption=",
+                    1000 + 50 * i, "\n");
+  }
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Tail the summarizer canary pod's log."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, log, "kubectl")};
+  const RecallQuery q = ParseRecallQuery(
+      "In the canary pod log we tailed before the KV cache change, what had vLLM's running "
+      "count of preempted sequences reached by the final warning?");
+  // The last warning is recalled, and no earlier one.
+  const std::string recalled = RenderRecalled(Rank(q, OutputAfterMessage(items, q), 200));
+  EXPECT_THAT(recalled, HasSubstr("total_num_cumulative_preemption=1300")) << recalled;
+  EXPECT_THAT(recalled, Not(HasSubstr("total_num_cumulative_preemption=1250"))) << recalled;
+}
+
 // A few phrases people say for a word systems write ("in one go" for a
 // batch, "response time" for latency), positions in an output ("at the
 // bottom of the dry run") that are not its subject, and a question opening
@@ -1902,7 +1939,7 @@ TEST_F(RecallTest, AFailingSpecIsTheOneJestMarksFailed) {
       Stored(1, Role::kUser, ItemKind::kMessage, "Run only the admin refunds specs."),
       Stored(2, Role::kTool, ItemKind::kToolResult, run, "bash")};
   const RecallQuery q = ParseRecallQuery("Which refund spec was still failing in that run?");
-  EXPECT_THAT(First(q, OutputAfterMessage(items, q), 120),
+  EXPECT_THAT(First(q, OutputAfterMessage(items, q), 300),
               HasSubstr("disables refund button when order is settled"));
 }
 
