@@ -3057,15 +3057,16 @@ int ValueAround(const std::vector<Candidate>& candidates, const std::vector<bool
 }
 
 // For a question asking for the first of several alike outputs ("the
-// first dry run, before the batch change"): marks the value lines said
-// after one whose own line reads the same but for its figures
-// (LineTemplate; the neighbours shown around it aside) `later`, and they
-// count less. Alike lines are of one thing where the earlier one's line,
-// item and exchange hold each question word the later one's do: the first
-// health check of the label printers is not a later one of the route
-// optimiser's, whose output reads the same. `first_item`: the earliest
-// item counts most (else the latest); `last_line`: within an item, the
-// last of alike lines does ("by the final warning"; else the first).
+// first dry run, before the batch change") or for the last of an output's
+// alike lines ("by the final warning"): marks `later` the value lines said
+// after one (in the order asked for) whose own line reads the same but for
+// its figures (LineTemplate; the neighbours shown around it aside), and
+// they count less. Alike lines are of one thing where the earlier one's
+// line, item and exchange hold each question word the later one's do: the
+// first health check of the label printers is not a later one of the
+// route optimiser's, whose output reads the same. `first_item`: the
+// earliest item counts most (else the latest); `last_line`: within an
+// item, the last of alike lines does (else the first).
 void MarkLater(std::vector<Candidate>& candidates, bool first_item, bool last_line) {
   // Where each passage was said, in the order asked for: its item (the
   // earliest first, or the latest), then its place in the item (the first
