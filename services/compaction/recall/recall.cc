@@ -2263,9 +2263,31 @@ constexpr int kFewDigests = 3;
 // line holds.
 std::vector<std::pair<size_t, size_t>> FewDigests(
     const std::vector<std::pair<size_t, absl::string_view>>& lines) {
+  // Whether `line` holds a run of 7 hex digits or more with a letter and a
+  // digit among them: what a digest StatesHash finds is one, and most lines
+  // hold none (a pass over their bytes, no split).
+  auto may_state = [](absl::string_view line) {
+    size_t run = 0;
+    bool digit = false, letter = false;
+    for (const char c : line) {
+      const bool d = c >= '0' && c <= '9';
+      const bool l = (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+      if (!d && !l) {
+        run = 0;
+        digit = letter = false;
+        continue;
+      }
+      ++run;
+      digit |= d;
+      letter |= l;
+      if (run >= 7 && digit && letter) return true;
+    }
+    return false;
+  };
   std::vector<std::pair<size_t, size_t>> at;
   int stating = 0;
   for (size_t li = 0; li < lines.size(); ++li) {
+    if (!may_state(lines[li].second)) continue;
     bool states = false;
     for (const auto& [offset, piece] : LinePieces(lines[li].second)) {
       if (!StatesHash(piece)) continue;
