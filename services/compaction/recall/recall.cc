@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -652,12 +653,14 @@ bool StatesDate(absl::string_view line) {
   return false;
 }
 
-// Whether `text` writes the day `month`/`day` as a system does: eight
+// Calls `fn` with the month and day of each date `text` writes as a
+// system does, until it returns true; whether it did. A date is eight
 // digits of a year, month and day standing apart from other digits
-// ("PRC_20261202_full.csv.gz"), or a year, month and day joined by '-'
-// not followed by a time of day ("2026-12-02", not a log line's
-// "2026-12-02 05:24:18" or "2026-12-02T05:24").
-bool WritesDay(absl::string_view text, int month, int day) {
+// ("PRC_20261202_full.csv.gz"), or a year, month and day joined by '-' not
+// followed by a time of day ("2026-12-02", not a log line's "2026-12-02
+// 05:24:18" or "2026-12-02T05:24"), or a year and month alone ("month |
+// 2026-11", day 0).
+bool AnyDateWritten(absl::string_view text, absl::FunctionRef<bool(int, int)> fn) {
   auto number = [&](size_t at, size_t n) {
     int v = 0;
     for (size_t k = at; k < at + n; ++k) v = v * 10 + (text[k] - '0');
@@ -675,18 +678,40 @@ bool WritesDay(absl::string_view text, int month, int day) {
       i = end;
       continue;
     }
-    if (end - i == 8 && number(i + 4, 2) == month && number(i + 6, 2) == day) return true;
-    if (end - i == 4 && end + 6 <= text.size() && text[end] == '-' && digit(end + 1) &&
-        digit(end + 2) && text[end + 3] == '-' && digit(end + 4) && digit(end + 5) &&
-        !digit(end + 6) && number(end + 1, 2) == month && number(end + 4, 2) == day) {
-      const absl::string_view after = text.substr(end + 6);
-      const bool timed = (absl::StartsWith(after, "T") || absl::StartsWith(after, " ")) &&
-                         after.size() >= 3 && digit(end + 7) && digit(end + 8);
-      if (!timed) return true;
+    if (end - i == 8 && fn(number(i + 4, 2), number(i + 6, 2))) return true;
+    if (end - i == 4 && end + 3 <= text.size() && text[end] == '-' && digit(end + 1) &&
+        digit(end + 2) && !digit(end + 3)) {
+      const int month = number(end + 1, 2);
+      if (end + 3 == text.size() || text[end + 3] != '-' || !digit(end + 4)) {
+        if (fn(month, 0)) return true;
+      } else if (digit(end + 5) && !digit(end + 6)) {
+        const absl::string_view after = text.substr(end + 6);
+        const bool timed = (absl::StartsWith(after, "T") || absl::StartsWith(after, " ")) &&
+                           after.size() >= 3 && digit(end + 7) && digit(end + 8);
+        if (!timed && fn(month, number(end + 4, 2))) return true;
+      }
     }
     i = end;
   }
   return false;
+}
+
+// Whether `text` writes a date (AnyDateWritten) in `month` on `day`, or on
+// any day of it when `day` is 0.
+bool WritesDay(absl::string_view text, int month, int day) {
+  return AnyDateWritten(text, [&](int m, int d) {
+    return m == month && (day == 0 ? true : d == day);
+  });
+}
+
+// The month of the first date `text` writes (AnyDateWritten), or 0.
+int FirstMonthWritten(absl::string_view text) {
+  int month = 0;
+  AnyDateWritten(text, [&](int m, int) {
+    month = m;
+    return true;
+  });
+  return month;
 }
 
 // Whether `text` asks how often something happens ("how often does the
@@ -1896,6 +1921,22 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
     if (month_terms.empty() || day_terms.empty()) continue;
     q.days.push_back({month, DayOf(question.words[k]), month_terms.front(), day_terms.front()});
   }
+  // A month named alone ("February's cost", "early May"): any day of it.
+  // "May" is one only as a name (capitalised, not opening a sentence).
+  for (size_t i = 0; i < question.words.size(); ++i) {
+    const absl::string_view word = question.words[i];
+    const int month = MonthOf(word);
+    if (month == 0 || DayBeside(question.words, i) != std::string::npos) continue;
+    if (word == "may") {
+      const size_t at = static_cast<size_t>(word.data() - question.lower.data());
+      size_t before = at;
+      while (before > 0 && text[before - 1] == ' ') --before;
+      if (text[at] != 'M' || before == 0 || absl::StrContains(".?!", text[before - 1])) continue;
+    }
+    const std::vector<std::string> month_terms = SearchTerms(word);
+    if (month_terms.empty()) continue;
+    q.days.push_back({month, 0, month_terms.front(), ""});
+  }
   q.asks_quantity =
       AsksQuantity(question) || q.asks_time_of_day || q.asks_total || q.asks_frequency;
   const bool asks = absl::StrContains(text, '?');
@@ -2060,6 +2101,18 @@ struct QuestionWeights {
     std::map<int, double> words;
     for (const Day& day : days) {
       if (WritesDay(text, day.month, day.day)) words.insert(day.words.begin(), day.words.end());
+    }
+    return words;
+  }
+  // Whether it names a month alone (a Day of day 0).
+  bool NamesMonth() const {
+    return std::any_of(days.begin(), days.end(), [](const Day& d) { return d.day == 0; });
+  }
+  // The words of the months named alone that are `month`.
+  std::map<int, double> MonthWords(int month) const {
+    std::map<int, double> words;
+    for (const Day& day : days) {
+      if (day.day == 0 && day.month == month) words.insert(day.words.begin(), day.words.end());
     }
     return words;
   }
@@ -2912,6 +2965,30 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // YAML or JSON file, `kubectl describe`, code): they name it.
   KeysOver keys(q, lines, !pieces.empty());
   if (values && !pieces.empty()) AddFiguresUnderNamingKeys(lines, keys, pieces);
+  // For a month named alone, the month of the record a line sits in: the
+  // first date written in the nearest block over it that writes one (a
+  // cost report's period, `"Start": "2026-02-01"`, over its `"Amount"`).
+  absl::flat_hash_map<int, int> block_month;
+  auto record_month = [&](size_t li) {
+    int k = keys.Parent(li);
+    for (int depth = 0; k >= 0 && depth < kMaxKeys;
+         ++depth, k = keys.Parent(static_cast<size_t>(k))) {
+      auto [at, added] = block_month.try_emplace(k, 0);
+      if (added) {
+        const int indent = IndentOf(AfterLineNumber(lines[static_cast<size_t>(k)].second));
+        for (size_t j = static_cast<size_t>(k); j < lines.size(); ++j) {
+          const int in = IndentOf(AfterLineNumber(lines[j].second));
+          if (j > static_cast<size_t>(k) && in >= 0 && in <= indent) break;
+          if (const int m = FirstMonthWritten(lines[j].second); m > 0) {
+            at->second = m;
+            break;
+          }
+        }
+      }
+      if (at->second > 0) return at->second;
+    }
+    return 0;
+  };
   for (const Piece& p : pieces) {
     const size_t li = p.line;
     const size_t line_at = lines[li].first;
@@ -2921,6 +2998,9 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // A line writing a day the question names holds the words naming it
     // (a copy of the piece's words only then).
     std::map<int, double> dated = q.days.empty() ? std::map<int, double>() : q.DayWordsIn(piece);
+    if (dated.empty() && q.NamesMonth() && FirstMonthWritten(piece) == 0) {
+      if (const int month = record_month(li); month > 0) dated = q.MonthWords(month);
+    }
     if (!dated.empty()) dated.insert(p.words.begin(), p.words.end());
     const std::map<int, double>& words = dated.empty() ? p.words : dated;
     const std::map<int, double>& common = p.common;

@@ -757,6 +757,51 @@ TEST_F(RecallTest, ADayNamedIsHeldWhereASystemWritesIt) {
   }
 }
 
+// A month named alone ("February's cost") is any day of it: held by a
+// line writing a date in it, or by the lines of a record whose first date
+// is in it (a cost report's period over its amount). "May" is a month only
+// as a name.
+TEST_F(RecallTest, AMonthNamedAloneIsHeldByItsRecord) {
+  const RecallQuery feb = ParseRecallQuery("What was February's cost for the bucket?");
+  ASSERT_EQ(feb.days.size(), 1u);
+  EXPECT_EQ(feb.days[0].month, 2);
+  EXPECT_EQ(feb.days[0].day, 0);
+  EXPECT_EQ(ParseRecallQuery("How many did the first run in early May leave?").days.size(), 1u);
+  EXPECT_THAT(ParseRecallQuery("How long may each chunk take?").days, IsEmpty());
+  EXPECT_THAT(ParseRecallQuery("May I see the cost again?").days, IsEmpty());
+  std::string report = "{\n    \"ResultsByTime\": [\n";
+  for (int m = 10; m <= 15; ++m) {
+    const int month = (m - 1) % 12 + 1, next = m % 12 + 1;
+    const int year = m <= 12 ? 2025 : 2026, next_year = m < 12 ? 2025 : 2026;
+    absl::StrAppend(&report, "        {\n            \"TimePeriod\": {\n",
+                    "                \"Start\": \"", year, "-", month < 10 ? "0" : "", month,
+                    "-01\",\n                \"End\": \"", next_year, "-", next < 10 ? "0" : "",
+                    next, "-01\"\n            },\n            \"Total\": {\n",
+                    "                \"UnblendedCost\": {\n                    \"Amount\": \"",
+                    1000 * m + 7, ".5938\",\n                    \"Unit\": \"USD\"\n",
+                    "                }\n            }\n        },\n");
+  }
+  report += "    ]\n}\n";
+  std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage,
+             "What does Cost Explorer say for the checkpoint bucket, month by month?"),
+      Stored(2, Role::kTool, ItemKind::kToolResult, report, "bash")};
+  const RecallQuery q =
+      ParseRecallQuery("What did Cost Explorer put the checkpoint bucket's cost at in February?");
+  // February 2026 is the fifth period (m = 14), whose amount is 14007.
+  const std::string got = RenderRecalled(Rank(q, OutputAfterMessage(items, q), 200));
+  EXPECT_THAT(got, HasSubstr("14007.5938")) << got;
+  // A line writing a year and month alone holds the month too.
+  std::vector<Item> record = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Snapshot the revenue table's checksums."),
+      Stored(2, Role::kTool, ItemKind::kToolResult,
+             "month | 2026-10 | checksum 1f2e3d4c5b6a\nmonth | 2026-11 | checksum 9a8b7c6d5e4f\n"
+             "month | 2026-12 | checksum 0a1b2c3d4e5f\n",
+             "psql")};
+  const RecallQuery nov = ParseRecallQuery("What was November's checksum of the revenue table?");
+  EXPECT_THAT(First(nov, OutputAfterMessage(record, nov), 200), HasSubstr("9a8b7c6d5e4f"));
+}
+
 // A comment right above a setting names it, and is shown above it: the
 // comment alone holds the question's words and no figure.
 TEST_F(RecallTest, ASettingIsNamedByTheCommentAboveIt) {
