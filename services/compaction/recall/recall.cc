@@ -653,14 +653,18 @@ bool StatesDate(absl::string_view line) {
   return false;
 }
 
-// Calls `fn` with the month and day of each date `text` writes as a
+// Calls `found` with the month and day of each date `text` writes as a
 // system does, until it returns true; whether it did. A date is eight
 // digits of a year, month and day standing apart from other digits
 // ("PRC_20261202_full.csv.gz"), or a year, month and day joined by '-' not
 // followed by a time of day ("2026-12-02", not a log line's "2026-12-02
 // 05:24:18" or "2026-12-02T05:24"), or a year and month alone ("month |
 // 2026-11", day 0).
-bool AnyDateWritten(absl::string_view text, absl::FunctionRef<bool(int, int)> fn) {
+bool AnyDateWritten(absl::string_view text, absl::FunctionRef<bool(int, int)> found) {
+  // A month and day that can be one ("20269999" is a number).
+  auto fn = [&](int month, int day) {
+    return month >= 1 && month <= 12 && day >= 0 && day <= 31 && found(month, day);
+  };
   auto number = [&](size_t at, size_t n) {
     int v = 0;
     for (size_t k = at; k < at + n; ++k) v = v * 10 + (text[k] - '0');
