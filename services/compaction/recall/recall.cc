@@ -2356,6 +2356,21 @@ std::vector<std::pair<size_t, size_t>> FewDigests(
   return at;
 }
 
+// The pieces (line, offset) of `item` (its `lines`) of the answer's shape
+// by their place alone: the longest duration, an output's few digests.
+std::vector<std::pair<size_t, size_t>> ShapedByPlace(
+    const QuestionWeights& q, const Item& item,
+    const std::vector<std::pair<size_t, absl::string_view>>& lines) {
+  std::vector<std::pair<size_t, size_t>> at;
+  if (q.asks_duration) {
+    if (const auto longest = LongestDuration(lines)) at.push_back(*longest);
+  }
+  if (q.asks_hash && item.data.kind == ItemKind::kToolResult) {
+    for (const auto& digest : FewDigests(lines)) at.push_back(digest);
+  }
+  return at;
+}
+
 // Adds to `words` the question's words `item`'s exchange holds and the
 // item does not (`own`), with what each weighs as context of its lines;
 // whether there was any. What a turn's question and call say is the
@@ -2695,6 +2710,46 @@ class KeysOver {
   absl::flat_hash_map<int, std::map<int, double>> words_;
 };
 
+// For a month named alone, the month of the record each line of `lines`
+// sits in: that of the first date written in the nearest block over it
+// (at most kMaxKeys up) that writes one, a cost report's period
+// (`"Start": "2026-02-01"`) over its `"Amount"`; 0 where none does.
+class RecordMonths {
+ public:
+  RecordMonths(const std::vector<std::pair<size_t, absl::string_view>>& lines,
+               const KeysOver& keys)
+      : lines_(lines), keys_(keys) {}
+
+  int Of(size_t li) {
+    int k = keys_.Parent(li);
+    for (int depth = 0; k >= 0 && depth < kMaxKeys;
+         ++depth, k = keys_.Parent(static_cast<size_t>(k))) {
+      if (const int month = OfBlock(static_cast<size_t>(k)); month > 0) return month;
+    }
+    return 0;
+  }
+
+ private:
+  // The month of the first date the block opened at line `k` writes, or 0.
+  int OfBlock(size_t k) {
+    auto [at, added] = months_.try_emplace(k, 0);
+    if (!added) return at->second;
+    const int indent = IndentOf(AfterLineNumber(lines_[k].second));
+    for (size_t j = k; j < lines_.size(); ++j) {
+      const int in = IndentOf(AfterLineNumber(lines_[j].second));
+      if (j > k && in >= 0 && in <= indent) break;
+      if (const int month = FirstMonthWritten(lines_[j].second); month > 0) {
+        return at->second = month;
+      }
+    }
+    return 0;
+  }
+
+  const std::vector<std::pair<size_t, absl::string_view>>& lines_;
+  const KeysOver& keys_;
+  absl::flat_hash_map<size_t, int> months_;
+};
+
 // Adds to `pieces` (an item's, in an output whose exchange answers the
 // question) the lines setting a figure right under a key that names what
 // is asked: "days = 400 -> 60" under "expiration {" of the raw bucket's
@@ -2914,15 +2969,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
                    std::vector<Candidate>& out) {
   const std::string& content = item.data.content;
   const auto lines = TextLines(content);
-  // The pieces of the answer's shape by their place alone: the longest
-  // duration, an output's few digests.
-  std::vector<std::pair<size_t, size_t>> shaped_at;
-  if (q.asks_duration) {
-    if (const auto longest = LongestDuration(lines)) shaped_at.push_back(*longest);
-  }
-  if (q.asks_hash && item.data.kind == ItemKind::kToolResult) {
-    for (const auto& at : FewDigests(lines)) shaped_at.push_back(at);
-  }
+  const std::vector<std::pair<size_t, size_t>> shaped_at = ShapedByPlace(q, item, lines);
   auto kept = hits.pieces.find(item.sequence);
   ItemPiecesFound found = kept != hits.pieces.end() && kept->second != nullptr
                               ? FromKept(q, *kept->second, lines, shaped_at)
@@ -2969,30 +3016,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   // YAML or JSON file, `kubectl describe`, code): they name it.
   KeysOver keys(q, lines, !pieces.empty());
   if (values && !pieces.empty()) AddFiguresUnderNamingKeys(lines, keys, pieces);
-  // For a month named alone, the month of the record a line sits in: the
-  // first date written in the nearest block over it that writes one (a
-  // cost report's period, `"Start": "2026-02-01"`, over its `"Amount"`).
-  absl::flat_hash_map<int, int> block_month;
-  auto record_month = [&](size_t li) {
-    int k = keys.Parent(li);
-    for (int depth = 0; k >= 0 && depth < kMaxKeys;
-         ++depth, k = keys.Parent(static_cast<size_t>(k))) {
-      auto [at, added] = block_month.try_emplace(k, 0);
-      if (added) {
-        const int indent = IndentOf(AfterLineNumber(lines[static_cast<size_t>(k)].second));
-        for (size_t j = static_cast<size_t>(k); j < lines.size(); ++j) {
-          const int in = IndentOf(AfterLineNumber(lines[j].second));
-          if (j > static_cast<size_t>(k) && in >= 0 && in <= indent) break;
-          if (const int m = FirstMonthWritten(lines[j].second); m > 0) {
-            at->second = m;
-            break;
-          }
-        }
-      }
-      if (at->second > 0) return at->second;
-    }
-    return 0;
-  };
+  RecordMonths record_months(lines, keys);
   for (const Piece& p : pieces) {
     const size_t li = p.line;
     const size_t line_at = lines[li].first;
@@ -3003,7 +3027,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     // (a copy of the piece's words only then).
     std::map<int, double> dated = q.days.empty() ? std::map<int, double>() : q.DayWordsIn(piece);
     if (dated.empty() && q.NamesMonth() && FirstMonthWritten(piece) == 0) {
-      if (const int month = record_month(li); month > 0) dated = q.MonthWords(month);
+      if (const int month = record_months.Of(li); month > 0) dated = q.MonthWords(month);
     }
     if (!dated.empty()) dated.insert(p.words.begin(), p.words.end());
     const std::map<int, double>& words = dated.empty() ? p.words : dated;
