@@ -579,8 +579,8 @@ bool AsksFirst(const QuestionWords& question) {
 // "final" before a word for a line ("by the final warning", "what did the
 // last line say", "the last KV-cache warning"), or "at the bottom". Not
 // the last of something else ("the last wave's shops", "last night"), nor
-// the last before an event ("the last step before it went NaN"), which
-// need not be an output's last line.
+// the last before an event ("the last step before it went NaN", "the last
+// warning line before the crash"), which need not be an output's last line.
 bool AsksLast(const QuestionWords& question) {
   static const auto* const kLines = new absl::flat_hash_set<absl::string_view>{
       "warning", "warnings", "line",     "lines",  "entry", "entries", "message",
@@ -589,14 +589,17 @@ bool AsksLast(const QuestionWords& question) {
   constexpr size_t kWithin = 3;
   const std::vector<absl::string_view>& words = question.words;
   for (size_t i = 0; i < words.size(); ++i) {
-    if (words[i] == "bottom") return true;
-    if (words[i] != "last" && words[i] != "final") continue;
-    for (size_t j = i + 1; j < words.size() && j <= i + kWithin; ++j) {
-      if (!kLines->contains(words[j])) continue;
-      const bool before = j + 1 < words.size() && (words[j + 1] == "before" ||
-                                                   words[j + 1] == "prior");
-      if (!before) return true;
+    if (words[i] == "bottom" && i >= 2 && words[i - 1] == "the" &&
+        (words[i - 2] == "at" || words[i - 2] == "near" || words[i - 2] == "from")) {
+      return true;
     }
+    if (words[i] != "last" && words[i] != "final") continue;
+    bool line = false, before = false;
+    for (size_t j = i + 1; j < words.size() && j <= i + kWithin + 1; ++j) {
+      line |= j <= i + kWithin && kLines->contains(words[j]);
+      before |= words[j] == "before" || words[j] == "prior";
+    }
+    if (line && !before) return true;
   }
   return false;
 }
@@ -661,7 +664,8 @@ bool StatesDate(absl::string_view line) {
 // 05:24:18" or "2026-12-02T05:24"), or a year and month alone ("month |
 // 2026-11", day 0).
 bool AnyDateWritten(absl::string_view text, absl::FunctionRef<bool(int, int)> found) {
-  // A month and day that can be one ("20269999" is a number).
+  // A month and day that can be one ("20269999" is a number; day 0 is a
+  // month written alone).
   auto fn = [&](int month, int day) {
     return month >= 1 && month <= 12 && day >= 0 && day <= 31 && found(month, day);
   };
@@ -682,7 +686,9 @@ bool AnyDateWritten(absl::string_view text, absl::FunctionRef<bool(int, int)> fo
       i = end;
       continue;
     }
-    if (end - i == 8 && fn(number(i + 4, 2), number(i + 6, 2))) return true;
+    if (end - i == 8 && number(i + 6, 2) > 0 && fn(number(i + 4, 2), number(i + 6, 2))) {
+      return true;
+    }
     if (end - i == 4 && end + 3 <= text.size() && text[end] == '-' && digit(end + 1) &&
         digit(end + 2) && !digit(end + 3)) {
       const int month = number(end + 1, 2);
@@ -692,7 +698,7 @@ bool AnyDateWritten(absl::string_view text, absl::FunctionRef<bool(int, int)> fo
         const absl::string_view after = text.substr(end + 6);
         const bool timed = (absl::StartsWith(after, "T") || absl::StartsWith(after, " ")) &&
                            after.size() >= 3 && digit(end + 7) && digit(end + 8);
-        if (!timed && fn(month, number(end + 4, 2))) return true;
+        if (!timed && number(end + 4, 2) > 0 && fn(month, number(end + 4, 2))) return true;
       }
     }
     i = end;
@@ -1926,16 +1932,21 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
     q.days.push_back({month, DayOf(question.words[k]), month_terms.front(), day_terms.front()});
   }
   // A month named alone ("February's cost", "early May"): any day of it.
-  // "May" is one only as a name (capitalised, not opening a sentence).
+  // A word that is a month only sometimes ("may", "mar", "sep" for a
+  // separator, "jan") is one only as a name: capitalised, and not opening
+  // a sentence.
   for (size_t i = 0; i < question.words.size(); ++i) {
     const absl::string_view word = question.words[i];
     const int month = MonthOf(word);
     if (month == 0 || DayBeside(question.words, i) != std::string::npos) continue;
-    if (word == "may") {
+    if (word == "may" || word == "mar" || word == "sep" || word == "jan") {
       const size_t at = static_cast<size_t>(word.data() - question.lower.data());
       size_t before = at;
       while (before > 0 && text[before - 1] == ' ') --before;
-      if (text[at] != 'M' || before == 0 || absl::StrContains(".?!", text[before - 1])) continue;
+      if (!absl::ascii_isupper(static_cast<unsigned char>(text[at])) || before == 0 ||
+          absl::StrContains(".?!:", text[before - 1])) {
+        continue;
+      }
     }
     const std::vector<std::string> month_terms = SearchTerms(word);
     if (month_terms.empty()) continue;
@@ -2409,7 +2420,7 @@ struct Piece {
   size_t offset;
   absl::string_view text;
   // Of the answer's shape, when the question asks for a duration, a time
-  // of day or a total, whatever words it holds.
+  // of day, a total or a digest (ShapedByPlace), whatever words it holds.
   bool shaped = false;
   // Whether its words are known yet (a piece that may hold only common
   // words is split only when its item's values matter).
@@ -3219,16 +3230,25 @@ void MarkLater(std::vector<Candidate>& candidates, bool first_item, bool last_li
     }
     return true;
   };
+  // (A passage without a line of its own, an opening message's, is alike
+  // to none.)
   absl::flat_hash_map<std::string, std::vector<size_t>> alike;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (!candidates[i].value && !candidates[i].figure) continue;
+    if (candidates[i].own_template.empty()) continue;
     alike[candidates[i].own_template].push_back(i);
   }
-  for (const auto& [text, group] : alike) {
-    for (size_t i : group) {
-      for (size_t k : group) {
-        if (said(candidates[k]) < said(candidates[i]) && covers(candidates[k], candidates[i])) {
-          candidates[i].later = true;
+  for (auto& [text, group] : alike) {
+    // In the order asked for: only those before a line can cover it.
+    std::sort(group.begin(), group.end(), [&](size_t a, size_t b) {
+      return said(candidates[a]) < said(candidates[b]);
+    });
+    for (size_t n = 1; n < group.size(); ++n) {
+      Candidate& c = candidates[group[n]];
+      for (size_t m = 0; m < n; ++m) {
+        const Candidate& before = candidates[group[m]];
+        if (said(before) < said(c) && covers(before, c)) {
+          c.later = true;
           break;
         }
       }

@@ -48,8 +48,9 @@ struct RecallQuery {
   // item's counts most.
   bool asks_first = false;
   // ... or the last of alike lines in an output ("by the final warning",
-  // "at the bottom of that tail"): of alike value lines, the item's last
-  // counts most (of an item asked for as the first, as well).
+  // "at the bottom of that tail"): of alike value lines, the latest item's
+  // last counts most (the earliest item's, when it asks for the first as
+  // well).
   bool asks_last = false;
   // ... or how often something happens ("how often does the sensor
   // re-check?"): a line setting an interval ("poke_interval=840") answers
@@ -79,7 +80,9 @@ struct RecallQuery {
   bool asks_version = false;
   // The days the question names ("the 2 Dec file", "on March 8th"): a line
   // writing one as a system does ("PRC_20261202_full.csv.gz",
-  // "2026-12-02") holds the words that name it.
+  // "2026-12-02") holds the words that name it. A month named alone
+  // ("February's cost") is a day 0: any day of it, and the lines of a
+  // record whose first date is in it.
   struct NamedDay {
     int month = 0;
     int day = 0;
