@@ -710,7 +710,7 @@ bool AnyDateWritten(absl::string_view text, absl::FunctionRef<bool(int, int)> fo
 // any day of it when `day` is 0.
 bool WritesDay(absl::string_view text, int month, int day) {
   return AnyDateWritten(text, [&](int m, int d) {
-    return m == month && (day == 0 ? true : d == day);
+    return m == month && (day == 0 || d == day);
   });
 }
 
@@ -1922,23 +1922,24 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   q.asks_ticket = AsksTicket(question);
   q.asks_version = AsksVersion(question);
   q.asks_start = AsksStart(question);
-  for (size_t i = 0; i < question.words.size(); ++i) {
-    const int month = MonthOf(question.words[i]);
-    const size_t k = month > 0 ? DayBeside(question.words, i) : std::string::npos;
-    if (k == std::string::npos) continue;
-    const std::vector<std::string> month_terms = SearchTerms(question.words[i]);
-    const std::vector<std::string> day_terms = SearchTerms(question.words[k]);
-    if (month_terms.empty() || day_terms.empty()) continue;
-    q.days.push_back({month, DayOf(question.words[k]), month_terms.front(), day_terms.front()});
-  }
-  // A month named alone ("February's cost", "early May"): any day of it.
-  // A word that is a month only sometimes ("may", "mar", "sep" for a
-  // separator, "jan") is one only as a name: capitalised, and not opening
-  // a sentence.
+  // The days the question names ("the 2 Dec file"), and the months it
+  // names alone ("February's cost", "early May": any day of them). A word
+  // that is a month only sometimes ("may", "mar", "sep" for a separator,
+  // "jan") names one alone only as a name: capitalised, and not opening a
+  // sentence.
   for (size_t i = 0; i < question.words.size(); ++i) {
     const absl::string_view word = question.words[i];
     const int month = MonthOf(word);
-    if (month == 0 || DayBeside(question.words, i) != std::string::npos) continue;
+    if (month == 0) continue;
+    const std::vector<std::string> month_terms = SearchTerms(word);
+    if (month_terms.empty()) continue;
+    if (const size_t k = DayBeside(question.words, i); k != std::string::npos) {
+      const std::vector<std::string> day_terms = SearchTerms(question.words[k]);
+      if (!day_terms.empty()) {
+        q.days.push_back({month, DayOf(question.words[k]), month_terms.front(), day_terms.front()});
+      }
+      continue;
+    }
     if (word == "may" || word == "mar" || word == "sep" || word == "jan") {
       const size_t at = static_cast<size_t>(word.data() - question.lower.data());
       size_t before = at;
@@ -1948,8 +1949,6 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
         continue;
       }
     }
-    const std::vector<std::string> month_terms = SearchTerms(word);
-    if (month_terms.empty()) continue;
     q.days.push_back({month, 0, month_terms.front(), ""});
   }
   q.asks_quantity =
