@@ -56,6 +56,14 @@ const Abbreviation kAbbreviations[] = {
     // Kubernetes objects, as operators name them.
     {"hpa", "horizontal pod autoscaler"}, {"pdb", "pod disruption budget"},
     {"pvc", "persistent volume claim"},
+    // Databases, queues and operations, as operators shorten them.
+    {"wal", "write ahead log"},  {"oom", "out of memory"},    {"dlq", "dead letter queue"},
+    {"rpo", "recovery point objective"}, {"rto", "recovery time objective"},
+    {"cdc", "change data capture"}, {"tps", "transactions per second"},
+    {"fk", "foreign key"},       {"pk", "primary key"},       {"idx", "index"},
+    {"tbl", "table"},            {"col", "column"},           {"cols", "columns"},
+    {"stats", "statistics"},     {"gc", "garbage collection"}, {"acl", "access control list"},
+    {"az", "availability zone"}, {"util", "utilization"},     {"sched", "schedule"},
 };
 const size_t kAbbreviationCount = sizeof(kAbbreviations) / sizeof(kAbbreviations[0]);
 

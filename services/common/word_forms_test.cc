@@ -40,6 +40,9 @@ TEST(WordFormTest, AbbreviationsAreSpelledOut) {
   // A ping's "(RTT)" is the round trip asked about.
   EXPECT_EQ(WordForms("rtt"),
             (std::vector<std::string>{WordForm("round"), WordForm("trip"), WordForm("time")}));
+  // A settings file's "max_wal_size" is the write-ahead log asked about.
+  EXPECT_EQ(WordForms("wal"),
+            (std::vector<std::string>{WordForm("write"), WordForm("ahead"), WordForm("log")}));
   EXPECT_EQ(WordForms("guards"), std::vector<std::string>{WordForm("guard")});
   // A word the stemmer leaves apart from its family.
   EXPECT_EQ(WordForm("expiry"), WordForm("expiration"));

@@ -265,6 +265,29 @@ TEST_F(RecallTest, AnAbbreviationSpelledOutIsOneWordOfTheQuestion) {
   EXPECT_EQ(ParseRecallQuery("Which message went to the queue?").words, 3);
 }
 
+TEST_F(RecallTest, TheWriteAheadLogSpelledOutFindsTheWalSetting) {
+  // A settings diff names the WAL by its abbreviation, a question by its
+  // words; neither names the other's.
+  std::string diff = "--- a/postgresql.conf\n+++ b/postgresql.conf\n";
+  for (const char* row : {"-shared_buffers = 8GB", "+shared_buffers = 32GB",
+                          " autovacuum_max_workers = 6", "-max_wal_size = 16GB",
+                          "+max_wal_size = 64GB", " checkpoint_timeout = 15min",
+                          "+lock_timeout = 30s", " log_temp_files = 0"}) {
+    absl::StrAppend(&diff, row, "\n");
+  }
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "What does Tobias change in the server settings?"),
+      Stored(2, Role::kTool, ItemKind::kToolResult, diff, "git")};
+  const RecallQuery q =
+      ParseRecallQuery("In Tobias's settings, how far may the write-ahead log grow now?");
+  HistoryHits hits = OutputAfterMessage(items, q);
+  RecallLimits limits;
+  limits.max_tokens = 150;
+  limits.max_passages = 2;
+  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
+  EXPECT_THAT(RenderRecalled(got), HasSubstr("+max_wal_size = 64GB"));
+}
+
 TEST_F(RecallTest, ADigitOfACompoundIsAWordOfTheQuestion) {
   // "8-CPU": the digit says which of otherwise alike lines is meant (a Go
   // benchmark's "-8" suffix); a lone letter of a compound says nothing.
