@@ -1,6 +1,7 @@
 #include "services/compaction/recall/recall.h"
 
 #include <algorithm>
+#include <array>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -23,6 +24,26 @@
 
 namespace convstate {
 namespace {
+
+// A delimiter for absl::StrSplit: any one of `chars`, looked up in a table
+// built once for the split. absl::ByAnyChar builds its table again for
+// every token it finds, which was an eighth of ranking's time
+// (BENCHMARKS.md).
+class AnyChar {
+ public:
+  explicit AnyChar(absl::string_view chars) {
+    for (char ch : chars) in_[static_cast<unsigned char>(ch)] = true;
+  }
+  absl::string_view Find(absl::string_view text, size_t pos) const {
+    for (size_t i = pos; i < text.size(); ++i) {
+      if (in_[static_cast<unsigned char>(text[i])]) return text.substr(i, 1);
+    }
+    return absl::string_view(text.data() + text.size(), 0);
+  }
+
+ private:
+  std::array<bool, 256> in_{};
+};
 
 const absl::flat_hash_set<absl::string_view>& StopwordList();
 
@@ -354,7 +375,7 @@ bool AssignsFigure(absl::string_view line) { return HasDigit(Assigned(line)); }
 // "*/15 2-5 * * 1,3"): a time of day written as a schedule.
 bool IsCronSchedule(absl::string_view value) {
   std::vector<absl::string_view> fields =
-      absl::StrSplit(value, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+      absl::StrSplit(value, AnyChar(" \t"), absl::SkipEmpty());
   if (fields.size() != 5) return false;
   // The most each field's numbers may be: minute, hour, day of the month,
   // month, day of the week ("dims = 64 128 256 512 1024" is no schedule).
@@ -499,7 +520,7 @@ std::vector<absl::string_view> Sentences(absl::string_view text, bool at_colon =
 struct QuestionWords {
   explicit QuestionWords(absl::string_view text)
       : lower(absl::AsciiStrToLower(text)),
-        words(absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()"), absl::SkipEmpty())) {}
+        words(absl::StrSplit(lower, AnyChar(" \t\n,.;:?!\"'()"), absl::SkipEmpty())) {}
   QuestionWords(const QuestionWords&) = delete;
   QuestionWords& operator=(const QuestionWords&) = delete;
   // Whether one of the question's words is one of `these`.
@@ -648,7 +669,7 @@ bool StatesDate(absl::string_view line) {
       "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
   const std::string lower = absl::AsciiStrToLower(line);
   const std::vector<absl::string_view> tokens =
-      absl::StrSplit(lower, absl::ByAnyChar(" \t,.;:()/\"'"), absl::SkipEmpty());
+      absl::StrSplit(lower, AnyChar(" \t,.;:()/\"'"), absl::SkipEmpty());
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (kWeekdays->contains(tokens[i])) return true;
     if (MonthOf(tokens[i]) > 0 && DayBeside(tokens, i) != std::string::npos) return true;
@@ -805,7 +826,7 @@ bool AsksHash(const QuestionWords& question) {
 // Whether `text` holds a figure: a token with two digits or more ("EUR
 // 4,812.50", "PLAT-3397", "15:30").
 bool HoldsFigure(absl::string_view text) {
-  for (absl::string_view token : absl::StrSplit(text, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+  for (absl::string_view token : absl::StrSplit(text, AnyChar(" \t"), absl::SkipEmpty())) {
     int digits = 0;
     for (char c : token) digits += absl::ascii_isdigit(static_cast<unsigned char>(c)) ? 1 : 0;
     if (digits >= 2) return true;
@@ -872,7 +893,7 @@ bool AsksTicket(const QuestionWords& question) {
 // or more ("MTR-4821", "PLAT-2612", "INC-40021"), or a number of three
 // digits or more after '#' ("PR #2291").
 bool StatesTicket(absl::string_view line) {
-  for (absl::string_view token : absl::StrSplit(line, absl::ByAnyChar(" \t,;:()[]{}<>\"'`=|"),
+  for (absl::string_view token : absl::StrSplit(line, AnyChar(" \t,;:()[]{}<>\"'`=|"),
                                                 absl::SkipEmpty())) {
     token = absl::StripSuffix(token, ".");
     if (absl::ConsumePrefix(&token, "#")) {
@@ -956,7 +977,7 @@ bool AsksStart(const QuestionWords& question) {
       rest = absl::StripLeadingAsciiWhitespace(rest);
       if (rest.empty() || absl::StrContains(",.?!;:)", rest[0])) return true;
       const std::vector<absl::string_view> next =
-          absl::StrSplit(rest.substr(0, 48), absl::ByAnyChar(" ,.?!;:"), absl::SkipEmpty());
+          absl::StrSplit(rest.substr(0, 48), AnyChar(" ,.?!;:"), absl::SkipEmpty());
       if (next.empty()) return true;
       if (kNow->contains(next[0])) return true;
       if (next[0] == "of" && next.size() >= 3 &&
@@ -973,7 +994,7 @@ bool AsksStart(const QuestionWords& question) {
 // ("2.18.6-1", "1.4.0rc2"), or two or more after a 'v' ("v0.6.3",
 // "v2.31"); not four (an IPv4 address) nor a plain decimal ("242.8").
 bool StatesVersion(absl::string_view line) {
-  for (absl::string_view token : absl::StrSplit(line, absl::ByAnyChar(" \t,;:()[]{}<>\"'`=|@/"),
+  for (absl::string_view token : absl::StrSplit(line, AnyChar(" \t,;:()[]{}<>\"'`=|@/"),
                                                 absl::SkipEmpty())) {
     token = absl::StripSuffix(token, ".");
     const bool v = absl::ConsumePrefix(&token, "v") || absl::ConsumePrefix(&token, "V");
@@ -1005,7 +1026,7 @@ bool StatesVersion(absl::string_view line) {
 // name ("values.canary.yaml") nor a version.
 std::vector<absl::string_view> HostsIn(absl::string_view line) {
   std::vector<absl::string_view> hosts;
-  for (absl::string_view token : absl::StrSplit(line, absl::ByAnyChar(" \t,;()[]{}<>\"'`=|"),
+  for (absl::string_view token : absl::StrSplit(line, AnyChar(" \t,;()[]{}<>\"'`=|"),
                                                 absl::SkipEmpty())) {
     token = absl::StripSuffix(absl::StripSuffix(token, "."), ":");
     if (const size_t colon = token.find(':'); colon != absl::string_view::npos) {
@@ -1037,7 +1058,7 @@ std::vector<absl::string_view> HostsIn(absl::string_view line) {
 // alone: a part of a name ("exporter-febdfb11f-68e1e", a pod's) is not one.
 bool StatesHash(absl::string_view line) {
   for (absl::string_view token :
-       absl::StrSplit(line, absl::ByAnyChar(" \t\"'`,;:=()[]{}<>"), absl::SkipEmpty())) {
+       absl::StrSplit(line, AnyChar(" \t\"'`,;:=()[]{}<>"), absl::SkipEmpty())) {
     token = absl::StripSuffix(token, ".");
     if (token.size() < 7 || token.size() > 64) continue;
     bool digit = false, letter = false, hex = true;
@@ -1199,7 +1220,7 @@ bool NamesADuration(absl::string_view before) {
   static const auto* const kEstimated = new absl::flat_hash_set<std::string>{
       "estimated", "estimate", "expected", "projected"};
   std::vector<std::string> words;
-  for (absl::string_view w : absl::StrSplit(before, absl::ByAnyChar(" \t:=,([\""),
+  for (absl::string_view w : absl::StrSplit(before, AnyChar(" \t:=,([\""),
                                             absl::SkipEmpty())) {
     // A summary's leader dots ("rows read ....... 207,595,143").
     if (w.find_first_not_of('.') == absl::string_view::npos) continue;
@@ -1311,7 +1332,7 @@ std::vector<std::vector<std::string>> SpelledOut(absl::string_view sentence) {
   std::vector<std::vector<std::string>> out;
   const std::string lower = absl::AsciiStrToLower(sentence);
   for (absl::string_view word :
-       absl::StrSplit(lower, absl::ByAnyChar(" \t\n,.;:?!\"'()[]{}/-_@="), absl::SkipEmpty())) {
+       absl::StrSplit(lower, AnyChar(" \t\n,.;:?!\"'()[]{}/-_@="), absl::SkipEmpty())) {
     std::vector<std::string> forms = WordForms(word);
     if (forms.size() > 1) out.push_back(std::move(forms));
   }
@@ -1412,7 +1433,7 @@ std::string Provenance(const RecalledPassage& p) {
 // and after a word a punctuation mark ends (it ends a name).
 std::vector<std::string> PlainWords(absl::string_view sentence) {
   std::vector<std::string> words;
-  for (absl::string_view raw : absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+  for (absl::string_view raw : absl::StrSplit(sentence, AnyChar(" \t\n"), absl::SkipEmpty())) {
     std::string word = absl::AsciiStrToLower(raw);
     if (absl::EndsWith(word, "'s")) word.resize(word.size() - 2);
     while (!word.empty() && absl::ascii_ispunct(static_cast<unsigned char>(word.back()))) {
@@ -1723,7 +1744,7 @@ size_t AsideOpening(absl::string_view text) {
   if (end == absl::string_view::npos) return 0;
   std::vector<std::string> words;
   for (absl::string_view raw :
-       absl::StrSplit(text.substr(0, end), absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+       absl::StrSplit(text.substr(0, end), AnyChar(" \t\n"), absl::SkipEmpty())) {
     words.push_back(absl::AsciiStrToLower(absl::StripAsciiWhitespace(raw)));
   }
   if (words.empty() || words.size() > kMaxAsideWords) return 0;
@@ -1971,7 +1992,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
         s < contrasts_from &&
         (!asks || absl::EndsWith(absl::StripTrailingAsciiWhitespace(sentence), "?") ||
          std::vector<absl::string_view>(
-             absl::StrSplit(sentence, absl::ByAnyChar(" \t\n"), absl::SkipEmpty()))
+             absl::StrSplit(sentence, AnyChar(" \t\n"), absl::SkipEmpty()))
                  .size() <= kFragmentWords);
     // SearchTerms lists a compound before its parts: the parts belong to
     // the compound's word. An abbreviation spelled out to several words
@@ -2868,7 +2889,7 @@ void Weigh(std::initializer_list<const std::map<int, double>*> on_line, double n
 // test runner's or a query's summary states how many.
 bool CountsQuestionWord(const QuestionWeights& q, absl::string_view piece) {
   const std::vector<absl::string_view> tokens =
-      absl::StrSplit(piece, absl::ByAnyChar(" \t,;()[]|=:"), absl::SkipEmpty());
+      absl::StrSplit(piece, AnyChar(" \t,;()[]|=:"), absl::SkipEmpty());
   for (size_t i = 0; i + 1 < tokens.size(); ++i) {
     const absl::string_view n = tokens[i];
     if (!absl::ascii_isdigit(static_cast<unsigned char>(n.front())) ||
