@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/ascii.h"
@@ -44,6 +45,12 @@ class AnyChar {
  private:
   std::array<bool, 256> in_{};
 };
+
+// Question words (by their place in the question) with what each weighs.
+// A question has a few dozen at most, and ranking makes thousands of these
+// a call: a B-tree keeps them in a few nodes where std::map allocates one
+// node a word (BENCHMARKS.md).
+using WordWeights = absl::btree_map<int, double>;
 
 const absl::flat_hash_set<absl::string_view>& StopwordList();
 
@@ -182,10 +189,10 @@ struct Candidate {
   RecalledPassage passage;
   // Question words the passage holds, with what each weighs on it (a word
   // too common to search by at a share of its weight).
-  std::map<int, double> line;
+  WordWeights line;
   // Question words its item, or its item's exchange, holds that the
   // passage does not, with what each weighs from there.
-  std::map<int, double> context;
+  WordWeights context;
   // Found for its value through its exchange.
   bool value = false;
   // The line has the answer's shape (a run's total time, a schedule, a
@@ -2123,17 +2130,17 @@ struct QuestionWeights {
   // Question words the history does not hold at all (none of their
   // terms), with what a word one item holds would weigh: the question is
   // about them too, and nothing recalled answers them.
-  std::map<int, double> unseen;
+  WordWeights unseen;
   // The days the question names (RecallQuery::days), with the words that
   // name each and what they weigh: a line writing the day holds them.
   struct Day {
     int month = 0, day = 0;
-    std::map<int, double> words;
+    WordWeights words;
   };
   std::vector<Day> days;
   // The words of the days `text` writes (WritesDay).
-  std::map<int, double> DayWordsIn(absl::string_view text) const {
-    std::map<int, double> words;
+  WordWeights DayWordsIn(absl::string_view text) const {
+    WordWeights words;
     for (const Day& day : days) {
       if (WritesDay(text, day.month, day.day)) words.insert(day.words.begin(), day.words.end());
     }
@@ -2144,8 +2151,8 @@ struct QuestionWeights {
     return std::any_of(days.begin(), days.end(), [](const Day& d) { return d.day == 0; });
   }
   // The words of the months named alone that are `month`.
-  std::map<int, double> MonthWords(int month) const {
-    std::map<int, double> words;
+  WordWeights MonthWords(int month) const {
+    WordWeights words;
     for (const Day& day : days) {
       if (day.day == 0 && day.month == month) words.insert(day.words.begin(), day.words.end());
     }
@@ -2263,10 +2270,10 @@ struct QuestionWeights {
   }
 
   // Each word's weight in a text of `terms`: its heaviest term there.
-  static std::map<int, double> WordsIn(
+  static WordWeights WordsIn(
       const absl::flat_hash_map<std::string, std::pair<int, double>>& weights,
       absl::Span<const std::string> terms) {
-    std::map<int, double> words;
+    WordWeights words;
     for (const std::string& t : terms) {
       auto w = weights.find(t);
       if (w == weights.end()) continue;
@@ -2275,15 +2282,15 @@ struct QuestionWeights {
     }
     return words;
   }
-  std::map<int, double> Words(absl::Span<const std::string> terms) const {
+  WordWeights Words(absl::Span<const std::string> terms) const {
     return WordsIn(weight_of, terms);
   }
-  std::map<int, double> Common(absl::Span<const std::string> terms) const {
+  WordWeights Common(absl::Span<const std::string> terms) const {
     return WordsIn(common_of, terms);
   }
   // Every question word the history holds, with its weight.
-  std::map<int, double> AllWords() const {
-    std::map<int, double> words;
+  WordWeights AllWords() const {
+    WordWeights words;
     for (const auto* weights : {&weight_of, &common_of}) {
       for (const auto& [term, word_weight] : *weights) {
         double& best = words[word_weight.first];
@@ -2315,7 +2322,7 @@ struct QuestionWeights {
   }
   // Whether `words` answer the question as a passage must: two of its
   // words, or a rare one.
-  bool Answers(const std::map<int, double>& words) const {
+  bool Answers(const WordWeights& words) const {
     bool answers = words.size() >= 2;
     for (const auto& [w, weight] : words) answers |= rare_words.contains(w);
     return answers;
@@ -2413,13 +2420,13 @@ std::vector<std::pair<size_t, size_t>> ShapedByPlace(
 // tool's output of the same turn holds (a long log read beside it) does
 // not say what this one is about.
 bool AddExchangeWords(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
-                      const std::vector<std::string>& call, const std::map<int, double>* talk,
-                      const std::map<int, double>& own, std::map<int, double>& words) {
+                      const std::vector<std::string>& call, const WordWeights* talk,
+                      const WordWeights& own, WordWeights& words) {
   const bool answer = item.data.kind == ItemKind::kToolResult ||
                       (item.data.kind == ItemKind::kMessage && item.data.role == Role::kAssistant);
   auto exchange = hits.exchange_terms.find(item.sequence);
   if (!answer || exchange == hits.exchange_terms.end()) return false;
-  const std::map<int, double> called = q.Words(call);
+  const WordWeights called = q.Words(call);
   bool any = false;
   for (const auto& [w, weight] : q.Words(exchange->second)) {
     if (own.contains(w)) continue;
@@ -2445,8 +2452,8 @@ struct Piece {
   // Whether its words are known yet (a piece that may hold only common
   // words is split only when its item's values matter).
   bool known = false;
-  std::map<int, double> words;   // The question's searched words among them.
-  std::map<int, double> common;  // Its words too common to search by.
+  WordWeights words;   // The question's searched words among them.
+  WordWeights common;  // Its words too common to search by.
   bool holds_value = false;      // HoldsValue of its terms.
   double length = 1;             // WordCount of its terms.
 };
@@ -2700,7 +2707,7 @@ class KeysOver {
   // Adds to `under` the question's words of the keys over line `li` (at
   // most kMaxKeys up) that `words` (the line's own) does not hold, at
   // kUnderKey of their weight; returns the nearest key holding one, or -1.
-  int Over(size_t li, const std::map<int, double>& words, std::map<int, double>& under) {
+  int Over(size_t li, const WordWeights& words, WordWeights& under) {
     int nearest = -1;
     // A comment right above a setting says what it is ("; abort when
     // rejected/read goes above reject_guard" over "reject_guard =
@@ -2726,7 +2733,7 @@ class KeysOver {
   }
 
  private:
-  const std::map<int, double>& WordsOf(int k) {
+  const WordWeights& WordsOf(int k) {
     auto [it, added] = words_.try_emplace(k);
     if (added) {
       const absl::string_view key = Shown(lines_, static_cast<size_t>(k));
@@ -2738,7 +2745,7 @@ class KeysOver {
   const QuestionWeights& q_;
   const std::vector<std::pair<size_t, absl::string_view>>& lines_;
   const std::vector<int> parents_;
-  absl::flat_hash_map<int, std::map<int, double>> words_;
+  absl::flat_hash_map<int, WordWeights> words_;
 };
 
 // For a month named alone, the month of the record each line of `lines`
@@ -2869,10 +2876,10 @@ RecalledPassage PassageOf(const Item& item, const std::string& call, size_t offs
 // shows them) and as context (`item_words`, its item's and exchange's,
 // that its line lacks); its worth, both together, but for the words only
 // a contrast holds (`contrast`) on its line.
-void Weigh(std::initializer_list<const std::map<int, double>*> on_line, double norm,
-           const std::map<int, double>& shown, const std::map<int, double>& item_words,
+void Weigh(std::initializer_list<const WordWeights*> on_line, double norm,
+           const WordWeights& shown, const WordWeights& item_words,
            const absl::flat_hash_set<int>& contrast, Candidate& c) {
-  for (const std::map<int, double>* words : on_line) {
+  for (const WordWeights* words : on_line) {
     for (const auto& [w, weight] : *words) c.line[w] = std::max(c.line[w], weight * norm);
   }
   for (auto& [w, weight] : c.line) weight *= shown.contains(w) ? kShownInCall : 1.0;
@@ -2938,7 +2945,7 @@ bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
 }
 
 // Whether `words` hold one only a contrast of the question holds.
-bool HoldsContrast(const QuestionWeights& q, const std::map<int, double>& words) {
+bool HoldsContrast(const QuestionWeights& q, const WordWeights& words) {
   return std::any_of(words.begin(), words.end(),
                      [&](const auto& word) { return q.contrast.contains(word.first); });
 }
@@ -2996,7 +3003,7 @@ PassageText TextAround(const std::vector<std::pair<size_t, absl::string_view>>& 
 // The candidate passages of one found item, added to `out` (texts already
 // in `seen` are not added again).
 void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeights& q,
-                   const std::map<int, double>* talk, absl::flat_hash_set<std::string>& seen,
+                   const WordWeights* talk, absl::flat_hash_set<std::string>& seen,
                    std::vector<Candidate>& out) {
   const std::string& content = item.data.content;
   const auto lines = TextLines(content);
@@ -3010,12 +3017,12 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   const absl::string_view title = TitleOf(lines);
   // The item's words, and its exchange's (its turn's: the call, the
   // question that led to it) that it does not hold itself.
-  std::map<int, double> own;
+  WordWeights own;
   for (const Piece& p : pieces) {
     for (const auto& [w, weight] : p.words) own[w] = weight;
   }
   // Each word with what it weighs as context of the item's lines.
-  std::map<int, double> item_words;
+  WordWeights item_words;
   for (const auto& [w, weight] : own) item_words[w] = weight * kItemContext;
   std::string call;
   if (auto it = hits.calls.find(item.sequence); it != hits.calls.end()) call = it->second;
@@ -3023,14 +3030,14 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
   bool through_exchange = AddExchangeWords(item, hits, q, call_terms, talk, own, item_words);
   // A call writing a day the question names ("s3 ls .../dt=2026-12-01/")
   // names it for its output, as its words do.
-  const std::map<int, double> day_in_call = q.DayWordsIn(call);
+  const WordWeights day_in_call = q.DayWordsIn(call);
   for (const auto& [w, weight] : day_in_call) {
     if (own.contains(w)) continue;
     item_words[w] = std::max(item_words[w], weight * kExchangeContext);
     through_exchange = true;
   }
   if (item_words.empty()) return;
-  std::map<int, double> shown = q.Words(call_terms);
+  WordWeights shown = q.Words(call_terms);
   for (const auto& [w, weight] : q.Common(call_terms)) shown[w] = weight;
   shown.insert(day_in_call.begin(), day_in_call.end());
   // An output whose call names the thing beside the one asked for (the
@@ -3056,18 +3063,18 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
     const absl::string_view piece = p.text;
     // A line writing a day the question names holds the words naming it
     // (a copy of the piece's words only then).
-    std::map<int, double> dated = q.days.empty() ? std::map<int, double>() : q.DayWordsIn(piece);
+    WordWeights dated = q.days.empty() ? WordWeights() : q.DayWordsIn(piece);
     if (dated.empty() && q.NamesMonth() && FirstMonthWritten(piece) == 0) {
       if (const int month = record_months.Of(li); month > 0) dated = q.MonthWords(month);
     }
     if (!dated.empty()) dated.insert(p.words.begin(), p.words.end());
-    const std::map<int, double>& words = dated.empty() ? p.words : dated;
-    const std::map<int, double>& common = p.common;
+    const WordWeights& words = dated.empty() ? p.words : dated;
+    const WordWeights& common = p.common;
     // The question's words of the keys the line sits under ("prod:" over
     // "threads: 7"), and the nearest of those keys holding one.
-    std::map<int, double> under;
+    WordWeights under;
     const int key_line = piece.size() == line.size() ? keys.Over(li, words, under) : -1;
-    std::map<int, double> named = words;
+    WordWeights named = words;
     named.insert(under.begin(), under.end());
     const bool eligible = q.Answers(named);
     // A value line holds a word of the question too (often a common
@@ -3144,7 +3151,7 @@ void AddCandidates(const Item& item, const HistoryHits& hits, const QuestionWeig
 // asks about, in whatever words).
 void AddOpeningCandidates(const Item& item, const QuestionWeights& q,
                           absl::flat_hash_set<std::string>& seen, std::vector<Candidate>& out) {
-  std::map<int, double> all = q.AllWords();
+  WordWeights all = q.AllWords();
   all.insert(q.unseen.begin(), q.unseen.end());
   const auto lines = TextLines(item.data.content);
   int added = 0;
@@ -3170,9 +3177,9 @@ void AddOpeningCandidates(const Item& item, const QuestionWeights& q,
 // Each found turn's talk: the question's words its messages hold, each at
 // the share a long message's words count (a morning's long greeting shares
 // a word or two with most questions).
-absl::flat_hash_map<int64_t, std::map<int, double>> TalkOf(const HistoryHits& hits,
+absl::flat_hash_map<int64_t, WordWeights> TalkOf(const HistoryHits& hits,
                                                            const QuestionWeights& weights) {
-  absl::flat_hash_map<int64_t, std::map<int, double>> talk;
+  absl::flat_hash_map<int64_t, WordWeights> talk;
   for (const Item& item : hits.found) {
     if (item.data.kind != ItemKind::kMessage || item.redacted) continue;
     // Its words: kept by the search's copy, or split here.
@@ -3284,7 +3291,7 @@ std::vector<Candidate> CandidatesOf(const HistoryHits& hits, const QuestionWeigh
                                     const RecallLimits& limits, bool about_start) {
   std::vector<Candidate> candidates;
   absl::flat_hash_set<std::string> seen_texts;
-  const absl::flat_hash_map<int64_t, std::map<int, double>> talk = TalkOf(hits, weights);
+  const absl::flat_hash_map<int64_t, WordWeights> talk = TalkOf(hits, weights);
   if (about_start) {
     for (const Item& item : hits.found) {
       if (limits.shown.contains(item.sequence) || item.redacted ||
@@ -3370,7 +3377,7 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   // in common with (a poem, the weather) recalls nothing.
   const double total = weights.Total();
   auto answered = [&](const Candidate& c) {
-    std::map<int, double> words;
+    WordWeights words;
     for (const auto* part : {&weights.weight_of, &weights.common_of}) {
       for (const auto& [term, word_weight] : *part) {
         if (c.context.contains(word_weight.first) ||
