@@ -179,6 +179,9 @@ constexpr int kMaxMisfits = 8;
 // A question word of a key a line sits under ("prod:" over "threads: 7")
 // counts this much on the line, for at most kMaxKeys keys up.
 constexpr double kUnderKey = 0.8;
+// A record of a list (KeysOver::OpensRecord) is named by its lines this
+// far down at most.
+constexpr size_t kMaxRecordLines = 40;
 constexpr int kMaxKeys = 3;
 // Neighbouring lines shown with a value line, when at most this long.
 constexpr size_t kMaxNeighbourBytes = 200;
@@ -2737,9 +2740,45 @@ class KeysOver {
     auto [it, added] = words_.try_emplace(k);
     if (added) {
       const absl::string_view key = Shown(lines_, static_cast<size_t>(k));
-      if (OpensBlock(key)) it->second = q_.Words(SearchTerms(key));
+      if (OpensRecord(static_cast<size_t>(k))) {
+        it->second = RecordWords(static_cast<size_t>(k));
+      } else if (OpensBlock(key)) {
+        it->second = q_.Words(SearchTerms(key));
+      }
     }
     return it->second;
+  }
+
+  // Whether line `k` opens one record of a list, which no key names: a
+  // "{" right under a JSON array's "[" (not a document's outer brace), a
+  // YAML "- " item.
+  bool OpensRecord(size_t k) const {
+    const absl::string_view line = absl::StripAsciiWhitespace(AfterLineNumber(lines_[k].second));
+    if (line != "{" || parents_[k] < 0) return false;
+    return absl::EndsWith(
+        absl::StripTrailingAsciiWhitespace(lines_[static_cast<size_t>(parents_[k])].second), "[");
+  }
+
+  // The question's words of what names the record opened at line `k`: the
+  // names its lines set a key to, rather than figures ("on_hand_qty" of
+  // "column": "on_hand_qty" names the expectation whose "unexpected_count"
+  // under "result" is asked for; the key "column" names nothing), the
+  // opening line's own among them, at most kMaxRecordLines down.
+  WordWeights RecordWords(size_t k) {
+    WordWeights words;
+    const int indent = IndentOf(AfterLineNumber(lines_[k].second));
+    for (size_t j = k; j < lines_.size() && j < k + kMaxRecordLines; ++j) {
+      const absl::string_view line = Shown(lines_, j);
+      const int in = IndentOf(AfterLineNumber(lines_[j].second));
+      if (j > k && in >= 0 && in <= indent) break;
+      const absl::string_view name = line.empty() ? absl::string_view() : Assigned(line);
+      if (name.empty() || HasDigit(name)) continue;
+      for (const auto& [w, weight] : q_.Words(SearchTerms(name))) {
+        double& best = words[w];
+        best = std::max(best, weight);
+      }
+    }
+    return words;
   }
 
   const QuestionWeights& q_;

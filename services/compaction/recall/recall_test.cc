@@ -288,6 +288,32 @@ TEST_F(RecallTest, TheWriteAheadLogSpelledOutFindsTheWalSetting) {
   EXPECT_THAT(RenderRecalled(got), HasSubstr("+max_wal_size = 64GB"));
 }
 
+TEST_F(RecallTest, AJsonRecordsNameCountsForItsFigures) {
+  // A validation result lists one record per check: the column a check is
+  // about is set in its "kwargs", the count asked for under its "result".
+  std::string result = "{\n  \"success\": false,\n  \"results\": [\n";
+  const std::pair<const char*, int> checks[] = {
+      {"site_code", 0}, {"on_hand_qty", 2056}, {"reserved_qty", 0}, {"snapshot_ts", 0}};
+  for (const auto& [column, failed] : checks) {
+    absl::StrAppend(&result, "    {\n      \"success\": ", failed == 0 ? "true" : "false",
+                    ",\n      \"expectation_config\": {\n        \"kwargs\": {\n",
+                    "          \"column\": \"", column, "\"\n        }\n      },\n",
+                    "      \"result\": {\n        \"element_count\": 394853,\n",
+                    "        \"unexpected_count\": ", failed, ",\n",
+                    "        \"missing_count\": 3\n      }\n    },\n");
+  }
+  absl::StrAppend(&result, "  ]\n}\n");
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Open the stored result of the stock levels suite."),
+      Stored(2, Role::kTool, ItemKind::kToolResult, result, "read_file")};
+  const RecallQuery q =
+      ParseRecallQuery("In the stock levels suite's result, how many unexpected on-hand rows?");
+  HistoryHits hits = OutputAfterMessage(items, q);
+  const std::vector<RecalledPassage> got = Rank(q, hits, 120, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("\"unexpected_count\": 2056"));
+}
+
 TEST_F(RecallTest, ADigitOfACompoundIsAWordOfTheQuestion) {
   // "8-CPU": the digit says which of otherwise alike lines is meant (a Go
   // benchmark's "-8" suffix); a lone letter of a compound says nothing.
