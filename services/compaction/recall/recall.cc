@@ -2750,8 +2750,10 @@ class KeysOver {
   }
 
   // Whether line `k` opens one record of a list, which no key names: a
-  // "{" right under a JSON array's "[" (not a document's outer brace), a
-  // YAML "- " item.
+  // "{" right under a JSON array's "[" (not a document's outer brace).
+  // YAML's "- " items are not read so: a file list's "- path:
+  // generation_config.json" then named its sizes for a question about
+  // generation settings (BENCHMARKS.md).
   bool OpensRecord(size_t k) const {
     const absl::string_view line = absl::StripAsciiWhitespace(AfterLineNumber(lines_[k].second));
     if (line != "{" || parents_[k] < 0) return false;
@@ -2762,8 +2764,8 @@ class KeysOver {
   // The question's words of what names the record opened at line `k`: the
   // names its lines set a key to, rather than figures ("on_hand_qty" of
   // "column": "on_hand_qty" names the expectation whose "unexpected_count"
-  // under "result" is asked for; the key "column" names nothing), the
-  // opening line's own among them, at most kMaxRecordLines down.
+  // under "result" is asked for; the key "column" names nothing), at most
+  // kMaxRecordLines down.
   WordWeights RecordWords(size_t k) {
     WordWeights words;
     const int indent = IndentOf(AfterLineNumber(lines_[k].second));
@@ -2771,9 +2773,9 @@ class KeysOver {
       const absl::string_view line = Shown(lines_, j);
       const int in = IndentOf(AfterLineNumber(lines_[j].second));
       if (j > k && in >= 0 && in <= indent) break;
-      const absl::string_view name = line.empty() ? absl::string_view() : Assigned(line);
-      if (name.empty() || HasDigit(name)) continue;
-      for (const auto& [w, weight] : q_.Words(SearchTerms(name))) {
+      const absl::string_view value = line.empty() ? absl::string_view() : Assigned(line);
+      if (value.empty() || HasDigit(value)) continue;
+      for (const auto& [w, weight] : q_.Words(SearchTerms(value))) {
         double& best = words[w];
         best = std::max(best, weight);
       }
