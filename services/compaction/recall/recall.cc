@@ -1778,21 +1778,33 @@ size_t AsideOpening(absl::string_view text) {
 // up to the clause's end, where the clause says someone did something
 // ("before we switched to the tuned batch profile", "before I bumped it")
 // or names a change ("before the batch profile change", "before
-// Thandiwe's batch changes"), which `later_change` tells; and one setting
+// Thandiwe's batch changes"), which `later_change` tells; one pointing to
+// a change made earlier, "after" or "once" so ("once Rupert's date fix was
+// in", "after the coupon fix went in"), which `earlier_change` tells; and
+// one setting
 // something aside ("leaving aside the flaky timeout one", "apart from the
 // retries", "not counting staging"). "Before it failed" or "before they
 // expire" say what is asked about, and stay. A contrast ("not the lines
 // table", "ignore the staging copy") goes to `contrasted`: its words
 // are said aside, and mark a passage of the thing beside the one asked for
 // (RecallQuery::contrast).
+// Whether the "after" at `at` of `lower` follows "how long" or "how soon"
+// ("how long after a view can an order credit it"): a duration asked for,
+// not a clause.
+bool AfterHowLong(absl::string_view lower, size_t at) {
+  const absl::string_view before = absl::StripTrailingAsciiWhitespace(lower.substr(0, at));
+  return absl::EndsWith(before, "how long") || absl::EndsWith(before, "how soon");
+}
+
 std::string WithoutOtherThings(absl::string_view text, bool* later_change,
-                               std::vector<std::string>* contrasted) {
+                               bool* earlier_change, std::vector<std::string>* contrasted) {
   static const auto* const kChanges = new absl::flat_hash_set<absl::string_view>{
       "change",  "changes", "changed", "switch",  "fix",     "fixes", "bump",
       "upgrade", "update",  "patch",   "rollout", "cutover", "tweak", "tweaks"};
   static const auto* const kPeople =
       new absl::flat_hash_set<absl::string_view>{"we", "i", "someone"};
   constexpr absl::string_view kBefore[] = {"before ", "prior to "};
+  constexpr absl::string_view kAfter[] = {"after ", "once "};
   constexpr absl::string_view kAside[] = {"leaving aside ", "leave aside ", "setting aside ",
                                           "apart from ",    "aside from ",  "except ",
                                           "excluding ",     "not counting ", "other than "};
@@ -1806,7 +1818,7 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
   const std::string lower = absl::AsciiStrToLower(text);
   for (size_t from = 0; from < lower.size();) {
     size_t start = std::string::npos, words_at = 0;
-    enum { kLaterClause, kSetAsideClause, kContrastClause } clause = kLaterClause;
+    enum { kLaterClause, kEarlierClause, kSetAsideClause, kContrastClause } clause = kLaterClause;
     auto look_for = [&](absl::Span<const absl::string_view> openings, auto kind) {
       for (absl::string_view opening : openings) {
         const size_t pos = lower.find(opening.data(), from, opening.size());
@@ -1819,6 +1831,7 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
       }
     };
     look_for(kBefore, kLaterClause);
+    look_for(kAfter, kEarlierClause);
     look_for(kAside, kSetAsideClause);
     look_for(kContrast, kContrastClause);
     if (start == std::string::npos) break;
@@ -1832,9 +1845,10 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
     }
     const std::vector<absl::string_view> words = absl::StrSplit(
         absl::string_view(lower).substr(words_at, end - words_at), ' ', absl::SkipEmpty());
-    bool later = false;
+    bool later = false, first = false;
     for (size_t i = 0; i < words.size(); ++i) {
       const absl::string_view w = absl::StripSuffix(words[i], "'s");
+      first |= w == "first";
       later |= kChanges->contains(w);
       later |= i == 0 && kPeople->contains(w) && words.size() > 1;
     }
@@ -1853,10 +1867,19 @@ std::string WithoutOtherThings(absl::string_view text, bool* later_change,
       contrasted->push_back(std::string(text.substr(words_at, end - words_at)));
       absl::StrAppend(&out, text.substr(at, start - at));
       at = end;
+    } else if (clause == kEarlierClause &&
+               (!later || AfterHowLong(lower, start) || first ||
+                (end < lower.size() && lower[end] != ',' && lower[end] != '?'))) {
+      // "How long after someone sees an ad" asks for a duration; "after
+      // the first refund patch" for one point of several, not the latest; a clause
+      // running on to a sentence's end names what is asked about as often
+      // as the change ("After Anouk changed the batching on the search
+      // cluster we re-ran it."): kept.
     } else if (clause == kSetAsideClause || later) {
       absl::StrAppend(&out, text.substr(at, start - at));
       at = end;
       *later_change |= clause == kLaterClause;
+      *earlier_change |= clause == kEarlierClause;
     }
     from = end;
   }
@@ -1935,10 +1958,10 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   // profile") says which of several is asked for, the earlier; its words
   // are the later one's, and are not searched, nor those of a clause
   // setting something aside.
-  bool before_later = false;
+  bool before_later = false, after_earlier = false;
   std::vector<std::string> contrasted;
-  const std::string without_later =
-      WithIdiomsSaid(WithoutOtherThings(asked_text, &before_later, &contrasted));
+  const std::string without_later = WithIdiomsSaid(
+      WithoutOtherThings(asked_text, &before_later, &after_earlier, &contrasted));
   const absl::string_view text = without_later;
   const QuestionWords question(text);
   q.asks_duration = AsksDuration(question);
@@ -1946,6 +1969,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   q.asks_date = AsksDate(question);
   q.asks_first = AsksFirst(question) || before_later;
   q.asks_last = AsksLast(question);
+  q.asks_later = after_earlier && !q.asks_first && !q.asks_last;
   q.asks_frequency = AsksFrequency(question);
   q.asks_total = AsksTotal(question);
   q.asks_hash = AsksHash(question);
@@ -2173,7 +2197,7 @@ struct QuestionWeights {
         asks_host(query.asks_host),
         asks_ticket(query.asks_ticket),
         asks_version(query.asks_version),
-        asks_order(query.asks_first || query.asks_last) {
+        asks_order(query.asks_first || query.asks_last || query.asks_later) {
     for (size_t i = 0; query.asks_host && i < query.terms.size(); ++i) {
       if (i >= query.stand_in.size() || !query.stand_in[i]) own_terms.insert(query.terms[i]);
     }
@@ -3440,6 +3464,9 @@ std::vector<RecalledPassage> RankPassages(const RecallQuery& query, const Histor
   // last line of its item.
   if (query.asks_first || query.asks_last) {
     MarkLater(candidates, query.asks_first || !query.asks_last, query.asks_last);
+  } else if (query.asks_later) {
+    // "Once Rupert's date fix was in": the latest of alike outputs.
+    MarkLater(candidates, /*first_item=*/false, /*last_line=*/false);
   }
   // The greedy pass looks at the best candidates by their own score only.
   if (candidates.size() > kMaxCandidates) {

@@ -52,6 +52,11 @@ struct RecallQuery {
   // last counts most (the earliest item's, when it asks for the first as
   // well).
   bool asks_last = false;
+  // ... or the later of several alike, after a change the question names
+  // ("how long did the settlement job take once Rupert's date fix was
+  // in?", whose clause naming the earlier change is not searched): of
+  // alike value lines, the latest item's counts most.
+  bool asks_later = false;
   // ... or how often something happens ("how often does the sensor
   // re-check?"): a line setting an interval ("poke_interval=840") answers
   // it the same way.

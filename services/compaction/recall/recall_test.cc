@@ -1118,6 +1118,61 @@ TEST_F(RecallTest, TheSectionShowsALineTwoPassagesShareOnce) {
   EXPECT_EQ(keys, 1u) << text;
 }
 
+// A clause naming an earlier change ("once Rupert's date fix was in")
+// asks for the later of alike outputs; its words are the change's, said
+// in another exchange than the answer's, and are not searched. "How long
+// after", "after the first patch" and a clause running on to a sentence's
+// end are read as they are.
+TEST_F(RecallTest, AClauseNamingAnEarlierChangeAsksForTheLaterOne) {
+  const RecallQuery once = ParseRecallQuery(
+      "Once Rupert's date fix was in, how long did the settlement job take on staging?");
+  EXPECT_TRUE(once.asks_later);
+  EXPECT_FALSE(once.asks_first);
+  EXPECT_THAT(absl::StrJoin(once.terms, " "),
+              AllOf(Not(HasSubstr("rupert")), HasSubstr("settlement")));
+  EXPECT_TRUE(ParseRecallQuery("After the stacking patch, how many promo tests passed?").asks_later);
+  const RecallQuery ad = ParseRecallQuery(
+      "How long after someone sees an ad can an order still give it credit?");
+  EXPECT_FALSE(ad.asks_later);
+  EXPECT_THAT(absl::StrJoin(ad.terms, " "), HasSubstr("credit"));
+  const RecallQuery first =
+      ParseRecallQuery("Which spec was still failing after the first refund patch?");
+  EXPECT_FALSE(first.asks_later);
+  EXPECT_THAT(absl::StrJoin(first.terms, " "), HasSubstr("refund"));
+  const RecallQuery sentence = ParseRecallQuery(
+      "After Anouk changed the batching on the search cluster we re-ran it. What checksum came "
+      "out?");
+  EXPECT_FALSE(sentence.asks_later);
+  EXPECT_THAT(absl::StrJoin(sentence.terms, " "), HasSubstr("cluster"));
+  EXPECT_FALSE(ParseRecallQuery("How long did the settlement job take on staging?").asks_later);
+
+  // Two runs of the job, their logs alike but for their figures, with the
+  // change in an exchange between them: the later run answers, not the
+  // change's diff (whose exchange holds "Rupert", "date" and "fix").
+  const std::vector<Item> items = {
+      Stored(1, Role::kUser, ItemKind::kMessage, "Kick it off."),
+      Stored(2, Role::kTool, ItemKind::kToolResult,
+             "job started, value date 2026-04-22\nsettlement job finished: FAILED, wall time "
+             "2h58m37s",
+             "bash"),
+      Stored(3, Role::kUser, ItemKind::kMessage,
+             "Rupert merged his date fix for the settlement job. Show me the diff."),
+      Stored(4, Role::kTool, ItemKind::kToolResult,
+             "-  value_date: timestamp\n+  value_date: date", "git"),
+      Stored(5, Role::kUser, ItemKind::kMessage, "Again, please."),
+      Stored(6, Role::kTool, ItemKind::kToolResult,
+             "job started, value date 2026-05-04\nsettlement job finished: OK, wall time 3h22m26s",
+             "bash")};
+  HistoryHits hits = HitsFor(items, once);
+  hits.items = 1000;
+  for (int64_t output : {2, 4, 6}) {
+    hits.exchange_terms[output] = SearchTerms(items[static_cast<size_t>(output) - 2].data.content);
+  }
+  const std::vector<RecalledPassage> got = Rank(once, hits, 120, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("3h22m26s"));
+}
+
 // "The first dry run" asks for the earliest of alike outputs: its value
 // line ranks above a later run's line that reads the same but for its
 // figures (of equals, the newest would be picked).
