@@ -87,6 +87,13 @@ HistoryHits HitsFor(const std::vector<Item>& items, const RecallQuery& q) {
   return hits;
 }
 
+// A history of the user's `message` (item 1) and the `tool`'s `output`
+// after it (item 2), for OutputAfterMessage.
+std::vector<Item> MessageThenOutput(std::string message, std::string output, std::string tool) {
+  return {Stored(1, Role::kUser, ItemKind::kMessage, std::move(message)),
+          Stored(2, Role::kTool, ItemKind::kToolResult, std::move(output), std::move(tool))};
+}
+
 // HitsFor a history where item 2 is a tool's output after the user's
 // message (item 1), its exchange, weighed as in a history of a thousand
 // items.
@@ -275,17 +282,12 @@ TEST_F(RecallTest, TheWriteAheadLogSpelledOutFindsTheWalSetting) {
                           "+lock_timeout = 30s", " log_temp_files = 0"}) {
     absl::StrAppend(&diff, row, "\n");
   }
-  const std::vector<Item> items = {
-      Stored(1, Role::kUser, ItemKind::kMessage, "What does Tobias change in the server settings?"),
-      Stored(2, Role::kTool, ItemKind::kToolResult, diff, "git")};
+  const std::vector<Item> items =
+      MessageThenOutput("What does Tobias change in the server settings?", diff, "git");
   const RecallQuery q =
       ParseRecallQuery("In Tobias's settings, how far may the write-ahead log grow now?");
-  HistoryHits hits = OutputAfterMessage(items, q);
-  RecallLimits limits;
-  limits.max_tokens = 150;
-  limits.max_passages = 2;
-  const std::vector<RecalledPassage> got = RankPassages(q, hits, *tokenizer_, limits);
-  EXPECT_THAT(RenderRecalled(got), HasSubstr("+max_wal_size = 64GB"));
+  EXPECT_THAT(RenderRecalled(Rank(q, OutputAfterMessage(items, q), 150, 2)),
+              HasSubstr("+max_wal_size = 64GB"));
 }
 
 TEST_F(RecallTest, AJsonRecordsNameCountsForItsFigures) {
@@ -303,13 +305,11 @@ TEST_F(RecallTest, AJsonRecordsNameCountsForItsFigures) {
                     "        \"missing_count\": 3\n      }\n    },\n");
   }
   absl::StrAppend(&result, "  ]\n}\n");
-  const std::vector<Item> items = {
-      Stored(1, Role::kUser, ItemKind::kMessage, "Open the stored result of the stock levels suite."),
-      Stored(2, Role::kTool, ItemKind::kToolResult, result, "read_file")};
+  const std::vector<Item> items = MessageThenOutput(
+      "Open the stored result of the stock levels suite.", result, "read_file");
   const RecallQuery q =
       ParseRecallQuery("In the stock levels suite's result, how many unexpected on-hand rows?");
-  HistoryHits hits = OutputAfterMessage(items, q);
-  const std::vector<RecalledPassage> got = Rank(q, hits, 120, 1);
+  const std::vector<RecalledPassage> got = Rank(q, OutputAfterMessage(items, q), 120, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("\"unexpected_count\": 2056"));
 }
