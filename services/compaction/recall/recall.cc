@@ -944,6 +944,60 @@ bool AsksVersion(const QuestionWords& question) {
   return false;
 }
 
+// Whether `question` asks for a constant of code ("the constant as
+// written", "the millisecond constant near the top of that module").
+bool AsksConstant(const QuestionWords& question) {
+  static const auto* const kConstant =
+      new absl::flat_hash_set<absl::string_view>{"constant", "constants"};
+  return question.HoldsAny(*kConstant);
+}
+
+// Whether `line` defines a constant of code: an upper-case name (a letter
+// and two characters more) set to a value, after the words that may open
+// its definition ("REVERSE_CHARGE_MIN_CENTS = 1_400_000", "const
+// MAX_BACKOFF_MS = 30000;", "static final int PAGE_SIZE = 500;",
+// "#define MAX_RETRIES 5", "MAX_AGE: Final = 300"), not a comparison.
+bool DefinesConstant(absl::string_view line) {
+  static const auto* const kOpenings = new absl::flat_hash_set<absl::string_view>{
+      "export", "const", "static", "final", "public", "private", "protected", "pub",
+      "readonly", "constexpr", "inline", "int", "long", "float", "double", "str", "string",
+      "bool", "auto", "var", "let", "val", "#define"};
+  line = absl::StripLeadingAsciiWhitespace(WithoutLineNumber(line));
+  if (line.size() > 2 && (line[0] == '+' || line[0] == '-') && line[1] != line[0]) {
+    line = absl::StripLeadingAsciiWhitespace(line.substr(1));  // A diff's mark.
+  }
+  bool define = false;
+  while (true) {
+    const size_t end = line.find(' ');
+    if (end == absl::string_view::npos) return false;
+    const absl::string_view word = line.substr(0, end);
+    if (!kOpenings->contains(word)) break;
+    define |= word == "#define";
+    line = absl::StripLeadingAsciiWhitespace(line.substr(end));
+  }
+  size_t n = 0;
+  bool letter = false;
+  while (n < line.size() && (absl::ascii_isupper(static_cast<unsigned char>(line[n])) ||
+                             absl::ascii_isdigit(static_cast<unsigned char>(line[n])) ||
+                             line[n] == '_')) {
+    letter |= absl::ascii_isupper(static_cast<unsigned char>(line[n]));
+    ++n;
+  }
+  if (n < 3 || !letter || (n < line.size() && absl::ascii_islower(static_cast<unsigned char>(line[n])))) {
+    return false;
+  }
+  absl::string_view rest = absl::StripLeadingAsciiWhitespace(line.substr(n));
+  if (define) return !rest.empty();
+  // A type after a colon ("MAX_AGE: Final[int] = 300").
+  if (absl::ConsumePrefix(&rest, ":")) {
+    const size_t eq = rest.find('=');
+    if (eq == absl::string_view::npos) return false;
+    rest = rest.substr(eq);
+  }
+  return absl::StartsWith(rest, "=") && !absl::StartsWith(rest, "==") &&
+         !absl::StripAsciiWhitespace(rest.substr(1)).empty();
+}
+
 // Whether `text` asks about the conversation's start: "introduce(d)
 // myself", "my introduction", or "the start", "the beginning", "the
 // outset", "when we started" ("kicked off"), "first thing" said of the
@@ -1976,6 +2030,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
   q.asks_host = AsksHost(question);
   q.asks_ticket = AsksTicket(question);
   q.asks_version = AsksVersion(question);
+  q.asks_constant = AsksConstant(question);
   q.asks_start = AsksStart(question);
   // The days the question names ("the 2 Dec file"), and the months it
   // names alone ("February's cost", "early May": any day of them). A word
@@ -2134,6 +2189,7 @@ struct QuestionWeights {
   bool asks_host = false;
   bool asks_ticket = false;
   bool asks_version = false;
+  bool asks_constant = false;
   // Whether it asks for the first or the last of alike lines.
   bool asks_order = false;
   // When it asks for a host, the question's own terms (not its
@@ -2197,6 +2253,7 @@ struct QuestionWeights {
         asks_host(query.asks_host),
         asks_ticket(query.asks_ticket),
         asks_version(query.asks_version),
+        asks_constant(query.asks_constant),
         asks_order(query.asks_first || query.asks_last || query.asks_later) {
     for (size_t i = 0; query.asks_host && i < query.terms.size(); ++i) {
       if (i >= query.stand_in.size() || !query.stand_in[i]) own_terms.insert(query.terms[i]);
@@ -2988,11 +3045,13 @@ bool CountsQuestionWord(const QuestionWeights& q, absl::string_view piece) {
 }
 
 // Whether `piece` holds a ticket's, a version's or a host's name the
-// question asks for (AsksTicket, AsksVersion, AsksHost). A host the
+// question asks for (AsksTicket, AsksVersion, AsksHost), or defines the
+// constant it asks for (AsksConstant). A host the
 // question names itself ("what host does the billing-api name get pointed
 // to") is not the one it asks for.
 bool StatesAskedName(const QuestionWeights& q, absl::string_view piece) {
-  if ((q.asks_ticket && StatesTicket(piece)) || (q.asks_version && StatesVersion(piece))) {
+  if ((q.asks_ticket && StatesTicket(piece)) || (q.asks_version && StatesVersion(piece)) ||
+      (q.asks_constant && DefinesConstant(piece))) {
     return true;
   }
   if (!q.asks_host) return false;

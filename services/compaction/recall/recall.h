@@ -83,6 +83,10 @@ struct RecallQuery {
   // build is the image pinned to"): a line holding a release's number
   // ("v2.31.0", "NCCL_VERSION=2.18.6-1") answers it the same way.
   bool asks_version = false;
+  // ... or a constant of code ("give me the constant as written"): a line
+  // defining an upper-case name ("REVERSE_CHARGE_MIN_CENTS = 1_400_000")
+  // answers it where it holds the question's words.
+  bool asks_constant = false;
   // The days the question names ("the 2 Dec file", "on March 8th"): a line
   // writing one as a system does ("PRC_20261202_full.csv.gz",
   // "2026-12-02") holds the words that name it. A month named alone

@@ -314,6 +314,51 @@ TEST_F(RecallTest, AJsonRecordsNameCountsForItsFigures) {
   EXPECT_THAT(got[0].text, HasSubstr("\"unexpected_count\": 2056"));
 }
 
+TEST_F(RecallTest, AQuestionForAConstantFindsItsDefinition) {
+  EXPECT_TRUE(ParseRecallQuery("Give me the constant as written.").asks_constant);
+  EXPECT_FALSE(ParseRecallQuery("What does the tax service charge?").asks_constant);
+  // The function naming the rule holds more of the question's words than
+  // the constant's definition does; a question for the constant asks for
+  // the definition.
+  const std::string module =
+      "    26\tlog = logging.getLogger(__name__)\n"
+      "    27\t\n"
+      "    28\tREVERSE_CHARGE_MIN_CENTS = 1_400_000\n"
+      "    29\tPAGE_SIZE = 500\n"
+      "    30\t\n"
+      "    31\t\n"
+      "    32\tdef reverse_charge_applies(net_cents: int, seller_country: str) -> bool:\n"
+      "    33\t    \"\"\"Cross-border supplies above the minimum shift the tax.\"\"\"\n"
+      "    34\t    if not seller_country:\n"
+      "    35\t        return False\n"
+      "    36\t    return net_cents >= REVERSE_CHARGE_MIN_CENTS\n";
+  const std::vector<Item> items =
+      MessageThenOutput("Open the tax service's thresholds module.", module, "read_file");
+  const RecallQuery q = ParseRecallQuery(
+      "From what net amount in cents does the tax service apply reverse charge? Give me the "
+      "constant as written.");
+  const std::vector<RecalledPassage> got = Rank(q, OutputAfterMessage(items, q), 80, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("REVERSE_CHARGE_MIN_CENTS = 1_400_000"));
+  // Definitions as other languages write them; not a comparison, nor a
+  // name in lower case.
+  for (const char* line : {"const MAX_BACKOFF_MS = 30000;", "static final int MAX_BACKOFF_MS = 30000;",
+                           "#define MAX_BACKOFF_MS 30000", "MAX_BACKOFF_MS: Final[int] = 30000",
+                           "export const MAX_BACKOFF_MS = 30_000"}) {
+    const std::vector<Item> code = MessageThenOutput(
+        "Open the retry helper.",
+        absl::StrCat("def backoff_ms(attempt: int) -> int:\n    return min(2 ** attempt * 100, "
+                     "MAX_BACKOFF_MS)\n\n", line, "\n"),
+        "read_file");
+    const RecallQuery ceiling =
+        ParseRecallQuery("What is the retry helper's backoff ceiling? The millisecond constant.");
+    const std::vector<RecalledPassage> found =
+        Rank(ceiling, OutputAfterMessage(code, ceiling), 80, 1);
+    ASSERT_EQ(found.size(), 1u) << line;
+    EXPECT_THAT(found[0].text, HasSubstr(line));
+  }
+}
+
 TEST_F(RecallTest, ADigitOfACompoundIsAWordOfTheQuestion) {
   // "8-CPU": the digit says which of otherwise alike lines is meant (a Go
   // benchmark's "-8" suffix); a lone letter of a compound says nothing.
