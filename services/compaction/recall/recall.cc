@@ -1731,6 +1731,50 @@ void AddPercentiles(const QuestionWords& question,
   }
 }
 
+// The number `word` says, written in figures ("6", "twelve"), or -1.
+int NumberSaid(absl::string_view word) {
+  static const auto* const kNumbers = new absl::flat_hash_map<absl::string_view, int>{
+      {"one", 1},     {"two", 2},       {"three", 3},     {"four", 4},    {"five", 5},
+      {"six", 6},     {"seven", 7},     {"eight", 8},     {"nine", 9},    {"ten", 10},
+      {"eleven", 11}, {"twelve", 12},   {"fifteen", 15},  {"twenty", 20}, {"thirty", 30},
+      {"forty", 40},  {"forty-five", 45}, {"fifty", 50},  {"sixty", 60},  {"ninety", 90}};
+  if (auto it = kNumbers->find(word); it != kNumbers->end()) return it->second;
+  int n = 0;
+  if (word.size() <= 5 && absl::SimpleAtoi(word, &n) && n >= 0) return n;
+  return -1;
+}
+
+// A duration as a configuration or a log writes it short: "six hours" or
+// "2 hrs" is `6h` or `2h` ("poke timeout 6h -> 2h"), "30 seconds" `30s`,
+// "15 minutes" `15m` and `15min`, "7 days" `7d`, "250 milliseconds"
+// `250ms`: terms standing in for the unit's word.
+void AddCompactDurations(const QuestionWords& question,
+                         absl::flat_hash_map<std::string, size_t>& index_of, RecallQuery& q) {
+  static const auto* const kUnits =
+      new absl::flat_hash_map<absl::string_view, std::vector<absl::string_view>>{
+          {"second", {"s"}},  {"seconds", {"s"}},  {"sec", {"s"}},   {"secs", {"s"}},
+          {"minute", {"m", "min"}}, {"minutes", {"m", "min"}}, {"min", {"m", "min"}},
+          {"mins", {"m", "min"}},   {"hour", {"h"}},  {"hours", {"h"}},  {"hr", {"h"}},
+          {"hrs", {"h"}},     {"day", {"d"}},      {"days", {"d"}},  {"week", {"w"}},
+          {"weeks", {"w"}},   {"millisecond", {"ms"}}, {"milliseconds", {"ms"}}};
+  const std::vector<absl::string_view>& words = question.words;
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    const int n = NumberSaid(words[i]);
+    if (n < 0) continue;
+    const auto unit = kUnits->find(words[i + 1]);
+    if (unit == kUnits->end()) continue;
+    // A term of the unit's word, or of the number's ("second" is too
+    // common a word to search by).
+    auto of_unit = index_of.find(WordForm(words[i + 1]));
+    if (of_unit == index_of.end()) of_unit = index_of.find(WordForm(words[i]));
+    if (of_unit == index_of.end()) continue;
+    const int word = q.word_of[of_unit->second];
+    for (absl::string_view suffix : unit->second) {
+      AddTerm(absl::StrCat(n, suffix), word, true, index_of, q);
+    }
+  }
+}
+
 // `word` (lowercase) in the singular where it is a regular plural
 // ("runs", "entries", "boxes", "caches" -> "run", "entry", "box",
 // "cache"); as it is otherwise ("status", "address", "analysis", and
@@ -2143,6 +2187,7 @@ RecallQuery ParseRecallQuery(absl::string_view asked_text) {
     if (joined.size() >= 4) AddTerm(std::move(joined), q.word_of[i], false, index_of, q);
   }
   AddPercentiles(question, index_of, q);
+  AddCompactDurations(question, index_of, q);
   std::vector<std::pair<std::string, int>> singular;
   AddNames(text, index_of, q, &singular);
   AddOtherSpellings(question.lower, index_of, q);

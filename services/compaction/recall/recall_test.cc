@@ -359,6 +359,34 @@ TEST_F(RecallTest, AQuestionForAConstantFindsItsDefinition) {
   }
 }
 
+TEST_F(RecallTest, ADurationInWordsIsFoundWrittenShort) {
+  auto terms_of = [](absl::string_view question) {
+    return ParseRecallQuery(question).terms;
+  };
+  EXPECT_THAT(terms_of("the wait went from six hours to 2 hrs"),
+              AllOf(Contains("6h"), Contains("2h")));
+  EXPECT_THAT(terms_of("a TTL of 15 minutes and a 30 second grace"),
+              AllOf(Contains("15m"), Contains("15min"), Contains("30s")));
+  EXPECT_THAT(terms_of("it kept 7 days, polling every 250 milliseconds"),
+              AllOf(Contains("7d"), Contains("250ms")));
+  EXPECT_THAT(terms_of("two retries"), Not(Contains("2h")));
+  // A log of commits: the one that cut the wait names it in figures.
+  std::string log;
+  for (const char* line : {"4165e3f publish: record row counts per table (#2794)",
+                           "2c189a4 alerts: link the task log in the failure message",
+                           "0c241a3 sensor: retries 3 -> 5 for the export wait",
+                           "7709f1a sensor: poke timeout 6h -> 2h, fail fast when missing",
+                           "fc0f6f8 sensor: log the wait before each poke"}) {
+    absl::StrAppend(&log, line, "\n");
+  }
+  const std::vector<Item> items = MessageThenOutput("Show me the orders DAG's history.", log, "git");
+  const RecallQuery q =
+      ParseRecallQuery("Which commit cut the sensor's wait from six hours down to two hours?");
+  const std::vector<RecalledPassage> got = Rank(q, OutputAfterMessage(items, q), 100, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_THAT(got[0].text, HasSubstr("7709f1a"));
+}
+
 TEST_F(RecallTest, ADigitOfACompoundIsAWordOfTheQuestion) {
   // "8-CPU": the digit says which of otherwise alike lines is meant (a Go
   // benchmark's "-8" suffix); a lone letter of a compound says nothing.
