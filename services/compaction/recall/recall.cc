@@ -983,9 +983,9 @@ bool DefinesConstant(absl::string_view line) {
     letter |= absl::ascii_isupper(static_cast<unsigned char>(line[n]));
     ++n;
   }
-  if (n < 3 || !letter || (n < line.size() && absl::ascii_islower(static_cast<unsigned char>(line[n])))) {
-    return false;
-  }
+  const bool lower_follows =
+      n < line.size() && absl::ascii_islower(static_cast<unsigned char>(line[n]));
+  if (n < 3 || !letter || lower_follows) return false;
   absl::string_view rest = absl::StripLeadingAsciiWhitespace(line.substr(n));
   if (define) return !rest.empty();
   // A type after a colon ("MAX_AGE: Final[int] = 300").

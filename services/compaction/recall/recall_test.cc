@@ -342,9 +342,10 @@ TEST_F(RecallTest, AQuestionForAConstantFindsItsDefinition) {
   EXPECT_THAT(got[0].text, HasSubstr("REVERSE_CHARGE_MIN_CENTS = 1_400_000"));
   // Definitions as other languages write them; not a comparison, nor a
   // name in lower case.
-  for (const char* line : {"const MAX_BACKOFF_MS = 30000;", "static final int MAX_BACKOFF_MS = 30000;",
-                           "#define MAX_BACKOFF_MS 30000", "MAX_BACKOFF_MS: Final[int] = 30000",
-                           "export const MAX_BACKOFF_MS = 30_000"}) {
+  for (const char* line :
+       {"const MAX_BACKOFF_MS = 30000;", "static final int MAX_BACKOFF_MS = 30000;",
+        "#define MAX_BACKOFF_MS 30000", "MAX_BACKOFF_MS: Final[int] = 30000",
+        "export const MAX_BACKOFF_MS = 30_000"}) {
     const std::vector<Item> code = MessageThenOutput(
         "Open the retry helper.",
         absl::StrCat("def backoff_ms(attempt: int) -> int:\n    return min(2 ** attempt * 100, "
@@ -379,7 +380,8 @@ TEST_F(RecallTest, ADurationInWordsIsFoundWrittenShort) {
                            "fc0f6f8 sensor: log the wait before each poke"}) {
     absl::StrAppend(&log, line, "\n");
   }
-  const std::vector<Item> items = MessageThenOutput("Show me the orders DAG's history.", log, "git");
+  const std::vector<Item> items =
+      MessageThenOutput("Show me the orders DAG's history.", log, "git");
   const RecallQuery q =
       ParseRecallQuery("Which commit cut the sensor's wait from six hours down to two hours?");
   const std::vector<RecalledPassage> got = Rank(q, OutputAfterMessage(items, q), 100, 1);
@@ -1203,7 +1205,8 @@ TEST_F(RecallTest, AClauseNamingAnEarlierChangeAsksForTheLaterOne) {
   EXPECT_FALSE(once.asks_first);
   EXPECT_THAT(absl::StrJoin(once.terms, " "),
               AllOf(Not(HasSubstr("rupert")), HasSubstr("settlement")));
-  EXPECT_TRUE(ParseRecallQuery("After the stacking patch, how many promo tests passed?").asks_later);
+  EXPECT_TRUE(
+      ParseRecallQuery("After the stacking patch, how many promo tests passed?").asks_later);
   const RecallQuery ad = ParseRecallQuery(
       "How long after someone sees an ad can an order still give it credit?");
   EXPECT_FALSE(ad.asks_later);
