@@ -1869,6 +1869,14 @@ size_t AsideOpening(absl::string_view text) {
   return 0;
 }
 
+// Whether the "after" at `at` of `lower` follows "how long" or "how soon"
+// ("how long after a view can an order credit it"): a duration asked for,
+// not a clause.
+bool AfterHowLong(absl::string_view lower, size_t at) {
+  const absl::string_view before = absl::StripTrailingAsciiWhitespace(lower.substr(0, at));
+  return absl::EndsWith(before, "how long") || absl::EndsWith(before, "how soon");
+}
+
 }  // namespace
 
 // `text` without its clauses about something else than what is asked:
@@ -1886,14 +1894,6 @@ size_t AsideOpening(absl::string_view text) {
 // table", "ignore the staging copy") goes to `contrasted`: its words
 // are said aside, and mark a passage of the thing beside the one asked for
 // (RecallQuery::contrast).
-// Whether the "after" at `at` of `lower` follows "how long" or "how soon"
-// ("how long after a view can an order credit it"): a duration asked for,
-// not a clause.
-bool AfterHowLong(absl::string_view lower, size_t at) {
-  const absl::string_view before = absl::StripTrailingAsciiWhitespace(lower.substr(0, at));
-  return absl::EndsWith(before, "how long") || absl::EndsWith(before, "how soon");
-}
-
 std::string WithoutOtherThings(absl::string_view text, bool* later_change,
                                bool* earlier_change, std::vector<std::string>* contrasted) {
   static const auto* const kChanges = new absl::flat_hash_set<absl::string_view>{
@@ -2708,6 +2708,19 @@ int IndentOf(absl::string_view content) {
   return static_cast<int>(at);
 }
 
+// Calls `fn` with line `k` of `lines` and each line of the block it opens
+// (those after it indented more, blank lines among them), at most `limit`
+// lines in all, until `fn` returns true.
+void ForEachLineOfBlock(const std::vector<std::pair<size_t, absl::string_view>>& lines, size_t k,
+                        size_t limit, absl::FunctionRef<bool(size_t)> fn) {
+  const int indent = IndentOf(AfterLineNumber(lines[k].second));
+  for (size_t j = k; j < lines.size() && j - k < limit; ++j) {
+    const int in = IndentOf(AfterLineNumber(lines[j].second));
+    if (j > k && in >= 0 && in <= indent) return;
+    if (fn(j)) return;
+  }
+}
+
 // Whether `line` is a table's header: three columns or more (apart by two
 // spaces or more, or by bars), no digit, no sentence.
 bool IsTableHeader(absl::string_view line) {
@@ -2893,20 +2906,16 @@ class KeysOver {
   // under "result" is asked for; the key "column" names nothing), at most
   // kMaxRecordLines down.
   WordWeights RecordWords(size_t k) {
-    WordWeights words;
-    const int indent = IndentOf(AfterLineNumber(lines_[k].second));
-    for (size_t j = k; j < lines_.size() && j < k + kMaxRecordLines; ++j) {
+    std::vector<std::string> terms;
+    ForEachLineOfBlock(lines_, k, kMaxRecordLines, [&](size_t j) {
       const absl::string_view line = Shown(lines_, j);
-      const int in = IndentOf(AfterLineNumber(lines_[j].second));
-      if (j > k && in >= 0 && in <= indent) break;
       const absl::string_view value = line.empty() ? absl::string_view() : Assigned(line);
-      if (value.empty() || HasDigit(value)) continue;
-      for (const auto& [w, weight] : q_.Words(SearchTerms(value))) {
-        double& best = words[w];
-        best = std::max(best, weight);
+      if (!value.empty() && !HasDigit(value)) {
+        for (std::string& term : SearchTerms(value)) terms.push_back(std::move(term));
       }
-    }
-    return words;
+      return false;
+    });
+    return q_.Words(terms);
   }
 
   const QuestionWeights& q_;
@@ -2939,15 +2948,11 @@ class RecordMonths {
   int OfBlock(size_t k) {
     auto [at, added] = months_.try_emplace(k, 0);
     if (!added) return at->second;
-    const int indent = IndentOf(AfterLineNumber(lines_[k].second));
-    for (size_t j = k; j < lines_.size(); ++j) {
-      const int in = IndentOf(AfterLineNumber(lines_[j].second));
-      if (j > k && in >= 0 && in <= indent) break;
-      if (const int month = FirstMonthWritten(lines_[j].second); month > 0) {
-        return at->second = month;
-      }
-    }
-    return 0;
+    ForEachLineOfBlock(lines_, k, lines_.size(), [&](size_t j) {
+      at->second = FirstMonthWritten(lines_[j].second);
+      return at->second > 0;
+    });
+    return at->second;
   }
 
   const std::vector<std::pair<size_t, absl::string_view>>& lines_;
@@ -3347,7 +3352,7 @@ void AddOpeningCandidates(const Item& item, const QuestionWeights& q,
 // the share a long message's words count (a morning's long greeting shares
 // a word or two with most questions).
 absl::flat_hash_map<int64_t, WordWeights> TalkOf(const HistoryHits& hits,
-                                                           const QuestionWeights& weights) {
+                                                 const QuestionWeights& weights) {
   absl::flat_hash_map<int64_t, WordWeights> talk;
   for (const Item& item : hits.found) {
     if (item.data.kind != ItemKind::kMessage || item.redacted) continue;
