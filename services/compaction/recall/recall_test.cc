@@ -104,6 +104,17 @@ HistoryHits OutputAfterMessage(const std::vector<Item>& items, const RecallQuery
   return hits;
 }
 
+// The same for a history of several such pairs (items 1 and 2, 3 and 4,
+// ...): each output's exchange is the message before it.
+HistoryHits OutputsAfterMessages(const std::vector<Item>& items, const RecallQuery& q) {
+  HistoryHits hits = HitsFor(items, q);
+  hits.items = 1000;
+  for (size_t i = 1; i < items.size(); i += 2) {
+    hits.exchange_terms[items[i].sequence] = SearchTerms(items[i - 1].data.content);
+  }
+  return hits;
+}
+
 // The terms standing in for the question's words (StandIns).
 std::vector<std::string> StandInsOf(absl::string_view question) {
   const RecallQuery q = ParseRecallQuery(question);
@@ -666,11 +677,10 @@ TEST_F(RecallTest, AnOutputsFewDigestsAnswerAQuestionForOne) {
       "I need the md5 from the November snapshot of the revenue table, before anything was "
       "rebuilt.");
   ASSERT_TRUE(q.asks_hash);
-  std::vector<Item> items = {
-      Stored(1, Role::kUser, ItemKind::kMessage,
-             "Before we rebuild anything in revenue, snapshot a checksum of the revenue table "
-             "for November."),
-      Stored(2, Role::kTool, ItemKind::kToolResult, record, "psql")};
+  const std::string asked =
+      "Before we rebuild anything in revenue, snapshot a checksum of the revenue table for "
+      "November.";
+  std::vector<Item> items = MessageThenOutput(asked, record, "psql");
   EXPECT_THAT(First(q, OutputAfterMessage(items, q), 300),
               HasSubstr("c6e95c332a52e77ca24de56da2cdc239"));
   // A log of many commits says nothing by its hashes alone.
@@ -678,7 +688,7 @@ TEST_F(RecallTest, AnOutputsFewDigestsAnswerAQuestionForOne) {
   for (int i = 0; i < 12; ++i) {
     absl::StrAppend(&log, "a1b2c", 10 + i, "e tidy the loader, step ", i, "\n");
   }
-  items[1] = Stored(2, Role::kTool, ItemKind::kToolResult, log, "git");
+  items = MessageThenOutput(asked, log, "git");
   EXPECT_THAT(RenderRecalled(Rank(q, OutputAfterMessage(items, q), 300)),
               Not(HasSubstr("tidy the loader")));
 }
@@ -907,22 +917,19 @@ TEST_F(RecallTest, AMonthNamedAloneIsHeldByItsRecord) {
                     "                }\n            }\n        },\n");
   }
   report += "    ]\n}\n";
-  std::vector<Item> items = {
-      Stored(1, Role::kUser, ItemKind::kMessage,
-             "What does Cost Explorer say for the checkpoint bucket, month by month?"),
-      Stored(2, Role::kTool, ItemKind::kToolResult, report, "bash")};
+  const std::vector<Item> items = MessageThenOutput(
+      "What does Cost Explorer say for the checkpoint bucket, month by month?", report, "bash");
   const RecallQuery q =
       ParseRecallQuery("What did Cost Explorer put the checkpoint bucket's cost at in February?");
   // February 2026 is the fifth period (m = 14), whose amount is 14007.
   const std::string got = RenderRecalled(Rank(q, OutputAfterMessage(items, q), 200));
   EXPECT_THAT(got, HasSubstr("14007.5938")) << got;
   // A line writing a year and month alone holds the month too.
-  std::vector<Item> record = {
-      Stored(1, Role::kUser, ItemKind::kMessage, "Snapshot the revenue table's checksums."),
-      Stored(2, Role::kTool, ItemKind::kToolResult,
-             "month | 2026-10 | checksum 1f2e3d4c5b6a\nmonth | 2026-11 | checksum 9a8b7c6d5e4f\n"
-             "month | 2026-12 | checksum 0a1b2c3d4e5f\n",
-             "psql")};
+  const std::vector<Item> record = MessageThenOutput(
+      "Snapshot the revenue table's checksums.",
+      "month | 2026-10 | checksum 1f2e3d4c5b6a\nmonth | 2026-11 | checksum 9a8b7c6d5e4f\n"
+      "month | 2026-12 | checksum 0a1b2c3d4e5f\n",
+      "psql");
   const RecallQuery nov = ParseRecallQuery("What was November's checksum of the revenue table?");
   EXPECT_THAT(First(nov, OutputAfterMessage(record, nov), 200), HasSubstr("9a8b7c6d5e4f"));
 }
@@ -1239,12 +1246,7 @@ TEST_F(RecallTest, AClauseNamingAnEarlierChangeAsksForTheLaterOne) {
       Stored(6, Role::kTool, ItemKind::kToolResult,
              "job started, value date 2026-05-04\nsettlement job finished: OK, wall time 3h22m26s",
              "bash")};
-  HistoryHits hits = HitsFor(items, once);
-  hits.items = 1000;
-  for (int64_t output : {2, 4, 6}) {
-    hits.exchange_terms[output] = SearchTerms(items[static_cast<size_t>(output) - 2].data.content);
-  }
-  const std::vector<RecalledPassage> got = Rank(once, hits, 120, 1);
+  const std::vector<RecalledPassage> got = Rank(once, OutputsAfterMessages(items, once), 120, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_THAT(got[0].text, HasSubstr("3h22m26s"));
 }
@@ -1282,11 +1284,7 @@ TEST_F(RecallTest, AQuestionForTheFirstPrefersTheEarliestOfAlikeLines) {
   const RecallQuery printers =
       ParseRecallQuery("When we first checked the label printers' health, how deep was the queue?");
   EXPECT_TRUE(printers.asks_first);
-  HistoryHits hits = HitsFor(checks, printers);
-  hits.items = 1000;
-  for (int64_t output : {2, 4, 6}) {
-    hits.exchange_terms[output] = SearchTerms(checks[static_cast<size_t>(output) - 2].data.content);
-  }
+  const HistoryHits hits = OutputsAfterMessages(checks, printers);
   std::string depth;  // The best passage showing a queue's depth.
   for (const RecalledPassage& p : Rank(printers, hits, 400)) {
     if (absl::StrContains(p.text, "queueDepth")) {
@@ -1346,9 +1344,8 @@ TEST_F(RecallTest, AQuestionForTheLastPrefersTheLastOfAnOutputsAlikeLines) {
       "In the canary pod log, what had vLLM's running count of preempted sequences reached by the "
       "final warning?");
   ASSERT_FALSE(last_only.asks_first);
-  HistoryHits hits = OutputAfterMessage(items, last_only);
-  hits.exchange_terms[4] = SearchTerms(items[2].data.content);
-  const std::string latest = RenderRecalled(Rank(last_only, hits, 300));
+  const std::string latest =
+      RenderRecalled(Rank(last_only, OutputsAfterMessages(items, last_only), 300));
   EXPECT_THAT(latest, HasSubstr("total_num_cumulative_preemption=2300")) << latest;
   EXPECT_THAT(latest, Not(HasSubstr("total_num_cumulative_preemption=1300"))) << latest;
 }
