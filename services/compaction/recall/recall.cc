@@ -2947,12 +2947,14 @@ class RecordMonths {
   // The month of the first date the block opened at line `k` writes, or 0.
   int OfBlock(size_t k) {
     auto [at, added] = months_.try_emplace(k, 0);
-    if (!added) return at->second;
+    // (A lambda may not capture a structured binding in C++20.)
+    int& month = at->second;
+    if (!added) return month;
     ForEachLineOfBlock(lines_, k, lines_.size(), [&](size_t j) {
-      at->second = FirstMonthWritten(lines_[j].second);
-      return at->second > 0;
+      month = FirstMonthWritten(lines_[j].second);
+      return month > 0;
     });
-    return at->second;
+    return month;
   }
 
   const std::vector<std::pair<size_t, absl::string_view>>& lines_;
